@@ -1,0 +1,49 @@
+# BERT Lab — set-up and everyday commands.  `make demo` and `make test` are the two README commands.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+TORCH_VERSION ?= 2.13.0
+
+.PHONY: demo test venv venv-dev lab notebooks models clean
+
+demo: $(VENV)/.installed           ## install into .venv and start the dashboard
+	$(PY) app.py
+
+test: $(VENV)/.installed-dev       ## install into .venv (with test extras) and run the whole suite
+	$(PY) -m pytest
+
+venv: $(VENV)/.installed
+venv-dev: $(VENV)/.installed-dev
+
+lab: $(VENV)/.installed            ## JupyterLab on the notebooks
+	$(VENV)/bin/jupyter lab notebooks/
+
+# torch first: a CUDA build where an NVIDIA GPU is present, otherwise the small CPU build
+# (PyTorch's CPU wheel index; pip's configured find-links/mirrors are used as well).
+$(VENV)/.torch:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	@if $(PY) -c "import torch" 2>/dev/null; then echo "torch already installed"; \
+	elif command -v nvidia-smi >/dev/null 2>&1 || [ "$$(uname -s)" != "Linux" ]; then \
+		$(PIP) install "torch==$(TORCH_VERSION)"; \
+	else \
+		$(PIP) install --retries 0 --timeout 15 "torch==$(TORCH_VERSION)" \
+			--index-url https://download.pytorch.org/whl/cpu \
+		|| $(PIP) install "torch==$(TORCH_VERSION)"; \
+	fi
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.torch pyproject.toml
+	$(PIP) install -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(PIP) install -e ".[dev]"
+	touch $@
+
+models: $(VENV)/.installed         ## retrain the bundled models (hours on a laptop CPU)
+	bash scripts/make_models.sh
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

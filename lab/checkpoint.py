@@ -1,0 +1,228 @@
+"""Checkpoints in Hugging Face's layout: a directory with config.json, model.safetensors, vocab.txt.
+
+    lab.save(model, tokenizer, "runs/mine")               # writes the three files atomically
+    model, tokenizer = lab.load("runs/mine")               # lab or transformers directories
+    model, tokenizer = lab.load("runs/mine", BertForSequenceClassification)   # add a new head
+
+Parameter names are transformers' (`bert.encoder.layer.0.attention.self.query.weight`, ...), so a
+directory written here loads with `BertForPreTraining.from_pretrained` and one written by
+`save_pretrained` loads here.  Older names are translated on load (LayerNorm `gamma`/`beta`).
+`pytorch_model.bin` files are read with `torch.load(weights_only=True)`: tensors only, never
+arbitrary pickled objects.  Nothing here ever writes a half-finished file: each file goes to a
+temporary name first and is renamed into place.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from .config import BertConfig
+from .model import (MODEL_CLASSES, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
+                    BertForSequenceClassification, BertModel, BertPreTrainedModel)
+
+log = logging.getLogger(__name__)
+
+WEIGHTS_NAME = "model.safetensors"
+TORCH_WEIGHTS_NAME = "pytorch_model.bin"
+# Keys some checkpoints carry that are not parameters of their own here:
+#  position_ids is a constant buffer; the MLM decoder weight is tied to the word embeddings and
+#  its bias is the same tensor as cls.predictions.bias.
+TIED_OR_BUFFERS = ("bert.embeddings.position_ids", "cls.predictions.decoder.weight",
+                   "cls.predictions.decoder.bias")
+
+
+@dataclass
+class LoadReport:
+    """What `load` did, in words a user can act on."""
+    path: str
+    model_class: str
+    missing: list[str] = field(default_factory=list)      # newly initialised parameters
+    unexpected: list[str] = field(default_factory=list)   # checkpoint tensors with no place here
+    notes: list[str] = field(default_factory=list)
+
+    def __str__(self):
+        lines = [f"loaded {self.model_class} from {self.path}"]
+        if self.missing:
+            lines.append(f"  not in the checkpoint, newly initialised (train before use): {', '.join(self.missing)}")
+        if self.unexpected:
+            lines.append(f"  in the checkpoint but unused by {self.model_class}: {', '.join(self.unexpected)}")
+        lines += [f"  {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _atomic_write(path: Path, write) -> None:
+    """write(tmp_path) then rename: a crash leaves the old file or the new one, never half of one."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def save(model: BertPreTrainedModel, tokenizer, directory, dtype: torch.dtype | None = None) -> Path:
+    """Write config.json, model.safetensors (and vocab.txt + tokenizer files) into `directory`.
+
+    dtype=torch.float16 halves the file (the bundled models use it); `load` casts back to fp32.
+    """
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    model = getattr(model, "module", model)           # unwrap DistributedDataParallel
+    tensors = {}
+    for name, t in model.state_dict().items():
+        t = t.detach().to("cpu")
+        if dtype is not None and t.is_floating_point():
+            t = t.to(dtype)
+        tensors[name] = t.contiguous().clone()
+    config = model.config.to_dict()
+    config["architectures"] = [type(model).__name__]
+    config["torch_dtype"] = str(dtype or torch.float32).replace("torch.", "")
+    _atomic_write(directory / WEIGHTS_NAME, lambda p: save_file(tensors, p, metadata={"format": "pt"}))
+    _atomic_write(directory / "config.json",
+                  lambda p: Path(p).write_text(json.dumps(config, indent=2) + "\n"))
+    if tokenizer is not None:
+        tokenizer.save(directory)
+    return directory
+
+
+# ----------------------------------------------------------------------------------------
+# Reading
+# ----------------------------------------------------------------------------------------
+def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
+    """All tensors of a checkpoint directory, with clear errors for missing or damaged files."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    st, index, binf = directory / WEIGHTS_NAME, directory / "model.safetensors.index.json", \
+        directory / TORCH_WEIGHTS_NAME
+    try:
+        if st.is_file():
+            return load_file(str(st))
+        if index.is_file():                            # sharded: {"weight_map": {name: file}}
+            files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+            out = {}
+            for f in files:
+                out.update(load_file(str(directory / f)))
+            return out
+    except (SafetensorError, OSError, ValueError, KeyError, json.JSONDecodeError) as e:
+        raise ValueError(f"{st if st.is_file() else index} is not a readable safetensors checkpoint "
+                         f"(truncated or corrupt?): {e}") from None
+    if binf.is_file():
+        try:
+            sd = torch.load(str(binf), map_location="cpu", weights_only=True)
+        except Exception as e:  # noqa: BLE001 - any unpickling failure is the file's fault
+            raise ValueError(f"{binf} could not be read as a tensors-only PyTorch checkpoint "
+                             f"(corrupt, or it contains arbitrary Python objects, which are "
+                             f"refused): {e}") from None
+        if not isinstance(sd, dict) or not all(torch.is_tensor(v) for v in sd.values()):
+            raise ValueError(f"{binf} does not hold a dictionary of tensors")
+        return sd
+    raise FileNotFoundError(f"no weights in {directory}: expected {WEIGHTS_NAME} "
+                            f"(or {TORCH_WEIGHTS_NAME}); found {sorted(p.name for p in directory.iterdir())}")
+
+
+def _normalise_names(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Map old spellings onto today's names: LayerNorm.gamma -> .weight, .beta -> .bias;
+    a bare BertModel checkpoint (no 'bert.' prefix) gets the prefix."""
+    out = {}
+    bare = not any(k.startswith("bert.") for k in sd) and any(k.startswith("embeddings.") for k in sd)
+    for k, v in sd.items():
+        k = k.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+        if bare and not k.startswith("cls.") and not k.startswith(("classifier.", "qa_outputs.")):
+            k = "bert." + k
+        out[k] = v
+    return out
+
+
+def infer_model_class(keys) -> type[BertPreTrainedModel]:
+    """Which head a checkpoint carries, from its tensor names."""
+    keys = set(keys)
+    if "qa_outputs.weight" in keys:
+        return BertForQuestionAnswering
+    if "classifier.weight" in keys:
+        return BertForSequenceClassification
+    if "cls.seq_relationship.weight" in keys:
+        return BertForPreTraining
+    if "cls.predictions.bias" in keys or "cls.predictions.transform.dense.weight" in keys:
+        return BertForMaskedLM
+    return BertModel
+
+
+def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, device="cpu",
+         config_overrides: dict | None = None, return_report: bool = False):
+    """(model, tokenizer) from an HF-layout directory.  model_class None = what the checkpoint has.
+
+    Asking for another head than the checkpoint's is how fine-tuning starts: the encoder is
+    loaded, the new head is initialised and reported as such.  Returns (model, tokenizer,
+    report) with return_report=True.  The model is in eval mode.
+    """
+    directory = Path(directory)
+    if not directory.exists():
+        raise FileNotFoundError(f"model directory {directory} does not exist")
+    if not directory.is_dir():
+        raise NotADirectoryError(f"{directory} is a file; lab.load expects a model directory "
+                                 f"(config.json + model.safetensors + vocab.txt)")
+    config = BertConfig.load(directory)
+    if config_overrides:
+        config = BertConfig.from_dict({**config.to_dict(), **config_overrides}, source=str(directory))
+    sd = _normalise_names(read_state_dict(directory))
+    if isinstance(model_class, str):
+        if model_class not in MODEL_CLASSES:
+            raise ValueError(f"unknown model class {model_class!r}; choose one of {list(MODEL_CLASSES)}")
+        model_class = MODEL_CLASSES[model_class]
+    model_class = model_class or infer_model_class(sd)
+    model = model_class(config)
+    report = LoadReport(str(directory), model_class.__name__)
+    report.notes += _load_into(model, sd, report, directory)
+    if report.missing or report.unexpected:
+        log.info("%s", report)
+    model.to(device).eval()
+
+    tokenizer = None
+    if (directory / "vocab.txt").is_file() or (directory / "tokenizer.json").is_file():
+        from .tokenizer import Tokenizer
+        tokenizer = Tokenizer.load(directory)
+        if tokenizer.vocab_size > config.vocab_size:
+            raise ValueError(f"{directory}: the tokenizer has {tokenizer.vocab_size} tokens but the "
+                             f"model only {config.vocab_size} embeddings")
+    else:
+        report.notes.append("no vocab.txt: tokenizer is None")
+    return (model, tokenizer, report) if return_report else (model, tokenizer)
+
+
+def _load_into(model: BertPreTrainedModel, sd: dict, report: LoadReport, where) -> list[str]:
+    notes = []
+    own = model.state_dict()
+    is_bare = isinstance(model, BertModel)
+    if is_bare:   # a BertModel has no 'bert.' prefix of its own
+        sd = {k[len("bert."):] if k.startswith("bert.") else k: v for k, v in sd.items()}
+    word_key = "embeddings.word_embeddings.weight" if is_bare else "bert.embeddings.word_embeddings.weight"
+    keep = {}
+    for k, v in sd.items():
+        if k in TIED_OR_BUFFERS or k.endswith("embeddings.position_ids"):
+            if k == "cls.predictions.decoder.weight" and word_key in sd and \
+                    not torch.equal(v.float(), sd[word_key].float()):
+                notes.append("the checkpoint's MLM decoder was not tied to the word embeddings; "
+                             "BERT ties them, so the word embeddings are used")
+            continue
+        if k not in own:
+            report.unexpected.append(k)
+            continue
+        if tuple(v.shape) != tuple(own[k].shape):
+            raise ValueError(f"{where}: tensor {k} has shape {list(v.shape)} in the checkpoint but "
+                             f"this {type(model).__name__} (config.json) expects {list(own[k].shape)}")
+        keep[k] = v
+    missing, _ = model.load_state_dict(keep, strict=False)
+    report.missing = [k for k in missing]
+    return notes

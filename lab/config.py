@@ -1,0 +1,174 @@
+"""Configuration: `BertConfig` (the model's shape, with Hugging Face config.json field names)
+and its named presets.
+
+    cfg = BertConfig.preset("mini")            # Google's BERT-Mini: L=4, H=256, A=4
+    cfg = BertConfig.preset("base", vocab_size=8192)
+    cfg.save("runs/x/config.json"); BertConfig.load("runs/x")
+
+The presets follow the names of Google's released models (Turc et al. 2019 for the small ones,
+Devlin et al. 2019 for base and large); the feed-forward size is always 4H.  `num_parameters()`
+counts what the paper counts (the encoder with its embeddings and pooler): base 110M, large 335M.
+Training configurations live next to the code that uses them (lab.train, lab.pretrain, lab.finetune).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# name -> (layers L, hidden H, heads A)
+PRESETS: dict[str, tuple[int, int, int]] = {
+    "tiny": (2, 128, 2),
+    "mini": (4, 256, 4),
+    "small": (4, 512, 8),
+    "medium": (8, 512, 8),
+    "base": (12, 768, 12),
+    "large": (24, 1024, 16),
+}
+ACTIVATIONS = ("gelu", "gelu_new", "relu")  # gelu = exact erf form, as in BERT
+
+
+@dataclass
+class BertConfig:
+    vocab_size: int = 30522                    # WordPiece vocabulary (bert-base-uncased: 30522)
+    hidden_size: int = 768                     # H: width of every token vector
+    num_hidden_layers: int = 12                # L: Transformer encoder layers
+    num_attention_heads: int = 12              # A: heads per layer; H / A = size of one head
+    intermediate_size: int = 3072              # feed-forward inner size, 4H in every BERT
+    hidden_act: str = "gelu"                   # GELU, erf form
+    hidden_dropout_prob: float = 0.1           # dropout on embeddings and sub-layer outputs
+    attention_probs_dropout_prob: float = 0.1  # dropout on attention probabilities
+    max_position_embeddings: int = 512         # longest sequence (learned position table)
+    type_vocab_size: int = 2                   # segments A and B
+    layer_norm_eps: float = 1e-12              # BERT's LayerNorm epsilon
+    initializer_range: float = 0.02            # std of the truncated-normal-like init
+    pad_token_id: int = 0                      # [PAD] id (its embedding row stays zero)
+    id2label: dict[int, str] | None = None     # classification labels; None -> 2 generic labels
+    label2id: dict[str, int] | None = None     # inverse of id2label
+    classifier_dropout: float | None = None    # None -> hidden_dropout_prob (as transformers)
+
+    def __post_init__(self):
+        # config.json stores dict keys as strings: {"0": "negative"} -> {0: "negative"}
+        if self.id2label is not None:
+            self.id2label = {int(k): str(v) for k, v in self.id2label.items()}
+        if self.label2id is not None:
+            self.label2id = {str(k): int(v) for k, v in self.label2id.items()}
+        if self.id2label is None and self.label2id is not None:
+            self.id2label = {v: k for k, v in self.label2id.items()}
+        if self.id2label is None:
+            self.id2label = {0: "LABEL_0", 1: "LABEL_1"}
+        if self.label2id is None:
+            self.label2id = {v: k for k, v in self.id2label.items()}
+        self.validate()
+
+    # -- derived -------------------------------------------------------------------------
+    @property
+    def num_labels(self) -> int:
+        return len(self.id2label)
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    def validate(self) -> None:
+        problems = []
+        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                problems.append(f"{name} must be a positive integer, got {value!r}")
+        if not problems and self.hidden_size % self.num_attention_heads:
+            problems.append(f"hidden_size ({self.hidden_size}) must be divisible by "
+                            f"num_attention_heads ({self.num_attention_heads})")
+        if self.hidden_act not in ACTIVATIONS:
+            problems.append(f"hidden_act {self.hidden_act!r} is not one of {ACTIVATIONS}")
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                problems.append(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
+        if not (0 <= self.pad_token_id < self.vocab_size if isinstance(self.vocab_size, int) else True):
+            problems.append(f"pad_token_id {self.pad_token_id} is outside the vocabulary "
+                            f"(vocab_size {self.vocab_size})")
+        if self.layer_norm_eps <= 0:
+            problems.append(f"layer_norm_eps must be positive, got {self.layer_norm_eps}")
+        if sorted(self.id2label) != list(range(len(self.id2label))):
+            problems.append(f"id2label keys must be 0..K-1, got {sorted(self.id2label)}")
+        if {v: k for k, v in self.id2label.items()} != self.label2id:
+            problems.append("label2id is not the inverse of id2label")
+        if problems:
+            raise ValueError("invalid BertConfig: " + "; ".join(problems))
+
+    # -- presets -------------------------------------------------------------------------
+    @classmethod
+    def preset(cls, name: str, **overrides) -> "BertConfig":
+        """Google's model shapes by name: tiny, mini, small, medium, base, large."""
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+        layers, hidden, heads = PRESETS[name]
+        values = dict(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
+                      intermediate_size=4 * hidden)
+        values.update(overrides)
+        return cls(**values)
+
+    def with_labels(self, labels) -> "BertConfig":
+        """A copy with classification labels (a list of names, in id order)."""
+        labels = [str(x) for x in labels]
+        return dataclasses.replace(self, id2label=dict(enumerate(labels)),
+                                   label2id={l: i for i, l in enumerate(labels)})
+
+    def num_parameters(self, pooler: bool = True) -> int:
+        """Parameters of the encoder (embeddings + L layers + pooler), computed from the shape."""
+        H, I, L = self.hidden_size, self.intermediate_size, self.num_hidden_layers
+        emb = (self.vocab_size + self.max_position_embeddings + self.type_vocab_size) * H + 2 * H
+        layer = 4 * (H * H + H) + 2 * H + (H * I + I) + (I * H + H) + 2 * H
+        return emb + L * layer + ((H * H + H) if pooler else 0)
+
+    # -- config.json ---------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["id2label"] = {str(k): v for k, v in self.id2label.items()}
+        d["model_type"] = "bert"                      # lets transformers' AutoConfig read it
+        d["position_embedding_type"] = "absolute"
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "config") -> "BertConfig":
+        if not isinstance(d, dict):
+            raise ValueError(f"{source}: expected a JSON object, got {type(d).__name__}")
+        if d.get("model_type", "bert") != "bert":
+            raise ValueError(f"{source}: model_type is {d['model_type']!r}; only BERT is supported")
+        if d.get("position_embedding_type", "absolute") != "absolute":
+            raise ValueError(f"{source}: position_embedding_type "
+                             f"{d['position_embedding_type']!r} is not supported (only 'absolute')")
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in d.items() if k in names}
+        if "id2label" not in d and "label2id" not in d and "num_labels" in d:
+            kwargs["id2label"] = {i: f"LABEL_{i}" for i in range(int(d["num_labels"]))}
+        try:
+            return cls(**kwargs)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{source}: {e}") from None
+
+    def save(self, path) -> None:
+        path = Path(path)
+        if path.is_dir():
+            path = path / "config.json"
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, path) -> "BertConfig":
+        path = Path(path)
+        if path.is_dir():
+            path = path / "config.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"no config.json at {path}")
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ValueError(f"{path} is not valid JSON: {e}") from None
+        return cls.from_dict(d, source=str(path))
+
+    def summary(self) -> str:
+        return (f"BERT L={self.num_hidden_layers} H={self.hidden_size} A={self.num_attention_heads} "
+                f"vocab={self.vocab_size} max_len={self.max_position_embeddings} "
+                f"({self.num_parameters() / 1e6:.1f}M encoder parameters)")

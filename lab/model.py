@@ -1,0 +1,454 @@
+"""The BERT model: ids -> hidden states -> heads (Devlin et al. 2019, Section 3).
+
+    model = BertForPreTraining(BertConfig.preset("mini"))
+    out = model(input_ids, token_type_ids, attention_mask, mlm_labels=..., nsp_label=...)
+    out.loss, out.mlm_logits, out.nsp_logits
+
+Reading order follows the paper:
+  3.0  Input representation: token + segment + position embeddings, LayerNorm, dropout.
+  3.0  The encoder: L identical post-LN Transformer layers (self-attention, feed-forward), GELU.
+  3.1  Pre-training heads: masked LM (tied to the input embeddings) and next sentence prediction.
+  3.2  Fine-tuning heads: one extra layer, for classification ([CLS] -> pooler -> K) or for
+       span extraction (every token -> start and end logits).
+Module and parameter names are those of Hugging Face's `modeling_bert.py` (`bert.encoder.layer.0.
+attention.self.query.weight`, `cls.predictions.transform.dense.weight`, ...), so a checkpoint moves
+between the two without renaming.  Shapes: B batch, T tokens, H hidden, A heads, d = H / A.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import BertConfig
+
+
+@dataclass
+class ModelOutput:
+    """What every model returns; fields a model does not produce stay None."""
+    loss: torch.Tensor | None = None
+    mlm_loss: torch.Tensor | None = None
+    nsp_loss: torch.Tensor | None = None
+    mlm_logits: torch.Tensor | None = None      # [B, T, V], or [N, V] at the N labelled positions
+    nsp_logits: torch.Tensor | None = None      # [B, 2]: 0 = IsNext, 1 = NotNext
+    logits: torch.Tensor | None = None          # [B, K] sequence classification
+    start_logits: torch.Tensor | None = None    # [B, T] question answering
+    end_logits: torch.Tensor | None = None      # [B, T]
+    last_hidden_state: torch.Tensor | None = None  # [B, T, H]
+    pooler_output: torch.Tensor | None = None      # [B, H]
+    hidden_states: tuple[torch.Tensor, ...] | None = None  # L+1 x [B, T, H] (embeddings first)
+    attentions: tuple[torch.Tensor, ...] | None = None     # L x [B, A, T, T] (bertviz format)
+
+    def __getitem__(self, name):
+        return getattr(self, name)
+
+    def keys(self):
+        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
+
+
+ACT = {"gelu": F.gelu, "relu": F.relu,
+       "gelu_new": lambda x: F.gelu(x, approximate="tanh")}
+
+
+# ----------------------------------------------------------------------------------------
+# 3.0 Input representation
+# ----------------------------------------------------------------------------------------
+class BertEmbeddings(nn.Module):
+    """input = token embedding + segment embedding + position embedding (the paper's Figure 2)."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.hidden_size, padding_idx=cfg.pad_token_id)
+        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, cfg.hidden_size)
+        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, cfg.hidden_size)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+
+    def forward(self, input_ids, token_type_ids):
+        T = input_ids.shape[1]
+        positions = torch.arange(T, device=input_ids.device)            # (T,) learned, not sinusoidal
+        x = (self.word_embeddings(input_ids)                              # (B, T, H)
+             + self.token_type_embeddings(token_type_ids)                 # (B, T, H) segment A=0 / B=1
+             + self.position_embeddings(positions))                       # (T, H) broadcast over B
+        return self.dropout(self.LayerNorm(x))
+
+
+# ----------------------------------------------------------------------------------------
+# 3.0 The encoder: multi-head self-attention + feed-forward, each wrapped as LayerNorm(x + f(x))
+# ----------------------------------------------------------------------------------------
+class BertSelfAttention(nn.Module):
+    """softmax(Q K^T / sqrt(d) + mask) V, for A heads in parallel.
+
+    Two paths compute the same thing: PyTorch's fused `scaled_dot_product_attention` (fast; used
+    for training and plain inference) and an explicit softmax that also returns the attention
+    probabilities (used only when they are asked for, e.g. for bertviz).
+    """
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.num_heads, self.head_size = cfg.num_attention_heads, cfg.head_size
+        self.query = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.key = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.value = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.dropout = nn.Dropout(cfg.attention_probs_dropout_prob)
+
+    def forward(self, x, mask=None, head_mask=None, output_attentions=False):
+        # x (B, T, H); mask (B, 1, 1, T) bool, True = may attend; head_mask (A,) 1 keep / 0 silence
+        B, T, H = x.shape
+        # (B, T, H) -> (B, T, A, d) -> (B, A, T, d): each head works on its own d-slice
+        q = self.query(x).view(B, T, self.num_heads, self.head_size).transpose(1, 2)
+        k = self.key(x).view(B, T, self.num_heads, self.head_size).transpose(1, 2)
+        v = self.value(x).view(B, T, self.num_heads, self.head_size).transpose(1, 2)
+        probs = None
+        if output_attentions:
+            scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_size)    # (B, A, T, T)
+            if mask is not None:  # padded keys get -inf-like scores, hence ~0 probability
+                scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+            probs = self.dropout(scores.softmax(dim=-1))                      # rows sum to 1
+            if head_mask is not None:
+                probs = probs * head_mask.view(1, -1, 1, 1).to(probs.dtype)
+            ctx = probs @ v                                                   # (B, A, T, d)
+        else:
+            ctx = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)
+            if head_mask is not None:
+                # head h's output is probs_h @ v_h, so scaling probs_h by m_h == scaling ctx_h by m_h
+                ctx = ctx * head_mask.view(1, -1, 1, 1).to(ctx.dtype)
+        ctx = ctx.transpose(1, 2).reshape(B, T, H)     # (B, A, T, d) -> (B, T, A*d): heads concatenated
+        return ctx, probs
+
+
+class BertAddNorm(nn.Module):
+    """Post-LN residual: LayerNorm(residual + dropout(dense(x))). HF's BertSelfOutput / BertOutput."""
+
+    def __init__(self, cfg: BertConfig, d_in: int):
+        super().__init__()
+        self.dense = nn.Linear(d_in, cfg.hidden_size)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
+
+    def forward(self, x, residual):
+        return self.LayerNorm(residual + self.dropout(self.dense(x)))
+
+
+class BertAttention(nn.Module):
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.self = BertSelfAttention(cfg)            # HF's name: ...attention.self.query
+        self.output = BertAddNorm(cfg, cfg.hidden_size)
+
+    def forward(self, x, mask=None, head_mask=None, output_attentions=False):
+        ctx, probs = self.self(x, mask, head_mask, output_attentions)
+        return self.output(ctx, x), probs            # (B, T, H)
+
+
+class BertIntermediate(nn.Module):
+    """First half of the position-wise feed-forward network: H -> 4H, GELU."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden_size, cfg.intermediate_size)
+        self.act = ACT[cfg.hidden_act]
+
+    def forward(self, x):
+        return self.act(self.dense(x))               # (B, T, 4H)
+
+
+class BertLayer(nn.Module):
+    """One encoder layer: x = LN(x + Attn(x)); x = LN(x + FFN(x))."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.attention = BertAttention(cfg)
+        self.intermediate = BertIntermediate(cfg)
+        self.output = BertAddNorm(cfg, cfg.intermediate_size)   # 4H -> H, + residual, LayerNorm
+
+    def forward(self, x, mask=None, head_mask=None, output_attentions=False):
+        x, probs = self.attention(x, mask, head_mask, output_attentions)
+        return self.output(self.intermediate(x), x), probs
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(cfg) for _ in range(cfg.num_hidden_layers))
+
+    def forward(self, x, mask=None, head_mask=None, output_attentions=False, output_hidden_states=False):
+        hidden, attentions = [x], []
+        for i, layer in enumerate(self.layer):
+            x, probs = layer(x, mask, None if head_mask is None else head_mask[i], output_attentions)
+            hidden.append(x)
+            attentions.append(probs)
+        return x, (tuple(hidden) if output_hidden_states else None), \
+            (tuple(attentions) if output_attentions else None)
+
+
+class BertPooler(nn.Module):
+    """pooled = tanh(W h_[CLS] + b): the sentence-level vector used by NSP and classification."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+
+    def forward(self, hidden):
+        return torch.tanh(self.dense(hidden[:, 0]))  # (B, T, H) -> [CLS] (B, H)
+
+
+# ----------------------------------------------------------------------------------------
+# The shared body and the model classes
+# ----------------------------------------------------------------------------------------
+class BertPreTrainedModel(nn.Module):
+    """Common plumbing: weight init, the encoder call, input checks. Subclasses add one head."""
+    base_model_prefix = "bert"
+    label_names: tuple[str, ...] = ()
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.config = cfg
+
+    def init_weights(self):
+        """BERT's init: N(0, 0.02) weights, zero biases, LayerNorm = identity, [PAD] row zero."""
+        std = self.config.initializer_range
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, 0.0, std)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.Embedding):
+                nn.init.normal_(m.weight, 0.0, std)
+                if m.padding_idx is not None:
+                    with torch.no_grad():
+                        m.weight[m.padding_idx].zero_()
+            elif isinstance(m, nn.LayerNorm):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+        for m in self.modules():                       # head-specific extras (the MLM bias)
+            if m is not self and hasattr(m, "_init_extra"):
+                m._init_extra()
+
+    @property
+    def encoder_model(self) -> "BertModel":
+        return self if isinstance(self, BertModel) else self.bert
+
+    def num_parameters(self, trainable_only: bool = False) -> int:
+        return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
+
+    def _encode(self, input_ids, token_type_ids, attention_mask, output_attentions,
+                output_hidden_states, head_mask) -> ModelOutput:
+        return self.encoder_model.forward(input_ids, token_type_ids, attention_mask,
+                                          output_attentions, output_hidden_states, head_mask)
+
+
+def _check_inputs(cfg: BertConfig, input_ids, token_type_ids, attention_mask):
+    """Clear messages for the mistakes torch would report as an index error deep inside."""
+    if not torch.is_tensor(input_ids) or input_ids.dim() != 2:
+        raise ValueError(f"input_ids must be a 2-D tensor [batch, tokens], got "
+                         f"{tuple(input_ids.shape) if torch.is_tensor(input_ids) else type(input_ids).__name__}")
+    B, T = input_ids.shape
+    if T == 0 or B == 0:
+        raise ValueError("input_ids is empty: nothing to encode (was the text empty?)")
+    if T > cfg.max_position_embeddings:
+        raise ValueError(f"sequence of {T} tokens is longer than this model's maximum of "
+                         f"{cfg.max_position_embeddings} (max_position_embeddings); truncate it")
+    lo, hi = int(input_ids.min()), int(input_ids.max())
+    if lo < 0 or hi >= cfg.vocab_size:
+        bad = lo if lo < 0 else hi
+        where = (input_ids == bad).nonzero()[0].tolist()
+        raise ValueError(f"token id {bad} at position {where} is outside the vocabulary "
+                         f"(vocab_size {cfg.vocab_size}); was the text encoded with another tokenizer?")
+    for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
+        if t is not None and tuple(t.shape) != (B, T):
+            raise ValueError(f"{name} has shape {tuple(t.shape)}, expected {(B, T)} like input_ids")
+    if token_type_ids is not None and (int(token_type_ids.min()) < 0 or
+                                       int(token_type_ids.max()) >= cfg.type_vocab_size):
+        raise ValueError(f"token_type_ids must be in [0, {cfg.type_vocab_size}) (segment A=0, B=1)")
+
+
+class BertModel(BertPreTrainedModel):
+    """The encoder alone: embeddings -> L layers -> (last hidden states, pooled [CLS])."""
+
+    def __init__(self, cfg: BertConfig, add_pooling_layer: bool = True):
+        super().__init__(cfg)
+        self.embeddings = BertEmbeddings(cfg)
+        self.encoder = BertEncoder(cfg)
+        self.pooler = BertPooler(cfg) if add_pooling_layer else None
+        self.init_weights()
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
+                output_hidden_states=False, head_mask=None) -> ModelOutput:
+        cfg = self.config
+        _check_inputs(cfg, input_ids, token_type_ids, attention_mask)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        mask = None
+        if attention_mask is not None and not bool(attention_mask.all()):
+            # [B, T] 1 = real token, 0 = padding  ->  (B, 1, 1, T): the same key mask for every
+            # head and every query position.  A fully visible batch passes no mask at all,
+            # which lets SDPA pick its fastest kernel.
+            mask = attention_mask.bool()[:, None, None, :]
+        if head_mask is not None:
+            head_mask = torch.as_tensor(head_mask, dtype=torch.float32, device=input_ids.device)
+            if head_mask.dim() == 1:                         # (A,) -> the same for every layer
+                head_mask = head_mask.expand(cfg.num_hidden_layers, -1)
+            if tuple(head_mask.shape) != (cfg.num_hidden_layers, cfg.num_attention_heads):
+                raise ValueError(f"head_mask must have shape [layers, heads] = "
+                                 f"{[cfg.num_hidden_layers, cfg.num_attention_heads]}, got {list(head_mask.shape)}")
+        x = self.embeddings(input_ids, token_type_ids)                       # (B, T, H)
+        x, hidden, attentions = self.encoder(x, mask, head_mask, output_attentions, output_hidden_states)
+        return ModelOutput(last_hidden_state=x, hidden_states=hidden, attentions=attentions,
+                           pooler_output=self.pooler(x) if self.pooler is not None else None)
+
+
+class _HeadModel(BertPreTrainedModel):
+    """A head on one shared `self.bert`; subclasses implement `head(out, **labels)`."""
+
+    def __init__(self, cfg: BertConfig, add_pooling_layer: bool = True):
+        super().__init__(cfg)
+        self.bert = BertModel(cfg, add_pooling_layer=add_pooling_layer)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
+                output_hidden_states=False, head_mask=None, **labels) -> ModelOutput:
+        unknown = set(labels) - set(self.label_names)
+        if unknown:
+            raise TypeError(f"{type(self).__name__} takes labels {list(self.label_names)}, "
+                            f"not {sorted(unknown)}")
+        out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions,
+                        output_hidden_states, head_mask)
+        self.head(out, **labels)     # fills logits (and the loss when labels are given) into `out`
+        return out
+
+
+# ----------------------------------------------------------------------------------------
+# 3.1 Pre-training heads
+# ----------------------------------------------------------------------------------------
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.act = ACT[cfg.hidden_act]
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+
+    def forward(self, x):
+        return self.LayerNorm(self.act(self.dense(x)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """Masked LM: dense -> GELU -> LayerNorm -> x E^T + b, with E the input word embeddings.
+
+    The output projection is *tied* to the input embedding matrix (no extra V x H weights);
+    only a per-word bias is its own.
+    """
+
+    def __init__(self, cfg: BertConfig, word_embeddings: nn.Embedding):
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(cfg)
+        self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
+        self._embeddings = [word_embeddings]      # a list: shared, not registered a second time
+
+    def _init_extra(self):
+        nn.init.zeros_(self.bias)
+
+    def forward(self, x):
+        return F.linear(self.transform(x), self._embeddings[0].weight, self.bias)   # (..., V)
+
+
+class BertPreTrainingHeads(nn.Module):
+    """HF's `cls` module: `cls.predictions` (MLM) and, for pre-training, `cls.seq_relationship` (NSP)."""
+
+    def __init__(self, cfg: BertConfig, word_embeddings: nn.Embedding, nsp: bool):
+        super().__init__()
+        self.predictions = BertLMPredictionHead(cfg, word_embeddings)
+        self.seq_relationship = nn.Linear(cfg.hidden_size, 2) if nsp else None
+
+
+def _mlm(cls_head: BertPreTrainingHeads, out: ModelOutput, mlm_labels):
+    """MLM logits and loss. With labels, logits only where a label is set (Google's gather_indexes).
+
+    Example: T=128 with 20 masked tokens -> the V-way projection runs on 20 vectors instead of
+    128, the largest saving of pre-training on a CPU.
+    """
+    h = out.last_hidden_state                                        # (B, T, H)
+    if mlm_labels is None:
+        out.mlm_logits = cls_head.predictions(h)                     # (B, T, V)
+        return None
+    picked = mlm_labels != -100                                      # (B, T) bool
+    out.mlm_logits = cls_head.predictions(h[picked])                 # (N, V), N = picked.sum()
+    if out.mlm_logits.shape[0] == 0:                                 # nothing masked: zero loss
+        return out.mlm_logits.sum() * 0.0
+    return F.cross_entropy(out.mlm_logits.float(), mlm_labels[picked])
+
+
+class BertForPreTraining(_HeadModel):
+    """BERT with both pre-training heads: masked LM + next sentence prediction."""
+    label_names = ("mlm_labels", "nsp_label")
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__(cfg)
+        self.cls = BertPreTrainingHeads(cfg, self.bert.embeddings.word_embeddings, nsp=True)
+        self.init_weights()
+
+    def head(self, out: ModelOutput, mlm_labels=None, nsp_label=None):
+        out.mlm_loss = _mlm(self.cls, out, mlm_labels)
+        out.nsp_logits = self.cls.seq_relationship(out.pooler_output)         # (B, 2)
+        if nsp_label is not None:
+            out.nsp_loss = F.cross_entropy(out.nsp_logits.float(), nsp_label)
+        losses = [x for x in (out.mlm_loss, out.nsp_loss) if x is not None]
+        out.loss = sum(losses) if losses else None                            # L = L_mlm + L_nsp
+
+
+class BertForMaskedLM(_HeadModel):
+    """BERT with the masked-LM head only (no pooler, as in transformers)."""
+    label_names = ("mlm_labels",)
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__(cfg, add_pooling_layer=False)
+        self.cls = BertPreTrainingHeads(cfg, self.bert.embeddings.word_embeddings, nsp=False)
+        self.init_weights()
+
+    def head(self, out: ModelOutput, mlm_labels=None):
+        out.loss = out.mlm_loss = _mlm(self.cls, out, mlm_labels)
+
+
+# ----------------------------------------------------------------------------------------
+# 3.2 Fine-tuning heads: one extra layer each
+# ----------------------------------------------------------------------------------------
+class BertForSequenceClassification(_HeadModel):
+    """[CLS] -> pooler -> dropout -> linear W in R^{K x H} -> softmax over K labels."""
+    label_names = ("labels",)
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__(cfg)
+        p = cfg.classifier_dropout if cfg.classifier_dropout is not None else cfg.hidden_dropout_prob
+        self.dropout = nn.Dropout(p)
+        self.classifier = nn.Linear(cfg.hidden_size, cfg.num_labels)
+        self.init_weights()
+
+    def head(self, out: ModelOutput, labels=None):
+        out.logits = self.classifier(self.dropout(out.pooler_output))        # (B, K)
+        if labels is not None:
+            out.loss = F.cross_entropy(out.logits.float(), labels)
+
+
+class BertForQuestionAnswering(_HeadModel):
+    """Every token vector -> (start logit, end logit); the answer is the best span start..end."""
+    label_names = ("start_positions", "end_positions")
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__(cfg, add_pooling_layer=False)
+        self.qa_outputs = nn.Linear(cfg.hidden_size, 2)
+        self.init_weights()
+
+    def head(self, out: ModelOutput, start_positions=None, end_positions=None):
+        logits = self.qa_outputs(out.last_hidden_state)                      # (B, T, 2)
+        out.start_logits, out.end_logits = logits[..., 0], logits[..., 1]    # (B, T) each
+        if start_positions is not None and end_positions is not None:
+            # L = (CE(start) + CE(end)) / 2; a window without the answer points both at [CLS] (0)
+            out.loss = (F.cross_entropy(out.start_logits.float(), start_positions)
+                        + F.cross_entropy(out.end_logits.float(), end_positions)) / 2
+
+
+MODEL_CLASSES = {c.__name__: c for c in (BertModel, BertForPreTraining, BertForMaskedLM,
+                                         BertForSequenceClassification, BertForQuestionAnswering)}

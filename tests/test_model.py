@@ -1,0 +1,161 @@
+"""The model: shapes, the two attention paths, head masking, sparse MLM, input errors, presets."""
+import pytest
+import torch
+
+import lab
+from lab import BertConfig
+from tests.conftest import tiny_config
+
+CLASSES = [lab.BertModel, lab.BertForPreTraining, lab.BertForMaskedLM,
+           lab.BertForSequenceClassification, lab.BertForQuestionAnswering]
+
+
+def batch(cfg, B=3, T=11, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, cfg.vocab_size, (B, T), generator=g)
+    types = torch.zeros(B, T, dtype=torch.long)
+    types[:, 6:] = 1                                   # segment B
+    mask = torch.ones(B, T, dtype=torch.long)
+    mask[1, 8:] = 0                                    # padded rows
+    mask[2, 4:] = 0
+    ids[mask == 0] = 0
+    return ids, types, mask
+
+
+def test_preset_parameter_counts_match_the_paper():
+    base = BertConfig.preset("base")
+    large = BertConfig.preset("large")
+    assert abs(base.num_parameters() - 110e6) / 110e6 < 0.01           # 109.5M
+    assert 335e6 <= large.num_parameters() <= 340e6                      # 335.1M
+    # the formula counts what the module really holds
+    for name in ("tiny", "mini"):
+        cfg = BertConfig.preset(name)
+        assert lab.BertModel(cfg).num_parameters() == cfg.num_parameters()
+    assert BertConfig.preset("mini").intermediate_size == 4 * 256
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_output_shapes(cls):
+    cfg = tiny_config(id2label={0: "a", 1: "b", 2: "c"})
+    model = cls(cfg).eval()
+    ids, types, mask = batch(cfg)
+    out = model(ids, types, mask, output_attentions=True, output_hidden_states=True)
+    assert out.last_hidden_state.shape == (3, 11, 32)
+    assert len(out.hidden_states) == cfg.num_hidden_layers + 1
+    assert len(out.attentions) == cfg.num_hidden_layers
+    assert out.attentions[0].shape == (3, 4, 11, 11)
+    torch.testing.assert_close(out.attentions[1].sum(-1), torch.ones(3, 4, 11))
+    if cls is lab.BertForPreTraining:
+        assert out.mlm_logits.shape == (3, 11, 99) and out.nsp_logits.shape == (3, 2)
+    if cls is lab.BertForSequenceClassification:
+        assert out.logits.shape == (3, 3)
+    if cls is lab.BertForQuestionAnswering:
+        assert out.start_logits.shape == (3, 11) and out.end_logits.shape == (3, 11)
+
+
+def test_sdpa_path_equals_explicit_path(tiny_cfg):
+    model = lab.BertForPreTraining(tiny_cfg).eval()
+    ids, types, mask = batch(tiny_cfg)
+    fast = model(ids, types, mask)
+    slow = model(ids, types, mask, output_attentions=True)
+    torch.testing.assert_close(fast.last_hidden_state, slow.last_hidden_state, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fast.mlm_logits, slow.mlm_logits, atol=1e-5, rtol=1e-5)
+    # with a head mask too
+    hm = torch.ones(2, 4); hm[0, 1] = 0
+    torch.testing.assert_close(model(ids, types, mask, head_mask=hm).last_hidden_state,
+                               model(ids, types, mask, head_mask=hm, output_attentions=True).last_hidden_state,
+                               atol=1e-5, rtol=1e-5)
+
+
+def test_padding_does_not_leak(tiny_cfg):
+    """A padded sequence gives the same vectors at its real positions as the unpadded one."""
+    model = lab.BertModel(tiny_cfg).eval()
+    ids, types, mask = batch(tiny_cfg)
+    short = model(ids[2:3, :4], types[2:3, :4]).last_hidden_state
+    padded = model(ids[2:3], types[2:3], mask[2:3]).last_hidden_state[:, :4]
+    torch.testing.assert_close(short, padded, atol=1e-5, rtol=1e-5)
+
+
+def test_silenced_head_changes_only_its_own_output(tiny_cfg):
+    model = lab.BertModel(tiny_cfg).eval()
+    ids, types, mask = batch(tiny_cfg)
+    layer0 = model.encoder.layer[0].attention.self
+    x = model.embeddings(ids, types)
+    keep = torch.ones(4)
+    silence = keep.clone(); silence[2] = 0
+    ctx_all, _ = layer0(x, None, keep)
+    ctx_cut, _ = layer0(x, None, silence)
+    d = tiny_cfg.head_size
+    # head 2's slice of the concatenated context is zero; the other heads' slices are untouched
+    assert torch.all(ctx_cut[..., 2 * d:3 * d] == 0)
+    torch.testing.assert_close(ctx_cut[..., :2 * d], ctx_all[..., :2 * d])
+    torch.testing.assert_close(ctx_cut[..., 3 * d:], ctx_all[..., 3 * d:])
+    # and the model output as a whole changes
+    hm = torch.ones(2, 4); hm[0, 2] = 0
+    out_cut = model(ids, types, mask, head_mask=hm, output_attentions=True)
+    out_all = model(ids, types, mask, output_attentions=True)
+    assert not torch.allclose(out_cut.last_hidden_state, out_all.last_hidden_state)
+    assert torch.all(out_cut.attentions[0][:, 2] == 0)
+    torch.testing.assert_close(out_cut.attentions[0][:, [0, 1, 3]], out_all.attentions[0][:, [0, 1, 3]])
+
+
+def test_sparse_mlm_logits_match_dense(tiny_cfg):
+    model = lab.BertForPreTraining(tiny_cfg).eval()
+    ids, types, mask = batch(tiny_cfg)
+    labels = torch.full_like(ids, -100)
+    labels[0, 2], labels[1, 5], labels[2, 1] = 7, 8, 9
+    sparse = model(ids, types, mask, mlm_labels=labels, nsp_label=torch.tensor([0, 1, 0]))
+    dense = model(ids, types, mask)
+    assert sparse.mlm_logits.shape == (3, 99)
+    picked = dense.mlm_logits[labels != -100]
+    torch.testing.assert_close(sparse.mlm_logits, picked)
+    expected = torch.nn.functional.cross_entropy(picked, labels[labels != -100]) + \
+        torch.nn.functional.cross_entropy(dense.nsp_logits, torch.tensor([0, 1, 0]))
+    torch.testing.assert_close(sparse.loss, expected)
+    assert dense.loss is None                         # logits only, no labels -> no loss
+
+
+def test_mlm_decoder_is_tied_to_word_embeddings(tiny_cfg):
+    model = lab.BertForMaskedLM(tiny_cfg)
+    assert model.cls.predictions._embeddings[0].weight is model.bert.embeddings.word_embeddings.weight
+    assert "cls.predictions.decoder.weight" not in model.state_dict()
+
+
+def test_losses_of_the_fine_tuning_heads(tiny_cfg):
+    ids, types, mask = batch(tiny_cfg)
+    qa = lab.BertForQuestionAnswering(tiny_cfg).eval()
+    out = qa(ids, types, mask, start_positions=torch.tensor([1, 2, 0]), end_positions=torch.tensor([3, 2, 0]))
+    ce = torch.nn.functional.cross_entropy
+    torch.testing.assert_close(out.loss, (ce(out.start_logits, torch.tensor([1, 2, 0]))
+                                          + ce(out.end_logits, torch.tensor([3, 2, 0]))) / 2)
+    cls = lab.BertForSequenceClassification(tiny_cfg).eval()
+    out = cls(ids, types, mask, labels=torch.tensor([0, 1, 1]))
+    torch.testing.assert_close(out.loss, ce(out.logits, torch.tensor([0, 1, 1])))
+    with pytest.raises(TypeError, match="takes labels"):
+        cls(ids, labels_typo=torch.tensor([0]))
+
+
+def test_bad_inputs_give_clear_errors(tiny_cfg):
+    model = lab.BertModel(tiny_cfg).eval()
+    with pytest.raises(ValueError, match="longer than this model's maximum of 64"):
+        model(torch.ones(1, 65, dtype=torch.long))
+    with pytest.raises(ValueError, match="empty"):
+        model(torch.ones(1, 0, dtype=torch.long))
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        model(torch.tensor([[2, 150, 3]]))
+    with pytest.raises(ValueError, match="2-D"):
+        model(torch.tensor([2, 3]))
+    with pytest.raises(ValueError, match="token_type_ids has shape"):
+        model(torch.ones(1, 5, dtype=torch.long), torch.zeros(1, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="head_mask"):
+        model(torch.ones(1, 5, dtype=torch.long), head_mask=torch.ones(3, 4))
+
+
+def test_dropout_only_in_training(tiny_cfg):
+    model = lab.BertModel(tiny_cfg)
+    ids, types, mask = batch(tiny_cfg)
+    model.train()
+    a, b = model(ids, types, mask).last_hidden_state, model(ids, types, mask).last_hidden_state
+    assert not torch.allclose(a, b)
+    model.eval()
+    torch.testing.assert_close(model(ids, types, mask).last_hidden_state, model(ids, types, mask).last_hidden_state)
