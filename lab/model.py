@@ -236,11 +236,6 @@ class BertPreTrainedModel(nn.Module):
     def num_parameters(self, trainable_only: bool = False) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
 
-    def _encode(self, input_ids, token_type_ids, attention_mask, output_attentions,
-                output_hidden_states, head_mask) -> ModelOutput:
-        return self.encoder_model.forward(input_ids, token_type_ids, attention_mask,
-                                          output_attentions, output_hidden_states, head_mask)
-
 
 def _check_inputs(cfg: BertConfig, input_ids, token_type_ids, attention_mask):
     """Clear messages for the mistakes torch would report as an index error deep inside."""
@@ -280,11 +275,13 @@ class BertModel(BertPreTrainedModel):
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
                 output_hidden_states=False, head_mask=None) -> ModelOutput:
         cfg = self.config
-        _check_inputs(cfg, input_ids, token_type_ids, attention_mask)
+        compiling = torch.compiler.is_compiling()
+        if not compiling:                     # data-dependent checks would break a compiled graph
+            _check_inputs(cfg, input_ids, token_type_ids, attention_mask)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         mask = None
-        if attention_mask is not None and not bool(attention_mask.all()):
+        if attention_mask is not None and (compiling or not bool(attention_mask.all())):
             # [B, T] 1 = real token, 0 = padding  ->  (B, 1, 1, T): the same key mask for every
             # head and every query position.  A fully visible batch passes no mask at all,
             # which lets SDPA pick its fastest kernel.
@@ -378,7 +375,7 @@ def _mlm(cls_head: BertPreTrainingHeads, out: ModelOutput, mlm_labels):
     out.mlm_logits = cls_head.predictions(h[picked])                 # (N, V), N = picked.sum()
     if out.mlm_logits.shape[0] == 0:                                 # nothing masked: zero loss
         return out.mlm_logits.sum() * 0.0
-    return F.cross_entropy(out.mlm_logits.float(), mlm_labels[picked])
+    return F.cross_entropy(out.mlm_logits, mlm_labels[picked])
 
 
 class BertForPreTraining(_HeadModel):

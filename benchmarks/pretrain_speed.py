@@ -1,0 +1,167 @@
+"""Pre-training speed: the lab's training step against transformers' BertForPreTraining.
+
+    python benchmarks/pretrain_speed.py [--preset tiny] [--batch 32] [--seq 128] [--steps 20]
+
+One process, the same batches, alternating blocks of steps so that both see the same machine:
+  1. lab at its defaults (bf16 autocast where the CPU supports it, MLM logits only at the masked
+     positions) vs transformers at its defaults (fp32, vocabulary logits at every position);
+  2. both under bf16 autocast;
+  3. the lab's achieved model FLOP/s (counted with torch's FlopCounterMode) as a fraction of
+     a large bf16 matmul's FLOP/s measured in the same run.
+A training step = forward + backward + gradient clipping + AdamW step.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import lab  # noqa: E402
+from lab.instances import SpecialIds, mask_tokens  # noqa: E402
+from lab.train import autocast_dtype, make_optimizer, TrainConfig  # noqa: E402
+
+
+def make_batches(vocab: int, batch: int, seq: int, n: int, seed: int = 0):
+    """Full-length random sequences, masked by the lab's 80/10/10 rule (20 predictions each)."""
+    g = torch.Generator().manual_seed(seed)
+    special = SpecialIds(pad_id=0, cls_id=101, sep_id=102, mask_id=103, vocab_size=vocab)
+    out = []
+    for _ in range(n):
+        ids = torch.randint(1000, vocab, (batch, seq), generator=g)
+        ids[:, 0], ids[:, seq // 2], ids[:, -1] = 101, 102, 102
+        types = torch.zeros_like(ids)
+        types[:, seq // 2 + 1:] = 1
+        masked, labels = mask_tokens(ids, None, special, g)
+        out.append(dict(input_ids=masked, token_type_ids=types, attention_mask=torch.ones_like(ids),
+                        mlm_labels=labels, nsp_label=torch.randint(0, 2, (batch,), generator=g)))
+    return out
+
+
+class Runner:
+    """One model + optimizer + how to call it; `step(batch)` runs one full training step."""
+
+    def __init__(self, name, model, call, dtype):
+        self.name, self.model, self.call, self.dtype = name, model.train(), call, dtype
+        self.opt = make_optimizer(model, TrainConfig(lr=1e-4))
+        self.seconds, self.tokens = 0.0, 0
+
+    def step(self, batch):
+        ctx = torch.autocast("cpu", dtype=self.dtype) if self.dtype else contextlib.nullcontext()
+        t0 = time.perf_counter()
+        with ctx:
+            loss = self.call(self.model, batch)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        return time.perf_counter() - t0
+
+    def measure(self, batches):
+        for b in batches:
+            self.seconds += self.step(b)
+            self.tokens += b["input_ids"].numel()
+
+    @property
+    def tokens_per_s(self):
+        return self.tokens / self.seconds
+
+
+def lab_call(model, b):
+    return model(**b).loss
+
+
+def hf_call(model, b):
+    return model(input_ids=b["input_ids"], token_type_ids=b["token_type_ids"],
+                 attention_mask=b["attention_mask"], labels=b["mlm_labels"],
+                 next_sentence_label=b["nsp_label"]).loss
+
+
+def compare(runners, batches, rounds):
+    for r in runners:                         # warm-up: one-off allocations, kernels
+        for b in batches[:2]:
+            r.step(b)
+    per = max(1, len(batches) // rounds)
+    for i in range(rounds):                   # alternate blocks so both see the same machine state
+        chunk = batches[i * per:(i + 1) * per]
+        for r in runners:
+            r.measure(chunk)
+
+
+def matmul_flops(dtype=torch.bfloat16, n=4096, reps=5) -> float:
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    a @ b
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    return 2 * n ** 3 * reps / (time.perf_counter() - t0)
+
+
+def step_flops(runner, batch) -> float:
+    from torch.utils.flop_counter import FlopCounterMode
+    with FlopCounterMode(display=False) as counter:
+        ctx = torch.autocast("cpu", dtype=runner.dtype) if runner.dtype else contextlib.nullcontext()
+        with ctx:
+            loss = runner.call(runner.model, batch)
+        loss.backward()
+    runner.opt.zero_grad(set_to_none=True)
+    return counter.get_total_flops()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--vocab", type=int, default=30522)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--steps", type=int, default=20, help="measured steps per model and setting")
+    ap.add_argument("--threads", type=int, default=None)
+    args = ap.parse_args(argv)
+    import transformers
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    cfg = lab.BertConfig.preset(args.preset, vocab_size=args.vocab)
+    hf_cfg = transformers.BertConfig(**{k: v for k, v in cfg.to_dict().items() if k != "model_type"})
+    torch.manual_seed(0)
+    ours = lab.BertForPreTraining(cfg)
+    theirs = transformers.BertForPreTraining(hf_cfg)
+    theirs.load_state_dict(ours.state_dict(), strict=False)     # same weights (decoder tied)
+    batches = make_batches(args.vocab, args.batch, args.seq, args.steps + 2)
+    bf16 = autocast_dtype("auto", torch.device("cpu"))
+    print(f"BERT-{args.preset} shape (L={cfg.num_hidden_layers} H={cfg.hidden_size} A={cfg.num_attention_heads}), "
+          f"vocab {args.vocab}, batch {args.batch} x {args.seq} tokens, {torch.get_num_threads()} CPU threads, "
+          f"torch {torch.__version__}, transformers {transformers.__version__}")
+    print(f"lab default precision on this CPU: {bf16 or 'fp32'}\n")
+
+    rows = []
+    lab_default = Runner("lab (defaults: sparse MLM, autocast)", ours, lab_call, bf16)
+    hf_default = Runner("transformers (defaults: fp32, dense MLM)", theirs, hf_call, None)
+    compare([lab_default, hf_default], batches, rounds=4)
+    rows.append(("defaults", lab_default, hf_default))
+    lab_bf16 = Runner("lab bf16", ours, lab_call, torch.bfloat16)
+    hf_bf16 = Runner("transformers bf16", theirs, hf_call, torch.bfloat16)
+    compare([lab_bf16, hf_bf16], batches, rounds=4)
+    rows.append(("both bf16 autocast", lab_bf16, hf_bf16))
+
+    print(f"| setting | lab tokens/s | transformers tokens/s | ratio |")
+    print(f"|---|---:|---:|---:|")
+    for name, a, b in rows:
+        print(f"| {name} | {a.tokens_per_s:,.0f} | {b.tokens_per_s:,.0f} | {a.tokens_per_s / b.tokens_per_s:.1f}x |")
+
+    peak = matmul_flops()
+    flops = step_flops(lab_default, batches[0])
+    achieved = flops * lab_default.tokens_per_s / batches[0]["input_ids"].numel()
+    print(f"\nlab step: {flops / 1e9:.2f} GFLOP per step (forward+backward, counted), "
+          f"achieved {achieved / 1e9:.0f} GFLOP/s")
+    print(f"bf16 matmul 4096x4096: {peak / 1e9:.0f} GFLOP/s")
+    print(f"model FLOP/s utilisation: {achieved / peak:.2f} of the matmul rate")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""Command line: python -m lab COMMAND ...
+
+    python -m lab pretrain --recipe classroom --corpus novels --out runs/classroom
+    python -m lab pretrain --preset mini --corpus PATH --out runs/mini --steps 2000 [--resume]
+    torchrun --nproc_per_node=4 -m lab pretrain --preset base --corpus PATH --out runs/base --steps 100000
+    python -m lab eval --model runs/classroom --corpus novels --split held-out
+    python -m lab fill-mask --model runs/classroom "she [MASK] the letter twice ."
+
+Every command prints its configuration at start; `python -m lab COMMAND --help` lists the options.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+
+
+def _add_train_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("training loop")
+    g.add_argument("--out", required=True, help="run directory (checkpoints, metrics.jsonl)")
+    length = g.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=int, help="optimizer steps")
+    length.add_argument("--minutes", type=float, help="wall-clock budget (steps set by a speed probe)")
+    g.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    for name, typ, hlp in [("batch-size", int, "sequences per micro-batch and process"),
+                           ("grad-accum", int, "micro-batches per optimizer step"),
+                           ("lr", float, "peak learning rate"), ("warmup", float, "warm-up: fraction (<1) or steps"),
+                           ("weight-decay", float, "AdamW weight decay"), ("clip-norm", float, "gradient clipping, 0 = off"),
+                           ("eval-every", int, "steps between evaluations"), ("ckpt-every", int, "steps between checkpoints"),
+                           ("log-every", int, "steps between metrics records"), ("seed", int, "random seed"),
+                           ("threads", int, "CPU threads for torch")]:
+        g.add_argument(f"--{name}", type=typ, help=hlp)
+    g.add_argument("--precision", choices=["auto", "bf16", "fp32"])
+    g.add_argument("--device", help="auto (default), cpu, cuda, mps")
+    g.add_argument("--no-progress", action="store_true", help="no tqdm bar")
+    g.add_argument("--compile", action="store_true", default=None,
+                   help="torch.compile the encoder (about a minute to compile; faster steps)")
+
+
+def _train_config(args, recipe_overrides: dict):
+    from .train import TrainConfig
+    values = dict(recipe_overrides)
+    for f in dataclasses.fields(TrainConfig):
+        v = getattr(args, f.name, None)
+        if v is not None:
+            values[f.name] = v
+    if args.steps is not None:
+        values["minutes"] = None
+    if args.minutes is not None:
+        values["steps"] = None
+    values["out_dir"] = args.out
+    if args.no_progress:
+        values["progress"] = False
+    return TrainConfig(**values)
+
+
+def cmd_pretrain(args) -> int:
+    from .pretrain import RECIPES, PretrainConfig, pretrain
+    pre_over, train_over = RECIPES[args.recipe] if args.recipe else ({}, {})
+    values = dict(pre_over)
+    for f in dataclasses.fields(PretrainConfig):
+        v = getattr(args, f.name, None)
+        if v is not None and v is not False:
+            values[f.name] = v
+    pc = PretrainConfig(**values)
+    tc = _train_config(args, train_over)
+    if tc.steps is None and tc.minutes is None:
+        raise SystemExit("give --steps or --minutes (or a --recipe that sets one)")
+    result = pretrain(args.corpus, pc, tc, resume=args.resume, tokenizer_dir=args.tokenizer, log=_log)
+    _log("final held-out evaluation: " + json.dumps({k: round(v, 4) for k, v in result.items()}))
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from .pretrain import evaluate_model
+    result = evaluate_model(args.model, args.corpus, split=args.split, limit=args.limit)
+    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}, indent=2))
+    return 0
+
+
+def cmd_fill_mask(args) -> int:
+    from . import explore
+    from .checkpoint import load
+    model, tokenizer = load(args.model)
+    for text in args.text:
+        result = explore.fill_mask(model, tokenizer, text, top_k=args.top_k)
+        print(text)
+        for i, preds in enumerate(result, 1):
+            print(f"  [MASK] {i}: " + ", ".join(f"{tok} {p:.2f}" for tok, p in preds))
+    return 0
+
+
+def _log(msg: str) -> None:
+    if int(os.environ.get("RANK", 0)) == 0:
+        print(msg, flush=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("pretrain", help="pre-train a BERT with masked LM + next sentence prediction",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--corpus", required=True,
+                   help="a text file or folder, or a catalog name (novels, wikitext-2, wikitext-103)")
+    p.add_argument("--recipe", choices=["classroom", "smoke"],
+                   help="named settings (see README); explicit options override them")
+    g = p.add_argument_group("model and data")
+    g.add_argument("--preset", help="model shape: tiny, mini, small, medium, base, large")
+    g.add_argument("--vocab-size", type=int, help="WordPiece vocabulary size (trained on the corpus)")
+    g.add_argument("--tokenizer", help="use this vocab.txt / tokenizer directory instead of training one")
+    g.add_argument("--max-seq-length", type=int)
+    g.add_argument("--short-seq-prob", type=float)
+    g.add_argument("--mlm-probability", type=float)
+    g.add_argument("--max-predictions-per-seq", type=int)
+    g.add_argument("--whole-word", action="store_true", help="whole-word masking")
+    g.add_argument("--dupe-factor", type=int)
+    g.add_argument("--held-out", type=float, help="share of documents held out for evaluation")
+    g.add_argument("--eval-instances", type=int)
+    g.add_argument("--dropout", type=float, help="override both dropout probabilities")
+    g.add_argument("--initializer-range", type=float, help="std of the weight init (BERT: 0.02)")
+    g.add_argument("--position-init", choices=["normal", "sinusoidal"], help="initial position table")
+    _add_train_args(p)
+    p.set_defaults(func=cmd_pretrain)
+
+    p = sub.add_parser("eval", help="masked-LM and NSP accuracy of a saved model on a corpus")
+    p.add_argument("--model", required=True, help="HF-layout model directory")
+    p.add_argument("--corpus", required=True, help="text file/folder or catalog name")
+    p.add_argument("--split", choices=["all", "held-out"], default="all",
+                   help="held-out: the documents the model's pre-training run held out")
+    p.add_argument("--limit", type=int, help="evaluate at most this many instances")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("fill-mask", help="top predictions for each [MASK] in a sentence")
+    p.add_argument("--model", required=True, help="HF-layout model directory with an MLM head")
+    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("text", nargs="+", help='sentences with [MASK], e.g. "she [MASK] the letter ."')
+    p.set_defaults(func=cmd_fill_mask)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (FileNotFoundError, ValueError, FileExistsError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

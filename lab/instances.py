@@ -1,0 +1,747 @@
+"""Documents -> pre-training examples: NSP sentence pairs, 80/10/10 masking, named batches.
+
+This module sits between the tokenizer and the model in the data flow
+`text -> tokenizer -> ids -> instances -> Batch -> model`. It only ever sees token ids:
+
+    documents : list[list[list[int]]]     documents -> sentences -> token ids
+    create_instances(documents, special)  -> list[Instance]   (segment A, segment B, IsNext?)
+    collate(instances, special, gen)      -> Batch            ([CLS] A [SEP] B [SEP], masked)
+    PretrainingData(instances, special, batch_size).batch(step) -> Batch   (dynamic masking)
+
+The pairing follows Google's `create_pretraining_data.py` and the masking follows the paper
+(15% of the tokens, a fixed count per sequence, 80% [MASK] / 10% random / 10% unchanged).
+
+Worked example (words stand for their ids)
+------------------------------------------
+Two documents, one sentence per line:
+
+    doc 0:  "the cat sat on the mat ."   "it was warm ."   "then it slept ."
+    doc 1:  "stocks fell on monday ."    "traders were nervous ."
+
+1. Pairing. Walking doc 0 we collect a chunk of sentences until it holds about
+   `max_seq_length - 3` tokens (3 = room for [CLS] [SEP] [SEP]). Say the chunk is all three
+   sentences and we cut it after the first one:
+       A = "the cat sat on the mat ."
+   Half the time B is the true continuation (IsNext, nsp_label 0):
+       B = "it was warm . then it slept ."
+   otherwise B is taken from a random *other* document (NotNext, nsp_label 1), e.g.
+       B = "traders were nervous ."
+   and the two unused sentences of the chunk are "put back" so a later pair uses them.
+
+2. Layout (collate):
+       tokens          [CLS] the cat sat on the mat . [SEP] it  was warm . then it slept . [SEP]
+       token_type_ids    0    0   0   0   0  0   0  0   0    1   1    1  1   1   1   1   1   1
+   followed by [PAD]s (attention_mask 0) up to the longest sequence in the batch.
+
+3. Masking. n = 15 maskable (non-special) tokens, so round(0.15 * 15) = 2 positions are
+   chosen, say "cat" and "warm". Each chosen token independently becomes
+       80%:  [MASK]   "the [MASK] sat ..."    the model must recover "cat" from context
+       10%:  random   "the piano sat ..."     a real but wrong word: the model must check
+       10%:  itself   "the cat sat ..."       unchanged: the model can't trust visible words
+   and mlm_labels holds the original id ("cat", "warm") at the chosen positions and -100
+   (ignored by the loss) everywhere else. [CLS], [SEP] and [PAD] are never chosen.
+
+Masks are "dynamic" (RoBERTa's term): `PretrainingData` draws them anew for every epoch from a
+generator seeded by (seed, epoch, batch index), so any batch can be rebuilt exactly from
+its step number -- this is what lets a killed training run resume at the same data position.
+
+Try it:
+    >>> special = SpecialIds(pad_id=0, cls_id=2, sep_id=3, mask_id=4, vocab_size=512)
+    >>> docs = [[[10, 11, 12], [13, 14]], [[20, 21], [22, 23, 24]]]
+    >>> instances = create_instances(docs, special, max_seq_length=16)
+    >>> batch = collate(instances, special, torch.Generator().manual_seed(0))
+    >>> len(instances), instance_stats(instances)["frac_not_next"]
+    (3, 0.6666666666666666)
+    >>> batch.input_ids.shape          # (B, T), T rounded up to a multiple of 8
+    torch.Size([3, 16])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from dataclasses import dataclass, fields
+from typing import Callable, Iterator, Mapping, Sequence
+
+import torch
+
+IGNORE_INDEX = -100  # label value skipped by the MLM loss (Hugging Face convention)
+
+
+# ----------------------------------------------------------------------------------------------
+# Special ids
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SpecialIds:
+    """The ids this module needs to know about, and which ids are `##` continuations."""
+
+    pad_id: int  # [PAD]: fills short sequences; never masked, attention_mask 0
+    cls_id: int  # [CLS]: first token; its final state feeds the NSP head
+    sep_id: int  # [SEP]: ends segment A and segment B
+    mask_id: int  # [MASK]: replaces 80% of the chosen tokens
+    vocab_size: int  # random replacements are drawn from range(vocab_size) minus the specials
+    unk_id: int | None = None  # [UNK], if given, is never drawn as a random replacement
+    is_subword: Callable[[int], bool] | None = None  # id -> is it a "##" piece? (whole-word)
+    subword_mask: Sequence[bool] | torch.Tensor | None = None  # or a [vocab_size] bool table
+
+    def __post_init__(self) -> None:
+        for name in ("pad_id", "cls_id", "sep_id", "mask_id", "unk_id"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < self.vocab_size:
+                raise ValueError(f"{name}={value} is outside the vocabulary [0, {self.vocab_size})")
+        if self.subword_mask is not None and len(self.subword_mask) != self.vocab_size:
+            raise ValueError(
+                f"subword_mask has {len(self.subword_mask)} entries, expected vocab_size={self.vocab_size}"
+            )
+        self._subword_table: torch.Tensor | None = None
+        self._replacement_ids: torch.Tensor | None = None
+
+    @property
+    def special_ids(self) -> tuple[int, ...]:
+        """[PAD], [CLS], [SEP], [MASK] (and [UNK] when known)."""
+        ids = (self.pad_id, self.cls_id, self.sep_id, self.mask_id)
+        return ids + ((self.unk_id,) if self.unk_id is not None else ())
+
+    def subword_table(self) -> torch.Tensor:
+        """Bool tensor [vocab_size]: True where the id is a `##` continuation piece."""
+        if self._subword_table is None:
+            if self.subword_mask is not None:
+                table = torch.as_tensor(self.subword_mask, dtype=torch.bool)
+            elif self.is_subword is not None:
+                table = torch.tensor([bool(self.is_subword(i)) for i in range(self.vocab_size)])
+            else:
+                raise ValueError(
+                    "whole-word masking needs SpecialIds(is_subword=...) or SpecialIds(subword_mask=...) "
+                    "to know which ids are '##' continuation pieces"
+                )
+            self._subword_table = table
+        return self._subword_table
+
+    def replacement_ids(self) -> torch.Tensor:
+        """Long tensor of the ids a "random token" may be: the vocabulary minus special_ids.
+
+        Google's script draws from the whole vocabulary (so a random replacement can be [CLS]
+        or [PAD]); we leave the special ids out, so a "random word" is always a real word.
+        """
+        if self._replacement_ids is None:
+            keep = torch.ones(self.vocab_size, dtype=torch.bool)
+            keep[list(self.special_ids)] = False
+            self._replacement_ids = keep.nonzero().squeeze(1)
+        return self._replacement_ids
+
+    @classmethod
+    def from_vocab(cls, vocab: Sequence[str] | Mapping[str, int]) -> "SpecialIds":
+        """Build from a WordPiece vocabulary (vocab.txt lines in order, or a token -> id dict)."""
+        token_to_id = dict(vocab) if isinstance(vocab, Mapping) else {t: i for i, t in enumerate(vocab)}
+        missing = [t for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]") if t not in token_to_id]
+        if missing:
+            raise ValueError(f"the vocabulary lacks the special tokens {missing}")
+        size = max(token_to_id.values()) + 1
+        subword = [False] * size
+        for token, i in token_to_id.items():
+            subword[i] = token.startswith("##")
+        return cls(
+            pad_id=token_to_id["[PAD]"],
+            cls_id=token_to_id["[CLS]"],
+            sep_id=token_to_id["[SEP]"],
+            mask_id=token_to_id["[MASK]"],
+            vocab_size=size,
+            unk_id=token_to_id.get("[UNK]"),
+            subword_mask=subword,
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# Instances: sentence pairs for next-sentence prediction
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Instance:
+    """One pre-training pair, before [CLS]/[SEP] are added and before masking."""
+
+    tokens_a: list[int]  # segment A (sentence ids, possibly truncated)
+    tokens_b: list[int]  # segment B
+    is_random_next: bool  # True: B comes from another document (NotNext, nsp_label 1)
+    doc_a: int = -1  # index (in the input list) of the document A comes from
+    doc_b: int = -1  # index of the document B comes from (== doc_a when IsNext)
+    sentences_a: tuple[int, int] = (0, 0)  # A = sentences [start, end) of doc_a, before truncation
+    sentences_b: tuple[int, int] = (0, 0)  # B = sentences [start, end) of doc_b, before truncation
+    target_length: int = 0  # the token budget the chunk was collected for
+    is_short: bool = False  # target_length was drawn at random (probability short_seq_prob)
+
+    @property
+    def num_tokens(self) -> int:
+        """Length with [CLS] A [SEP] B [SEP]."""
+        return len(self.tokens_a) + len(self.tokens_b) + 3
+
+
+def _truncate_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int, rng: random.Random) -> None:
+    """Shorten A and B in place until they fit, one token at a time from the longer one.
+
+    The end is chosen at random (front or back) so the model does not learn that segments
+    always start (or always end) at a sentence boundary.
+    """
+    while len(tokens_a) + len(tokens_b) > max_num_tokens:
+        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+        if rng.random() < 0.5:
+            del longer[0]  # drop from the front
+        else:
+            longer.pop()  # drop from the back
+
+
+def create_instances(
+    documents: Sequence[Sequence[Sequence[int]]],
+    special: SpecialIds | None = None,
+    max_seq_length: int = 128,
+    short_seq_prob: float = 0.1,
+    seed: int = 0,
+    dupe_factor: int = 1,
+) -> list[Instance]:
+    """Turn documents of sentences of ids into NSP pairs, as Google's create_pretraining_data.py.
+
+    For each document, sentences are collected into a chunk until it reaches the target length;
+    A = the first k sentences of the chunk (k random), B = the rest of the chunk (IsNext) or,
+    half the time, text from a random other document (NotNext). `dupe_factor` passes over the
+    data give each sentence several different pairings. Same seed -> identical output.
+
+    `special`, when given, is used to check that the documents contain no [PAD]/[CLS]/[SEP]/
+    [MASK] ids (those are added by `collate`). Empty sentences and documents are skipped.
+    Instances come out in document order; `PretrainingData` shuffles them every epoch.
+
+    NotNext is a fair coin only for chunks of 2+ sentences: a one-sentence chunk (often the
+    last sentence of a document) has no continuation and is always NotNext. On long documents
+    (Wikipedia) the NotNext fraction is ~50%; on short ones it sits a few points above.
+    """
+    if max_seq_length < 8:
+        raise ValueError(
+            f"max_seq_length={max_seq_length} is too small: it must be >= 8 to hold "
+            "[CLS] A [SEP] B [SEP] with a few tokens in each segment"
+        )
+    if not 0.0 <= short_seq_prob <= 1.0:
+        raise ValueError(f"short_seq_prob={short_seq_prob} must be a probability in [0, 1]")
+    if dupe_factor < 1:
+        raise ValueError(f"dupe_factor={dupe_factor} must be >= 1")
+
+    # Drop empty sentences, then empty documents, remembering each document's original index.
+    forbidden = set((special.pad_id, special.cls_id, special.sep_id, special.mask_id)) if special else set()
+    docs: list[list[list[int]]] = []
+    doc_index: list[int] = []
+    for d, document in enumerate(documents):
+        sentences = [list(s) for s in document if len(s) > 0]
+        for sentence in sentences:
+            if forbidden.intersection(sentence):
+                raise ValueError(
+                    f"document {d} contains special ids {sorted(forbidden.intersection(sentence))}: "
+                    "documents must hold plain text ids ([CLS]/[SEP]/[PAD]/[MASK] are added by collate)"
+                )
+        if sentences:
+            docs.append(sentences)
+            doc_index.append(d)
+    if len(docs) < 2:
+        raise ValueError(
+            f"create_instances needs at least 2 non-empty documents (got {len(docs)}): "
+            "NotNext examples take segment B from a different document"
+        )
+
+    rng = random.Random(seed)
+    max_num_tokens = max_seq_length - 3  # room for [CLS], [SEP], [SEP]
+    instances: list[Instance] = []
+    for _ in range(dupe_factor):  # each pass draws new chunk boundaries, cuts and partners
+        for d, document in enumerate(docs):
+            instances.extend(_instances_from_document(docs, d, doc_index, max_num_tokens, short_seq_prob, rng))
+    return instances
+
+
+def _instances_from_document(
+    docs: list[list[list[int]]],
+    d: int,
+    doc_index: list[int],
+    max_num_tokens: int,
+    short_seq_prob: float,
+    rng: random.Random,
+) -> list[Instance]:
+    """Walk one document's sentences and cut them into (A, B) pairs."""
+    document = docs[d]
+    instances: list[Instance] = []
+
+    def draw_target() -> tuple[int, bool]:
+        # Usually fill the whole sequence; sometimes (short_seq_prob) aim for a random shorter
+        # length, so the model also sees the short inputs it will meet when fine-tuning.
+        # (Google's script draws this once per document; we draw it once per chunk, so that
+        # short_seq_prob is the fraction of instances, as the paper says: "10% of the time".)
+        if rng.random() < short_seq_prob:
+            return rng.randint(2, max_num_tokens), True
+        return max_num_tokens, False
+
+    target, short = draw_target()
+    chunk: list[list[int]] = []  # the sentences collected so far
+    chunk_start = 0  # index of chunk[0] in the document
+    chunk_len = 0  # tokens in the chunk
+    i = 0
+    while i < len(document):
+        chunk.append(document[i])
+        chunk_len += len(document[i])
+        # Cut when the chunk is full or the document is over.
+        if i == len(document) - 1 or chunk_len >= target:
+            # A = the first a_end sentences of the chunk; a_end in [1, len(chunk) - 1].
+            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+            tokens_a = [t for s in chunk[:a_end] for t in s]
+            sentences_a = (chunk_start, chunk_start + a_end)
+
+            # A one-sentence chunk has no continuation to offer: it must be NotNext.
+            if len(chunk) == 1 or rng.random() < 0.5:
+                is_random_next = True
+                # A different document, uniformly: draw from n-1 and skip over d.
+                other = rng.randrange(len(docs) - 1)
+                other += other >= d
+                random_doc = docs[other]
+                # Start at a random sentence; take sentences until B fills the rest of the target.
+                target_b = target - len(tokens_a)
+                start = rng.randrange(len(random_doc))
+                tokens_b: list[int] = []
+                end = start
+                while end < len(random_doc):
+                    tokens_b.extend(random_doc[end])
+                    end += 1
+                    if len(tokens_b) >= target_b:
+                        break
+                doc_b, sentences_b = other, (start, end)
+                # "Put back" the chunk's unused sentences: the walk resumes right after A.
+                i -= len(chunk) - a_end
+            else:
+                is_random_next = False
+                tokens_b = [t for s in chunk[a_end:] for t in s]  # the actual continuation
+                doc_b, sentences_b = d, (sentences_a[1], chunk_start + len(chunk))
+
+            _truncate_pair(tokens_a, tokens_b, max_num_tokens, rng)
+            instances.append(
+                Instance(
+                    tokens_a=tokens_a,
+                    tokens_b=tokens_b,
+                    is_random_next=is_random_next,
+                    doc_a=doc_index[d],
+                    doc_b=doc_index[doc_b],
+                    sentences_a=sentences_a,
+                    sentences_b=sentences_b,
+                    target_length=target,
+                    is_short=short,
+                )
+            )
+            # Start a fresh chunk after whatever was consumed.
+            chunk, chunk_len, chunk_start = [], 0, i + 1
+            target, short = draw_target()
+        i += 1
+    return instances
+
+
+def instance_stats(instances: Sequence[Instance]) -> dict[str, float]:
+    """Summary numbers for a notebook: how many, how long, how many NotNext / short."""
+    n = len(instances)
+    if n == 0:
+        return {"num_instances": 0}
+    lengths = [inst.num_tokens for inst in instances]  # with [CLS] [SEP] [SEP]
+    return {
+        "num_instances": n,
+        "frac_not_next": sum(inst.is_random_next for inst in instances) / n,
+        "frac_short": sum(inst.is_short for inst in instances) / n,
+        "mean_length": sum(lengths) / n,
+        "max_length": max(lengths),
+        "mean_tokens_a": sum(len(inst.tokens_a) for inst in instances) / n,
+        "mean_tokens_b": sum(len(inst.tokens_b) for inst in instances) / n,
+        "num_tokens": sum(lengths),
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# Masking: 15% of the tokens, 80% [MASK] / 10% random / 10% unchanged
+# ----------------------------------------------------------------------------------------------
+
+
+def mask_tokens(
+    input_ids: torch.Tensor,
+    special_tokens_mask: torch.Tensor | None,
+    special: SpecialIds,
+    generator: torch.Generator,
+    mlm_probability: float = 0.15,
+    max_predictions_per_seq: int = 20,
+    whole_word: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Choose positions to predict and corrupt them; returns (masked_input_ids, mlm_labels).
+
+    input_ids [B, T] long; special_tokens_mask [B, T] bool, True at [CLS]/[SEP]/[PAD]
+    (None: computed from the ids). Each row predicts a FIXED number of tokens,
+        k = min(max_predictions_per_seq, max(1, round(mlm_probability * n))),
+    n = number of maskable positions (Google counts [CLS]/[SEP] in n too; we count only the
+    tokens that can be chosen), chosen uniformly at random among the maskable positions.
+    mlm_labels [B, T] holds the original id at chosen positions and -100 elsewhere.
+
+    The generator always draws the same amount of randomness for a [B, T] input, so the
+    result depends only on the ids and the generator's seed.
+    """
+    B, T = input_ids.shape
+    device = input_ids.device
+    if special_tokens_mask is None:
+        special_tokens_mask = torch.zeros_like(input_ids, dtype=torch.bool)
+        for sid in (special.pad_id, special.cls_id, special.sep_id, special.mask_id):
+            special_tokens_mask |= input_ids == sid
+    maskable = ~special_tokens_mask.bool() & (input_ids != special.pad_id)  # (B, T)
+
+    # How many to predict in each row: a fixed count, not one coin flip per token.
+    n = maskable.sum(dim=1)  # (B,)
+    k = torch.round(n * mlm_probability).long().clamp(min=1, max=max_predictions_per_seq)
+    k = torch.where(n > 0, k, torch.zeros_like(k))  # a row with nothing maskable predicts nothing
+
+    # All randomness drawn up front, in a fixed order: scores, 80/10/10 dice, random ids.
+    scores = torch.rand(B, T, generator=generator, device=device)  # (B, T) in [0, 1)
+    dice = torch.rand(B, T, generator=generator, device=device)  # (B, T) decides 80/10/10
+    replacements = special.replacement_ids().to(device)
+    random_ids = replacements[
+        torch.randint(len(replacements), (B, T), generator=generator, device=device)
+    ]  # (B, T)
+
+    if whole_word:
+        chosen = _choose_whole_words(input_ids, maskable, scores, k, special)
+    else:
+        # The k highest random scores among maskable positions are a uniform random k-subset.
+        # Unmaskable positions get score -1 so they always lose.
+        scores = scores.masked_fill(~maskable, -1.0)
+        chosen = torch.zeros(B, T, dtype=torch.bool, device=device)
+        k_max = int(k.max()) if B > 0 else 0
+        if k_max > 0:
+            top = scores.topk(k_max, dim=1).indices  # (B, k_max) positions, best first
+            # Row b keeps only its first k[b] picks: e.g. k = [2, 3], k_max = 3 ->
+            # keep = [[T, T, F], [T, T, T]].
+            keep = torch.arange(k_max, device=device)[None, :] < k[:, None]  # (B, k_max)
+            chosen.scatter_(1, top, keep)
+
+    labels = torch.where(chosen, input_ids, torch.full_like(input_ids, IGNORE_INDEX))  # (B, T)
+
+    # 80/10/10, decided per chosen token with one die roll in [0, 1):
+    #   [0.0, 0.8) -> [MASK]     [0.8, 0.9) -> random id     [0.9, 1.0) -> unchanged
+    to_mask = chosen & (dice < 0.8)
+    to_random = chosen & (dice >= 0.8) & (dice < 0.9)
+    masked = input_ids.clone()
+    masked[to_mask] = special.mask_id
+    masked[to_random] = random_ids[to_random]
+    return masked, labels
+
+
+def _choose_whole_words(
+    input_ids: torch.Tensor,
+    maskable: torch.Tensor,
+    scores: torch.Tensor,
+    k: torch.Tensor,
+    special: SpecialIds,
+) -> torch.Tensor:
+    """Choose whole words (a token plus its following `##` pieces) until k tokens are covered.
+
+    Example: "the un ##believ ##able cat" has words [the] [un ##believ ##able] [cat]; if the
+    middle word is chosen, all three of its pieces are predicted. Words are visited in a random
+    order (each word's score = the score of its first piece) and, as in Google's script, a word
+    that would overshoot k is skipped, so a row may end with slightly fewer than k tokens.
+    """
+    B, T = input_ids.shape
+    is_sub = special.subword_table().to(input_ids.device)[input_ids] & maskable  # (B, T)
+    # A piece starts a new word unless it is a ## piece right after another maskable token.
+    prev_maskable = torch.zeros_like(maskable)
+    prev_maskable[:, 1:] = maskable[:, :-1]
+    starts = maskable & ~(is_sub & prev_maskable)  # (B, T)
+
+    chosen = torch.zeros(B, T, dtype=torch.bool)
+    starts_l, maskable_l, scores_l, k_l = starts.tolist(), maskable.tolist(), scores.tolist(), k.tolist()
+    for b in range(B):  # a plain loop per row: clear, and only used when asked for
+        # Collect words as [start, end) spans.
+        words: list[tuple[int, int]] = []
+        for t in range(T):
+            if starts_l[b][t]:
+                words.append((t, t + 1))
+            elif maskable_l[b][t] and words and words[-1][1] == t:
+                words[-1] = (words[-1][0], t + 1)  # extend the current word with its ## piece
+        words.sort(key=lambda w: scores_l[b][w[0]], reverse=True)  # random order
+        covered = 0
+        for start, end in words:
+            if covered >= k_l[b]:
+                break
+            if covered + (end - start) > k_l[b]:
+                continue  # would overshoot: try a shorter word
+            chosen[b, start:end] = True
+            covered += end - start
+    return chosen.to(input_ids.device)
+
+
+# ----------------------------------------------------------------------------------------------
+# Batches
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Batch:
+    """A pre-training batch with Hugging Face field names: `model(**batch.as_dict())`."""
+
+    input_ids: torch.Tensor  # (B, T) long: [CLS] A [SEP] B [SEP] [PAD]..., with masking applied
+    token_type_ids: torch.Tensor  # (B, T) long: 0 for [CLS] A [SEP] (and padding), 1 for B [SEP]
+    attention_mask: torch.Tensor  # (B, T) long: 1 for real tokens, 0 for [PAD]
+    mlm_labels: torch.Tensor  # (B, T) long: original id at chosen positions, -100 elsewhere
+    nsp_label: torch.Tensor  # (B,) long: 0 = IsNext, 1 = NotNext
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "Batch":
+        return Batch(**{k: v.to(device, non_blocking=non_blocking) for k, v in self.as_dict().items()})
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    @property
+    def num_tokens(self) -> int:
+        """Real (non-pad) tokens in the batch."""
+        return int(self.attention_mask.sum())
+
+    @property
+    def num_predictions(self) -> int:
+        """Positions with an MLM label."""
+        return int((self.mlm_labels != IGNORE_INDEX).sum())
+
+    def as_dict(self) -> dict[str, torch.Tensor]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    # Mapping protocol, so that `model(**batch)` works as well.
+    def keys(self) -> list[str]:
+        return [f.name for f in fields(self)]
+
+    def __getitem__(self, key: str) -> torch.Tensor:
+        return getattr(self, key)
+
+
+def collate(
+    instances: Sequence[Instance],
+    special: SpecialIds,
+    generator: torch.Generator,
+    max_seq_length: int | None = None,
+    pad_to_multiple_of: int | None = 8,
+    mlm_probability: float = 0.15,
+    max_predictions_per_seq: int = 20,
+    whole_word: bool = False,
+) -> Batch:
+    """Lay out `[CLS] A [SEP] B [SEP]`, pad, mask, and name everything.
+
+    T = the longest sequence, rounded up to a multiple of `pad_to_multiple_of` (tensor cores
+    and CPU kernels like round sizes) but never beyond `max_seq_length`.
+    """
+    if len(instances) == 0:
+        raise ValueError("collate needs at least one instance")
+    lengths = [inst.num_tokens for inst in instances]
+    longest = max(lengths)
+    if max_seq_length is not None and longest > max_seq_length:
+        raise ValueError(
+            f"an instance has {longest} tokens with [CLS]/[SEP], more than max_seq_length={max_seq_length}; "
+            "create the instances with the same max_seq_length"
+        )
+    T = longest
+    if pad_to_multiple_of:
+        T = math.ceil(T / pad_to_multiple_of) * pad_to_multiple_of
+    if max_seq_length is not None:
+        T = min(T, max_seq_length)
+
+    B = len(instances)
+    ids = torch.full((B, T), special.pad_id, dtype=torch.long)  # (B, T)
+    types = torch.zeros(B, T, dtype=torch.long)  # (B, T)
+    attn = torch.zeros(B, T, dtype=torch.long)  # (B, T)
+    specials = torch.ones(B, T, dtype=torch.bool)  # (B, T) True = may not be masked
+    for row, inst in enumerate(instances):
+        a, b = len(inst.tokens_a), len(inst.tokens_b)
+        seq = [special.cls_id, *inst.tokens_a, special.sep_id, *inst.tokens_b, special.sep_id]
+        ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        # Positions: 0 = [CLS], 1..a = A, a+1 = [SEP], a+2..a+b+1 = B, a+b+2 = [SEP].
+        types[row, a + 2 : a + b + 3] = 1  # B and its closing [SEP]
+        attn[row, : len(seq)] = 1
+        specials[row, 1 : a + 1] = False  # A is maskable
+        specials[row, a + 2 : a + b + 2] = False  # B is maskable
+
+    masked, labels = mask_tokens(
+        ids,
+        specials,
+        special,
+        generator,
+        mlm_probability=mlm_probability,
+        max_predictions_per_seq=max_predictions_per_seq,
+        whole_word=whole_word,
+    )
+    nsp = torch.tensor([int(inst.is_random_next) for inst in instances], dtype=torch.long)  # (B,)
+    return Batch(input_ids=masked, token_type_ids=types, attention_mask=attn, mlm_labels=labels, nsp_label=nsp)
+
+
+# ----------------------------------------------------------------------------------------------
+# Step-addressable data with dynamic masking
+# ----------------------------------------------------------------------------------------------
+
+
+def _mix_seed(*parts: object) -> int:
+    """A 63-bit seed from a tuple of ints/strings, the same on every machine and Python run.
+
+    (Python's hash() of a string changes between runs; SHA-256 of the repr does not.)
+    """
+    digest = hashlib.sha256(repr(parts).encode()).digest()
+    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
+
+
+class PretrainingData:
+    """Instances -> an endless, step-addressable stream of masked Batches.
+
+    Step s (counting global batches from 0) lives in epoch e = s // batches_per_epoch at
+    position i = s % batches_per_epoch. The order of the instances in epoch e is a permutation
+    seeded by (seed, e); the masks of that batch come from a generator seeded by
+    (seed, e, i). So `batch(s)` is a pure function of s: a resumed run calls
+    `batch(saved_step)` and sees exactly the data it would have seen.
+
+    Distributed data parallel: `batch_size` is the PER-RANK batch; the global batch of step s
+    holds batch_size * world_size instances and rank r takes positions
+    [r * batch_size, (r + 1) * batch_size) of it. Together the ranks cover exactly the
+    instances a single process with batch_size * world_size would see at the same step,
+    with the same masks (drawn for the whole global batch, then sliced).
+
+    drop_last=True drops the incomplete last global batch of each epoch (the instances left
+    over differ per epoch, as the permutation changes). drop_last=False keeps it and fills it
+    up by wrapping around to the start of the epoch's order (as torch's DistributedSampler
+    pads), so every batch has the same size on every rank.
+    """
+
+    def __init__(
+        self,
+        instances: Sequence[Instance],
+        special: SpecialIds,
+        batch_size: int,
+        seed: int = 0,
+        shuffle: bool = True,
+        drop_last: bool = True,
+        mlm_probability: float = 0.15,
+        max_predictions_per_seq: int = 20,
+        whole_word: bool = False,
+        rank: int = 0,
+        world_size: int = 1,
+        max_seq_length: int | None = None,
+        pad_to_multiple_of: int | None = 8,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size={batch_size} must be >= 1")
+        if world_size < 1 or not 0 <= rank < world_size:
+            raise ValueError(f"rank={rank} must be in [0, world_size={world_size})")
+        self.instances = list(instances)
+        self.special = special
+        self.batch_size = batch_size  # per rank
+        self.seed = seed
+        self.shuffle = shuffle
+        self.drop_last = drop_last
+        self.mlm_probability = mlm_probability
+        self.max_predictions_per_seq = max_predictions_per_seq
+        self.whole_word = whole_word
+        self.rank = rank
+        self.world_size = world_size
+        self.max_seq_length = max_seq_length
+        self.pad_to_multiple_of = pad_to_multiple_of
+        self.step = 0  # the next step __iter__ yields; saved by state_dict()
+
+        n, g = len(self.instances), self.global_batch_size
+        self.batches_per_epoch = n // g if drop_last else math.ceil(n / g)
+        if self.batches_per_epoch == 0:
+            raise ValueError(
+                f"{n} instances do not fill one global batch of {g} (batch_size {batch_size} x "
+                f"world_size {world_size}) with drop_last=True: use more data, a smaller batch, or drop_last=False"
+            )
+        self._order_cache: tuple[int, torch.Tensor] | None = None
+
+    @property
+    def global_batch_size(self) -> int:
+        return self.batch_size * self.world_size
+
+    def epoch_order(self, epoch: int) -> torch.Tensor:
+        """The order (a permutation of instance indices, long [N]) used in `epoch`."""
+        if self._order_cache is None or self._order_cache[0] != epoch:
+            n = len(self.instances)
+            if self.shuffle:
+                gen = torch.Generator().manual_seed(_mix_seed("order", self.seed, epoch))
+                order = torch.randperm(n, generator=gen)
+            else:
+                order = torch.arange(n)
+            self._order_cache = (epoch, order)
+        return self._order_cache[1]
+
+    def global_indices(self, step: int) -> list[int]:
+        """Instance indices of the whole global batch of step `step` (all ranks together)."""
+        if step < 0:
+            raise ValueError(f"step={step} must be >= 0")
+        epoch, i = divmod(step, self.batches_per_epoch)
+        order = self.epoch_order(epoch)
+        first = i * self.global_batch_size
+        positions = torch.arange(first, first + self.global_batch_size) % len(order)  # wrap (drop_last=False)
+        return order[positions].tolist()
+
+    def indices(self, step: int) -> list[int]:
+        """Instance indices that this rank puts in the batch of global step `step`:
+        positions [r*b, (r+1)*b) of the global batch."""
+        return self.global_indices(step)[self.rank * self.batch_size:(self.rank + 1) * self.batch_size]
+
+    def batch(self, step: int) -> Batch:
+        """The Batch of global step `step` for this rank: a pure function of (seed, step, rank).
+
+        The masks are drawn for the whole global batch from one generator seeded by
+        (seed, epoch, batch index) and each rank keeps its rows, so N processes see exactly the
+        tokens and masks that one process with an N-times larger batch would see.
+        """
+        epoch, i = divmod(step, self.batches_per_epoch)
+        gen = torch.Generator().manual_seed(_mix_seed("mask", self.seed, epoch, i))
+        full = collate(
+            [self.instances[j] for j in self.global_indices(step)],
+            self.special,
+            gen,
+            max_seq_length=self.max_seq_length,
+            pad_to_multiple_of=self.pad_to_multiple_of,
+            mlm_probability=self.mlm_probability,
+            max_predictions_per_seq=self.max_predictions_per_seq,
+            whole_word=self.whole_word,
+        )
+        if self.world_size == 1:
+            return full
+        rows = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
+        return Batch(**{k: v[rows] for k, v in full.as_dict().items()})
+
+    def iterate(self, start_step: int | None = None, num_steps: int | None = None) -> Iterator[Batch]:
+        """Yield batch(start_step), batch(start_step + 1), ... (forever unless num_steps is given).
+
+        `self.step` follows along, so state_dict() taken inside the loop names the next batch.
+        """
+        if start_step is not None:
+            self.step = start_step
+        end = None if num_steps is None else self.step + num_steps
+        while end is None or self.step < end:
+            batch = self.batch(self.step)
+            self.step += 1
+            yield batch
+
+    def __iter__(self) -> Iterator[Batch]:
+        """Endless: pre-training counts steps, not epochs. Starts at self.step."""
+        return self.iterate()
+
+    def epoch_of(self, step: int) -> int:
+        return step // self.batches_per_epoch
+
+    def state_dict(self) -> dict[str, int]:
+        """The data position is just the step number (plus what must match on resume)."""
+        return {
+            "step": self.step,
+            "seed": self.seed,
+            "num_instances": len(self.instances),
+            "global_batch_size": self.global_batch_size,
+        }
+
+    def load_state_dict(self, state: Mapping[str, int]) -> None:
+        for key in ("seed", "num_instances", "global_batch_size"):
+            mine = self.state_dict()[key]
+            if key in state and state[key] != mine:
+                raise ValueError(
+                    f"cannot resume: saved {key}={state[key]} but this data has {key}={mine}; "
+                    "the same step would name different examples"
+                )
+        self.step = int(state["step"])

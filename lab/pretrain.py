@@ -1,0 +1,280 @@
+"""Pre-training: the masked-LM + next-sentence objective, its held-out evaluation, and the recipe
+that turns a corpus into a trained BERT.
+
+    python -m lab pretrain --recipe classroom --corpus novels --out runs/classroom --minutes 15
+
+Loss = MLM cross-entropy over the masked positions only + NSP cross-entropy (Devlin et al.,
+Section 3.1). Evaluation reports the MLM accuracy twice: over all predicted positions, and at
+the [MASK] positions alone. The difference matters: 10% of the predicted tokens are left
+unchanged in the input, and copying them is easy, so the overall figure flatters a young model.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from .config import BertConfig
+from .instances import Batch, PretrainingData, SpecialIds, create_instances
+from .model import BertForPreTraining
+from .train import TrainConfig, train
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PretrainConfig:
+    preset: str = "mini"                   # model shape (BertConfig.preset)
+    vocab_size: int = 8192                 # WordPiece vocabulary trained on the corpus
+    max_seq_length: int = 128              # tokens per instance, [CLS] A [SEP] B [SEP]
+    short_seq_prob: float = 0.1            # share of instances with a shorter random length
+    mlm_probability: float = 0.15          # share of tokens predicted
+    max_predictions_per_seq: int = 20      # cap on predictions per sequence (20 per 128)
+    whole_word: bool = False               # mask all pieces of a word together
+    dupe_factor: int = 1                   # passes over the corpus when pairing sentences
+    held_out: float = 0.02                 # share of documents kept for evaluation
+    eval_instances: int = 1024             # held-out instances evaluated (fixed masks)
+    dropout: float | None = None           # override both dropouts (None: BERT's 0.1)
+    initializer_range: float | None = None # override the init std (None: BERT's 0.02)
+    position_init: str = "normal"          # normal (BERT) | sinusoidal (same scale, smooth in position)
+    seed: int = 0
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+
+# ----------------------------------------------------------------------------------------
+# The objective
+# ----------------------------------------------------------------------------------------
+def mlm_nsp_stats(out, batch: Batch, mask_id: int) -> dict[str, float]:
+    """Accuracies from a forward pass with labels: MLM overall, MLM at [MASK] inputs, NSP."""
+    picked = batch.mlm_labels != -100                           # (B, T) the N predicted positions
+    labels = batch.mlm_labels[picked]                           # (N,)
+    hit = out.mlm_logits.argmax(-1) == labels                   # (N,)
+    at_mask = batch.input_ids[picked] == mask_id                # (N,) the 80% that became [MASK]
+    stats = {"mlm_loss": out.mlm_loss.item(), "mlm_acc": hit.float().mean().item(),
+             "mlm_acc_masked": float(hit[at_mask].float().mean()) if at_mask.any() else 0.0}
+    if out.nsp_logits is not None and out.nsp_loss is not None:
+        stats["nsp_loss"] = out.nsp_loss.item()
+        stats["nsp_acc"] = float((out.nsp_logits.argmax(-1) == batch.nsp_label).float().mean())
+    return stats
+
+
+class PretrainObjective:
+    """MLM + NSP on a PretrainingData stream, evaluated on fixed held-out batches."""
+
+    def __init__(self, data: PretrainingData, eval_batches: list[Batch], mask_id: int):
+        self.data, self.eval_batches, self.mask_id = data, eval_batches, mask_id
+
+    def train_batch(self, index: int) -> Batch:
+        return self.data.batch(index)
+
+    def loss(self, model, batch: Batch):
+        out = model(**batch.as_dict())
+        stats = mlm_nsp_stats(out, batch, self.mask_id)
+        stats["loss"] = out.loss.item()
+        return out.loss, stats
+
+    def evaluate(self, model) -> dict[str, float]:
+        return evaluate_batches(model, self.eval_batches, self.mask_id)
+
+
+@torch.no_grad()
+def evaluate_batches(model, batches: list[Batch], mask_id: int) -> dict[str, float]:
+    """Token-weighted MLM loss/accuracies and sequence-weighted NSP over fixed batches."""
+    device = next(model.parameters()).device
+    tot = {"mlm_loss": 0.0, "mlm_hit": 0, "n": 0, "mask_hit": 0, "n_mask": 0,
+           "nsp_loss": 0.0, "nsp_hit": 0, "seqs": 0}
+    for batch in batches:
+        batch = batch.to(device)
+        out = model(**batch.as_dict())
+        picked = batch.mlm_labels != -100
+        labels = batch.mlm_labels[picked]
+        hit = out.mlm_logits.argmax(-1) == labels
+        at_mask = batch.input_ids[picked] == mask_id
+        tot["mlm_loss"] += F.cross_entropy(out.mlm_logits.float(), labels, reduction="sum").item()
+        tot["mlm_hit"] += int(hit.sum()); tot["n"] += len(labels)
+        tot["mask_hit"] += int(hit[at_mask].sum()); tot["n_mask"] += int(at_mask.sum())
+        if out.nsp_logits is not None:
+            tot["nsp_loss"] += F.cross_entropy(out.nsp_logits.float(), batch.nsp_label, reduction="sum").item()
+            tot["nsp_hit"] += int((out.nsp_logits.argmax(-1) == batch.nsp_label).sum())
+            tot["seqs"] += len(batch.nsp_label)
+    result = {"mlm_loss": tot["mlm_loss"] / max(1, tot["n"]), "mlm_acc": tot["mlm_hit"] / max(1, tot["n"]),
+              "mlm_acc_masked": tot["mask_hit"] / max(1, tot["n_mask"]), "predictions": tot["n"]}
+    if tot["seqs"]:
+        result |= {"nsp_loss": tot["nsp_loss"] / tot["seqs"], "nsp_acc": tot["nsp_hit"] / tot["seqs"]}
+    return result
+
+
+def init_positions(model, kind: str) -> None:
+    """Re-initialise the (still learned) position table.
+
+    "sinusoidal": the table of Vaswani et al. (sin/cos at geometric frequencies), rescaled to the
+    std of the random init, so that neighbouring positions start out similar and position i+1
+    is a fixed rotation of position i: a structure attention can use from the first step.
+    """
+    table = model.bert.embeddings.position_embeddings.weight                  # (P, H)
+    if kind != "sinusoidal":
+        raise ValueError(f"position_init must be 'normal' or 'sinusoidal', not {kind!r}")
+    P, H = table.shape
+    pos = torch.arange(P, dtype=torch.float32)[:, None]                       # (P, 1)
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, H, 2, dtype=torch.float32) / H)  # (H/2,)
+    sinus = torch.zeros(P, H)
+    sinus[:, 0::2], sinus[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
+    with torch.no_grad():
+        table.copy_(sinus / sinus.std() * model.config.initializer_range)
+
+
+# ----------------------------------------------------------------------------------------
+# Corpus -> instances
+# ----------------------------------------------------------------------------------------
+def encode_documents(tokenizer, documents) -> list[list[list[int]]]:
+    """Documents of sentences -> documents of sentences of token ids (no special tokens)."""
+    flat = [s for d in documents for s in d.sentences]
+    ids = [e.ids for e in tokenizer.backend.encode_batch(flat, add_special_tokens=False)]
+    out, i = [], 0
+    for d in documents:
+        out.append(ids[i:i + len(d.sentences)])
+        i += len(d.sentences)
+    return out
+
+
+def fixed_batches(instances, special: SpecialIds, pc: PretrainConfig, batch_size: int = 64,
+                  seed: int = 12345) -> list[Batch]:
+    """Held-out batches with masks drawn once: every evaluation scores the same predictions.
+
+    Evaluation always masks as BERT does (15%, at most 20 per 128 tokens), whatever masking
+    rate a recipe trains with, so that accuracies stay comparable between recipes.
+    """
+    instances = instances[: pc.eval_instances]
+    data = PretrainingData(instances, special, batch_size=min(batch_size, len(instances)), seed=seed,
+                           shuffle=False, drop_last=False, mlm_probability=0.15,
+                           max_predictions_per_seq=max(1, round(20 * pc.max_seq_length / 128)),
+                           max_seq_length=pc.max_seq_length)
+    return [data.batch(i) for i in range(data.batches_per_epoch)]
+
+
+def prepare(corpus, pc: PretrainConfig, tokenizer=None, tokenizer_out=None, log=print):
+    """corpus path -> (tokenizer, train instances, held-out instances, special ids)."""
+    from .corpus import read_documents, resolve_corpus, split_documents
+    from .tokenizer import Tokenizer
+
+    t0 = time.perf_counter()
+    path = resolve_corpus(corpus)
+    docs = read_documents(path)
+    train_docs, held_docs = split_documents(docs, held_out=pc.held_out, seed=pc.seed)
+    n_sent = sum(len(d.sentences) for d in docs)
+    log(f"corpus {path}: {len(docs)} documents, {n_sent} sentences; "
+        f"{len(held_docs)} documents held out")
+    if tokenizer is None:
+        tokenizer = Tokenizer.train((s for d in train_docs for s in d.sentences),
+                                    vocab_size=pc.vocab_size, show_progress=False)
+        log(f"trained a WordPiece vocabulary of {tokenizer.vocab_size} tokens")
+    if tokenizer_out is not None:
+        tokenizer.save(tokenizer_out)
+    special = SpecialIds.from_vocab(tokenizer.vocab)
+    train_inst = create_instances(encode_documents(tokenizer, train_docs), special, pc.max_seq_length,
+                                  pc.short_seq_prob, seed=pc.seed, dupe_factor=pc.dupe_factor)
+    held_inst = create_instances(encode_documents(tokenizer, held_docs), special, pc.max_seq_length,
+                                 pc.short_seq_prob, seed=pc.seed + 1) if len(held_docs) >= 2 else []
+    log(f"{len(train_inst)} training instances, {len(held_inst)} held-out instances "
+        f"({time.perf_counter() - t0:.1f} s)")
+    return tokenizer, train_inst, held_inst, special
+
+
+def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, tokenizer_dir=None,
+             log=print) -> dict:
+    """The whole recipe: read, tokenize, pair, mask, train, evaluate, checkpoint.
+
+    The vocabulary comes from `tokenizer_dir` if given (e.g. bert-base-uncased's vocab.txt),
+    from the run directory when resuming, and is otherwise trained on the training documents
+    (by rank 0 only under torchrun: the others wait and read the same vocab.txt).
+    """
+    from .tokenizer import Tokenizer
+    from .train import init_distributed, pick_device, refuse_existing_run
+
+    run = Path(tc.out_dir)
+    dist = init_distributed(pick_device(tc.device))
+    if not resume and dist.main:
+        refuse_existing_run(run)          # before anything (vocab.txt, pretrain_config.json) is written
+    source = tokenizer_dir or (run if resume and (run / "vocab.txt").is_file() else None)
+    if source is None and dist.world_size > 1:
+        if dist.main:
+            prepare(corpus, pc, None, tokenizer_out=run, log=log)     # trains and saves vocab.txt
+        torch.distributed.barrier()
+        source = run
+    tokenizer = Tokenizer.load(source) if source is not None else None
+    tokenizer, train_inst, held_inst, special = prepare(corpus, pc, tokenizer,
+                                                        log=log if dist.main else (lambda *_: None))
+    pc = dataclasses.replace(pc, vocab_size=tokenizer.vocab_size)   # what the run really used
+    if not held_inst:
+        raise ValueError(f"{corpus}: too few documents to hold any out for evaluation "
+                         f"(held_out={pc.held_out}); use a larger corpus or a larger --held-out")
+    data = PretrainingData(train_inst, special, batch_size=tc.batch_size, seed=pc.seed,
+                           mlm_probability=pc.mlm_probability, max_predictions_per_seq=pc.max_predictions_per_seq,
+                           whole_word=pc.whole_word, rank=dist.rank, world_size=dist.world_size,
+                           max_seq_length=pc.max_seq_length)
+    objective = PretrainObjective(data, fixed_batches(held_inst, special, pc), special.mask_id)
+    overrides = {"vocab_size": tokenizer.vocab_size}
+    if pc.dropout is not None:
+        overrides |= {"hidden_dropout_prob": pc.dropout, "attention_probs_dropout_prob": pc.dropout}
+    if pc.initializer_range is not None:
+        overrides["initializer_range"] = pc.initializer_range
+    torch.manual_seed(tc.seed)
+    model = BertForPreTraining(BertConfig.preset(pc.preset, **overrides))
+    if pc.position_init != "normal":
+        init_positions(model, pc.position_init)
+    if dist.main:
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "pretrain_config.json").write_text(json.dumps(pc.to_dict(), indent=2) + "\n")
+        log(f"model: {model.config.summary()}")
+        log("pretrain config: " + json.dumps(pc.to_dict()))
+        log("train config: " + json.dumps(tc.to_dict()))
+    return train(model, objective, tc, tokenizer, resume=resume, log=log)
+
+
+# ----------------------------------------------------------------------------------------
+# Recipes: named settings, found by measurement (README, "Pre-training")
+# ----------------------------------------------------------------------------------------
+RECIPES: dict[str, tuple[dict, dict]] = {
+    # name: (PretrainConfig overrides, TrainConfig overrides)
+    "classroom": (dict(preset="tiny", vocab_size=8192), dict(batch_size=32, lr=2e-3, warmup=0.05, minutes=15)),
+    "smoke": (dict(preset="tiny", vocab_size=1000, eval_instances=64),
+              dict(batch_size=8, lr=1e-3, steps=20, eval_every=10, ckpt_every=10, log_every=5)),
+}
+
+
+def evaluate_model(model_dir, corpus, split: str = "all", limit: int | None = None,
+                   pc: PretrainConfig | None = None) -> dict:
+    """MLM/NSP metrics of a saved model on a corpus, with fixed masks (repeatable).
+
+    split="all": every document of the corpus is evaluation data (e.g. WikiText, out of domain);
+    split="held-out": only the documents the model's pre-training run held out, found from the
+    run's pretrain_config.json (held_out share and seed) next to the model.
+    """
+    from .checkpoint import load
+    from .corpus import read_documents, resolve_corpus, split_documents
+
+    model_dir = Path(model_dir)
+    if pc is None:
+        saved = model_dir / "pretrain_config.json"
+        pc = PretrainConfig(**json.loads(saved.read_text())) if saved.is_file() else PretrainConfig()
+    model, tokenizer = load(model_dir, BertForPreTraining)
+    special = SpecialIds.from_vocab(tokenizer.vocab)
+    docs = read_documents(resolve_corpus(corpus))
+    if split == "held-out":
+        docs = split_documents(docs, held_out=pc.held_out, seed=pc.seed)[1]
+    elif split != "all":
+        raise ValueError(f"split must be 'all' or 'held-out', not {split!r}")
+    inst = create_instances(encode_documents(tokenizer, docs), special, pc.max_seq_length,
+                            pc.short_seq_prob, seed=pc.seed + 1)
+    pc = dataclasses.replace(pc, eval_instances=limit or len(inst))
+    result = evaluate_batches(model, fixed_batches(inst, special, pc), special.mask_id)
+    return {"documents": len(docs), "instances": min(len(inst), pc.eval_instances), **result}
