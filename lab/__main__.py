@@ -3,8 +3,11 @@
     python -m lab pretrain --recipe classroom --corpus novels --out runs/classroom
     python -m lab pretrain --preset mini --corpus PATH --out runs/mini --steps 2000 [--resume]
     torchrun --nproc_per_node=4 -m lab pretrain --preset base --corpus PATH --out runs/base --steps 100000
+    python -m lab finetune-cls --model runs/classroom --train sst2/train.tsv --dev sst2/dev.tsv --out runs/sst2
+    python -m lab finetune-qa --model runs/classroom --data squad-v1.1 --out runs/squad
     python -m lab eval --model runs/classroom --corpus novels --split held-out
     python -m lab fill-mask --model runs/classroom "she [MASK] the letter twice ."
+    python -m lab plot runs/classroom --out curves.png
 
 Every command prints its configuration at start; `python -m lab COMMAND --help` lists the options.
 """
@@ -36,7 +39,7 @@ def _add_train_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--device", help="auto (default), cpu, cuda, mps")
     g.add_argument("--no-progress", action="store_true", help="no tqdm bar")
     g.add_argument("--compile", action="store_true", default=None,
-                   help="torch.compile the encoder (about a minute to compile; faster steps)")
+                   help="torch.compile the model (10-40 s to compile; faster steps)")
 
 
 def _train_config(args, recipe_overrides: dict):
@@ -57,19 +60,48 @@ def _train_config(args, recipe_overrides: dict):
 
 
 def cmd_pretrain(args) -> int:
-    from .pretrain import RECIPES, PretrainConfig, pretrain
-    pre_over, train_over = RECIPES[args.recipe] if args.recipe else ({}, {})
-    values = dict(pre_over)
-    for f in dataclasses.fields(PretrainConfig):
-        v = getattr(args, f.name, None)
-        if v is not None and v is not False:
-            values[f.name] = v
-    pc = PretrainConfig(**values)
-    tc = _train_config(args, train_over)
-    if tc.steps is None and tc.minutes is None:
-        raise SystemExit("give --steps or --minutes (or a --recipe that sets one)")
-    result = pretrain(args.corpus, pc, tc, resume=args.resume, tokenizer_dir=args.tokenizer, log=_log)
+    from .pretrain import PretrainConfig, pretrain, run_recipe
+    from .train import TrainConfig
+    pre = {f.name: getattr(args, f.name) for f in dataclasses.fields(PretrainConfig)
+           if getattr(args, f.name, None) is not None and getattr(args, f.name) is not False}
+    if args.recipe:
+        train = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
+                 if getattr(args, f.name, None) is not None}
+        if args.steps is not None:
+            train["minutes"] = None
+        if args.no_progress:
+            train["progress"] = False
+        result = run_recipe(args.recipe, args.corpus, args.out, pre, train, resume=args.resume,
+                            tokenizer_dir=args.tokenizer, init_from=args.init_from, log=_log)
+    else:
+        tc = _train_config(args, {})
+        if tc.steps is None and tc.minutes is None:
+            raise SystemExit("give --steps or --minutes (or a --recipe)")
+        result = pretrain(args.corpus, PretrainConfig(**pre), tc, resume=args.resume,
+                          tokenizer_dir=args.tokenizer, init_from=args.init_from, log=_log)
     _log("final held-out evaluation: " + json.dumps({k: round(v, 4) for k, v in result.items()}))
+    return 0
+
+
+def cmd_finetune_cls(args) -> int:
+    from .finetune import finetune_classification
+    tc = _train_config(args, {"lr": 5e-5, "batch_size": 32, "warmup": 0.1, "eval_every": 0, "log_every": 20})
+    result = finetune_classification(args.model, args.train, args.dev, tc, mode=args.mode,
+                                     feature_layers=args.feature_layers, epochs=args.epochs,
+                                     max_seq_length=args.max_seq_length, random_init=args.random_init,
+                                     limit=args.limit, log=_log)
+    _log("final dev evaluation: " + json.dumps({k: round(v, 4) for k, v in result.items()}))
+    return 0
+
+
+def cmd_finetune_qa(args) -> int:
+    from .finetune import finetune_qa
+    tc = _train_config(args, {"lr": 5e-5, "batch_size": 32, "warmup": 0.1, "eval_every": 0, "log_every": 20})
+    result = finetune_qa(args.model, args.data, tc, epochs=args.epochs, train_articles=args.train_articles,
+                         max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
+                         max_query_length=args.max_query_length, random_init=args.random_init,
+                         eval_limit=args.eval_limit, log=_log)
+    _log("final evaluation (held-out articles): " + json.dumps({k: round(v, 4) for k, v in result.items()}))
     return 0
 
 
@@ -92,6 +124,14 @@ def cmd_fill_mask(args) -> int:
     return 0
 
 
+def cmd_plot(args) -> int:
+    from .plots import training_curves
+    fig = training_curves(args.run, x=args.x, title=args.title)
+    fig.savefig(args.out, dpi=120)
+    print(f"wrote {args.out}")
+    return 0
+
+
 def _log(msg: str) -> None:
     if int(os.environ.get("RANK", 0)) == 0:
         print(msg, flush=True)
@@ -106,12 +146,16 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--corpus", required=True,
                    help="a text file or folder, or a catalog name (novels, wikitext-2, wikitext-103)")
-    p.add_argument("--recipe", choices=["classroom", "smoke"],
+    from .pretrain import RECIPES
+    p.add_argument("--recipe", choices=list(RECIPES),
                    help="named settings (see README); explicit options override them")
     g = p.add_argument_group("model and data")
     g.add_argument("--preset", help="model shape: tiny, mini, small, medium, base, large")
     g.add_argument("--vocab-size", type=int, help="WordPiece vocabulary size (trained on the corpus)")
     g.add_argument("--tokenizer", help="use this vocab.txt / tokenizer directory instead of training one")
+    g.add_argument("--init-from", help="start from this model directory (weights + vocabulary) "
+                                       "instead of a random init")
+    g.add_argument("--eval-seq-length", type=int, help="length of the held-out instances")
     g.add_argument("--max-seq-length", type=int)
     g.add_argument("--short-seq-prob", type=float)
     g.add_argument("--mlm-probability", type=float)
@@ -126,6 +170,38 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_args(p)
     p.set_defaults(func=cmd_pretrain)
 
+    p = sub.add_parser("finetune-cls", help="fine-tune (or train a frozen-feature classifier) on a TSV/CSV task",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--model", required=True, help="HF-layout BERT directory (a run, a bundled model, bert-base-uncased...)")
+    p.add_argument("--train", required=True, help="TSV/CSV with a header: sentence<TAB>label or sentence1, sentence2, label")
+    p.add_argument("--dev", required=True, help="evaluation file, same format")
+    p.add_argument("--mode", choices=["finetune", "features"], default="finetune",
+                   help="finetune: all parameters train; features: the encoder is frozen")
+    p.add_argument("--feature-layers", type=int, default=1,
+                   help="features mode: 1 = pooled [CLS]; 4 = concatenated [CLS] of the last four layers")
+    p.add_argument("--epochs", type=float, default=2.0)
+    p.add_argument("--max-seq-length", type=int, default=128)
+    p.add_argument("--limit", type=int, help="use only the first N training rows")
+    p.add_argument("--random-init", action="store_true", help="same shape, random weights (the no-pre-training baseline)")
+    _add_train_args(p)
+    p.set_defaults(func=cmd_finetune_cls)
+
+    p = sub.add_parser("finetune-qa", help="fine-tune for extractive question answering (SQuAD)",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--model", required=True, help="HF-layout BERT directory")
+    p.add_argument("--data", default="squad-v1.1",
+                   help="SQuAD JSON (or .zip), a folder, or the catalog name squad-v1.1")
+    p.add_argument("--train-articles", type=int, default=40,
+                   help="the first N articles train, the rest evaluate (the only SQuAD data here is the dev set)")
+    p.add_argument("--epochs", type=float, default=2.0)
+    p.add_argument("--max-seq-length", type=int, default=384)
+    p.add_argument("--doc-stride", type=int, default=128)
+    p.add_argument("--max-query-length", type=int, default=64)
+    p.add_argument("--eval-limit", type=int, help="evaluate only the first N held-out questions")
+    p.add_argument("--random-init", action="store_true", help="same shape, random weights")
+    _add_train_args(p)
+    p.set_defaults(func=cmd_finetune_qa)
+
     p = sub.add_parser("eval", help="masked-LM and NSP accuracy of a saved model on a corpus")
     p.add_argument("--model", required=True, help="HF-layout model directory")
     p.add_argument("--corpus", required=True, help="text file/folder or catalog name")
@@ -139,6 +215,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-k", type=int, default=5)
     p.add_argument("text", nargs="+", help='sentences with [MASK], e.g. "she [MASK] the letter ."')
     p.set_defaults(func=cmd_fill_mask)
+
+    p = sub.add_parser("plot", help="training curves of a run (metrics.jsonl) as a PNG")
+    p.add_argument("run", help="run directory or metrics.jsonl")
+    p.add_argument("--out", required=True, help="image file to write (.png, .svg, .pdf)")
+    p.add_argument("--x", choices=["time", "step"], default="time")
+    p.add_argument("--title")
+    p.set_defaults(func=cmd_plot)
     return parser
 
 

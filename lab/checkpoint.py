@@ -62,6 +62,7 @@ def _atomic_write(path: Path, write) -> None:
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o644)                  # mkstemp makes it private; a checkpoint is not
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -41,6 +41,7 @@ class PretrainConfig:
     dupe_factor: int = 1                   # passes over the corpus when pairing sentences
     held_out: float = 0.02                 # share of documents kept for evaluation
     eval_instances: int = 1024             # held-out instances evaluated (fixed masks)
+    eval_seq_length: int | None = None     # held-out instance length (None: max_seq_length)
     dropout: float | None = None           # override both dropouts (None: BERT's 0.1)
     initializer_range: float | None = None # override the init std (None: BERT's 0.02)
     position_init: str = "normal"          # normal (BERT) | sinusoidal (same scale, smooth in position)
@@ -154,10 +155,10 @@ def fixed_batches(instances, special: SpecialIds, pc: PretrainConfig, batch_size
     rate a recipe trains with, so that accuracies stay comparable between recipes.
     """
     instances = instances[: pc.eval_instances]
+    length = pc.eval_seq_length or pc.max_seq_length
     data = PretrainingData(instances, special, batch_size=min(batch_size, len(instances)), seed=seed,
                            shuffle=False, drop_last=False, mlm_probability=0.15,
-                           max_predictions_per_seq=max(1, round(20 * pc.max_seq_length / 128)),
-                           max_seq_length=pc.max_seq_length)
+                           max_predictions_per_seq=max(1, round(20 * length / 128)), max_seq_length=length)
     return [data.batch(i) for i in range(data.batches_per_epoch)]
 
 
@@ -182,20 +183,23 @@ def prepare(corpus, pc: PretrainConfig, tokenizer=None, tokenizer_out=None, log=
     special = SpecialIds.from_vocab(tokenizer.vocab)
     train_inst = create_instances(encode_documents(tokenizer, train_docs), special, pc.max_seq_length,
                                   pc.short_seq_prob, seed=pc.seed, dupe_factor=pc.dupe_factor)
-    held_inst = create_instances(encode_documents(tokenizer, held_docs), special, pc.max_seq_length,
-                                 pc.short_seq_prob, seed=pc.seed + 1) if len(held_docs) >= 2 else []
+    held_inst = create_instances(encode_documents(tokenizer, held_docs), special,
+                                 pc.eval_seq_length or pc.max_seq_length, pc.short_seq_prob,
+                                 seed=pc.seed + 1) if len(held_docs) >= 2 else []
     log(f"{len(train_inst)} training instances, {len(held_inst)} held-out instances "
         f"({time.perf_counter() - t0:.1f} s)")
     return tokenizer, train_inst, held_inst, special
 
 
 def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, tokenizer_dir=None,
-             log=print) -> dict:
+             init_from=None, log=print) -> dict:
     """The whole recipe: read, tokenize, pair, mask, train, evaluate, checkpoint.
 
     The vocabulary comes from `tokenizer_dir` if given (e.g. bert-base-uncased's vocab.txt),
     from the run directory when resuming, and is otherwise trained on the training documents
     (by rank 0 only under torchrun: the others wait and read the same vocab.txt).
+    `init_from` continues from a saved model (its weights and vocabulary) instead of a random
+    init: the second phase of a recipe, or further pre-training of a real BERT.
     """
     from .tokenizer import Tokenizer
     from .train import init_distributed, pick_device, refuse_existing_run
@@ -204,7 +208,7 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
     dist = init_distributed(pick_device(tc.device))
     if not resume and dist.main:
         refuse_existing_run(run)          # before anything (vocab.txt, pretrain_config.json) is written
-    source = tokenizer_dir or (run if resume and (run / "vocab.txt").is_file() else None)
+    source = tokenizer_dir or (run if resume and (run / "vocab.txt").is_file() else init_from)
     if source is None and dist.world_size > 1:
         if dist.main:
             prepare(corpus, pc, None, tokenizer_out=run, log=log)     # trains and saves vocab.txt
@@ -228,12 +232,21 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
     if pc.initializer_range is not None:
         overrides["initializer_range"] = pc.initializer_range
     torch.manual_seed(tc.seed)
-    model = BertForPreTraining(BertConfig.preset(pc.preset, **overrides))
-    if pc.position_init != "normal":
-        init_positions(model, pc.position_init)
+    if init_from is not None:
+        from .checkpoint import load
+        model, _ = load(init_from, BertForPreTraining, config_overrides={
+            k: v for k, v in overrides.items() if k != "vocab_size"})
+        if model.config.vocab_size != tokenizer.vocab_size:
+            raise ValueError(f"{init_from} has {model.config.vocab_size} embeddings but the "
+                             f"vocabulary has {tokenizer.vocab_size} tokens")
+    else:
+        model = BertForPreTraining(BertConfig.preset(pc.preset, **overrides))
+        if pc.position_init != "normal":
+            init_positions(model, pc.position_init)
     if dist.main:
         run.mkdir(parents=True, exist_ok=True)
-        (run / "pretrain_config.json").write_text(json.dumps(pc.to_dict(), indent=2) + "\n")
+        (run / "pretrain_config.json").write_text(json.dumps(
+            {**pc.to_dict(), "init_from": str(init_from) if init_from else None}, indent=2) + "\n")
         log(f"model: {model.config.summary()}")
         log("pretrain config: " + json.dumps(pc.to_dict()))
         log("train config: " + json.dumps(tc.to_dict()))
@@ -243,12 +256,77 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
 # ----------------------------------------------------------------------------------------
 # Recipes: named settings, found by measurement (README, "Pre-training")
 # ----------------------------------------------------------------------------------------
-RECIPES: dict[str, tuple[dict, dict]] = {
-    # name: (PretrainConfig overrides, TrainConfig overrides)
-    "classroom": (dict(preset="tiny", vocab_size=8192), dict(batch_size=32, lr=2e-3, warmup=0.05, minutes=15)),
-    "smoke": (dict(preset="tiny", vocab_size=1000, eval_instances=64),
-              dict(batch_size=8, lr=1e-3, steps=20, eval_every=10, ckpt_every=10, log_every=5)),
+@dataclass
+class Phase:
+    """One stage of a recipe: settings, and its share of the recipe's minutes or steps."""
+    name: str
+    pretrain: dict
+    train: dict
+    share: float = 1.0
+
+
+RECIPES: dict[str, list[Phase]] = {
+    # Sequence-length warm-up, measured on the ten novels (README, "Pre-training"): a tiny BERT
+    # at length 128 sits for thousands of steps on the unigram plateau (~7% at [MASK]);
+    # at length 32 it learns to use the neighbouring words within a few hundred steps, and
+    # what it learned carries over to length 128.
+    "classroom": [
+        Phase("len32", dict(preset="tiny", vocab_size=8192, max_seq_length=32, eval_seq_length=128,
+                            dropout=0.0, dupe_factor=5),
+              dict(batch_size=128, lr=2e-3, warmup=0.05, eval_every=250, minutes=15), share=0.2),
+        Phase("len128", dict(preset="tiny", vocab_size=8192, max_seq_length=128, eval_seq_length=128,
+                             dropout=0.0, dupe_factor=10),
+              dict(batch_size=32, lr=1e-3, warmup=0.05, eval_every=500, minutes=15), share=0.8),
+    ],
+    "smoke": [Phase("smoke", dict(preset="tiny", vocab_size=1000, eval_instances=64),
+                    dict(batch_size=8, lr=1e-3, steps=20, eval_every=10, ckpt_every=10, log_every=5))],
 }
+
+
+def phase_dirs(out, recipe: list[Phase]) -> list[Path]:
+    """Earlier phases live in out/phase<i>-<name>; the last phase is the run directory itself."""
+    out = Path(out)
+    return [out / f"phase{i + 1}-{p.name}" for i, p in enumerate(recipe[:-1])] + [out]
+
+
+def run_complete(run_dir: Path) -> bool:
+    from .train import latest_resumable
+    last, cfg = latest_resumable(run_dir), run_dir / "train_config.json"
+    return last is not None and cfg.is_file() and \
+        int(last.name.split("-")[1]) >= json.loads(cfg.read_text())["total_steps"]
+
+
+def run_recipe(name: str, corpus, out, pre_overrides: dict, train_overrides: dict, resume=False,
+               tokenizer_dir=None, init_from=None, log=print) -> dict:
+    """Run a named recipe's phases one after the other; each phase starts from the last.
+
+    minutes/steps in train_overrides are the recipe's total, split by the phases' shares.
+    With resume, finished phases are skipped and an unfinished one continues.
+    """
+    if name not in RECIPES:
+        raise ValueError(f"unknown recipe {name!r}; choose one of {', '.join(RECIPES)}")
+    recipe, dirs = RECIPES[name], phase_dirs(out, RECIPES[name])
+    result, previous = {}, init_from
+    for phase, run_dir in zip(recipe, dirs):
+        pc = PretrainConfig(**{**phase.pretrain, **pre_overrides})
+        values = {**phase.train, **train_overrides, "out_dir": str(run_dir)}
+        if values.get("minutes") is not None:
+            values["minutes"] = values["minutes"] * phase.share
+            values.pop("steps", None)
+        elif values.get("steps") is not None:
+            values["steps"] = max(1, round(values["steps"] * phase.share))
+        tc = TrainConfig(**values)
+        if len(recipe) > 1:
+            log(f"== recipe {name}, phase {phase.name} -> {run_dir}")
+        if resume and run_complete(run_dir):
+            log(f"phase {phase.name} already finished; skipping")
+        else:
+            resuming = resume and run_dir.joinpath("checkpoints").is_dir()
+            result = pretrain(corpus, pc, tc, resume=resuming, log=log,
+                              tokenizer_dir=tokenizer_dir if previous is None else None,
+                              init_from=previous)
+        previous = run_dir
+    return result
 
 
 def evaluate_model(model_dir, corpus, split: str = "all", limit: int | None = None,
@@ -265,7 +343,9 @@ def evaluate_model(model_dir, corpus, split: str = "all", limit: int | None = No
     model_dir = Path(model_dir)
     if pc is None:
         saved = model_dir / "pretrain_config.json"
-        pc = PretrainConfig(**json.loads(saved.read_text())) if saved.is_file() else PretrainConfig()
+        names = {f.name for f in dataclasses.fields(PretrainConfig)}
+        pc = PretrainConfig(**{k: v for k, v in json.loads(saved.read_text()).items() if k in names}) \
+            if saved.is_file() else PretrainConfig()
     model, tokenizer = load(model_dir, BertForPreTraining)
     special = SpecialIds.from_vocab(tokenizer.vocab)
     docs = read_documents(resolve_corpus(corpus))
@@ -273,7 +353,7 @@ def evaluate_model(model_dir, corpus, split: str = "all", limit: int | None = No
         docs = split_documents(docs, held_out=pc.held_out, seed=pc.seed)[1]
     elif split != "all":
         raise ValueError(f"split must be 'all' or 'held-out', not {split!r}")
-    inst = create_instances(encode_documents(tokenizer, docs), special, pc.max_seq_length,
+    inst = create_instances(encode_documents(tokenizer, docs), special, pc.eval_seq_length or pc.max_seq_length,
                             pc.short_seq_prob, seed=pc.seed + 1)
     pc = dataclasses.replace(pc, eval_instances=limit or len(inst))
     result = evaluate_batches(model, fixed_batches(inst, special, pc), special.mask_id)

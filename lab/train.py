@@ -60,7 +60,7 @@ class TrainConfig:
     snapshots: int = 5                     # model snapshots kept, spread over the run
     log_every: int = 10                    # steps between training records in metrics.jsonl
     threads: int | None = None             # torch CPU threads (None: torch's default)
-    compile: bool = False                  # torch.compile the encoder (fuses small CPU ops)
+    compile: bool = False                  # torch.compile the model (fuses small CPU ops; ~10-40 s warm-up)
     progress: bool = True                  # tqdm bar
 
     def to_dict(self):
@@ -355,7 +355,7 @@ def train(model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=No
         log(f"resumed from {resume_from} at step {step}")
 
     if cfg.compile:
-        model.encoder_model.compile()          # in place: parameter names stay the same
+        model.compile()                        # in place: parameter names stay the same
     wrapped = model
     if dist.world_size > 1:
         from torch.nn.parallel import DistributedDataParallel
@@ -481,11 +481,27 @@ def train(model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=No
 
 
 def read_metrics(path) -> list[dict]:
-    """Records of a run's metrics.jsonl (a directory or the file)."""
+    """Records of a run's metrics.jsonl (a run directory or the file).
+
+    A recipe run with earlier phases (run/phase1-*/) is read as one run: the earlier phases'
+    records come first and the later ones are shifted by the time, steps and tokens before them.
+    """
     path = Path(path)
-    if path.is_dir():
-        path = path / "metrics.jsonl"
-    return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+    if path.is_file():
+        return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
+    records, offset = [], {"time": 0.0, "step": 0, "tokens": 0}
+    for phase in sorted(path.glob("phase*-*")) + [path]:
+        if not (phase / "metrics.jsonl").is_file():
+            continue
+        part = read_metrics(phase / "metrics.jsonl")
+        for r in part:
+            records.append({**r, **{k: r[k] + offset[k] for k in offset if k in r},
+                            "phase": phase.name if phase != path else "final"})
+        if part:
+            offset = {k: max(r.get(k, 0) for r in records) for k in offset}
+    if not records and not (path / "metrics.jsonl").is_file():
+        raise FileNotFoundError(f"no metrics.jsonl in {path}")
+    return records
 
 
 def count_parameters(model: nn.Module) -> tuple[int, int]:

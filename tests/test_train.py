@@ -378,3 +378,38 @@ def test_minutes_budget_sets_steps_and_stops_on_time(corpus, tokenizer_dir, tmp_
     assert budget * 0.25 <= last["time"] <= budget + 2.0, last
     assert wall < budget + 20, wall                   # start-up + probe + budget + final eval
     assert (run / "checkpoints" / f"step-{last['step']:07d}" / STATE_NAME).is_file()
+
+
+# ----------------------------------------------------------------------------------------
+# Recipes with phases (sequence-length warm-up)
+# ----------------------------------------------------------------------------------------
+def test_two_phase_recipe_continues_from_the_first_phase(tmp_path, corpus, tokenizer_dir, monkeypatch):
+    from lab import pretrain as pt
+    monkeypatch.setitem(pt.RECIPES, "two", [
+        pt.Phase("short", dict(preset="tiny", max_seq_length=16, eval_seq_length=32, eval_instances=16),
+                 dict(batch_size=8, lr=1e-3, eval_every=2, ckpt_every=2, log_every=1), share=0.5),
+        pt.Phase("long", dict(max_seq_length=32, eval_seq_length=32, eval_instances=16),
+                 dict(batch_size=4, lr=1e-3, eval_every=2, ckpt_every=2, log_every=1), share=0.5)])
+    out = tmp_path / "run"
+    assert main(["pretrain", "--recipe", "two", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir),
+                 "--out", str(out), "--steps", "8", "--no-progress", "--threads", "1"]) == 0
+    first = out / "phase1-short"
+    assert json.loads((first / "train_config.json").read_text())["total_steps"] == 4
+    assert json.loads((first / "pretrain_config.json").read_text())["max_seq_length"] == 16
+    final_cfg = json.loads((out / "pretrain_config.json").read_text())
+    assert final_cfg["max_seq_length"] == 32 and final_cfg["init_from"] == str(first)
+    # the second phase starts from the first phase's weights, not from a random init
+    start, _ = lab.load(out / "checkpoints" / "step-0000000")
+    end_of_first, _ = lab.load(first)
+    for (name, a), b in zip(start.state_dict().items(), end_of_first.state_dict().values()):
+        assert torch.equal(a, b), name
+    # one curve across both phases: steps and time keep increasing
+    records = [r for r in read_metrics(out) if r["split"] == "train"]
+    assert [r["step"] for r in records] == list(range(1, 9))
+    assert all(b["time"] >= a["time"] for a, b in zip(records, records[1:]))
+    assert {r["phase"] for r in records} == {"phase1-short", "final"}
+    # resuming a finished recipe skips both phases and changes nothing
+    before = (out / "model.safetensors").read_bytes()
+    assert main(["pretrain", "--recipe", "two", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir),
+                 "--out", str(out), "--steps", "8", "--no-progress", "--threads", "1", "--resume"]) == 0
+    assert (out / "model.safetensors").read_bytes() == before
