@@ -1,0 +1,128 @@
+"""Fine-tuning: data reading, the two approaches (fine-tune vs frozen features), QA through the
+one training loop, from a small saved model. Tiny synthetic data written by the tests."""
+import json
+import random
+
+import pytest
+import torch
+
+import lab
+from lab.__main__ import main
+from lab.finetune import label_names, read_classification
+from lab.train import read_metrics
+
+WORDS = "the a film movie story plot actor scene music ending was is very quite rather".split()
+POS, NEG = "good great wonderful moving".split(), "bad dull awful boring".split()
+
+
+def sentiment_rows(n, seed):
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        label = rng.randint(0, 1)
+        words = [rng.choice(WORDS) for _ in range(rng.randint(4, 9))]
+        words.insert(rng.randint(0, len(words)), rng.choice(POS if label else NEG))
+        rows.append((" ".join(words), label))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def base_model(tmp_path_factory):
+    """A small random BertForPreTraining with a vocabulary covering the synthetic words."""
+    out = tmp_path_factory.mktemp("base")
+    text = [" ".join(WORDS + POS + NEG)] * 50 + ["who is where when what why ?"] * 20
+    tok = lab.Tokenizer.train(iter(text), vocab_size=120, show_progress=False)
+    cfg = lab.BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                         intermediate_size=37, max_position_embeddings=128)
+    torch.manual_seed(0)
+    lab.save(lab.BertForPreTraining(cfg), tok, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def sst(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sst")
+    for name, n, seed in (("train.tsv", 400, 0), ("dev.tsv", 100, 1)):
+        (d / name).write_text("sentence\tlabel\n" + "".join(f"{s}\t{l}\n" for s, l in sentiment_rows(n, seed)))
+    return d
+
+
+def test_read_formats_and_errors(tmp_path):
+    (tmp_path / "pairs.csv").write_text("sentence1,sentence2,label\nhe ran .,he moved .,entailment\n"
+                                        "it rained .,\"the sun, it shone .\",contradiction\n")
+    data = read_classification(tmp_path / "pairs.csv")
+    assert data.pairs == ["he moved .", "the sun, it shone ."] and data.labels == ["entailment", "contradiction"]
+    assert label_names(["10", "2", "1"]) == ["1", "2", "10"] and label_names(["neg", "pos"]) == ["neg", "pos"]
+    (tmp_path / "bad.tsv").write_text("sentence\tlabel\nfine\t1\nmissing its label\n")
+    with pytest.raises(ValueError, match=r"bad.tsv, line 3: 1 column\(s\), expected 2"):
+        read_classification(tmp_path / "bad.tsv")
+    (tmp_path / "nohead.tsv").write_text("text only\n")
+    with pytest.raises(ValueError, match="needs a 'label' column"):
+        read_classification(tmp_path / "nohead.tsv")
+    (tmp_path / "empty.tsv").write_text("")
+    with pytest.raises(ValueError, match="is empty"):
+        read_classification(tmp_path / "empty.tsv")
+
+
+def run_cls(base_model, sst, out, *extra):
+    return main(["finetune-cls", "--model", str(base_model), "--train", str(sst / "train.tsv"),
+                 "--dev", str(sst / "dev.tsv"), "--out", str(out), "--no-progress", "--threads", "1",
+                 "--batch-size", "16", *extra])
+
+
+def test_finetune_learns_and_saves_a_loadable_classifier(base_model, sst, tmp_path, capsys):
+    assert run_cls(base_model, sst, tmp_path / "ft", "--epochs", "2", "--lr", "3e-3") == 0
+    evals = [r for r in read_metrics(tmp_path / "ft") if r["split"] == "eval"]
+    assert [r["step"] for r in evals] == [25, 50]                            # once per epoch
+    assert evals[-1]["accuracy"] > 0.9 and 0.0 < evals[-1]["f1"] <= 1.0     # the task is learnable
+    model, tok = lab.load(tmp_path / "ft")
+    assert type(model) is lab.BertForSequenceClassification
+    assert model.config.id2label == {0: "0", 1: "1"}
+    assert "train (100.00%)" in capsys.readouterr().out
+
+
+def test_frozen_features_train_only_the_task_layer(base_model, sst, tmp_path, capsys):
+    before, _ = lab.load(base_model, lab.BertModel)
+    assert run_cls(base_model, sst, tmp_path / "feat", "--mode", "features", "--steps", "10", "--lr", "1e-2") == 0
+    out = capsys.readouterr().out
+    assert "features: 66 of" in out                     # classifier 2 x 32 + 2 biases
+    after, _ = lab.load(tmp_path / "feat")
+    for (name, a), b in zip(before.state_dict().items(), after.bert.state_dict().values()):
+        assert torch.equal(a, b), name                  # the encoder did not move
+    assert run_cls(base_model, sst, tmp_path / "feat2", "--mode", "features", "--feature-layers", "2",
+                   "--steps", "10") == 0
+    assert "features: 130 of" in capsys.readouterr().out   # 2 x (2 layers x 32) + 2
+    assert run_cls(base_model, sst, tmp_path / "feat5", "--mode", "features", "--feature-layers", "5",
+                   "--steps", "2") == 2                     # the model has only 2 layers
+    assert "feature_layers must be between 1 and the model's 2 layers" in capsys.readouterr().err
+
+
+def test_random_init_baseline_runs(base_model, sst, tmp_path, capsys):
+    assert run_cls(base_model, sst, tmp_path / "rnd", "--random-init", "--steps", "5") == 0
+    assert "random initialisation" in capsys.readouterr().out
+    assert json.loads((tmp_path / "rnd" / "task_config.json").read_text())["random_init"] is True
+
+
+def test_question_answering_through_the_loop(base_model, tmp_path):
+    rng = random.Random(0)
+    articles = []
+    for a in range(3):
+        paragraphs = []
+        for p in range(4):
+            words = [rng.choice(WORDS) for _ in range(30)]
+            answer = rng.choice(POS)
+            words[10] = answer
+            context = " ".join(words)
+            start = context.index(" " + answer + " ") + 1
+            paragraphs.append({"context": context, "qas": [{"id": f"q{a}{p}", "question": "what is where ?",
+                                                             "answers": [{"text": answer, "answer_start": start}]}]})
+        articles.append({"title": f"t{a}", "paragraphs": paragraphs})
+    (tmp_path / "squad.json").write_text(json.dumps({"version": "1.1", "data": articles}))
+    assert main(["finetune-qa", "--model", str(base_model), "--data", str(tmp_path / "squad.json"),
+                 "--train-articles", "2", "--out", str(tmp_path / "qa"), "--max-seq-length", "32",
+                 "--doc-stride", "8", "--max-query-length", "8", "--batch-size", "4", "--steps", "6",
+                 "--eval-every", "3", "--no-progress", "--threads", "1"]) == 0
+    evals = [r for r in read_metrics(tmp_path / "qa") if r["split"] == "eval"]
+    assert [r["step"] for r in evals] == [3, 6] and all(0 <= r["f1"] <= 1 for r in evals)
+    model, _ = lab.load(tmp_path / "qa")
+    assert type(model) is lab.BertForQuestionAnswering
