@@ -89,7 +89,7 @@ def cmd_finetune_cls(args) -> int:
     result = finetune_classification(args.model, args.train, args.dev, tc, mode=args.mode,
                                      feature_layers=args.feature_layers, epochs=args.epochs,
                                      max_seq_length=args.max_seq_length, random_init=args.random_init,
-                                     limit=args.limit, log=_log)
+                                     limit=args.limit, resume=args.resume, log=_log)
     _log("final dev evaluation: " + json.dumps({k: round(v, 4) for k, v in result.items()}))
     return 0
 
@@ -100,7 +100,7 @@ def cmd_finetune_qa(args) -> int:
     result = finetune_qa(args.model, args.data, tc, epochs=args.epochs, train_articles=args.train_articles,
                          max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
                          max_query_length=args.max_query_length, random_init=args.random_init,
-                         eval_limit=args.eval_limit, log=_log)
+                         eval_limit=args.eval_limit, resume=args.resume, log=_log)
     _log("final evaluation (held-out articles): " + json.dumps({k: round(v, 4) for k, v in result.items()}))
     return 0
 

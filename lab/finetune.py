@@ -284,12 +284,14 @@ def trainable_parameters(model) -> tuple[int, int]:
 
 def finetune_classification(model_dir, train_path, dev_path, tc: TrainConfig, mode: str = "finetune",
                             feature_layers: int = 1, epochs: float = 2.0, max_seq_length: int = 128,
-                            random_init: bool = False, limit: int | None = None, log=print) -> dict:
+                            random_init: bool = False, limit: int | None = None, resume: bool = False,
+                            log=print) -> dict:
     if mode not in ("finetune", "features"):
         raise ValueError(f"mode must be 'finetune' or 'features', not {mode!r}")
     train_data = read_classification(train_path, limit=limit)
     dev_data = read_classification(dev_path)
     labels = label_names(train_data.labels)
+    torch.manual_seed(tc.seed)                 # the new head's init is part of the run's seed
     model, tokenizer = _start_model(model_dir, BertForSequenceClassification, random_init, labels, log)
     if tokenizer is None:
         raise ValueError(f"{model_dir} has no vocab.txt: the text cannot be tokenized")
@@ -312,12 +314,13 @@ def finetune_classification(model_dir, train_path, dev_path, tc: TrainConfig, mo
                                     "model": str(model_dir), "random_init": random_init,
                                     "trainable_parameters": trainable, "total_parameters": total,
                                     "train": str(train_path), "dev": str(dev_path), "limit": limit})
-    return train(model, objective, tc, tokenizer, log=log)
+    return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
 
 def finetune_qa(model_dir, data, tc: TrainConfig, epochs: float = 2.0, train_articles: int = 40,
                 max_seq_length: int = 384, doc_stride: int = 128, max_query_length: int = 64,
-                random_init: bool = False, eval_limit: int | None = None, log=print) -> dict:
+                random_init: bool = False, eval_limit: int | None = None, resume: bool = False,
+                log=print) -> dict:
     from .squad import load_squad, make_features, split_by_article
     from .corpus import resolve_corpus
     path = resolve_corpus(data)
@@ -329,6 +332,7 @@ def finetune_qa(model_dir, data, tc: TrainConfig, epochs: float = 2.0, train_art
     train_ex, dev_ex = split_by_article(examples, n_train_articles=train_articles)
     if eval_limit:
         dev_ex = dev_ex[:eval_limit]
+    torch.manual_seed(tc.seed)
     model, tokenizer = _start_model(model_dir, BertForQuestionAnswering, random_init, None, log)
     feature_args = dict(max_seq_length=max_seq_length, doc_stride=doc_stride, max_query_length=max_query_length)
     features = make_features(train_ex, tokenizer, training=True, **feature_args)
@@ -340,7 +344,7 @@ def finetune_qa(model_dir, data, tc: TrainConfig, epochs: float = 2.0, train_art
     objective = QAObjective(features, dev_ex, tokenizer, tc.batch_size, tc.seed, **feature_args)
     _write_task_config(tc.out_dir, {"task": "squad", "model": str(model_dir), "random_init": random_init,
                                     "data": str(path), "train_articles": train_articles, **feature_args})
-    return train(model, objective, tc, tokenizer, log=log)
+    return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
 
 def _write_task_config(out_dir, values: dict) -> None:

@@ -71,9 +71,9 @@ def run_cls(base_model, sst, out, *extra):
 
 
 def test_finetune_learns_and_saves_a_loadable_classifier(base_model, sst, tmp_path, capsys):
-    assert run_cls(base_model, sst, tmp_path / "ft", "--epochs", "2", "--lr", "3e-3") == 0
+    assert run_cls(base_model, sst, tmp_path / "ft", "--epochs", "3", "--lr", "3e-3", "--precision", "fp32") == 0
     evals = [r for r in read_metrics(tmp_path / "ft") if r["split"] == "eval"]
-    assert [r["step"] for r in evals] == [25, 50]                            # once per epoch
+    assert [r["step"] for r in evals] == [25, 50, 75]                        # once per epoch
     assert evals[-1]["accuracy"] > 0.9 and 0.0 < evals[-1]["f1"] <= 1.0     # the task is learnable
     model, tok = lab.load(tmp_path / "ft")
     assert type(model) is lab.BertForSequenceClassification
@@ -126,3 +126,20 @@ def test_question_answering_through_the_loop(base_model, tmp_path):
     assert [r["step"] for r in evals] == [3, 6] and all(0 <= r["f1"] <= 1 for r in evals)
     model, _ = lab.load(tmp_path / "qa")
     assert type(model) is lab.BertForQuestionAnswering
+
+
+def test_finetune_resumes_exactly(base_model, sst, tmp_path):
+    """The same loop as pre-training: a run continued from its step-2 checkpoint ends where an
+    uninterrupted run ends."""
+    import shutil
+    args = ("--steps", "4", "--ckpt-every", "2", "--log-every", "1", "--precision", "fp32")
+    assert run_cls(base_model, sst, tmp_path / "whole", *args) == 0
+    assert run_cls(base_model, sst, tmp_path / "cut", *args) == 0
+    shutil.rmtree(tmp_path / "cut" / "checkpoints" / "step-0000004")     # as if killed after step 2
+    assert run_cls(base_model, sst, tmp_path / "cut", *args, "--resume") == 0
+    a, _ = lab.load(tmp_path / "whole")
+    b, _ = lab.load(tmp_path / "cut")
+    for (name, x), y in zip(a.state_dict().items(), b.state_dict().values()):
+        assert torch.equal(x, y), name
+    losses = lambda run: [r["loss"] for r in read_metrics(run) if r["split"] == "train"]
+    assert losses(tmp_path / "cut") == losses(tmp_path / "whole")
