@@ -89,7 +89,7 @@ def cmd_finetune_cls(args) -> int:
     result = finetune_classification(args.model, args.train, args.dev, tc, mode=args.mode,
                                      feature_layers=args.feature_layers, epochs=args.epochs,
                                      max_seq_length=args.max_seq_length, random_init=args.random_init,
-                                     limit=args.limit, resume=args.resume, log=_log)
+                                     limit=args.limit, resume=args.resume, dropout=args.dropout, log=_log)
     _log("final dev evaluation: " + json.dumps({k: round(v, 4) for k, v in result.items()}))
     return 0
 
@@ -100,7 +100,7 @@ def cmd_finetune_qa(args) -> int:
     result = finetune_qa(args.model, args.data, tc, epochs=args.epochs, train_articles=args.train_articles,
                          max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
                          max_query_length=args.max_query_length, random_init=args.random_init,
-                         eval_limit=args.eval_limit, resume=args.resume, log=_log)
+                         eval_limit=args.eval_limit, resume=args.resume, dropout=args.dropout, log=_log)
     _log("final evaluation (held-out articles): " + json.dumps({k: round(v, 4) for k, v in result.items()}))
     return 0
 
@@ -183,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-seq-length", type=int, default=128)
     p.add_argument("--limit", type=int, help="use only the first N training rows")
     p.add_argument("--random-init", action="store_true", help="same shape, random weights (the no-pre-training baseline)")
+    p.add_argument("--dropout", type=float, default=0.1, help="dropout while fine-tuning (BERT: 0.1)")
     _add_train_args(p)
     p.set_defaults(func=cmd_finetune_cls)
 
@@ -199,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-query-length", type=int, default=64)
     p.add_argument("--eval-limit", type=int, help="evaluate only the first N held-out questions")
     p.add_argument("--random-init", action="store_true", help="same shape, random weights")
+    p.add_argument("--dropout", type=float, default=0.1, help="dropout while fine-tuning (BERT: 0.1)")
     _add_train_args(p)
     p.set_defaults(func=cmd_finetune_qa)
 

@@ -259,14 +259,20 @@ class QAObjective:
 # ----------------------------------------------------------------------------------------
 # The two commands
 # ----------------------------------------------------------------------------------------
-def _start_model(model_dir, cls, random_init: bool, labels=None, log=print):
-    """The pre-trained encoder with a new head (or a random model of the same shape)."""
+def _start_model(model_dir, cls, random_init: bool, labels=None, dropout: float | None = 0.1, log=print):
+    """The pre-trained encoder with a new head (or a random model of the same shape).
+
+    dropout: fine-tuning uses BERT's 0.1 even when pre-training ran without dropout (the lab's
+    classroom recipe does); None keeps the checkpoint's values.
+    """
     from .checkpoint import load
     from .config import BertConfig
     from .tokenizer import Tokenizer
     overrides = {}
+    if dropout is not None:
+        overrides |= {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
     if labels is not None:
-        overrides = {"id2label": {i: l for i, l in enumerate(labels)}, "label2id": {l: i for i, l in enumerate(labels)}}
+        overrides |= {"id2label": {i: l for i, l in enumerate(labels)}, "label2id": {l: i for i, l in enumerate(labels)}}
     if random_init:
         cfg = BertConfig.from_dict({**BertConfig.load(model_dir).to_dict(), **overrides})
         model, tokenizer = cls(cfg), Tokenizer.load(model_dir)
@@ -285,14 +291,14 @@ def trainable_parameters(model) -> tuple[int, int]:
 def finetune_classification(model_dir, train_path, dev_path, tc: TrainConfig, mode: str = "finetune",
                             feature_layers: int = 1, epochs: float = 2.0, max_seq_length: int = 128,
                             random_init: bool = False, limit: int | None = None, resume: bool = False,
-                            log=print) -> dict:
+                            dropout: float | None = 0.1, log=print) -> dict:
     if mode not in ("finetune", "features"):
         raise ValueError(f"mode must be 'finetune' or 'features', not {mode!r}")
     train_data = read_classification(train_path, limit=limit)
     dev_data = read_classification(dev_path)
     labels = label_names(train_data.labels)
     torch.manual_seed(tc.seed)                 # the new head's init is part of the run's seed
-    model, tokenizer = _start_model(model_dir, BertForSequenceClassification, random_init, labels, log)
+    model, tokenizer = _start_model(model_dir, BertForSequenceClassification, random_init, labels, dropout, log)
     if tokenizer is None:
         raise ValueError(f"{model_dir} has no vocab.txt: the text cannot be tokenized")
     if mode == "features":
@@ -320,7 +326,7 @@ def finetune_classification(model_dir, train_path, dev_path, tc: TrainConfig, mo
 def finetune_qa(model_dir, data, tc: TrainConfig, epochs: float = 2.0, train_articles: int = 40,
                 max_seq_length: int = 384, doc_stride: int = 128, max_query_length: int = 64,
                 random_init: bool = False, eval_limit: int | None = None, resume: bool = False,
-                log=print) -> dict:
+                dropout: float | None = 0.1, log=print) -> dict:
     from .squad import load_squad, make_features, split_by_article
     from .corpus import resolve_corpus
     path = resolve_corpus(data)
@@ -333,7 +339,7 @@ def finetune_qa(model_dir, data, tc: TrainConfig, epochs: float = 2.0, train_art
     if eval_limit:
         dev_ex = dev_ex[:eval_limit]
     torch.manual_seed(tc.seed)
-    model, tokenizer = _start_model(model_dir, BertForQuestionAnswering, random_init, None, log)
+    model, tokenizer = _start_model(model_dir, BertForQuestionAnswering, random_init, None, dropout, log)
     feature_args = dict(max_seq_length=max_seq_length, doc_stride=doc_stride, max_query_length=max_query_length)
     features = make_features(train_ex, tokenizer, training=True, **feature_args)
     per_epoch = max(1, len(features) // tc.batch_size)
