@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .model import BertForQuestionAnswering, BertForSequenceClassification, BertPreTrainedModel, ModelOutput
+from .model import BertForQuestionAnswering, BertForSequenceClassification, BertPreTrainedModel
 from .train import TrainConfig, train
 
 
@@ -283,11 +283,6 @@ def _start_model(model_dir, cls, random_init: bool, labels=None, dropout: float 
     return model.train(), tokenizer
 
 
-def trainable_parameters(model) -> tuple[int, int]:
-    return (sum(p.numel() for p in model.parameters() if p.requires_grad),
-            sum(p.numel() for p in model.parameters()))
-
-
 def finetune_classification(model_dir, train_path, dev_path, tc: TrainConfig, mode: str = "finetune",
                             feature_layers: int = 1, epochs: float = 2.0, max_seq_length: int = 128,
                             random_init: bool = False, limit: int | None = None, resume: bool = False,
@@ -310,7 +305,7 @@ def finetune_classification(model_dir, train_path, dev_path, tc: TrainConfig, mo
     per_epoch = max(1, len(train_enc.labels) // tc.batch_size)
     steps = tc.steps or max(1, round(epochs * per_epoch))
     tc = dataclasses.replace(tc, steps=steps, minutes=None, eval_every=tc.eval_every or per_epoch)
-    trainable, total = trainable_parameters(model)
+    trainable, total = model.num_parameters(trainable_only=True), model.num_parameters()
     log(f"{mode}: {trainable:,} of {total:,} parameters train ({100 * trainable / total:.2f}%); "
         f"labels {labels}; {len(train_enc.labels)} training rows, {len(dev_enc.labels)} dev rows; "
         f"{steps} steps ({steps / per_epoch:.2f} epochs)")

@@ -22,7 +22,6 @@ import contextlib
 import copy
 import dataclasses
 import json
-import math
 import os
 import random
 import shutil
@@ -30,7 +29,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -502,13 +501,3 @@ def read_metrics(path) -> list[dict]:
     if not records and not (path / "metrics.jsonl").is_file():
         raise FileNotFoundError(f"no metrics.jsonl in {path}")
     return records
-
-
-def count_parameters(model: nn.Module) -> tuple[int, int]:
-    """(trainable, total) parameters."""
-    total = sum(p.numel() for p in model.parameters())
-    return sum(p.numel() for p in model.parameters() if p.requires_grad), total
-
-
-def batches_from(items: Iterable, collate) -> list:
-    return [collate(x) for x in items]
