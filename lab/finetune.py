@@ -309,6 +309,7 @@ def finetune_classification(model_dir, train_path, dev_path, tc: TrainConfig, mo
     log(f"{mode}: {trainable:,} of {total:,} parameters train ({100 * trainable / total:.2f}%); "
         f"labels {labels}; {len(train_enc.labels)} training rows, {len(dev_enc.labels)} dev rows; "
         f"{steps} steps ({steps / per_epoch:.2f} epochs)")
+    log("train config: " + json.dumps(tc.to_dict()))
     objective = ClassificationObjective(train_enc, dev_enc, tokenizer.pad_token_id, tc.batch_size, tc.seed,
                                         frozen=mode == "features")
     _write_task_config(tc.out_dir, {"task": "classification", "mode": mode, "feature_layers": feature_layers,
@@ -342,6 +343,7 @@ def finetune_qa(model_dir, data, tc: TrainConfig, epochs: float = 2.0, train_art
     tc = dataclasses.replace(tc, steps=steps, minutes=None, eval_every=tc.eval_every or per_epoch)
     log(f"SQuAD: {len(train_ex)} training questions (articles 1-{train_articles}), {len(dev_ex)} evaluation "
         f"questions (the other articles); {len(features)} training windows; {steps} steps")
+    log("train config: " + json.dumps(tc.to_dict()))
     objective = QAObjective(features, dev_ex, tokenizer, tc.batch_size, tc.seed, **feature_args)
     _write_task_config(tc.out_dir, {"task": "squad", "model": str(model_dir), "random_init": random_init,
                                     "data": str(path), "train_articles": train_articles, **feature_args})
