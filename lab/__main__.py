@@ -83,9 +83,13 @@ def cmd_pretrain(args) -> int:
     return 0
 
 
+# fine-tuning defaults (BERT's paper: lr 5e-5, batch 32, 10% warm-up); evaluation once per epoch
+FINETUNE_DEFAULTS = {"lr": 5e-5, "batch_size": 32, "warmup": 0.1, "eval_every": 0, "log_every": 20}
+
+
 def cmd_finetune_cls(args) -> int:
     from .finetune import finetune_classification
-    tc = _train_config(args, {"lr": 5e-5, "batch_size": 32, "warmup": 0.1, "eval_every": 0, "log_every": 20})
+    tc = _train_config(args, FINETUNE_DEFAULTS)
     result = finetune_classification(args.model, args.train, args.dev, tc, mode=args.mode,
                                      feature_layers=args.feature_layers, epochs=args.epochs,
                                      max_seq_length=args.max_seq_length, random_init=args.random_init,
@@ -96,7 +100,7 @@ def cmd_finetune_cls(args) -> int:
 
 def cmd_finetune_qa(args) -> int:
     from .finetune import finetune_qa
-    tc = _train_config(args, {"lr": 5e-5, "batch_size": 32, "warmup": 0.1, "eval_every": 0, "log_every": 20})
+    tc = _train_config(args, FINETUNE_DEFAULTS)
     result = finetune_qa(args.model, args.data, tc, epochs=args.epochs, train_articles=args.train_articles,
                          max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
                          max_query_length=args.max_query_length, random_init=args.random_init,

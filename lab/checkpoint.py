@@ -184,8 +184,7 @@ def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, 
         model_class = MODEL_CLASSES[model_class]
     model_class = model_class or infer_model_class(sd)
     model = model_class(config)
-    report = LoadReport(str(directory), model_class.__name__)
-    report.notes += _load_into(model, sd, report, directory)
+    report = load_weights(model, directory, sd)
     if report.missing or report.unexpected:
         log.info("%s", report)
     model.to(device).eval()
@@ -200,6 +199,15 @@ def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, 
     else:
         report.notes.append("no vocab.txt: tokenizer is None")
     return (model, tokenizer, report) if return_report else (model, tokenizer)
+
+
+def load_weights(model: BertPreTrainedModel, directory, state_dict: dict | None = None) -> LoadReport:
+    """Copy a checkpoint directory's tensors into an existing model (same checks as `load`)."""
+    directory = Path(directory)
+    sd = state_dict if state_dict is not None else _normalise_names(read_state_dict(directory))
+    report = LoadReport(str(directory), type(model).__name__)
+    report.notes += _load_into(model, sd, report, directory)
+    return report
 
 
 def _load_into(model: BertPreTrainedModel, sd: dict, report: LoadReport, where) -> list[str]:

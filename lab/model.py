@@ -229,10 +229,6 @@ class BertPreTrainedModel(nn.Module):
             if m is not self and hasattr(m, "_init_extra"):
                 m._init_extra()
 
-    @property
-    def encoder_model(self) -> "BertModel":
-        return self if isinstance(self, BertModel) else self.bert
-
     def num_parameters(self, trainable_only: bool = False) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
 

@@ -344,8 +344,8 @@ def train(model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=No
         optimizer, lambda s: lr_factor(s, total, warm, cfg.min_lr_ratio))
     step, elapsed, tokens_seen = 0, 0.0, 0
     if state is not None:
-        from .checkpoint import _load_into, LoadReport, read_state_dict
-        _load_into(model, read_state_dict(resume_from), LoadReport(str(resume_from), ""), resume_from)
+        from .checkpoint import load_weights
+        load_weights(model, resume_from)
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         rng = state["rng"]
