@@ -413,3 +413,25 @@ def test_two_phase_recipe_continues_from_the_first_phase(tmp_path, corpus, token
     assert main(["pretrain", "--recipe", "two", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir),
                  "--out", str(out), "--steps", "8", "--no-progress", "--threads", "1", "--resume"]) == 0
     assert (out / "model.safetensors").read_bytes() == before
+
+
+def test_eval_fill_mask_and_plot_commands(corpus, tokenizer_dir, tmp_path, capsys):
+    """The commands that report on a run: eval reproduces the run's own held-out figures."""
+    run = tmp_path / "run"
+    assert main(["pretrain", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir), "--out", str(run),
+                 *SMALL, *EXACT, "--eval-instances", "1000", "--batch-size", "4", "--steps", "4"]) == 0
+    last = [r for r in read_metrics(run) if r["split"] == "eval"][-1]
+    capsys.readouterr()
+    assert main(["eval", "--model", str(run), "--corpus", str(corpus), "--split", "held-out"]) == 0
+    held = json.loads(capsys.readouterr().out)
+    # the same held-out documents, instances and masks as the run's final evaluation
+    assert held["predictions"] == last["predictions"]
+    assert held["mlm_acc"] == pytest.approx(last["mlm_acc"], abs=1e-4)
+    assert held["nsp_acc"] == pytest.approx(last["nsp_acc"], abs=1e-4)
+    assert main(["eval", "--model", str(run), "--corpus", str(corpus)]) == 0
+    assert json.loads(capsys.readouterr().out)["documents"] == 30          # every document
+    assert main(["fill-mask", "--model", str(run), "--top-k", "3", "ka [MASK] lo ."]) == 0
+    assert "[MASK] 1:" in capsys.readouterr().out
+    assert main(["fill-mask", "--model", str(run), "no mask here"]) == 2
+    assert main(["plot", str(run), "--out", str(tmp_path / "curve.png")]) == 0
+    assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
