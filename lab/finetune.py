@@ -302,9 +302,8 @@ def finetune_classification(model_dir, train_path, dev_path, tc: TrainConfig, mo
             model = FeatureClassifier(model, layers=feature_layers)
     train_enc = encode_classification(train_data, tokenizer, model.config.label2id, max_seq_length)
     dev_enc = encode_classification(dev_data, tokenizer, model.config.label2id, max_seq_length)
-    per_epoch = max(1, len(train_enc.labels) // tc.batch_size)
-    steps = tc.steps or max(1, round(epochs * per_epoch))
-    tc = dataclasses.replace(tc, steps=steps, minutes=None, eval_every=tc.eval_every or per_epoch)
+    tc, per_epoch = _epoch_schedule(tc, len(train_enc.labels), epochs)
+    steps = tc.steps
     trainable, total = model.num_parameters(trainable_only=True), model.num_parameters()
     log(f"{mode}: {trainable:,} of {total:,} parameters train ({100 * trainable / total:.2f}%); "
         f"labels {labels}; {len(train_enc.labels)} training rows, {len(dev_enc.labels)} dev rows; "
@@ -338,9 +337,8 @@ def finetune_qa(model_dir, data, tc: TrainConfig, epochs: float = 2.0, train_art
     model, tokenizer = _start_model(model_dir, BertForQuestionAnswering, random_init, None, dropout, log)
     feature_args = dict(max_seq_length=max_seq_length, doc_stride=doc_stride, max_query_length=max_query_length)
     features = make_features(train_ex, tokenizer, training=True, **feature_args)
-    per_epoch = max(1, len(features) // tc.batch_size)
-    steps = tc.steps or max(1, round(epochs * per_epoch))
-    tc = dataclasses.replace(tc, steps=steps, minutes=None, eval_every=tc.eval_every or per_epoch)
+    tc, per_epoch = _epoch_schedule(tc, len(features), epochs)
+    steps = tc.steps
     log(f"SQuAD: {len(train_ex)} training questions (articles 1-{train_articles}), {len(dev_ex)} evaluation "
         f"questions (the other articles); {len(features)} training windows; {steps} steps")
     log("train config: " + json.dumps(tc.to_dict()))
@@ -348,6 +346,14 @@ def finetune_qa(model_dir, data, tc: TrainConfig, epochs: float = 2.0, train_art
     _write_task_config(tc.out_dir, {"task": "squad", "model": str(model_dir), "random_init": random_init,
                                     "data": str(path), "train_articles": train_articles, **feature_args})
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
+
+
+def _epoch_schedule(tc: TrainConfig, n: int, epochs: float) -> tuple[TrainConfig, int]:
+    """Fine-tuning counts epochs: steps from `epochs` unless --steps is given, evaluation once
+    per epoch unless --eval-every is given."""
+    per_epoch = max(1, n // tc.batch_size)
+    steps = tc.steps or max(1, round(epochs * per_epoch))
+    return dataclasses.replace(tc, steps=steps, minutes=None, eval_every=tc.eval_every or per_epoch), per_epoch
 
 
 def _write_task_config(out_dir, values: dict) -> None:

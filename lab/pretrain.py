@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import math
 import time
 from dataclasses import dataclass
@@ -25,8 +24,6 @@ from .config import BertConfig
 from .instances import Batch, PretrainingData, SpecialIds, create_instances
 from .model import BertForPreTraining
 from .train import TrainConfig, train
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -209,14 +206,16 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
     if not resume and dist.main:
         refuse_existing_run(run)          # before anything (vocab.txt, pretrain_config.json) is written
     source = tokenizer_dir or (run if resume and (run / "vocab.txt").is_file() else init_from)
+    prepared = None
     if source is None and dist.world_size > 1:
-        if dist.main:
-            prepare(corpus, pc, None, tokenizer_out=run, log=log)     # trains and saves vocab.txt
+        if dist.main:       # trains the vocabulary once and saves it for the other ranks
+            prepared = prepare(corpus, pc, None, tokenizer_out=run, log=log)
         torch.distributed.barrier()
         source = run
-    tokenizer = Tokenizer.load(source) if source is not None else None
-    tokenizer, train_inst, held_inst, special = prepare(corpus, pc, tokenizer,
-                                                        log=log if dist.main else (lambda *_: None))
+    if prepared is None:
+        prepared = prepare(corpus, pc, Tokenizer.load(source) if source is not None else None,
+                           log=log if dist.main else (lambda *_: None))
+    tokenizer, train_inst, held_inst, special = prepared
     pc = dataclasses.replace(pc, vocab_size=tokenizer.vocab_size)   # what the run really used
     if not held_inst:
         raise ValueError(f"{corpus}: too few documents to hold any out for evaluation "
