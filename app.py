@@ -1,61 +1,684 @@
-"""BERT Lab dashboard (placeholder until the full dashboard lands): loads a model, shows its
-configuration and how it tokenizes text.
+"""BERT Lab dashboard: one tab per idea of the BERT paper, on the bundled models, offline.
 
-    python app.py [--model DIR] [--host 127.0.0.1] [--port 7860] [--share]
+    python app.py                          # http://127.0.0.1:7860, the bundled models
+    python app.py --host 0.0.0.0           # reachable from the classroom's network
+    python app.py --share                  # a public gradio.live link (needs internet)
+    python app.py --model runs/mine        # start on another model (under a models root)
+
+Tabs: Masked LM (fill-mask, click a word to mask it, the 80/10/10 corruption preview), Next
+Sentence, Attention (heatmaps, head statistics, head ablation, bertviz), Question Answering,
+Classify, Training (curves, "watch BERT learn" across checkpoints), Model (config, tokens, input
+embeddings, add a model directory).
+
+Models are the HF-layout directories under the models roots: models/ and runs/ of this
+repository, plus any folder given with --models-root (or BERT_LAB_MODELS, separated by ':').
+A path outside them is refused. Loaded models are kept in a small cache shared by all users;
+every request runs without gradients, so concurrent requests share one copy.
+
+UI wiring only: every handler calls lab.explore / lab.plots. Each handler returns its outputs
+and a status line; bad input gives a message in the status line, never a stack trace.
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import html
+import logging
+import os
+import re
+import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import gradio as gr
+import torch
 
 import lab
+from lab import explore, plots
+from lab.train import read_metrics
 
 ROOT = Path(__file__).resolve().parent
-
-
-def find_model() -> Path | None:
-    """The first bundled model under models/, else the newest run under runs/."""
-    for base in (ROOT / "models", ROOT / "runs"):
-        dirs = sorted((p for p in base.glob("*") if (p / "config.json").is_file()),
-                      key=lambda p: p.stat().st_mtime, reverse=True) if base.is_dir() else []
-        if dirs:
-            return dirs[0]
-    return None
-
-
-def describe(model, path) -> str:
-    if model is None:
-        return ("No model found under models/ or runs/. Pre-train one with "
-                "`python -m lab pretrain --preset tiny --corpus PATH --out runs/first`.")
-    return f"**{path}** — {type(model).__name__}: {model.config.summary()}"
-
-
-def tokenize(text: str):
-    if TOKENIZER is None:
-        return "no tokenizer loaded"
-    if not text.strip():
-        return "Type some text first."
-    enc = TOKENIZER.encode(text, max_length=MODEL.config.max_position_embeddings if MODEL else 512)
-    note = f" (truncated: {enc.num_truncated} tokens cut)" if enc.truncated else ""
-    return " ".join(enc.tokens) + note
-
+log = logging.getLogger("bert-lab.app")
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-parser.add_argument("--model", type=Path, default=None, help="HF-layout BERT directory")
-parser.add_argument("--host", default="127.0.0.1")
+parser.add_argument("--model", default=None, help="start on this model directory (under a models root)")
+parser.add_argument("--models-root", action="append", default=[],
+                    help="another folder whose model directories may be served (repeatable)")
+parser.add_argument("--host", default="127.0.0.1", help="interface to bind (0.0.0.0: the whole network)")
 parser.add_argument("--port", type=int, default=7860)
-parser.add_argument("--share", action="store_true")
+parser.add_argument("--share", action="store_true", help="also publish a temporary gradio.live link")
+parser.add_argument("--concurrency", type=int, default=2,
+                    help="requests computed at once (each with its own CPU thread); others wait in the queue")
+parser.add_argument("--queue-size", type=int, default=128, help="requests that may wait; more are turned away")
+parser.add_argument("--cache-models", type=int, default=4, help="models kept loaded at once")
 ARGS, _ = parser.parse_known_args()
-MODEL_PATH = ARGS.model or find_model()
-MODEL, TOKENIZER = lab.load(MODEL_PATH) if MODEL_PATH else (None, None)
+
+MODEL_ROOTS = [ROOT / "models", ROOT / "runs"] + [
+    Path(p).expanduser() for p in [*ARGS.models_root, *os.environ.get("BERT_LAB_MODELS", "").split(":")] if p]
+MAX_TEXT_CHARS = 20_000        # longer inputs are cut (with a notice) before tokenizing
+
+
+class UserError(ValueError):
+    """A problem with the request that the user can fix; shown in the page."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Models: discovery, the models-root rule, a small shared cache
+# ----------------------------------------------------------------------------------------------
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def list_models() -> list[str]:
+    """Model directories (config.json + weights) under the roots: bundled ones first, then runs."""
+    found = []
+    for root in MODEL_ROOTS:
+        if not root.is_dir():
+            continue
+        candidates = [p for p in sorted(root.iterdir()) if p.is_dir()]
+        # a run's phases (runs/x/phase1-len32) are models too; checkpoints are for the Training tab
+        candidates += [q for p in candidates for q in sorted(p.glob("phase*")) if q.is_dir()]
+        for p in sorted(candidates):
+            if (p / "config.json").is_file() and any((p / f).is_file() for f in (
+                    "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")):
+                found.append(_display(p))
+    return found
+
+
+def list_runs() -> list[str]:
+    """Directories with a metrics.jsonl (training curves), newest first."""
+    runs = []
+    for root in MODEL_ROOTS:
+        if root.is_dir():
+            runs += [p for p in root.iterdir() if p.is_dir() and (
+                (p / "metrics.jsonl").is_file() or any(p.glob("phase*/metrics.jsonl")))]
+    return [_display(p) for p in sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)]
+
+
+def resolve_under_roots(name: str) -> Path:
+    """A name or path -> a resolved path inside a models root; anything outside is refused."""
+    if not name or not str(name).strip():
+        raise UserError("choose a model first")
+    path = Path(str(name).strip()).expanduser()
+    path = (path if path.is_absolute() else ROOT / path).resolve()
+    roots = [r.resolve() for r in MODEL_ROOTS]
+    if not any(path == r or path.is_relative_to(r) for r in roots):
+        raise UserError(f"{name} is outside the models roots ({', '.join(_display(r) for r in roots)}); "
+                        f"copy the model under models/ or start the app with --models-root")
+    if not path.is_dir():
+        raise UserError(f"{_display(path)} does not exist or is not a directory")
+    return path
+
+
+def resolve_model_dir(name: str) -> Path:
+    """A model name or path -> a model directory (config.json) inside a models root."""
+    path = resolve_under_roots(name)
+    if not (path / "config.json").is_file():
+        raise UserError(f"{_display(path)} is not a model directory (no config.json)")
+    return path
+
+
+_CACHE: OrderedDict[Path, tuple] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
+
+def get_model(name: str):
+    """(model, tokenizer) for a model name, loaded once and shared (least recently used evicted)."""
+    path = resolve_model_dir(name)
+    with _CACHE_LOCK:
+        if path in _CACHE:
+            _CACHE.move_to_end(path)
+            return _CACHE[path]
+    try:
+        model, tokenizer = lab.load(path)
+    except Exception as e:                                   # a damaged or foreign directory
+        raise UserError(f"could not load {_display(path)}: {e}") from e
+    if tokenizer is None:
+        raise UserError(f"{_display(path)} has no vocab.txt or tokenizer.json: the lab cannot read text for it")
+    model.eval().requires_grad_(False)
+    with _CACHE_LOCK:
+        _CACHE[path] = (model, tokenizer)
+        while len(_CACHE) > max(1, ARGS.cache_models):
+            _CACHE.popitem(last=False)
+    return model, tokenizer
+
+
+def default_model(task: str | None = None) -> str | None:
+    """The model a tab starts on: --model if it serves the task, else the first bundled model
+    that does (QA: a name with "squad", classification: "sst2", otherwise "classroom" first)."""
+    names = list_models()
+    preferred = {"answer": "squad", "classify": "sst2"}.get(task, "classroom")
+    ordered = ([ARGS.model] if ARGS.model else []) + sorted(
+        names, key=lambda n: (not n.startswith("models/"), preferred not in n, n))
+    for name in ordered:
+        try:
+            model, _ = get_model(name)
+        except UserError:
+            continue
+        if task is None or task in explore.model_tasks(model):
+            return name
+    return ordered[0] if ordered else None
+
+
+# ----------------------------------------------------------------------------------------------
+# Handler plumbing: clean inputs, turn every failure into a status message
+# ----------------------------------------------------------------------------------------------
+
+def ok(message: str = "") -> str:
+    return message
+
+
+def notice(message: str) -> str:
+    return f"⚠️ {message}"
+
+
+def handler(n_outputs: int):
+    """Wrap a handler returning (*outputs, status): on an error it returns n_outputs Nones (the
+    outputs are cleared) and the message as the status."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def safe(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except (UserError, ValueError, KeyError, FileNotFoundError, NotADirectoryError) as e:
+                message = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+                return (*[None] * n_outputs, notice(message))
+            except Exception as e:                           # a bug: keep serving, say what happened
+                log.exception("handler %s failed", fn.__name__)
+                return (*[None] * n_outputs, notice(f"internal error ({type(e).__name__}: {e}); "
+                                                    f"the server keeps running, please report it"))
+        return safe
+    return wrap
+
+
+def text_input(value, name: str, required: bool = True) -> str:
+    """Browser text -> a clean str: invalid UTF-8 replaced, control characters dropped, cut if huge."""
+    if value is None:
+        value = ""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    value = str(value).encode("utf-8", errors="replace").decode("utf-8")   # lone surrogates -> '?'
+    value = "".join(ch for ch in value if ch in "\t\n" or (ord(ch) >= 32 and ch != "\x7f"))
+    if required and not value.strip():
+        raise UserError(f"{name} is empty: type some text")
+    return value[:MAX_TEXT_CHARS]
+
+
+def model_for(name: str, task: str):
+    """The model and tokenizer, or a message explaining why this model cannot do the task."""
+    model, tokenizer = get_model(name)
+    if task not in explore.model_tasks(model):
+        raise UserError(explore.missing_head_message(model, task))
+    return model, tokenizer
+
+
+def truncation_note(truncated: int, limit: int) -> str:
+    return f"Note: the text was longer than the model's {limit} tokens; {truncated} tokens at the end were cut." \
+        if truncated else ""
+
+
+# ----------------------------------------------------------------------------------------------
+# Masked LM
+# ----------------------------------------------------------------------------------------------
+
+WORD = re.compile(r"\[MASK\]|[\w'’-]+|[^\w\s]")
+
+
+def _bars_html(predictions, tokens_label: str) -> str:
+    """Top-k bars per [MASK] as plain HTML (fast, readable, no plotting)."""
+    parts = []
+    for k, preds in enumerate(predictions, 1):
+        rows = "".join(
+            f"<div class='bl-row'><span class='bl-tok'>{html.escape(t)}</span>"
+            f"<span class='bl-bar' style='width:{max(1.0, 100 * p):.1f}%'></span>"
+            f"<span class='bl-p'>{100 * p:.1f}%</span></div>" for t, p in preds)
+        parts.append(f"<div class='bl-mask'><b>{tokens_label} {k}</b>{rows}</div>")
+    return "<div class='bl-bars'>" + "".join(parts) + "</div>"
+
+
+@handler(2)
+def fill_mask(model_name, text, top_k=5, temperature=1.0):
+    """Sentence with [MASK]s -> (sentence with the best guesses, top-k bars per mask, status)."""
+    model, tokenizer = model_for(model_name, "fill_mask")
+    text = text_input(text, "the sentence")
+    result = explore.fill_mask(model, tokenizer, text, top_k=int(top_k), temperature=float(temperature))
+    # the sentence as WordPiece tokens with each [MASK] replaced by its top guess, highlighted
+    filled, masks = [], iter(result)
+    specials = set(tokenizer.convert_ids_to_tokens([tokenizer.cls_token_id, tokenizer.sep_token_id]))
+    for i, tok in enumerate(result.tokens):
+        if tok in specials:
+            continue
+        if i in result.mask_positions:
+            filled.append((next(masks)[0][0], "guess"))
+        else:
+            filled.append((tok, None))
+        filled.append((" ", None))
+    status = truncation_note(result.truncated, model.config.max_position_embeddings)
+    return filled, _bars_html(result, "[MASK]"), ok(status or f"{len(result)} mask(s) predicted")
+
+
+@handler(1)
+def word_chips(text):
+    """The sentence as clickable words (click one to mask it)."""
+    text = text_input(text, "the sentence", required=False)
+    return [(m.group(), "masked" if m.group() == "[MASK]" else None) for m in WORD.finditer(text)], ok()
+
+
+@handler(1)
+def mask_word(text, index):
+    """Replace the index-th word of the text (counting words and punctuation, from 0) by [MASK]."""
+    text = text_input(text, "the sentence")
+    matches = list(WORD.finditer(text))
+    index = int(index)
+    if not 0 <= index < len(matches):
+        raise UserError(f"word {index} does not exist: the sentence has {len(matches)} words")
+    m = matches[index]
+    return text[:m.start()] + "[MASK]" + text[m.end():], ok(f"masked “{m.group()}”")
+
+
+def on_word_select(text, evt: gr.SelectData):
+    new_text, status = mask_word(text, evt.index)
+    return (new_text if new_text is not None else text), status
+
+
+@handler(1)
+def corrupt(model_name, text, seed=0):
+    """The 80/10/10 corruption pre-training would apply to this text, for a seed."""
+    _, tokenizer = get_model(model_name)
+    text = text_input(text, "the sentence")
+    prev = explore.corruption_preview(tokenizer, text, seed=int(seed))
+    out = []
+    for tok, seen, kind, label in zip(prev.tokens, prev.corrupted, prev.kinds, prev.labels):
+        if kind is None:
+            out.append((seen, None))
+        elif kind == "keep":
+            out.append((seen, "kept (10%)"))
+        else:
+            out.append((f"{seen} ← {label}", "[MASK] (80%)" if kind == "mask" else "random (10%)"))
+        out.append((" ", None))
+    c = prev.counts
+    return out, ok(f"{c['chosen']} of {c['tokens']} tokens chosen (15%): {c['mask']} → [MASK], "
+                   f"{c['random']} → a random token, {c['keep']} kept; the model must predict all {c['chosen']}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Next sentence, classification
+# ----------------------------------------------------------------------------------------------
+
+@handler(1)
+def next_sentence(model_name, sentence_a, sentence_b):
+    model, tokenizer = model_for(model_name, "next_sentence")
+    a, b = text_input(sentence_a, "sentence A"), text_input(sentence_b, "sentence B")
+    p = explore.next_sentence(model, tokenizer, a, b)
+    return {"IsNext": p, "NotNext": 1 - p}, ok(f"P(IsNext) = {p:.3f}")
+
+
+@handler(1)
+def classify(model_name, text, text_pair=""):
+    model, tokenizer = model_for(model_name, "classify")
+    text = text_input(text, "the sentence")
+    pair = text_input(text_pair, "the second sentence", required=False).strip() or None
+    probs = explore.classify(model, tokenizer, text, pair)
+    best = max(probs, key=probs.get)
+    return probs, ok(f"{best} ({probs[best]:.1%})")
+
+
+# ----------------------------------------------------------------------------------------------
+# Attention
+# ----------------------------------------------------------------------------------------------
+
+STAT_NAMES = {"cls": "[CLS]", "sep": "[SEP]", "self": "itself", "prev": "previous token",
+              "next": "next token", "entropy": "entropy (nats)"}
+
+
+@handler(4)
+def attention(model_name, text_a, text_b="", layer=0, head=0):
+    """-> (heatmap of one head, grid of the layer's heads, head statistics table, stats figure, status)."""
+    model, tokenizer = model_for(model_name, "attention")
+    a = text_input(text_a, "sentence A")
+    b = text_input(text_b, "sentence B", required=False).strip() or None
+    L, A = model.config.num_hidden_layers, model.config.num_attention_heads
+    layer, head = int(layer), int(head)
+    if not (0 <= layer < L and 0 <= head < A):
+        raise UserError(f"this model has layers 0-{L - 1} and heads 0-{A - 1}; got layer {layer}, head {head}")
+    result = explore.attention(model, tokenizer, a, b)
+    stats = result.head_stats()
+    table = [[f"{l}", f"{h}"] + [round(float(stats[k][l, h]), 3) for k in STAT_NAMES]
+             for l in range(L) for h in range(A)]
+    return (plots.attention_heatmap(result, layer, head), plots.attention_grid(result, layer),
+            {"headers": ["layer", "head", *STAT_NAMES.values()], "data": table},
+            plots.head_stats_heatmaps(stats),
+            ok(truncation_note(result.truncated, model.config.max_position_embeddings)
+               or f"{len(result.tokens)} tokens, {L} layers x {A} heads"))
+
+
+@handler(1)
+def ablate(model_name, text, progress=gr.Progress()):
+    """Silence each head in turn: the change in masked-token loss (L x heads heatmap)."""
+    model, tokenizer = model_for(model_name, "fill_mask")
+    text = text_input(text, "the sentence")
+    progress(0, desc="silencing each head")
+    result = explore.ablate_heads(model, tokenizer, text)
+    worst = divmod(int(result.effect.argmax()), result.effect.shape[1])
+    return plots.ablation_heatmap(result), ok(
+        f"baseline loss {result.baseline:.3f}; silencing layer {worst[0]} head {worst[1]} hurts most "
+        f"(+{float(result.effect.max()):.3f})")
+
+
+@handler(1)
+def bertviz_view(model_name, text_a, text_b="", view="head"):
+    """bertviz's interactive view inside an iframe (its scripts come from a CDN: needs internet)."""
+    from bertviz import head_view, model_view
+    model, tokenizer = model_for(model_name, "attention")
+    a = text_input(text_a, "sentence A")
+    b = text_input(text_b, "sentence B", required=False).strip() or None
+    result = explore.attention(model, tokenizer, a, b)
+    fn = model_view if view == "model" else head_view
+    page = fn(list(result.attentions), result.tokens, sentence_b_start=result.sentence_b_start,
+              html_action="return").data
+    frame = (f"<iframe style='width:100%;height:720px;border:0' sandbox='allow-scripts' "
+             f"srcdoc=\"{html.escape(page, quote=True)}\"></iframe>")
+    return frame, ok("bertviz loads its scripts from a CDN; without internet the built-in heatmaps above still work")
+
+
+# ----------------------------------------------------------------------------------------------
+# Question answering
+# ----------------------------------------------------------------------------------------------
+
+@handler(3)
+def answer(model_name, question, context, top_k=3):
+    """-> (context with the answer highlighted, start/end probabilities, n-best table, status)."""
+    model, tokenizer = model_for(model_name, "answer")
+    q = text_input(question, "the question")
+    c = text_input(context, "the context")
+    result = explore.answer(model, tokenizer, q, c, top_k=int(top_k))
+    if not result.spans:
+        raise UserError("no answer span found in the context")
+    best = result.spans[0]
+    highlighted = [(c[:best.start], None), (c[best.start:best.end], "answer"), (c[best.end:], None)]
+    table = {"headers": ["rank", "answer", "score", "probability", "characters"],
+             "data": [[i, s.text, round(s.score, 2), round(s.probability, 3), f"{s.start}-{s.end}"]
+                      for i, s in enumerate(result.spans, 1)]}
+    note = f"context read in {result.num_windows} overlapping windows; " if result.num_windows > 1 else ""
+    note += "the question was cut to fit; " if result.question_truncated else ""
+    return highlighted, plots.span_probabilities(result), table, ok(f"{note}answer: “{best.text}”")
+
+
+# ----------------------------------------------------------------------------------------------
+# Training, model
+# ----------------------------------------------------------------------------------------------
+
+@handler(1)
+def training_curves(run_name, x="time"):
+    path = resolve_under_roots(run_name)
+    records = read_metrics(path)
+    if not records:
+        raise UserError(f"{_display(path)} has no metrics.jsonl records")
+    return plots.training_curves(records, x=x, title=_display(path)), ok(f"{len(records)} records")
+
+
+@handler(1)
+def watch_learning(run_name, text, top_k=3, progress=gr.Progress()):
+    """The same masked sentence through a run's checkpoints: how the guesses sharpen."""
+    path = resolve_under_roots(run_name)
+    text = text_input(text, "the sentence")
+    progress(0, desc="loading checkpoints")
+    rows = []
+    for step, result in explore.checkpoint_predictions(path, text, top_k=int(top_k)):
+        rows.append([step] + [", ".join(f"{t} {p:.0%}" for t, p in preds) for preds in result])
+    masks = max((len(r) - 1 for r in rows), default=0)
+    return ({"headers": ["step"] + [f"[MASK] {k}" for k in range(1, masks + 1)], "data": rows},
+            ok(f"{len(rows)} checkpoints"))
+
+
+@handler(1)
+def model_info(model_name):
+    """-> (markdown: class, shape, parameter count, tasks served, the model card; status)."""
+    model, tokenizer = get_model(model_name)
+    cfg = model.config
+    tasks = sorted(explore.model_tasks(model))
+    card = resolve_model_dir(model_name) / "README.md"
+    text = (f"### {model_name}\n`{type(model).__name__}`: {cfg.summary()}\n\n"
+            f"- parameters: **{sum(p.numel() for p in model.parameters()):,}**\n"
+            f"- layers L = {cfg.num_hidden_layers}, hidden H = {cfg.hidden_size}, heads A = "
+            f"{cfg.num_attention_heads}, vocabulary {cfg.vocab_size:,}, max length {cfg.max_position_embeddings}\n"
+            f"- serves: {', '.join(tasks)}\n")
+    if card.is_file():
+        text += "\n---\n" + card.read_text(encoding="utf-8", errors="replace")
+    return text, ok()
+
+
+def attention_shape(model_name):
+    """The layer and head sliders follow the chosen model's shape."""
+    try:
+        cfg = get_model(model_name)[0].config
+    except Exception as e:                                   # reported by the Show button too
+        return gr.update(), gr.update(), notice(str(e))
+    return (gr.Slider(maximum=cfg.num_hidden_layers - 1, value=0),
+            gr.Slider(maximum=cfg.num_attention_heads - 1, value=0), ok())
+
+
+@handler(1)
+def tokenize(model_name, text):
+    _, tokenizer = get_model(model_name)
+    text = text_input(text, "the text")
+    enc = tokenizer.encode(text)
+    return [(t, "special" if t in ("[CLS]", "[SEP]") else ("subword" if t.startswith("##") else None))
+            for t in enc.tokens], ok(f"{len(enc.tokens)} tokens")
+
+
+@handler(1)
+def embeddings(model_name, text_a, text_b=""):
+    model, tokenizer = get_model(model_name)
+    a = text_input(text_a, "sentence A")
+    b = text_input(text_b, "sentence B", required=False).strip() or None
+    return plots.embedding_components(explore.embeddings(model, tokenizer, a, b)), ok()
+
+
+@handler(1)
+def add_model(path):
+    """Check a typed model directory (inside a models root) and offer it in every model menu."""
+    name = _display(resolve_model_dir(text_input(path, "the model path")))
+    get_model(name)                                          # loads it: a damaged one is reported now
+    choices = sorted(set(list_models()) | {name})
+    return gr.Dropdown(choices=choices, value=name), ok(f"added {name}")
+
+
+# ----------------------------------------------------------------------------------------------
+# The page
+# ----------------------------------------------------------------------------------------------
+
+MLM_EXAMPLES = [
+    ["it is a truth universally [MASK] , that a single man in possession of a good fortune must be in want of a wife ."],
+    ["she could not help [MASK] at the thought of seeing him again ."],
+    ["the captain of the nautilus looked at me and said [MASK] ."],
+    ["i [MASK] you to tell me the truth , said elizabeth ."],
+]
+NSP_EXAMPLES = [
+    ["she opened the letter with trembling hands .", "it was from her sister , and it contained bad news ."],
+    ["the ship sailed on through the dark water .", "mrs . bennet was delighted with the ball ."],
+]
+QA_CONTEXT = ("The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by "
+              "electricity, and Nemo used it to explore the oceans of the world for many years. "
+              "Professor Aronnax, his servant Conseil and the harpooner Ned Land were its prisoners.")
+QA_EXAMPLES = [["Who built the Nautilus?", QA_CONTEXT], ["What drove the Nautilus?", QA_CONTEXT]]
+CLS_EXAMPLES = [["a charming and often moving film ."], ["the plot is thin and the acting is worse ."]]
+
+CSS = """
+.bl-bars {display:flex; flex-wrap:wrap; gap:18px}
+.bl-mask {min-width:220px}
+.bl-row {display:flex; align-items:center; gap:6px; font-family:monospace}
+.bl-tok {width:110px; text-align:right; overflow:hidden}
+.bl-bar {height:12px; background:#f97316; border-radius:3px; max-width:120px}
+.bl-p {color:#666; font-size:0.85em}
+"""
+
+
+def model_dropdown(task: str | None, label: str = "Model"):
+    return gr.Dropdown(choices=list_models(), value=default_model(task), label=label,
+                       allow_custom_value=True, scale=2)
+
 
 with gr.Blocks(title="BERT Lab") as demo:
-    gr.Markdown("# BERT Lab\n" + describe(MODEL, MODEL_PATH))
-    text = gr.Textbox(label="Text", value="The cat sat on the mat, playing with a ball.")
-    tokens = gr.Textbox(label="WordPiece tokens")
-    gr.Button("Tokenize").click(tokenize, text, tokens, api_name="tokenize")
+    gr.Markdown("# BERT Lab\nEvery idea of the BERT paper, live: masked words, next sentences, "
+                "attention heads, answer spans. Pick a model in each tab; the **Model** tab describes it.")
+    with gr.Tab("Masked LM"):
+        gr.Markdown("BERT is pre-trained to guess hidden words from **both** sides. Write [MASK] "
+                    "where a word should be guessed, or click a word below to mask it.")
+        with gr.Row():
+            mlm_model = model_dropdown("fill_mask")
+            top_k = gr.Slider(1, 20, value=5, step=1, label="top k")
+            temperature = gr.Slider(0.1, 5, value=1.0, step=0.1, label="temperature")
+        mlm_text = gr.Textbox(label="Sentence", value=MLM_EXAMPLES[0][0], elem_id="mlm-text")
+        words = gr.HighlightedText(label="Click a word to mask it", interactive=False,
+                                   color_map={"masked": "#f97316"})
+        mlm_btn = gr.Button("Predict", variant="primary", elem_id="mlm-predict")
+        mlm_status = gr.Markdown(elem_id="mlm-status")
+        filled = gr.HighlightedText(label="Best guesses", color_map={"guess": "#22c55e"}, elem_id="mlm-filled")
+        bars = gr.HTML(elem_id="mlm-bars")
+        gr.Examples(MLM_EXAMPLES, [mlm_text], cache_examples=False)
+        with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
+            seed = gr.Number(value=0, precision=0, label="seed")
+            corrupt_btn = gr.Button("Corrupt this sentence")
+            corrupted = gr.HighlightedText(label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True)
+            corrupt_status = gr.Markdown()
+        mlm_btn.click(fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
+                      api_name="fill_mask")
+        mlm_text.submit(fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
+                        api_visibility="private")
+        mlm_text.change(word_chips, mlm_text, [words, mlm_status], api_name="words", show_progress="hidden",
+                        queue=False, trigger_mode="always_last")
+        words.select(on_word_select, mlm_text, [mlm_text, mlm_status], api_visibility="private").then(
+            fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
+            api_visibility="private")
+        gr.Button("mask word", visible=False).click(mask_word, [mlm_text, gr.Number(visible=False)],
+                                                    [mlm_text, mlm_status], api_name="mask_word")
+        corrupt_btn.click(corrupt, [mlm_model, mlm_text, seed], [corrupted, corrupt_status], api_name="corrupt")
+
+    with gr.Tab("Next Sentence"):
+        gr.Markdown("Does sentence B follow sentence A? In pre-training half the B sentences are the "
+                    "real next sentence (IsNext) and half come from another document (NotNext).")
+        nsp_model = model_dropdown("next_sentence")
+        nsp_a = gr.Textbox(label="Sentence A", value=NSP_EXAMPLES[0][0])
+        nsp_b = gr.Textbox(label="Sentence B", value=NSP_EXAMPLES[0][1])
+        nsp_btn = gr.Button("Score", variant="primary")
+        nsp_label = gr.Label(label="Next sentence?")
+        nsp_status = gr.Markdown()
+        gr.Examples(NSP_EXAMPLES, [nsp_a, nsp_b], cache_examples=False)
+        nsp_btn.click(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status], api_name="next_sentence")
+
+    with gr.Tab("Attention"):
+        gr.Markdown("Each layer has several heads; each head spreads every token's attention over all "
+                    "tokens (rows sum to 1). Rows are the attending tokens, columns the attended ones.")
+        with gr.Row():
+            att_model = model_dropdown("attention")
+            layer = gr.Slider(0, 11, value=0, step=1, label="layer")
+            head = gr.Slider(0, 11, value=0, step=1, label="head")
+        att_a = gr.Textbox(label="Sentence A", value="the cat sat on the mat because it was tired .")
+        att_b = gr.Textbox(label="Sentence B (optional)", value="")
+        att_btn = gr.Button("Show attention", variant="primary")
+        att_status = gr.Markdown()
+        with gr.Row():
+            heatmap = gr.Plot(label="one head")
+            grid = gr.Plot(label="all heads of the layer")
+        stats_plot = gr.Plot(label="head statistics (Clark et al. 2019)")
+        stats_table = gr.Dataframe(label="head statistics", interactive=False)
+        with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
+            abl_text = gr.Textbox(label="Sentence with [MASK]", value="she could not help [MASK] at the thought .")
+            abl_btn = gr.Button("Silence each head")
+            abl_plot = gr.Plot()
+            abl_status = gr.Markdown()
+        with gr.Accordion("bertviz (interactive; needs internet in the browser)", open=False):
+            view = gr.Radio(["head", "model"], value="head", label="view")
+            viz_btn = gr.Button("Show bertviz")
+            viz = gr.HTML()
+            viz_status = gr.Markdown()
+        att_inputs = [att_model, att_a, att_b, layer, head]
+        att_outputs = [heatmap, grid, stats_table, stats_plot, att_status]
+        att_btn.click(attention, att_inputs, att_outputs, api_name="attention")
+        for slider in (layer, head):
+            slider.release(attention, att_inputs, att_outputs, api_visibility="private")
+        abl_btn.click(ablate, [att_model, abl_text], [abl_plot, abl_status], api_name="ablate")
+        viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz")
+
+    with gr.Tab("Question Answering"):
+        gr.Markdown("A QA model scores every context token as the answer's **start** and **end**; the "
+                    "answer is the best-scoring span (start ≤ end, at most 30 tokens).")
+        with gr.Row():
+            qa_model = model_dropdown("answer")
+            qa_k = gr.Slider(1, 10, value=3, step=1, label="answers shown")
+        qa_q = gr.Textbox(label="Question", value=QA_EXAMPLES[0][0], elem_id="qa-question")
+        qa_c = gr.Textbox(label="Context", value=QA_CONTEXT, lines=5, elem_id="qa-context")
+        qa_btn = gr.Button("Answer", variant="primary", elem_id="qa-answer")
+        qa_status = gr.Markdown(elem_id="qa-status")
+        qa_span = gr.HighlightedText(label="Answer in its context", color_map={"answer": "#22c55e"},
+                                     elem_id="qa-span")
+        qa_plot = gr.Plot(label="start / end probabilities")
+        qa_table = gr.Dataframe(label="best answers", interactive=False)
+        gr.Examples(QA_EXAMPLES, [qa_q, qa_c], cache_examples=False)
+        qa_btn.click(answer, [qa_model, qa_q, qa_c, qa_k], [qa_span, qa_plot, qa_table, qa_status], api_name="answer")
+
+    with gr.Tab("Classify"):
+        gr.Markdown("A classifier is BERT plus one linear layer on the [CLS] vector, fine-tuned on labelled sentences.")
+        cls_model = model_dropdown("classify")
+        cls_a = gr.Textbox(label="Sentence", value=CLS_EXAMPLES[0][0])
+        cls_b = gr.Textbox(label="Second sentence (pair tasks only)", value="")
+        cls_btn = gr.Button("Classify", variant="primary")
+        cls_label = gr.Label(label="Label probabilities")
+        cls_status = gr.Markdown()
+        gr.Examples(CLS_EXAMPLES, [cls_a], cache_examples=False)
+        cls_btn.click(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_name="classify")
+
+    with gr.Tab("Training"):
+        gr.Markdown("Loss and held-out accuracy of a training run (its metrics.jsonl), and the same masked "
+                    "sentence through the run's checkpoints: watch BERT learn.")
+        runs = list_runs()
+        with gr.Row():
+            run = gr.Dropdown(choices=runs, value=runs[0] if runs else None, label="Run", allow_custom_value=True)
+            x_axis = gr.Radio(["time", "step"], value="time", label="x axis")
+        curves_btn = gr.Button("Show curves", variant="primary")
+        curves = gr.Plot()
+        curves_status = gr.Markdown()
+        watch_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[0][0])
+        watch_btn = gr.Button("Predict at every checkpoint")
+        watch_table = gr.Dataframe(interactive=False)
+        watch_status = gr.Markdown()
+        curves_btn.click(training_curves, [run, x_axis], [curves, curves_status], api_name="training_curves")
+        watch_btn.click(watch_learning, [run, watch_text], [watch_table, watch_status], api_name="watch_learning")
+
+    with gr.Tab("Model"):
+        info_model = model_dropdown(None)
+        info = gr.Markdown()
+        info_status = gr.Markdown()
+        with gr.Row():
+            new_path = gr.Textbox(label="Add a model directory (inside models/ or runs/ or a --models-root)", scale=3)
+            add_btn = gr.Button("Add")
+        tok_text = gr.Textbox(label="Text to tokenize", value="The playing children were unbelievably happy.")
+        tok_btn = gr.Button("Tokenize")
+        tokens = gr.HighlightedText(label="WordPiece tokens", color_map={"special": "#60a5fa", "subword": "#f97316"})
+        emb_btn = gr.Button("Input embeddings: token + segment + position")
+        emb_plot = gr.Plot()
+        tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize")
+        emb_btn.click(embeddings, [info_model, tok_text], [emb_plot, info_status], api_name="embeddings")
+        info_model.change(model_info, info_model, [info, info_status], api_name="model_info")
+        add_btn.click(add_model, new_path, [info_model, info_status], api_name="add_model")
+
+    # the attention sliders follow the attention model's shape
+    att_model.change(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
+    demo.load(model_info, info_model, [info, info_status], api_visibility="private")
+    demo.load(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
+    demo.load(word_chips, mlm_text, [words, mlm_status], api_visibility="private", queue=False)
+
+# Bounded memory and CPU: `concurrency` requests run at once, the rest wait in a bounded queue.
+demo.queue(default_concurrency_limit=ARGS.concurrency, max_size=ARGS.queue_size)
+torch.set_num_threads(max(1, (os.cpu_count() or 2) // max(1, ARGS.concurrency)))
+
+LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft())   # Gradio 6: look and feel go to launch()
 
 if __name__ == "__main__":
-    demo.launch(server_name=ARGS.host, server_port=ARGS.port, share=ARGS.share)
+    logging.basicConfig(level=logging.INFO)
+    demo.launch(server_name=ARGS.host, server_port=ARGS.port, share=ARGS.share, **LAUNCH_OPTIONS)

@@ -1,18 +1,134 @@
-"""Human-facing inference, shared by the dashboard and the notebooks.
+"""Human-facing inference, shared by the dashboard (app.py) and the notebooks.
 
     from lab import explore
     explore.fill_mask(model, tokenizer, "it is a truth universally [MASK] .", top_k=5)
     # -> [[("acknowledged", 0.41), ("known", 0.12), ...]]      one list per [MASK], best first
 
-Every function takes a model and its tokenizer, validates the text (empty text, missing [MASK],
-too many masks, text longer than the model can read) with a message that says what is wrong,
-and runs the model in eval mode without gradients.
+What lives here, in the order of the paper:
+    corruption_preview(tokenizer, text)      what pre-training feeds the model: 15%, 80/10/10
+    embeddings(model, tokenizer, a, b)       input = token + segment + position (Figure 2)
+    fill_mask(model, tokenizer, text)        masked-LM predictions at each [MASK]
+    next_sentence(model, tokenizer, a, b)    P(IsNext) from the NSP head
+    attention(model, tokenizer, a, b)        every head's attention map (bertviz format) and
+                                             AttentionResult.head_stats() (Clark et al. 2019)
+    ablate_heads(model, tokenizer, text)     silence each head in turn (Michel et al. 2019)
+    classify(model, tokenizer, text, pair)   {label: probability} from a classification head
+    answer(model, tokenizer, question, ctx)  extractive QA spans over doc-stride windows
+    checkpoint_predictions(run_dir, text)    fill_mask at every snapshot of a run: watch BERT learn
+    model_tasks(model), missing_head_message(model, task)   which of these a model can serve
+
+Every function validates its text (empty text, control characters only, missing [MASK], the
+wrong kind of model) with a ValueError that says what is wrong and how to fix it, cuts text
+longer than the model can read (and says how much it cut), runs the model in eval mode
+without gradients, puts the model's train/eval mode back, and returns plain CPU floats/tensors.
 """
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
 import torch
 
+from .squad import Span
+
 MAX_MASKS = 20          # more [MASK]s than pre-training ever showed a 128-token sequence
+TASKS = ("fill_mask", "next_sentence", "attention", "answer", "classify", "embeddings")
+_SPECIAL_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")   # never chosen for masked-LM prediction
+
+
+# ----------------------------------------------------------------------------------------
+# Result types
+# ----------------------------------------------------------------------------------------
+@dataclass
+class CorruptionPreview:
+    """What pre-training would feed the model for this text (the 80/10/10 rule made visible)."""
+    tokens: list[str]             # the original WordPiece tokens, [CLS] ... [SEP]
+    corrupted: list[str]          # the tokens the model sees after 80/10/10
+    labels: list[str | None]      # the original token at each chosen position, None elsewhere
+    kinds: list[str | None]       # "mask" | "random" | "keep" at chosen positions, None elsewhere
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """{"mask", "random", "keep"}: chosen positions of each kind; "chosen": all of them;
+        "tokens": how many positions could have been chosen (every non-special token)."""
+        n = {kind: self.kinds.count(kind) for kind in ("mask", "random", "keep")}
+        n["chosen"] = sum(k is not None for k in self.kinds)
+        n["tokens"] = sum(t not in _SPECIAL_TOKENS for t in self.tokens)
+        return n
+
+
+@dataclass
+class AttentionResult:
+    tokens: list[str]                         # T tokens, [CLS] a [SEP] (b [SEP])
+    attentions: tuple[torch.Tensor, ...]      # L x [1, heads, T, T] float32 cpu (bertviz format)
+    sentence_b_start: int | None              # index of b's first token, None without b
+    truncated: int = 0                        # tokens cut to fit the model
+
+    def head_stats(self) -> dict[str, np.ndarray]:
+        """Per-head summaries (Clark et al. 2019, "What does BERT look at?"), each [L, heads]:
+
+        entropy  mean over query rows of -sum_k p_k log p_k (nats; 0 = looks at one token,
+                 log T = spreads evenly over all T)
+        cls      mean attention a query puts on [CLS]
+        sep      ... on any [SEP] (the "no-op" sink of many heads)
+        self     ... on itself (the diagonal)
+        prev     ... on the token before it (rows 1..T-1, which have one)
+        next     ... on the token after it (rows 0..T-2)
+        Example: T = 3, a head attending one-hot to the previous token (row 0 to itself):
+        prev = 1, self = 1/3, entropy = 0.
+        """
+        p = torch.stack([a[0].float() for a in self.attentions])       # (L, A, T, T) rows = queries
+        T = p.shape[-1]
+        is_cls = torch.tensor([t == "[CLS]" for t in self.tokens])      # (T,) key columns
+        is_sep = torch.tensor([t == "[SEP]" for t in self.tokens])
+        diag = p.diagonal(dim1=-2, dim2=-1)                             # (L, A, T): p[i, i]
+        stats = {
+            # xlogy gives 0 * log 0 = 0 where a head ignores a token entirely
+            "entropy": -torch.special.xlogy(p, p).sum(-1).mean(-1),
+            "cls": p[..., is_cls].sum(-1).mean(-1),
+            "sep": p[..., is_sep].sum(-1).mean(-1),
+            "self": diag.mean(-1),
+            # p[i, i-1] is the first sub-diagonal, p[i, i+1] the first super-diagonal
+            "prev": p.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1) if T > 1 else torch.zeros(p.shape[:2]),
+            "next": p.diagonal(offset=1, dim1=-2, dim2=-1).mean(-1) if T > 1 else torch.zeros(p.shape[:2]),
+        }
+        return {k: v.numpy().astype(np.float64) for k, v in stats.items()}
+
+
+@dataclass
+class AblationResult:
+    effect: torch.Tensor           # [L, heads]: metric with the head silenced minus baseline
+    baseline: float                # the metric with every head on
+    metric: str                    # "loss" (mean MLM cross-entropy at the [MASK]s, +: head helped)
+                                   # or "probability" (P of the unablated top token at the first mask)
+    tokens: list[str]
+    mask_positions: list[int]
+
+
+@dataclass
+class AnswerResult:
+    spans: list[Span]              # best first, top_k of them; .text == context[.start:.end]
+    tokens: list[str]              # the tokens of the window holding the best span
+    start_probs: list[float]       # per token of that window: softmax of start logits over it
+    end_probs: list[float]
+    offsets: list[tuple[int, int] | None]   # per token of that window: chars in the context (None off-context)
+    window_index: int              # which window (0-based); num_windows says how many there were
+    num_windows: int
+    question_truncated: bool
+
+
+@dataclass
+class EmbeddingResult:
+    """The paper's Figure 2: input = token + segment + position embeddings."""
+    tokens: list[str]
+    token: torch.Tensor            # [T, H] word embeddings
+    segment: torch.Tensor          # [T, H] token-type embeddings
+    position: torch.Tensor         # [T, H] position embeddings
+    total: torch.Tensor            # [T, H] their sum (before LayerNorm)
+    normalized: torch.Tensor       # [T, H] after the embedding LayerNorm: what layer 0 receives
+    segment_ids: list[int]
 
 
 class FillMaskResult(list):
@@ -24,6 +140,49 @@ class FillMaskResult(list):
         self.tokens, self.mask_positions, self.truncated = tokens, mask_positions, truncated
 
 
+# ----------------------------------------------------------------------------------------
+# Which heads a model has
+# ----------------------------------------------------------------------------------------
+def model_tasks(model) -> set[str]:
+    """The tasks of TASKS this model can serve; every BERT serves attention and embeddings."""
+    tasks = {"attention", "embeddings"}
+    cls = getattr(model, "cls", None)
+    if getattr(cls, "predictions", None) is not None:
+        tasks.add("fill_mask")
+    if getattr(cls, "seq_relationship", None) is not None:
+        tasks.add("next_sentence")
+    if getattr(model, "qa_outputs", None) is not None:
+        tasks.add("answer")
+    if getattr(model, "classifier", None) is not None:
+        tasks.add("classify")
+    return tasks
+
+
+def missing_head_message(model, task: str) -> str:
+    """Why `model` cannot serve `task` and what to do about it ("" when it can)."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    if task in model_tasks(model):
+        return ""
+    name = type(model).__name__
+    return {
+        "fill_mask": f"this model ({name}) has no masked-LM head: pick a pre-trained model "
+                     f"(BertForPreTraining or BertForMaskedLM), e.g. one made with python -m lab pretrain",
+        "next_sentence": f"this model ({name}) has no next-sentence head: pick a model pre-trained with "
+                         f"masked LM + NSP (BertForPreTraining), e.g. one made with python -m lab pretrain",
+        "answer": f"this model ({name}) has no question-answering head: fine-tune one with "
+                  f"python -m lab finetune-qa --model MODEL --out runs/qa, or pick a QA model",
+        "classify": f"this model ({name}) has no classification head: fine-tune one with "
+                    f"python -m lab finetune-cls --model MODEL --train TRAIN --dev DEV, "
+                    f"or pick a classification model",
+    }[task]
+
+
+def _require(model, task: str) -> None:
+    if task not in model_tasks(model):
+        raise ValueError(missing_head_message(model, task))
+
+
 def _mlm_head(model):
     head = getattr(getattr(model, "cls", None), "predictions", None)
     if head is None:
@@ -32,7 +191,20 @@ def _mlm_head(model):
     return head
 
 
+def _embedding_module(model):
+    """BertEmbeddings of a head model (model.bert.embeddings) or of a bare BertModel."""
+    body = getattr(model, "bert", model)
+    emb = getattr(body, "embeddings", None)
+    if emb is None:
+        raise ValueError(f"{type(model).__name__} is not a BERT model: it has no embeddings module")
+    return emb
+
+
+# ----------------------------------------------------------------------------------------
+# Shared plumbing: clean text, encode within the model's length, run without gradients
+# ----------------------------------------------------------------------------------------
 def _clean(text, name="text") -> str:
+    """Drop control characters (keep tab and newline); empty -> ValueError naming the field."""
     if not isinstance(text, str):
         raise ValueError(f"{name} must be a string, got {type(text).__name__}")
     text = "".join(ch for ch in text if ch in "\t\n" or (ord(ch) >= 32 and ch != "\x7f"))
@@ -41,7 +213,97 @@ def _clean(text, name="text") -> str:
     return text
 
 
-@torch.no_grad()
+@contextlib.contextmanager
+def _inference(model):
+    """eval mode + no gradients for the block; yields the model's device; restores the mode."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield next(model.parameters()).device
+    finally:
+        model.train(was_training)
+
+
+def _encode(model, tokenizer, text_a: str, text_b: str | None = None):
+    """[CLS] a [SEP] (b [SEP]), cut to the model's position table; returns (encoding, ids, types)."""
+    enc = tokenizer.encode(text_a, text_b, max_length=model.config.max_position_embeddings)
+    ids = torch.tensor([enc.input_ids])                                 # (1, T)
+    types = torch.tensor([enc.token_type_ids])                          # (1, T)
+    return enc, ids, types
+
+
+def _mask_positions(ids: torch.Tensor, tokenizer, truncated: bool) -> list[int]:
+    positions = (ids[0] == tokenizer.mask_token_id).nonzero().flatten().tolist()
+    if not positions:
+        raise ValueError("there is no [MASK] in the text: write [MASK] where a word should be "
+                         "predicted" + (" (it was cut off: the text is too long)" if truncated else ""))
+    if len(positions) > MAX_MASKS:
+        raise ValueError(f"{len(positions)} [MASK] tokens: at most {MAX_MASKS} per text")
+    return positions
+
+
+# ----------------------------------------------------------------------------------------
+# Pre-training, seen from the outside
+# ----------------------------------------------------------------------------------------
+def corruption_preview(tokenizer, text: str, seed: int = 0, mlm_probability: float = 0.15,
+                       max_predictions: int = 20, text_b: str | None = None,
+                       max_length: int = 512) -> CorruptionPreview:
+    """The masked-LM corruption pre-training would apply to `text` (and `text_b`), by the very
+    code pre-training runs (lab.instances.mask_tokens). The same seed gives the same preview.
+
+    Example, 12 words -> k = round(0.15 * 12) = 2 chosen positions; each is then, by one die
+    roll, [MASK] (80%), a random word (10%) or left as it is (10%):
+        tokens     [CLS] the cat sat on the mat ... [SEP]
+        corrupted  [CLS] the [MASK] sat on the mat ... [SEP]     kinds: None "mask" None ...
+    A "random" draw that happens to give the original word back is shown as "keep": the
+    model sees the original word either way.
+    """
+    from .instances import SpecialIds, mask_tokens
+
+    text = _clean(text)
+    text_b = _clean(text_b, "text_b") if text_b is not None else None
+    if not 0 < mlm_probability <= 1:
+        raise ValueError(f"mlm_probability must be in (0, 1], got {mlm_probability}")
+    if max_predictions < 1:
+        raise ValueError(f"max_predictions must be at least 1, got {max_predictions}")
+    enc = tokenizer.encode(text, text_b, max_length=max_length)
+    special = SpecialIds.from_vocab(tokenizer.vocab)                   # as pretrain.prepare builds it
+    ids = torch.tensor([enc.input_ids])                                 # (1, T)
+    # [CLS]/[SEP] may never be chosen; neither may a [MASK] typed into the text
+    specials = torch.tensor([enc.special_tokens_mask], dtype=torch.bool) | (ids == special.mask_id)
+    generator = torch.Generator().manual_seed(seed)
+    masked, labels = mask_tokens(ids, specials, special, generator, mlm_probability=mlm_probability,
+                                 max_predictions_per_seq=max_predictions)   # (1, T) each
+    corrupted = tokenizer.convert_ids_to_tokens(masked[0].tolist())
+    chosen = (labels[0] != -100).tolist()                               # (T,) bool
+    kinds: list[str | None] = []
+    for was, now, picked in zip(enc.tokens, corrupted, chosen):
+        kinds.append(None if not picked else "mask" if now == "[MASK]" else "keep" if now == was else "random")
+    return CorruptionPreview(tokens=list(enc.tokens), corrupted=corrupted,
+                             labels=[t if c else None for t, c in zip(enc.tokens, chosen)], kinds=kinds)
+
+
+def embeddings(model, tokenizer, text_a: str, text_b: str | None = None) -> EmbeddingResult:
+    """The three embeddings BERT adds to form its input, their sum, and the LayerNorm of the sum."""
+    text_a = _clean(text_a, "text_a")
+    text_b = _clean(text_b, "text_b") if text_b is not None else None
+    emb = _embedding_module(model)
+    enc, ids, types = _encode(model, tokenizer, text_a, text_b)
+    with _inference(model) as device:
+        ids, types = ids.to(device), types.to(device)
+        positions = torch.arange(ids.shape[1], device=device)            # (T,) 0, 1, ..., T-1
+        token = emb.word_embeddings(ids)[0]                               # (T, H)
+        segment = emb.token_type_embeddings(types)[0]                     # (T, H) row 0 = A, row 1 = B
+        position = emb.position_embeddings(positions)                     # (T, H)
+        total = token + segment + position                                # (T, H) the paper's Figure 2
+        normalized = emb.LayerNorm(total)                                 # (T, H) dropout is off in eval
+    token, segment, position, total, normalized = (
+        t.float().cpu() for t in (token, segment, position, total, normalized))
+    return EmbeddingResult(tokens=list(enc.tokens), token=token, segment=segment, position=position,
+                           total=total, normalized=normalized, segment_ids=list(enc.token_type_ids))
+
+
 def fill_mask(model, tokenizer, text: str, top_k: int = 5, temperature: float = 1.0) -> FillMaskResult:
     """For each [MASK] in `text`, the top_k tokens with their probabilities.
 
@@ -54,22 +316,225 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5, temperature: float = 
         raise ValueError(f"temperature must be positive, got {temperature}")
     if not 1 <= top_k <= tokenizer.vocab_size:
         raise ValueError(f"top_k must be between 1 and {tokenizer.vocab_size}, got {top_k}")
-    enc = tokenizer.encode(text, max_length=model.config.max_position_embeddings)
-    ids = torch.tensor([enc.input_ids])
-    positions = (ids[0] == tokenizer.mask_token_id).nonzero().flatten().tolist()
-    if not positions:
-        raise ValueError("there is no [MASK] in the text: write [MASK] where a word should be "
-                         "predicted" + (" (it was cut off: the text is too long)" if enc.truncated else ""))
-    if len(positions) > MAX_MASKS:
-        raise ValueError(f"{len(positions)} [MASK] tokens: at most {MAX_MASKS} per text")
-    model.eval()
-    device = next(model.parameters()).device
+    enc, ids, types = _encode(model, tokenizer, text)
+    positions = _mask_positions(ids, tokenizer, enc.truncated)
     labels = torch.full_like(ids, -100)
     labels[0, positions] = 0                                   # logits only where the masks are
-    out = model(ids.to(device), torch.tensor([enc.token_type_ids], device=device),
-                mlm_labels=labels.to(device))
-    probs = (out.mlm_logits.float() / temperature).softmax(-1)  # (masks, V)
+    with _inference(model) as device:
+        out = model(ids.to(device), types.to(device), mlm_labels=labels.to(device))
+        probs = (out.mlm_logits.float().cpu() / temperature).softmax(-1)   # (masks, V)
     top = probs.topk(top_k, dim=-1)
     predictions = [[(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ix)]
                    for ps, ix in zip(top.values, top.indices)]
     return FillMaskResult(predictions, enc.tokens, positions, enc.num_truncated)
+
+
+def next_sentence(model, tokenizer, a: str, b: str) -> float:
+    """P(IsNext): how sure the NSP head is that `b` follows `a` (softmax index 0)."""
+    _require(model, "next_sentence")
+    a, b = _clean(a, "a"), _clean(b, "b")
+    _, ids, types = _encode(model, tokenizer, a, b)
+    with _inference(model) as device:
+        out = model(ids.to(device), types.to(device))
+    return float(out.nsp_logits.float().cpu().softmax(-1)[0, 0])     # (1, 2): 0 = IsNext, 1 = NotNext
+
+
+# ----------------------------------------------------------------------------------------
+# Inside the encoder: attention maps and head ablation
+# ----------------------------------------------------------------------------------------
+def attention(model, tokenizer, text_a: str, text_b: str | None = None) -> AttentionResult:
+    """Every layer's attention probabilities for one text (pair), ready for bertviz."""
+    text_a = _clean(text_a, "text_a")
+    text_b = _clean(text_b, "text_b") if text_b is not None else None
+    enc, ids, types = _encode(model, tokenizer, text_a, text_b)
+    with _inference(model) as device:
+        out = model(ids.to(device), types.to(device), output_attentions=True)
+    attentions = tuple(a.float().cpu() for a in out.attentions)         # L x (1, A, T, T)
+    return AttentionResult(tokens=list(enc.tokens), attentions=attentions,
+                           sentence_b_start=enc.sentence_b_start if text_b is not None else None,
+                           truncated=enc.num_truncated)
+
+
+def ablate_heads(model, tokenizer, text: str, metric: str = "loss", targets: list[str] | None = None,
+                 batch_size: int = 32) -> AblationResult:
+    """Silence each attention head in turn and measure how the masked-LM prediction changes
+    (Michel et al. 2019, "Are sixteen heads really better than one?").
+
+    The label at each [MASK] is the word of `targets` (one per [MASK]) when given, else the
+    model's own top-1 prediction with every head on. metric "loss": mean cross-entropy of the
+    labels over the [MASK]s (effect > 0: the head helped); "probability": P(label) at the
+    first [MASK] (effect < 0: the head helped).
+
+    All L x A ablations run as a batch of copies of the sentence, copy r = l * A + h with
+    head h of layer l silenced through a per-example head_mask [L, copies, A]; the model
+    itself is never changed. E.g. L = 2, A = 2: copies 0..3 silence (0,0) (0,1) (1,0) (1,1).
+    """
+    _mlm_head(model)
+    if metric not in ("loss", "probability"):
+        raise ValueError(f"metric must be 'loss' or 'probability', got {metric!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    text = _clean(text)
+    enc, ids, types = _encode(model, tokenizer, text)
+    positions = _mask_positions(ids, tokenizer, enc.truncated)
+    label_ids = None
+    if targets is not None:
+        label_ids = _target_ids(tokenizer, targets, len(positions))
+    L, A = model.config.num_hidden_layers, model.config.num_attention_heads
+    picked = torch.zeros_like(ids, dtype=torch.bool)
+    picked[0, positions] = True                                          # (1, T) the M [MASK]s
+    M = len(positions)
+
+    def metric_of(log_probs, labels):                                    # (B, M, V), (M,) -> (B,)
+        chosen = log_probs.gather(-1, labels.expand(log_probs.shape[0], -1)[..., None])[..., 0]  # (B, M)
+        return -chosen.mean(-1) if metric == "loss" else chosen[:, 0].exp()
+
+    with _inference(model) as device:
+        ids, types = ids.to(device), types.to(device)
+        # baseline: every head on; its top-1 words are the labels unless targets were given
+        base = model(ids, types, mlm_labels=torch.where(picked, 0, -100).to(device))
+        base_lp = base.mlm_logits.float().cpu().log_softmax(-1)[None]   # (1, M, V)
+        labels = label_ids if label_ids is not None else base_lp[0].argmax(-1)   # (M,)
+        baseline = float(metric_of(base_lp, labels)[0])
+        effects = []
+        for start in range(0, L * A, batch_size):
+            rows = torch.arange(start, min(start + batch_size, L * A))  # (B,) which (layer, head)
+            B = len(rows)
+            head_mask = torch.ones(L, B, A)                               # (L, B, A) all heads on
+            head_mask[rows // A, torch.arange(B), rows % A] = 0.0         # row r silences head r % A of layer r // A
+            out = model(ids.expand(B, -1), types.expand(B, -1), head_mask=head_mask.to(device),
+                        mlm_labels=torch.where(picked, 0, -100).expand(B, -1).to(device))
+            lp = out.mlm_logits.float().cpu().log_softmax(-1).view(B, M, -1)   # (B*M, V) -> (B, M, V)
+            effects.append(metric_of(lp, labels) - baseline)
+    return AblationResult(effect=torch.cat(effects).view(L, A), baseline=baseline, metric=metric,
+                          tokens=list(enc.tokens), mask_positions=positions)
+
+
+def _target_ids(tokenizer, targets, n_masks: int) -> torch.Tensor:
+    """One vocabulary id per [MASK] from words the user typed ("Paris" -> id of "paris")."""
+    if isinstance(targets, str) or len(targets) != n_masks:
+        raise ValueError(f"targets must be a list of {n_masks} word(s), one per [MASK], got {targets!r}")
+    ids = []
+    for word in targets:
+        pieces = tokenizer.tokenize(_clean(word, "target").strip())
+        if len(pieces) != 1:
+            raise ValueError(f"target {word!r} is {len(pieces)} WordPiece tokens {pieces}; each target "
+                             f"must be a single token of the vocabulary")
+        if pieces[0] == "[UNK]":
+            raise ValueError(f"target {word!r} is not in the vocabulary (it reads as [UNK]): pick another word")
+        ids.append(tokenizer.convert_tokens_to_ids(pieces[0]))
+    return torch.tensor(ids)
+
+
+# ----------------------------------------------------------------------------------------
+# Fine-tuned heads: classification and question answering
+# ----------------------------------------------------------------------------------------
+def classify(model, tokenizer, text: str, text_pair: str | None = None) -> dict[str, float]:
+    """{label: probability}, best first, with the label names of model.config.id2label."""
+    _require(model, "classify")
+    text = _clean(text)
+    text_pair = _clean(text_pair, "text_pair") if text_pair is not None else None
+    _, ids, types = _encode(model, tokenizer, text, text_pair)
+    with _inference(model) as device:
+        out = model(ids.to(device), types.to(device))
+    probs = out.logits.float().cpu().softmax(-1)[0].tolist()            # (1, K) -> K floats
+    names = model.config.id2label
+    return dict(sorted(((names[i], p) for i, p in enumerate(probs)), key=lambda kv: -kv[1]))
+
+
+def answer(model, tokenizer, question: str, context: str, top_k: int = 3, max_seq_length: int = 384,
+           doc_stride: int = 128, max_query_length: int = 64, max_answer_length: int = 30) -> AnswerResult:
+    """The top_k answer spans of `context` for `question`, as SQuAD evaluation finds them.
+
+    A context longer than one window is read in overlapping doc-stride windows (lab.squad):
+    e.g. 300 context tokens, 100 per window, stride 50 -> windows at tokens 0, 50, 100, 150,
+    200; each span is scored in the window where its start token has the most context.
+    The per-token probabilities returned are those of the window holding the best span.
+    """
+    from .squad import Example, collate_features, decode_spans, make_features
+
+    _require(model, "answer")
+    question, context = _clean(question, "question"), _clean(context, "context")
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {top_k}")
+    if max_query_length < 1 or doc_stride < 1 or max_answer_length < 1:
+        raise ValueError("max_query_length, doc_stride and max_answer_length must be positive")
+    max_seq_length = min(max_seq_length, model.config.max_position_embeddings)
+    question_tokens = tokenizer.tokenize(question)
+    if not question_tokens:
+        raise ValueError("question has no tokens the model knows: type a question in words")
+    room = max_seq_length - min(len(question_tokens), max_query_length) - 3
+    if room < 1:
+        raise ValueError(f"the question leaves no room for the context in {max_seq_length} tokens: "
+                         f"shorten the question or lower max_query_length")
+    example = Example(id="q", title="", context=context, question=question, answers=[])
+    features = make_features([example], tokenizer, max_seq_length, doc_stride, max_query_length, training=False)
+    if not features:
+        raise ValueError("context has no tokens the model knows: type a paragraph in words")
+    with _inference(model) as device:
+        batch = collate_features(features, tokenizer.pad_token_id, max_length=max_seq_length).to(device)
+        out = model(**batch.as_dict())
+        starts, ends = out.start_logits.float().cpu(), out.end_logits.float().cpu()   # (windows, T)
+    # n_best start x end candidates per window; if none of them is a valid span (possible with
+    # an untrained model whose best starts all fall on the question), look at every token
+    spans = decode_spans(features, starts, ends, example, n_best=max(20, top_k), max_answer_length=max_answer_length)
+    if not spans:
+        longest = max(len(f.input_ids) for f in features)
+        spans = decode_spans(features, starts, ends, example, n_best=max(longest, top_k),
+                             max_answer_length=max_answer_length)
+    w = spans[0].window_index if spans else 0
+    f = features[w]
+    n = len(f.input_ids)                                                # the window without padding
+    return AnswerResult(spans=spans[:top_k], tokens=tokenizer.convert_ids_to_tokens(f.input_ids),
+                        start_probs=starts[w, :n].softmax(-1).tolist(), end_probs=ends[w, :n].softmax(-1).tolist(),
+                        offsets=list(f.offsets), window_index=w, num_windows=len(features),
+                        question_truncated=len(question_tokens) > max_query_length)
+
+
+# ----------------------------------------------------------------------------------------
+# Watch BERT learn: fill_mask at every snapshot of a pre-training run
+# ----------------------------------------------------------------------------------------
+def run_checkpoints(run_dir) -> list[tuple[int, Path]]:
+    """(global step, directory) of every checkpoint of a run, in step order.
+
+    A recipe run keeps its earlier phases in run/phase<i>-<name>/ and its last phase in run/
+    itself; a later phase's steps continue after the earlier ones (as lab.train.read_metrics
+    merges their curves). Example: phase 1 with checkpoints 0, 50, 200 and a last phase with
+    0, 100 -> steps 0, 50, 200, 300 (the last phase's step 0 is phase 1's step 200: same weights,
+    listed once).
+    """
+    from .train import checkpoint_dirs
+
+    run_dir = Path(run_dir)
+    found: dict[int, Path] = {}
+    offset = 0
+    for phase in sorted(run_dir.glob("phase*-*")) + [run_dir]:
+        dirs = checkpoint_dirs(phase)
+        steps = [int(d.name.split("-")[1]) for d in dirs]
+        for step, d in zip(steps, dirs):
+            found.setdefault(offset + step, d)                           # earlier phase wins a tie
+        offset += max(steps, default=0)
+    return sorted(found.items())
+
+
+def checkpoint_predictions(run_dir, text: str, top_k: int = 3) -> list[tuple[int, FillMaskResult]]:
+    """fill_mask(text) with each checkpoint of a pre-training run, in step order."""
+    from .checkpoint import load
+    from .tokenizer import Tokenizer
+
+    text = _clean(text)
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ValueError(f"run directory {run_dir} does not exist")
+    checkpoints = run_checkpoints(run_dir)
+    if not checkpoints:
+        raise ValueError(f"{run_dir} holds no checkpoints (checkpoints/step-NNNNNNN/): pick a "
+                         f"pre-training run directory made with python -m lab pretrain --out {run_dir}")
+    # the run's own vocabulary for every checkpoint (all phases of a run share it)
+    has_vocab = (run_dir / "vocab.txt").is_file() or (run_dir / "tokenizer.json").is_file()
+    tokenizer = Tokenizer.load(run_dir) if has_vocab else None
+    results = []
+    for step, directory in checkpoints:
+        model, own = load(directory)
+        results.append((step, fill_mask(model, tokenizer or own, text, top_k=top_k)))
+    return results

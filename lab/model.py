@@ -96,8 +96,11 @@ class BertSelfAttention(nn.Module):
         self.dropout = nn.Dropout(cfg.attention_probs_dropout_prob)
 
     def forward(self, x, mask=None, head_mask=None, output_attentions=False):
-        # x (B, T, H); mask (B, 1, 1, T) bool, True = may attend; head_mask (A,) 1 keep / 0 silence
+        # x (B, T, H); mask (B, 1, 1, T) bool, True = may attend; head_mask 1 keep / 0 silence,
+        # (A,) for the whole batch or (B, A) per example (one ablation per row of a batch)
         B, T, H = x.shape
+        if head_mask is not None:
+            head_mask = head_mask.reshape(-1, self.num_heads, 1, 1)          # (1 or B, A, 1, 1)
         # (B, T, H) -> (B, T, A, d) -> (B, A, T, d): each head works on its own d-slice
         q = self.query(x).view(B, T, self.num_heads, self.head_size).transpose(1, 2)
         k = self.key(x).view(B, T, self.num_heads, self.head_size).transpose(1, 2)
@@ -109,14 +112,14 @@ class BertSelfAttention(nn.Module):
                 scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
             probs = self.dropout(scores.softmax(dim=-1))                      # rows sum to 1
             if head_mask is not None:
-                probs = probs * head_mask.view(1, -1, 1, 1).to(probs.dtype)
+                probs = probs * head_mask.to(probs.dtype)
             ctx = probs @ v                                                   # (B, A, T, d)
         else:
             ctx = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)
             if head_mask is not None:
                 # head h's output is probs_h @ v_h, so scaling probs_h by m_h == scaling ctx_h by m_h
-                ctx = ctx * head_mask.view(1, -1, 1, 1).to(ctx.dtype)
+                ctx = ctx * head_mask.to(ctx.dtype)
         ctx = ctx.transpose(1, 2).reshape(B, T, H)     # (B, A, T, d) -> (B, T, A*d): heads concatenated
         return ctx, probs
 
@@ -284,11 +287,14 @@ class BertModel(BertPreTrainedModel):
             mask = attention_mask.bool()[:, None, None, :]
         if head_mask is not None:
             head_mask = torch.as_tensor(head_mask, dtype=torch.float32, device=input_ids.device)
+            L, A, B = cfg.num_hidden_layers, cfg.num_attention_heads, input_ids.shape[0]
             if head_mask.dim() == 1:                         # (A,) -> the same for every layer
-                head_mask = head_mask.expand(cfg.num_hidden_layers, -1)
-            if tuple(head_mask.shape) != (cfg.num_hidden_layers, cfg.num_attention_heads):
-                raise ValueError(f"head_mask must have shape [layers, heads] = "
-                                 f"{[cfg.num_hidden_layers, cfg.num_attention_heads]}, got {list(head_mask.shape)}")
+                head_mask = head_mask.expand(L, -1)
+            # (L, A): one mask for the whole batch; (L, B, A): one per example, e.g. B copies of a
+            # sentence with a different head silenced in each (head ablation in one forward pass)
+            if tuple(head_mask.shape) not in ((L, A), (L, B, A)):
+                raise ValueError(f"head_mask must have shape [heads] = {[A]}, [layers, heads] = {[L, A]} "
+                                 f"or [layers, batch, heads] = {[L, B, A]}, got {list(head_mask.shape)}")
         x = self.embeddings(input_ids, token_type_ids)                       # (B, T, H)
         x, hidden, attentions = self.encoder(x, mask, head_mask, output_attentions, output_hidden_states)
         return ModelOutput(last_hidden_state=x, hidden_states=hidden, attentions=attentions,
