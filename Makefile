@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: demo test venv venv-dev lab notebooks models clean
+.PHONY: demo test venv venv-dev lab notebooks models browser clean
 
 demo: $(VENV)/.installed           ## install into .venv and start the dashboard
 	$(PY) app.py
@@ -41,6 +41,11 @@ $(VENV)/.installed: $(VENV)/.torch pyproject.toml
 $(VENV)/.installed-dev: $(VENV)/.installed
 	$(PIP) install -e ".[dev]"
 	touch $@
+
+browser:                           ## Debian's chromium for the real-browser test (needs root: apt-get)
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+	chromium --version
 
 models: $(VENV)/.installed         ## retrain the bundled models (hours on a laptop CPU)
 	bash scripts/make_models.sh

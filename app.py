@@ -263,9 +263,12 @@ def fill_mask(model_name, text, top_k=5, temperature=1.0):
 
 @handler(1)
 def word_chips(text):
-    """The sentence as clickable words (click one to mask it)."""
+    """The sentence as clickable words, each followed by a space chip (click a word to mask it)."""
     text = text_input(text, "the sentence", required=False)
-    return [(m.group(), "masked" if m.group() == "[MASK]" else None) for m in WORD.finditer(text)], ok()
+    chips = []
+    for m in WORD.finditer(text):
+        chips += [(m.group(), "masked" if m.group() == "[MASK]" else None), (" ", None)]
+    return chips, ok()
 
 
 @handler(1)
@@ -281,7 +284,10 @@ def mask_word(text, index):
 
 
 def on_word_select(text, evt: gr.SelectData):
-    new_text, status = mask_word(text, evt.index)
+    index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+    if index % 2:                                            # a space between two words
+        return text, ok()
+    new_text, status = mask_word(text, index // 2)
     return (new_text if new_text is not None else text), status
 
 
@@ -335,9 +341,7 @@ STAT_NAMES = {"cls": "[CLS]", "sep": "[SEP]", "self": "itself", "prev": "previou
               "next": "next token", "entropy": "entropy (nats)"}
 
 
-@handler(4)
-def attention(model_name, text_a, text_b="", layer=0, head=0):
-    """-> (heatmap of one head, grid of the layer's heads, head statistics table, stats figure, status)."""
+def _attention_request(model_name, text_a, text_b, layer=0, head=0):
     model, tokenizer = model_for(model_name, "attention")
     a = text_input(text_a, "sentence A")
     b = text_input(text_b, "sentence B", required=False).strip() or None
@@ -345,15 +349,28 @@ def attention(model_name, text_a, text_b="", layer=0, head=0):
     layer, head = int(layer), int(head)
     if not (0 <= layer < L and 0 <= head < A):
         raise UserError(f"this model has layers 0-{L - 1} and heads 0-{A - 1}; got layer {layer}, head {head}")
-    result = explore.attention(model, tokenizer, a, b)
+    return model, explore.attention(model, tokenizer, a, b), layer, head
+
+
+@handler(3)
+def attention(model_name, text_a, text_b="", layer=0, head=0):
+    """-> (heatmap of one head, grid of the layer's heads, head statistics table, status)."""
+    model, result, layer, head = _attention_request(model_name, text_a, text_b, layer, head)
     stats = result.head_stats()
+    L, A = stats["entropy"].shape
     table = [[f"{l}", f"{h}"] + [round(float(stats[k][l, h]), 3) for k in STAT_NAMES]
              for l in range(L) for h in range(A)]
     return (plots.attention_heatmap(result, layer, head), plots.attention_grid(result, layer),
             {"headers": ["layer", "head", *STAT_NAMES.values()], "data": table},
-            plots.head_stats_heatmaps(stats),
             ok(truncation_note(result.truncated, model.config.max_position_embeddings)
                or f"{len(result.tokens)} tokens, {L} layers x {A} heads"))
+
+
+@handler(1)
+def head_stats(model_name, text_a, text_b=""):
+    """Clark et al.'s statistics of every head as small [layers x heads] heatmaps."""
+    _, result, _, _ = _attention_request(model_name, text_a, text_b)
+    return plots.head_stats_heatmaps(result.head_stats()), ok()
 
 
 @handler(1)
@@ -534,7 +551,7 @@ with gr.Blocks(title="BERT Lab") as demo:
             top_k = gr.Slider(1, 20, value=5, step=1, label="top k")
             temperature = gr.Slider(0.1, 5, value=1.0, step=0.1, label="temperature")
         mlm_text = gr.Textbox(label="Sentence", value=MLM_EXAMPLES[0][0], elem_id="mlm-text")
-        words = gr.HighlightedText(label="Click a word to mask it", interactive=False,
+        words = gr.HighlightedText(label="Click a word to mask it", interactive=False, elem_id="mlm-words",
                                    color_map={"masked": "#f97316"})
         mlm_btn = gr.Button("Predict", variant="primary", elem_id="mlm-predict")
         mlm_status = gr.Markdown(elem_id="mlm-status")
@@ -583,14 +600,16 @@ with gr.Blocks(title="BERT Lab") as demo:
         att_btn = gr.Button("Show attention", variant="primary")
         att_status = gr.Markdown()
         with gr.Row():
-            heatmap = gr.Plot(label="one head")
-            grid = gr.Plot(label="all heads of the layer")
-        stats_plot = gr.Plot(label="head statistics (Clark et al. 2019)")
-        stats_table = gr.Dataframe(label="head statistics", interactive=False)
+            heatmap = gr.Plot(format="png", label="one head")
+            grid = gr.Plot(format="png", label="all heads of the layer")
+        stats_table = gr.Dataframe(label="what each head looks at: mean attention to ... (Clark et al. 2019)",
+                                   interactive=False)
+        stats_btn = gr.Button("Plot the head statistics")
+        stats_plot = gr.Plot(format="png", label="head statistics (Clark et al. 2019)")
         with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
             abl_text = gr.Textbox(label="Sentence with [MASK]", value="she could not help [MASK] at the thought .")
             abl_btn = gr.Button("Silence each head")
-            abl_plot = gr.Plot()
+            abl_plot = gr.Plot(format="png")
             abl_status = gr.Markdown()
         with gr.Accordion("bertviz (interactive; needs internet in the browser)", open=False):
             view = gr.Radio(["head", "model"], value="head", label="view")
@@ -598,10 +617,11 @@ with gr.Blocks(title="BERT Lab") as demo:
             viz = gr.HTML()
             viz_status = gr.Markdown()
         att_inputs = [att_model, att_a, att_b, layer, head]
-        att_outputs = [heatmap, grid, stats_table, stats_plot, att_status]
+        att_outputs = [heatmap, grid, stats_table, att_status]
         att_btn.click(attention, att_inputs, att_outputs, api_name="attention")
         for slider in (layer, head):
             slider.release(attention, att_inputs, att_outputs, api_visibility="private")
+        stats_btn.click(head_stats, [att_model, att_a, att_b], [stats_plot, att_status], api_name="head_stats")
         abl_btn.click(ablate, [att_model, abl_text], [abl_plot, abl_status], api_name="ablate")
         viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz")
 
@@ -617,7 +637,7 @@ with gr.Blocks(title="BERT Lab") as demo:
         qa_status = gr.Markdown(elem_id="qa-status")
         qa_span = gr.HighlightedText(label="Answer in its context", color_map={"answer": "#22c55e"},
                                      elem_id="qa-span")
-        qa_plot = gr.Plot(label="start / end probabilities")
+        qa_plot = gr.Plot(format="png", label="start / end probabilities")
         qa_table = gr.Dataframe(label="best answers", interactive=False)
         gr.Examples(QA_EXAMPLES, [qa_q, qa_c], cache_examples=False)
         qa_btn.click(answer, [qa_model, qa_q, qa_c, qa_k], [qa_span, qa_plot, qa_table, qa_status], api_name="answer")
@@ -641,7 +661,7 @@ with gr.Blocks(title="BERT Lab") as demo:
             run = gr.Dropdown(choices=runs, value=runs[0] if runs else None, label="Run", allow_custom_value=True)
             x_axis = gr.Radio(["time", "step"], value="time", label="x axis")
         curves_btn = gr.Button("Show curves", variant="primary")
-        curves = gr.Plot()
+        curves = gr.Plot(format="png")
         curves_status = gr.Markdown()
         watch_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[0][0])
         watch_btn = gr.Button("Predict at every checkpoint")
@@ -661,7 +681,7 @@ with gr.Blocks(title="BERT Lab") as demo:
         tok_btn = gr.Button("Tokenize")
         tokens = gr.HighlightedText(label="WordPiece tokens", color_map={"special": "#60a5fa", "subword": "#f97316"})
         emb_btn = gr.Button("Input embeddings: token + segment + position")
-        emb_plot = gr.Plot()
+        emb_plot = gr.Plot(format="png")
         tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize")
         emb_btn.click(embeddings, [info_model, tok_text], [emb_plot, info_status], api_name="embeddings")
         info_model.change(model_info, info_model, [info, info_status], api_name="model_info")

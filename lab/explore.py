@@ -347,8 +347,9 @@ def attention(model, tokenizer, text_a: str, text_b: str | None = None) -> Atten
     text_a = _clean(text_a, "text_a")
     text_b = _clean(text_b, "text_b") if text_b is not None else None
     enc, ids, types = _encode(model, tokenizer, text_a, text_b)
+    encoder = getattr(model, "bert", model)      # attention maps need the encoder only, no head
     with _inference(model) as device:
-        out = model(ids.to(device), types.to(device), output_attentions=True)
+        out = encoder(ids.to(device), types.to(device), output_attentions=True)
     attentions = tuple(a.float().cpu() for a in out.attentions)         # L x (1, A, T, T)
     return AttentionResult(tokens=list(enc.tokens), attentions=attentions,
                            sentence_b_start=enc.sentence_b_start if text_b is not None else None,

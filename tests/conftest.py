@@ -1,5 +1,7 @@
 """Shared fixtures: an oddly sized tiny config (as HF's BertModelTester) and paths to shared data."""
+import importlib
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,3 +35,50 @@ def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+# ----------------------------------------------------------------------------------------------
+# The dashboard (tests/test_app.py, tests/test_browser.py): app.py imported once per session with
+# a temporary models root holding tiny QA / classification models and a damaged checkpoint.
+# ----------------------------------------------------------------------------------------------
+BUNDLED = "models/bert-lab-classroom"
+
+
+@pytest.fixture(scope="session")
+def app_models_root(tmp_path_factory):
+    import lab
+    root = tmp_path_factory.mktemp("models-root")
+    _, tok = lab.load(ROOT / BUNDLED)
+    torch.manual_seed(0)
+    cfg = tiny_config(vocab_size=tok.vocab_size)
+    lab.save(lab.BertForQuestionAnswering(cfg), tok, root / "tiny-squad")
+    lab.save(lab.BertForSequenceClassification(tiny_config(vocab_size=tok.vocab_size,
+                                                           id2label={0: "negative", 1: "positive"})),
+             tok, root / "tiny-sst2")
+    lab.save(lab.BertModel(cfg), tok, root / "encoder-only")
+    broken = root / "broken"
+    lab.save(lab.BertForPreTraining(cfg), tok, broken)
+    (broken / "model.safetensors").write_bytes(b"this is not a safetensors file")
+    return root
+
+
+@pytest.fixture(scope="session")
+def app(app_models_root):
+    os.environ["BERT_LAB_MODELS"] = str(app_models_root)
+    argv, sys.argv = sys.argv, ["app.py"]
+    sys.path.insert(0, str(ROOT))
+    try:
+        module = importlib.import_module("app")
+    finally:
+        sys.argv = argv
+        sys.path.remove(str(ROOT))
+    yield module
+    os.environ.pop("BERT_LAB_MODELS", None)
+
+
+@pytest.fixture(scope="session")
+def app_url(app):
+    _, url, _ = app.demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=None,
+                                quiet=True, **app.LAUNCH_OPTIONS)
+    yield url
+    app.demo.close()

@@ -1,0 +1,118 @@
+"""A classroom's load on the dashboard: concurrent clients sending mixed requests.
+
+    python benchmarks/app_load.py                       # starts app.py in this process
+    python benchmarks/app_load.py --url http://HOST:7860/   # or measures a running dashboard
+    python benchmarks/app_load.py --clients 30 --requests 10 --concurrency 2
+
+Each client (a thread with its own gradio_client.Client, as a student's browser has its own
+session) sends --requests requests drawn in turn from a classroom mix: fill-mask, next
+sentence, attention (heatmaps + head statistics), question answering, classification and
+tokenization, each with its tab's default model. All clients start together. Prints per-endpoint
+and overall p50/p95/max latency (the time the client waits, queueing included) and the number of
+errors (exceptions, or a warning in the status line for these valid inputs).
+Target (issue 5) with the bundled models on 2 CPU cores: p95 <= 1 s and 0 errors for 30 x 10.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def requests_for(app_defaults: dict) -> list[tuple[str, tuple]]:
+    """The classroom mix: (api_name, arguments) pairs, cycled through by every client."""
+    mlm, qa, cls = app_defaults["fill_mask"], app_defaults["answer"], app_defaults["classify"]
+    context = ("The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by "
+               "electricity, and Nemo used it to explore the oceans of the world for many years.")
+    mix = [
+        ("/fill_mask", (mlm, "it is a truth universally [MASK] , that a single man must be in want of a wife .", 5, 1.0)),
+        ("/next_sentence", (mlm, "she opened the letter with trembling hands .", "it was from her sister .")),
+        ("/fill_mask", (mlm, "the captain of the [MASK] looked at me and [MASK] .", 5, 1.0)),
+        ("/attention", (mlm, "the cat sat on the mat because it was tired .", "", 1, 0)),
+        ("/answer", (qa, "Who built the Nautilus?", context, 3)),
+        ("/classify", (cls, "a charming and often moving film .", "")),
+        ("/tokenize", (mlm, "The playing children were unbelievably happy.")),
+    ]
+    return [(name, args) for name, args in mix if args[0] is not None]
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, max(0, round(q * (len(values) - 1))))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", default=None, help="a running dashboard (default: start app.py here)")
+    ap.add_argument("--clients", type=int, default=30)
+    ap.add_argument("--requests", type=int, default=10, help="requests per client")
+    ap.add_argument("--concurrency", type=int, default=2, help="app.py --concurrency when started here")
+    args = ap.parse_args()
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    from gradio_client import Client
+
+    sys.argv = ["app.py", "--concurrency", str(args.concurrency)]
+    sys.path.insert(0, str(ROOT))
+    import app                                               # loads the bundled models once
+    defaults = {task: app.default_model(task) for task in ("fill_mask", "answer", "classify")}
+    url = args.url
+    if url is None:
+        _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True, **app.LAUNCH_OPTIONS)
+    mix = requests_for(defaults)
+    print(f"{args.clients} clients x {args.requests} requests against {url}; models: {defaults}")
+
+    clients = [Client(url, verbose=False) for _ in range(args.clients)]
+    latencies: dict[str, list[float]] = {}
+    errors: list[str] = []
+    lock, start = threading.Lock(), threading.Barrier(args.clients)
+
+    def student(k: int) -> None:
+        start.wait()                                         # everyone clicks at once
+        for i in range(args.requests):
+            name, call = mix[(k + i) % len(mix)]
+            t = time.perf_counter()
+            try:
+                out = clients[k].predict(*call, api_name=name)
+                status = out[-1] if isinstance(out, (tuple, list)) else ""
+                problem = status if isinstance(status, str) and status.startswith("⚠️") else None
+            except Exception as e:                           # a refused or failed request
+                problem = f"{type(e).__name__}: {e}"
+            elapsed = time.perf_counter() - t
+            with lock:
+                latencies.setdefault(name, []).append(elapsed)
+                if problem:
+                    errors.append(f"{name}: {problem}")
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=student, args=(k,)) for k in range(args.clients)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - t0
+
+    every = [x for xs in latencies.values() for x in xs]
+    print(f"{'endpoint':<16} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+    for name, xs in sorted(latencies.items()):
+        print(f"{name:<16} {len(xs):>4} {1000 * statistics.median(xs):>8.0f} {1000 * percentile(xs, 0.95):>8.0f} "
+              f"{1000 * max(xs):>8.0f}")
+    p95 = percentile(every, 0.95)
+    print(f"{'all':<16} {len(every):>4} {1000 * statistics.median(every):>8.0f} {1000 * p95:>8.0f} "
+          f"{1000 * max(every):>8.0f}")
+    print(f"{len(every)} requests in {wall:.1f} s ({len(every) / wall:.1f}/s); errors: {len(errors)}")
+    for e in errors[:10]:
+        print("  ", e)
+    verdict = "met" if p95 <= 1.0 and not errors else "MISSED"
+    print(f"target p95 <= 1 s and 0 errors: {verdict} (p95 {1000 * p95:.0f} ms, {len(errors)} errors)")
+    if args.url is None:
+        app.demo.close()
+
+
+if __name__ == "__main__":
+    main()
