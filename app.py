@@ -443,18 +443,18 @@ def watch_learning(run_name, text, top_k=3, progress=gr.Progress()):
     """The same masked sentence through a run's checkpoints: how the guesses sharpen."""
     path = resolve_under_roots(run_name)
     text = text_input(text, "the sentence")
-    progress(0, desc="loading checkpoints")
     rows = []
-    for step, result in explore.checkpoint_predictions(path, text, top_k=int(top_k)):
+    for step, result in explore.checkpoint_predictions(
+            path, text, top_k=int(top_k), progress=lambda items: progress.tqdm(items, desc="checkpoints")):
         rows.append([step] + [", ".join(f"{t} {p:.0%}" for t, p in preds) for preds in result])
     masks = max((len(r) - 1 for r in rows), default=0)
     return ({"headers": ["step"] + [f"[MASK] {k}" for k in range(1, masks + 1)], "data": rows},
             ok(f"{len(rows)} checkpoints"))
 
 
-@handler(1)
+@handler(2)
 def model_info(model_name):
-    """-> (markdown: class, shape, parameter count, tasks served, the model card; status)."""
+    """-> (markdown: class, shape, parameter count, tasks served; the model card; status)."""
     model, tokenizer = get_model(model_name)
     cfg = model.config
     tasks = sorted(explore.model_tasks(model))
@@ -464,9 +464,8 @@ def model_info(model_name):
             f"- layers L = {cfg.num_hidden_layers}, hidden H = {cfg.hidden_size}, heads A = "
             f"{cfg.num_attention_heads}, vocabulary {cfg.vocab_size:,}, max length {cfg.max_position_embeddings}\n"
             f"- serves: {', '.join(tasks)}\n")
-    if card.is_file():
-        text += "\n---\n" + card.read_text(encoding="utf-8", errors="replace")
-    return text, ok()
+    card_text = card.read_text(encoding="utf-8", errors="replace") if card.is_file() else "(no model card: README.md)"
+    return text, card_text, ok()
 
 
 def attention_shape(model_name):
@@ -674,6 +673,8 @@ with gr.Blocks(title="BERT Lab") as demo:
         info_model = model_dropdown(None)
         info = gr.Markdown()
         info_status = gr.Markdown()
+        with gr.Accordion("Model card", open=False):
+            card = gr.Markdown()
         with gr.Row():
             new_path = gr.Textbox(label="Add a model directory (inside models/ or runs/ or a --models-root)", scale=3)
             add_btn = gr.Button("Add")
@@ -684,12 +685,12 @@ with gr.Blocks(title="BERT Lab") as demo:
         emb_plot = gr.Plot(format="png")
         tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize")
         emb_btn.click(embeddings, [info_model, tok_text], [emb_plot, info_status], api_name="embeddings")
-        info_model.change(model_info, info_model, [info, info_status], api_name="model_info")
+        info_model.change(model_info, info_model, [info, card, info_status], api_name="model_info")
         add_btn.click(add_model, new_path, [info_model, info_status], api_name="add_model")
 
     # the attention sliders follow the attention model's shape
     att_model.change(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
-    demo.load(model_info, info_model, [info, info_status], api_visibility="private")
+    demo.load(model_info, info_model, [info, card, info_status], api_visibility="private")
     demo.load(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
     demo.load(word_chips, mlm_text, [words, mlm_status], api_visibility="private", queue=False)
 

@@ -518,8 +518,12 @@ def run_checkpoints(run_dir) -> list[tuple[int, Path]]:
     return sorted(found.items())
 
 
-def checkpoint_predictions(run_dir, text: str, top_k: int = 3) -> list[tuple[int, FillMaskResult]]:
-    """fill_mask(text) with each checkpoint of a pre-training run, in step order."""
+def checkpoint_predictions(run_dir, text: str, top_k: int = 3, progress=None) -> list[tuple[int, FillMaskResult]]:
+    """fill_mask(text) with each checkpoint of a pre-training run, in step order.
+
+    progress: optional wrapper of the checkpoint list to show progress (e.g. tqdm.tqdm, or a
+    Gradio Progress's .tqdm); each checkpoint is loaded from disk, which takes a moment.
+    """
     from .checkpoint import load
     from .tokenizer import Tokenizer
 
@@ -535,7 +539,7 @@ def checkpoint_predictions(run_dir, text: str, top_k: int = 3) -> list[tuple[int
     has_vocab = (run_dir / "vocab.txt").is_file() or (run_dir / "tokenizer.json").is_file()
     tokenizer = Tokenizer.load(run_dir) if has_vocab else None
     results = []
-    for step, directory in checkpoints:
+    for step, directory in (progress(checkpoints) if progress else checkpoints):
         model, own = load(directory)
         results.append((step, fill_mask(model, tokenizer or own, text, top_k=top_k)))
     return results

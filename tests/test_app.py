@@ -169,8 +169,9 @@ def test_classify(client, app_models_root):
 
 
 def test_model_tab(client, app_models_root):
-    info, status = client.predict(BUNDLED, api_name="/model_info")
+    info, card, status = client.predict(BUNDLED, api_name="/model_info")
     assert "BertForPreTraining" in info and "1,552,898" in info and "fill_mask" in info
+    assert card.startswith("# bert-lab-classroom")
     tokens, status = client.predict(BUNDLED, "The playing children", api_name="/tokenize")
     assert [t["token"] for t in tokens][0] == "[CLS]"
     fig, status = client.predict(BUNDLED, "hello there", api_name="/embeddings")

@@ -406,8 +406,11 @@ def test_checkpoint_predictions_follow_a_tiny_run(tmp_path):
                      log_every=1, precision="fp32", progress=False)
     pretrain(corpus, pc, tc, log=lambda *_: None)
 
-    result = explore.checkpoint_predictions(run, "the [MASK] sat on the mat .", top_k=2)
+    seen = []
+    result = explore.checkpoint_predictions(run, "the [MASK] sat on the mat .", top_k=2,
+                                            progress=lambda items: seen.extend(items) or items)
     steps = [step for step, _ in result]
+    assert [step for step, _ in seen] == steps                        # the progress wrapper saw every checkpoint
     assert steps == sorted(set(steps)) and steps[0] == 0 and steps[-1] == 4 and len(steps) >= 3
     for _, preds in result:
         assert len(preds) == 1 and len(preds[0]) == 2 and sum(p for _, p in preds[0]) <= 1
