@@ -18,6 +18,7 @@ import dataclasses
 import json
 import os
 import sys
+from pathlib import Path
 
 
 def _add_train_args(p: argparse.ArgumentParser) -> None:
@@ -110,8 +111,17 @@ def cmd_finetune_qa(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from .pretrain import evaluate_model
-    result = evaluate_model(args.model, args.corpus, split=args.split, limit=args.limit)
+    from .checkpoint import infer_model_class, read_state_dict
+    kind = infer_model_class(read_state_dict(Path(args.model))).__name__
+    if kind in ("BertForSequenceClassification", "BertForQuestionAnswering"):
+        from .finetune import evaluate_saved
+        result = evaluate_saved(args.model, args.data, max_seq_length=args.max_seq_length,
+                                train_articles=args.train_articles, eval_limit=args.limit)
+    else:
+        from .pretrain import evaluate_model
+        if not args.data:
+            raise ValueError("give the corpus to evaluate on with --corpus (a text file/folder or catalog name)")
+        result = evaluate_model(args.model, args.data, split=args.split, limit=args.limit)
     print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()}, indent=2))
     return 0
 
@@ -208,12 +218,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train_args(p)
     p.set_defaults(func=cmd_finetune_qa)
 
-    p = sub.add_parser("eval", help="masked-LM and NSP accuracy of a saved model on a corpus")
+    p = sub.add_parser("eval", help="re-measure a saved model: MLM/NSP accuracy on a corpus (pre-trained), "
+                                    "accuracy on a TSV/CSV (classifier), EM/F1 on held-out SQuAD articles (QA)")
     p.add_argument("--model", required=True, help="HF-layout model directory")
-    p.add_argument("--corpus", required=True, help="text file/folder or catalog name")
+    p.add_argument("--corpus", "--data", dest="data",
+                   help="pre-trained model: text file/folder or catalog name; classifier: dev TSV/CSV; "
+                        "QA: SQuAD JSON (default for fine-tuned models: the data in their task_config.json)")
     p.add_argument("--split", choices=["all", "held-out"], default="all",
                    help="held-out: the documents the model's pre-training run held out")
-    p.add_argument("--limit", type=int, help="evaluate at most this many instances")
+    p.add_argument("--limit", type=int, help="evaluate at most this many instances / questions")
+    p.add_argument("--train-articles", type=int, help="QA: the first N articles trained (the rest evaluate)")
+    p.add_argument("--max-seq-length", type=int, help="fine-tuned models: sequence length (default: the run's)")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("fill-mask", help="top predictions for each [MASK] in a sentence")

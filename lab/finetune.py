@@ -314,7 +314,8 @@ def finetune_classification(model_dir, train_path, dev_path, tc: TrainConfig, mo
     _write_task_config(tc.out_dir, {"task": "classification", "mode": mode, "feature_layers": feature_layers,
                                     "model": str(model_dir), "random_init": random_init,
                                     "trainable_parameters": trainable, "total_parameters": total,
-                                    "train": str(train_path), "dev": str(dev_path), "limit": limit})
+                                    "train": str(train_path), "dev": str(dev_path), "limit": limit,
+                                    "max_seq_length": max_seq_length})
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
 
@@ -346,6 +347,42 @@ def finetune_qa(model_dir, data, tc: TrainConfig, epochs: float = 2.0, train_art
     _write_task_config(tc.out_dir, {"task": "squad", "model": str(model_dir), "random_init": random_init,
                                     "data": str(path), "train_articles": train_articles, **feature_args})
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
+
+
+def evaluate_saved(model_dir, data=None, max_seq_length: int | None = None, train_articles: int | None = None,
+                   eval_limit: int | None = None) -> dict:
+    """Re-measure a saved fine-tuned model: classification accuracy (and F1) on a TSV/CSV, or
+    SQuAD EM/F1 on the held-out articles. Defaults come from the run's task_config.json (the
+    dev file, the SQuAD file, train_articles, the feature lengths), so a model card's command is
+    simply `python -m lab eval --model DIR --data FILE`."""
+    from .checkpoint import load
+    from .corpus import resolve_corpus
+    model_dir = Path(model_dir)
+    task_file = model_dir / "task_config.json"
+    task = json.loads(task_file.read_text()) if task_file.is_file() else {}
+    model, tokenizer = load(model_dir)
+    if isinstance(model, BertForSequenceClassification):
+        data = data or task.get("dev")
+        if not data:
+            raise ValueError(f"{model_dir}: give the evaluation file with --data (TSV/CSV with a label column)")
+        dev = read_classification(data)
+        enc = encode_classification(dev, tokenizer, model.config.label2id,
+                                    max_seq_length or task.get("max_seq_length", 128))
+        return {**evaluate_classification(model, enc, tokenizer.pad_token_id), "examples": len(enc.labels)}
+    if isinstance(model, BertForQuestionAnswering):
+        from .squad import evaluate, load_squad, predict, split_by_article
+        data = data or task.get("data")
+        if not data:
+            raise ValueError(f"{model_dir}: give the SQuAD file with --data")
+        examples = load_squad(resolve_corpus(data))
+        _, dev = split_by_article(examples, n_train_articles=train_articles or task.get("train_articles", 40))
+        dev = dev[:eval_limit] if eval_limit else dev
+        lengths = {k: task[k] for k in ("max_seq_length", "doc_stride", "max_query_length") if k in task}
+        if max_seq_length:
+            lengths["max_seq_length"] = max_seq_length
+        result = evaluate(dev, predict(model, tokenizer, dev, **lengths))
+        return {"exact_match": result["exact_match"] / 100, "f1": result["f1"] / 100, "questions": len(dev)}
+    raise ValueError(f"{model_dir} holds a {type(model).__name__}: evaluate a pre-trained model with --corpus")
 
 
 def _epoch_schedule(tc: TrainConfig, n: int, epochs: float) -> tuple[TrainConfig, int]:

@@ -79,6 +79,10 @@ def test_finetune_learns_and_saves_a_loadable_classifier(base_model, sst, tmp_pa
     assert type(model) is lab.BertForSequenceClassification
     assert model.config.id2label == {0: "0", 1: "1"}
     assert "train (100.00%)" in capsys.readouterr().out
+    # `eval` re-measures the saved classifier on its dev file (from task_config.json) exactly
+    assert main(["eval", "--model", str(tmp_path / "ft")]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["accuracy"] == pytest.approx(evals[-1]["accuracy"], abs=1e-4) and again["examples"] == 100
 
 
 def test_frozen_features_train_only_the_task_layer(base_model, sst, tmp_path, capsys):
@@ -103,7 +107,7 @@ def test_random_init_baseline_runs(base_model, sst, tmp_path, capsys):
     assert json.loads((tmp_path / "rnd" / "task_config.json").read_text())["random_init"] is True
 
 
-def test_question_answering_through_the_loop(base_model, tmp_path):
+def test_question_answering_through_the_loop(base_model, tmp_path, capsys):
     rng = random.Random(0)
     articles = []
     for a in range(3):
@@ -126,6 +130,11 @@ def test_question_answering_through_the_loop(base_model, tmp_path):
     assert [r["step"] for r in evals] == [3, 6] and all(0 <= r["f1"] <= 1 for r in evals)
     model, _ = lab.load(tmp_path / "qa")
     assert type(model) is lab.BertForQuestionAnswering
+    # `eval` re-measures EM/F1 on the held-out article with the run's own feature lengths
+    capsys.readouterr()
+    assert main(["eval", "--model", str(tmp_path / "qa")]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["f1"] == pytest.approx(evals[-1]["f1"], abs=1e-4) and again["questions"] == 4
 
 
 def test_finetune_resumes_exactly(base_model, sst, tmp_path):
