@@ -508,21 +508,30 @@ def add_model(path):
 # The page
 # ----------------------------------------------------------------------------------------------
 
+# Novel-style examples: the bundled model was pre-trained on ten 19th-century novels.
 MLM_EXAMPLES = [
-    ["it is a truth universally [MASK] , that a single man in possession of a good fortune must be in want of a wife ."],
-    ["she could not help [MASK] at the thought of seeing him again ."],
-    ["the captain of the nautilus looked at me and said [MASK] ."],
+    ["he opened the [MASK] and walked into the garden ."],
+    ["she sat down by the [MASK] and began to read ."],
     ["i [MASK] you to tell me the truth , said elizabeth ."],
+    ["it was a dark and stormy [MASK] ."],
+    ["the captain of the [MASK] looked at me and [MASK] ."],
 ]
 NSP_EXAMPLES = [
-    ["she opened the letter with trembling hands .", "it was from her sister , and it contained bad news ."],
-    ["the ship sailed on through the dark water .", "mrs . bennet was delighted with the ball ."],
+    ["elizabeth walked into the drawing room .", "her mother was sitting by the fire with her sisters ."],
+    ["the nautilus dived deeper into the ocean .", "she had not danced with him since the ball at netherfield ."],
+    ["captain nemo showed us the great salon of the nautilus .",
+     "its walls were covered with paintings and the glass cases held rare shells ."],
+    ["the martians came out of the cylinder .", "emma thought mr . knightley was the best man she knew ."],
 ]
-QA_CONTEXT = ("The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by "
-              "electricity, and Nemo used it to explore the oceans of the world for many years. "
-              "Professor Aronnax, his servant Conseil and the harpooner Ned Land were its prisoners.")
-QA_EXAMPLES = [["Who built the Nautilus?", QA_CONTEXT], ["What drove the Nautilus?", QA_CONTEXT]]
-CLS_EXAMPLES = [["a charming and often moving film ."], ["the plot is thin and the acting is worse ."]]
+QA_CONTEXT = ("Elizabeth Bennet lived at Longbourn with her parents and four sisters. In 1811 Mr. Bingley, "
+              "a rich young man, rented Netherfield Park. His friend Mr. Darcy was proud and did not dance "
+              "with Elizabeth at the first ball.")
+QA_CONTEXT_2 = ("The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by "
+                "electricity, and Nemo used it to explore the oceans of the world for many years.")
+QA_EXAMPLES = [["What did Mr. Bingley rent?", QA_CONTEXT], ["Who built the Nautilus?", QA_CONTEXT_2],
+               ["Who was proud?", QA_CONTEXT]]
+CLS_EXAMPLES = [["a charming and often moving film ."], ["the plot is thin and the acting is worse ."],
+                ["boring , predictable and far too long ."]]
 
 CSS = """
 .bl-bars {display:flex; flex-wrap:wrap; gap:18px}
@@ -594,8 +603,8 @@ with gr.Blocks(title="BERT Lab") as demo:
             att_model = model_dropdown("attention")
             layer = gr.Slider(0, 11, value=0, step=1, label="layer")
             head = gr.Slider(0, 11, value=0, step=1, label="head")
-        att_a = gr.Textbox(label="Sentence A", value="the cat sat on the mat because it was tired .")
-        att_b = gr.Textbox(label="Sentence B (optional)", value="")
+        att_a = gr.Textbox(label="Sentence A", value=NSP_EXAMPLES[0][0])
+        att_b = gr.Textbox(label="Sentence B (optional)", value=NSP_EXAMPLES[0][1])
         att_btn = gr.Button("Show attention", variant="primary")
         att_status = gr.Markdown()
         with gr.Row():
@@ -606,7 +615,7 @@ with gr.Blocks(title="BERT Lab") as demo:
         stats_btn = gr.Button("Plot the head statistics")
         stats_plot = gr.Plot(format="png", label="head statistics (Clark et al. 2019)")
         with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
-            abl_text = gr.Textbox(label="Sentence with [MASK]", value="she could not help [MASK] at the thought .")
+            abl_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[1][0])
             abl_btn = gr.Button("Silence each head")
             abl_plot = gr.Plot(format="png")
             abl_status = gr.Markdown()
@@ -657,7 +666,9 @@ with gr.Blocks(title="BERT Lab") as demo:
                     "sentence through the run's checkpoints: watch BERT learn.")
         runs = list_runs()
         with gr.Row():
-            run = gr.Dropdown(choices=runs, value=runs[0] if runs else None, label="Run", allow_custom_value=True)
+            first = next((r for r in runs if r.startswith("models/") and (Path(ROOT, r) / "checkpoints").is_dir()),
+                         runs[0] if runs else None)          # the bundled model keeps snapshots of its training
+            run = gr.Dropdown(choices=runs, value=first, label="Run", allow_custom_value=True)
             x_axis = gr.Radio(["time", "step"], value="time", label="x axis")
         curves_btn = gr.Button("Show curves", variant="primary")
         curves = gr.Plot(format="png")

@@ -506,6 +506,8 @@ def run_checkpoints(run_dir) -> list[tuple[int, Path]]:
     """
     from .train import checkpoint_dirs
 
+    from .train import read_metrics
+
     run_dir = Path(run_dir)
     found: dict[int, Path] = {}
     offset = 0
@@ -514,7 +516,10 @@ def run_checkpoints(run_dir) -> list[tuple[int, Path]]:
         steps = [int(d.name.split("-")[1]) for d in dirs]
         for step, d in zip(steps, dirs):
             found.setdefault(offset + step, d)                           # earlier phase wins a tie
-        offset += max(steps, default=0)
+        # the next phase starts where this one ended: its last logged step (as read_metrics
+        # counts), which may lie after its last checkpoint
+        logged = read_metrics(phase / "metrics.jsonl") if (phase / "metrics.jsonl").is_file() else []
+        offset += max([*steps, *(r.get("step", 0) for r in logged)], default=0)
     return sorted(found.items())
 
 

@@ -116,6 +116,10 @@ class Encoded:
 def encode_classification(data: ClassificationData, tokenizer, label2id: dict[str, int],
                           max_seq_length: int = 128) -> Encoded:
     unknown = sorted(set(data.labels) - set(label2id))
+    if unknown and all(l.isdigit() and int(l) < len(label2id) for l in data.labels):
+        # integer labels (GLUE files) for a model whose labels have names: the integer is the id
+        label2id = {str(i): i for i in range(len(label2id))}
+        unknown = []
     if unknown:
         raise ValueError(f"{data.source}: labels {unknown[:5]} are not among the model's labels {list(label2id)}")
     out = Encoded([], [], [label2id[l] for l in data.labels])

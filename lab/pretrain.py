@@ -244,10 +244,13 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
             init_positions(model, pc.position_init)
     if dist.main:
         run.mkdir(parents=True, exist_ok=True)
-        (run / "pretrain_config.json").write_text(json.dumps(
-            {**pc.to_dict(), "init_from": str(init_from) if init_from else None}, indent=2) + "\n")
+        recorded = pc.to_dict()
+        if init_from is not None:
+            recorded["preset"] = None            # the shape comes from init_from, not from a preset
+        recorded["init_from"] = str(init_from) if init_from else None
+        (run / "pretrain_config.json").write_text(json.dumps(recorded, indent=2) + "\n")
         log(f"model: {model.config.summary()}")
-        log("pretrain config: " + json.dumps(pc.to_dict()))
+        log("pretrain config: " + json.dumps(recorded))
         log("train config: " + json.dumps(tc.to_dict()))
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
 

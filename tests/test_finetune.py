@@ -152,3 +152,15 @@ def test_finetune_resumes_exactly(base_model, sst, tmp_path):
         assert torch.equal(x, y), name
     losses = lambda run: [r["loss"] for r in read_metrics(run) if r["split"] == "train"]
     assert losses(tmp_path / "cut") == losses(tmp_path / "whole")
+
+
+def test_integer_labels_address_a_named_classifier(tmp_path):
+    """A GLUE file's 0/1 labels evaluate a classifier whose labels have names (the bundled one)."""
+    from lab.finetune import encode_classification
+    (tmp_path / "dev.tsv").write_text("sentence\tlabel\ngood film\t1\nbad film\t0\n")
+    tok = lab.Tokenizer.train(iter(["good bad film"] * 5), vocab_size=40, show_progress=False)
+    enc = encode_classification(read_classification(tmp_path / "dev.tsv"), tok, {"negative": 0, "positive": 1})
+    assert enc.labels == [1, 0]
+    (tmp_path / "odd.tsv").write_text("sentence\tlabel\ngood film\t7\n")
+    with pytest.raises(ValueError, match=r"labels \['7'\] are not among the model's labels"):
+        encode_classification(read_classification(tmp_path / "odd.tsv"), tok, {"negative": 0, "positive": 1})

@@ -1,0 +1,106 @@
+"""Copy a trained model into models/ in fp16 (half the size; lab.load gives fp32 back) and record
+its held-out metrics, as scripts/make_models.sh does for every bundled model.
+
+    python scripts/bundle_model.py runs/sst2 models/bert-lab-sst2 \\
+        --eval "--data DATA/sst2/dev.tsv"
+    python scripts/bundle_model.py runs/long models/bert-lab-classroom --snapshots runs/classroom runs/long \\
+        --keep-steps 0 77 308 1532 4408 7292 --eval "--corpus DATA/novels --split held-out"
+
+--eval: arguments of `python -m lab eval --model DST ...` (DATA = the data folder, $BERT_LAB_DATA or
+../shared/data), run on the bundled (fp16-stored) copy; what it prints is written to
+DST/metrics.json, which tests/test_bundled.py re-checks. --snapshots: pre-training runs whose
+checkpoints become DST/checkpoints/step-N (fp16 weights, no optimizer state; later runs' steps
+continue after earlier ones), so the dashboard's "watch BERT learn" works on the bundled model.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+import lab  # noqa: E402
+from lab.__main__ import main as lab_main  # noqa: E402
+from lab.explore import run_checkpoints  # noqa: E402
+from lab.train import read_metrics  # noqa: E402
+
+SIDE_FILES = ("pretrain_config.json", "task_config.json", "metrics.jsonl")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("src", type=Path)
+    ap.add_argument("dst", type=Path)
+    ap.add_argument("--snapshots", type=Path, nargs="*", default=[], help="pre-training runs, in order")
+    ap.add_argument("--keep-steps", type=int, nargs="*", help="global steps to keep (default: all)")
+    ap.add_argument("--eval", action="append", default=[], help="arguments of python -m lab eval")
+    ap.add_argument("--label-names", nargs="*", help="names for a classifier's labels, in id order "
+                                                     "(GLUE files use 0, 1, ...; the dashboard shows names)")
+    args = ap.parse_args()
+    data = os.environ.get("BERT_LAB_DATA", str(ROOT.parent / "shared" / "data"))
+
+    model, tokenizer = lab.load(args.src)
+    if args.label_names:
+        if len(args.label_names) != model.config.num_labels:
+            raise SystemExit(f"{len(args.label_names)} label names for {model.config.num_labels} labels")
+        model.config = model.config.with_labels(args.label_names)
+    tmp = args.dst.with_name(args.dst.name + ".new")
+    shutil.rmtree(tmp, ignore_errors=True)
+    lab.save(model, tokenizer, tmp, dtype=torch.float16)
+    for name in SIDE_FILES:
+        if (args.src / name).is_file():
+            shutil.copy(args.src / name, tmp / name)
+
+    if args.snapshots:                                       # one training history for the Training tab
+        history, shift = [], {"time": 0.0, "step": 0, "tokens": 0}
+        for run in args.snapshots:
+            part = read_metrics(run)
+            history += [{**r, **{k: r[k] + shift[k] for k in shift if k in r}, "run": run.name} for r in part]
+            shift = {k: max((r.get(k, 0) for r in history), default=0) for k in shift}
+        (tmp / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in history))
+
+    offset, kept = 0, []
+    for run in args.snapshots:
+        steps = run_checkpoints(run)
+        for step, directory in steps:
+            global_step = offset + step
+            if (args.keep_steps is None or global_step in args.keep_steps) and global_step not in kept:
+                snap, _ = lab.load(directory)
+                lab.save(snap, None, tmp / "checkpoints" / f"step-{global_step:07d}", dtype=torch.float16)
+                kept.append(global_step)
+        offset += max([*(s for s, _ in steps), *(r.get("step", 0) for r in read_metrics(run))], default=0)
+    if kept:
+        print(f"snapshots at steps {sorted(kept)}")
+
+    evaluations = []
+    for spec in args.eval:
+        eval_args = ["--model", str(tmp)] + shlex.split(spec.replace("DATA", data))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            if lab_main(["eval", *eval_args]) != 0:
+                raise SystemExit(f"eval failed: {spec}")
+        metrics = json.loads(out.getvalue())
+        evaluations.append({"args": ["--model", str(args.dst.relative_to(ROOT) if args.dst.is_absolute() else args.dst),
+                                     *shlex.split(spec)], "metrics": metrics})
+        print(f"eval {spec}: {json.dumps(metrics)}")
+    (tmp / "metrics.json").write_text(json.dumps({"evaluations": evaluations}, indent=2) + "\n")
+    card = args.dst / "README.md"
+    if card.is_file():                                       # the card is written by hand: keep it
+        shutil.copy(card, tmp / "README.md")
+    shutil.rmtree(args.dst, ignore_errors=True)
+    tmp.rename(args.dst)
+    size = sum(f.stat().st_size for f in args.dst.rglob("*") if f.is_file())
+    print(f"{args.dst}: {size / 2**20:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

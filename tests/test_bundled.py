@@ -1,0 +1,62 @@
+"""The bundled models: each loads, has a model card, stays small, and its recorded held-out
+metrics are reproduced by `python -m lab eval` on the shared data (skipped when it is absent).
+
+Each models/<name>/ holds metrics.json: {"evaluations": [{"args": [...], "metrics": {...}}]},
+the `python -m lab eval` arguments (DATA stands for the data folder, ../shared/data) and what
+they printed when the model was made; the model card (README.md) shows the same numbers.
+"""
+import json
+from pathlib import Path
+
+import pytest
+
+import lab
+from lab.__main__ import main
+from tests.conftest import ROOT, SHARED_DATA
+
+MODELS = sorted(p for p in (ROOT / "models").iterdir() if (p / "config.json").is_file())
+EXPECTED_CLASS = {"classroom": lab.BertForPreTraining, "sst2": lab.BertForSequenceClassification,
+                  "squad": lab.BertForQuestionAnswering}
+
+
+def test_the_bundled_models_are_there_and_small():
+    names = {p.name for p in MODELS}
+    assert {"bert-lab-classroom", "bert-lab-sst2", "bert-lab-squad"} <= names, names
+    total = sum(f.stat().st_size for p in MODELS for f in p.rglob("*") if f.is_file())
+    assert total <= 60 * 2**20, f"bundled models take {total / 2**20:.1f} MB (limit 60 MB)"
+
+
+@pytest.mark.parametrize("model_dir", MODELS, ids=lambda p: p.name)
+def test_each_bundled_model_loads_and_has_a_card(model_dir):
+    model, tokenizer = lab.load(model_dir)
+    kind = next(cls for key, cls in EXPECTED_CLASS.items() if key in model_dir.name)
+    assert type(model) is kind and tokenizer is not None
+    assert all(p.dtype.is_floating_point and p.dtype == next(model.parameters()).dtype for p in model.parameters())
+    card = (model_dir / "README.md").read_text()
+    for section in ("data", "command", "steps", "wall time", "hardware"):
+        assert section in card.lower(), f"{model_dir.name}/README.md says nothing about {section}"
+    recorded = json.loads((model_dir / "metrics.json").read_text())["evaluations"]
+    assert recorded
+    for entry in recorded:                          # the card shows the recorded figures
+        for key, value in entry["metrics"].items():
+            if key in ("mlm_acc", "mlm_acc_masked", "nsp_acc", "accuracy", "exact_match", "f1"):
+                assert f"{100 * value:.1f}" in card, f"{model_dir.name}: {key} {100 * value:.1f} not in its card"
+
+
+def recorded_evaluations():
+    for model_dir in MODELS:
+        for i, entry in enumerate(json.loads((model_dir / "metrics.json").read_text())["evaluations"]):
+            yield pytest.param(model_dir, entry, id=f"{model_dir.name}-{i}")
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("model_dir, entry", list(recorded_evaluations()))
+def test_recorded_metrics_are_reproduced_by_lab_eval(model_dir, entry, capsys, monkeypatch):
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"shared data not found at {SHARED_DATA}")
+    monkeypatch.chdir(ROOT)
+    args = [a.replace("DATA", str(SHARED_DATA)) for a in entry["args"]]
+    assert main(["eval", *args]) == 0
+    measured = json.loads(capsys.readouterr().out)
+    for key, value in entry["metrics"].items():
+        assert measured[key] == pytest.approx(value, abs=2e-3), (key, measured[key], value)
