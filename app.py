@@ -548,6 +548,10 @@ def model_dropdown(task: str | None, label: str = "Model"):
                        allow_custom_value=True, scale=2)
 
 
+# Every model computation shares one queue slot pool: at most --concurrency requests run at once
+# across all tabs (memory and CPU stay bounded), the rest wait in order (at most --queue-size).
+Q = dict(concurrency_id="model", concurrency_limit=ARGS.concurrency)
+
 with gr.Blocks(title="BERT Lab") as demo:
     gr.Markdown("# BERT Lab\nEvery idea of the BERT paper, live: masked words, next sentences, "
                 "attention heads, answer spans. Pick a model in each tab; the **Model** tab describes it.")
@@ -572,17 +576,17 @@ with gr.Blocks(title="BERT Lab") as demo:
             corrupted = gr.HighlightedText(label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True)
             corrupt_status = gr.Markdown()
         mlm_btn.click(fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
-                      api_name="fill_mask")
+                      api_name="fill_mask", **Q)
         mlm_text.submit(fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
-                        api_visibility="private")
+                        api_visibility="private", **Q)
         mlm_text.change(word_chips, mlm_text, [words, mlm_status], api_name="words", show_progress="hidden",
                         queue=False, trigger_mode="always_last")
-        words.select(on_word_select, mlm_text, [mlm_text, mlm_status], api_visibility="private").then(
+        words.select(on_word_select, mlm_text, [mlm_text, mlm_status], api_visibility="private", queue=False).then(
             fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
-            api_visibility="private")
+            api_visibility="private", **Q)
         gr.Button("mask word", visible=False).click(mask_word, [mlm_text, gr.Number(visible=False)],
-                                                    [mlm_text, mlm_status], api_name="mask_word")
-        corrupt_btn.click(corrupt, [mlm_model, mlm_text, seed], [corrupted, corrupt_status], api_name="corrupt")
+                                                    [mlm_text, mlm_status], api_name="mask_word", **Q)
+        corrupt_btn.click(corrupt, [mlm_model, mlm_text, seed], [corrupted, corrupt_status], api_name="corrupt", **Q)
 
     with gr.Tab("Next Sentence"):
         gr.Markdown("Does sentence B follow sentence A? In pre-training half the B sentences are the "
@@ -594,7 +598,7 @@ with gr.Blocks(title="BERT Lab") as demo:
         nsp_label = gr.Label(label="Next sentence?")
         nsp_status = gr.Markdown()
         gr.Examples(NSP_EXAMPLES, [nsp_a, nsp_b], cache_examples=False)
-        nsp_btn.click(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status], api_name="next_sentence")
+        nsp_btn.click(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status], api_name="next_sentence", **Q)
 
     with gr.Tab("Attention"):
         gr.Markdown("Each layer has several heads; each head spreads every token's attention over all "
@@ -626,12 +630,12 @@ with gr.Blocks(title="BERT Lab") as demo:
             viz_status = gr.Markdown()
         att_inputs = [att_model, att_a, att_b, layer, head]
         att_outputs = [heatmap, grid, stats_table, att_status]
-        att_btn.click(attention, att_inputs, att_outputs, api_name="attention")
+        att_btn.click(attention, att_inputs, att_outputs, api_name="attention", **Q)
         for slider in (layer, head):
-            slider.release(attention, att_inputs, att_outputs, api_visibility="private")
-        stats_btn.click(head_stats, [att_model, att_a, att_b], [stats_plot, att_status], api_name="head_stats")
-        abl_btn.click(ablate, [att_model, abl_text], [abl_plot, abl_status], api_name="ablate")
-        viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz")
+            slider.release(attention, att_inputs, att_outputs, api_visibility="private", **Q)
+        stats_btn.click(head_stats, [att_model, att_a, att_b], [stats_plot, att_status], api_name="head_stats", **Q)
+        abl_btn.click(ablate, [att_model, abl_text], [abl_plot, abl_status], api_name="ablate", **Q)
+        viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz", **Q)
 
     with gr.Tab("Question Answering"):
         gr.Markdown("A QA model scores every context token as the answer's **start** and **end**; the "
@@ -648,7 +652,7 @@ with gr.Blocks(title="BERT Lab") as demo:
         qa_plot = gr.Plot(format="png", label="start / end probabilities")
         qa_table = gr.Dataframe(label="best answers", interactive=False)
         gr.Examples(QA_EXAMPLES, [qa_q, qa_c], cache_examples=False)
-        qa_btn.click(answer, [qa_model, qa_q, qa_c, qa_k], [qa_span, qa_plot, qa_table, qa_status], api_name="answer")
+        qa_btn.click(answer, [qa_model, qa_q, qa_c, qa_k], [qa_span, qa_plot, qa_table, qa_status], api_name="answer", **Q)
 
     with gr.Tab("Classify"):
         gr.Markdown("A classifier is BERT plus one linear layer on the [CLS] vector, fine-tuned on labelled sentences.")
@@ -659,7 +663,7 @@ with gr.Blocks(title="BERT Lab") as demo:
         cls_label = gr.Label(label="Label probabilities")
         cls_status = gr.Markdown()
         gr.Examples(CLS_EXAMPLES, [cls_a], cache_examples=False)
-        cls_btn.click(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_name="classify")
+        cls_btn.click(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_name="classify", **Q)
 
     with gr.Tab("Training"):
         gr.Markdown("Loss and held-out accuracy of a training run (its metrics.jsonl), and the same masked "
@@ -677,8 +681,8 @@ with gr.Blocks(title="BERT Lab") as demo:
         watch_btn = gr.Button("Predict at every checkpoint")
         watch_table = gr.Dataframe(interactive=False)
         watch_status = gr.Markdown()
-        curves_btn.click(training_curves, [run, x_axis], [curves, curves_status], api_name="training_curves")
-        watch_btn.click(watch_learning, [run, watch_text], [watch_table, watch_status], api_name="watch_learning")
+        curves_btn.click(training_curves, [run, x_axis], [curves, curves_status], api_name="training_curves", **Q)
+        watch_btn.click(watch_learning, [run, watch_text], [watch_table, watch_status], api_name="watch_learning", **Q)
 
     with gr.Tab("Model"):
         info_model = model_dropdown(None)
@@ -694,10 +698,10 @@ with gr.Blocks(title="BERT Lab") as demo:
         tokens = gr.HighlightedText(label="WordPiece tokens", color_map={"special": "#60a5fa", "subword": "#f97316"})
         emb_btn = gr.Button("Input embeddings: token + segment + position")
         emb_plot = gr.Plot(format="png")
-        tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize")
-        emb_btn.click(embeddings, [info_model, tok_text], [emb_plot, info_status], api_name="embeddings")
+        tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize", **Q)
+        emb_btn.click(embeddings, [info_model, tok_text], [emb_plot, info_status], api_name="embeddings", **Q)
         info_model.change(model_info, info_model, [info, card, info_status], api_name="model_info")
-        add_btn.click(add_model, new_path, [info_model, info_status], api_name="add_model")
+        add_btn.click(add_model, new_path, [info_model, info_status], api_name="add_model", **Q)
 
     # the attention sliders follow the attention model's shape
     att_model.change(attention_shape, att_model, [layer, head, att_status], api_visibility="private")

@@ -1,6 +1,6 @@
 """A classroom's load on the dashboard: concurrent clients sending mixed requests.
 
-    python benchmarks/app_load.py                       # starts app.py in this process
+    python benchmarks/app_load.py                       # starts `python app.py` in its own process
     python benchmarks/app_load.py --url http://HOST:7860/   # or measures a running dashboard
     python benchmarks/app_load.py --clients 30 --requests 10 --concurrency 2
 
@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,13 +59,24 @@ def main() -> None:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     from gradio_client import Client
 
-    sys.argv = ["app.py", "--concurrency", str(args.concurrency)]
+    # the dashboard runs in its own process, as in class; this process only plays the students
+    sys.argv = ["app.py"]
     sys.path.insert(0, str(ROOT))
-    import app                                               # loads the bundled models once
+    import app                                               # for the tabs' default models
     defaults = {task: app.default_model(task) for task in ("fill_mask", "answer", "classify")}
-    url = args.url
+    server, url = None, args.url
     if url is None:
-        _, url, _ = app.demo.launch(prevent_thread_lock=True, quiet=True, **app.LAUNCH_OPTIONS)
+        port = 7870
+        server = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port),
+                                   "--concurrency", str(args.concurrency)], cwd=ROOT,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}/"
+        for _ in range(120):                                 # wait until it answers
+            try:
+                urllib.request.urlopen(url, timeout=1)
+                break
+            except OSError:
+                time.sleep(0.5)
     mix = requests_for(defaults)
     print(f"{args.clients} clients x {args.requests} requests against {url}; models: {defaults}")
 
@@ -110,8 +123,9 @@ def main() -> None:
         print("  ", e)
     verdict = "met" if p95 <= 1.0 and not errors else "MISSED"
     print(f"target p95 <= 1 s and 0 errors: {verdict} (p95 {1000 * p95:.0f} ms, {len(errors)} errors)")
-    if args.url is None:
-        app.demo.close()
+    if server is not None:
+        server.terminate()
+        server.wait()
 
 
 if __name__ == "__main__":
