@@ -4,12 +4,14 @@
 
 For each model shape (random weights; the speed does not depend on them) and a text of exactly
 --tokens WordPiece tokens with one [MASK]:
-  - lab: explore.fill_mask, explore.attention (all L x [1, heads, T, T] maps), and both together;
+  - lab: explore.fill_mask, explore.attention (all L x [1, heads, T, T] maps), and both together,
+    in fp32 (the library's default) and with explore.use_bf16() (the dashboard's default);
   - transformers: its fill-mask pipeline on the same weights (the lab's checkpoint saved in HF
     layout and loaded by transformers), the reference the lab must not be slower than.
 Timings are medians over --repeats calls after warm-up calls, alternating lab and reference so
-both see the same machine. Targets (issue 5): fill-mask + attention <= 20 ms for mini and
-<= 200 ms for base on 2 CPU cores; lab fill-mask / pipeline ratio <= 1.
+both see the same machine. The pipeline runs in fp32 (its default) in both rows. Targets
+(issue 5): fill-mask + attention <= 20 ms for mini and <= 200 ms for base on 2 CPU cores; lab
+fill-mask / pipeline ratio <= 1.
 """
 from __future__ import annotations
 
@@ -72,7 +74,7 @@ def main() -> None:
     text = text_of_length(tokenizer, args.tokens)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; text of "
           f"{len(tokenizer.encode(text).input_ids)} tokens with one [MASK]; medians of {args.repeats} calls")
-    print(f"{'model':<6} {'params':>7} {'lab fill-mask':>14} {'lab attention':>14} {'lab both':>10} "
+    print(f"{'model, lab':<11} {'params':>7} {'lab fill-mask':>14} {'lab attention':>14} {'lab both':>10} "
           f"{'HF pipeline':>12} {'lab/HF':>7} {'target':>8}")
     for preset in args.presets:
         torch.manual_seed(0)
@@ -91,24 +93,30 @@ def main() -> None:
         lab_best = explore.fill_mask(model, tokenizer, text)[0][0][0]
         assert hf_best == lab_best, (hf_best, lab_best)
 
-        runs = {"fill": lambda: explore.fill_mask(model, tokenizer, text, top_k=5),
-                "attention": lambda: explore.attention(model, tokenizer, text),
-                "both": lambda: (explore.fill_mask(model, tokenizer, text, top_k=5),
-                                 explore.attention(model, tokenizer, text)),
-                "hf": lambda: fill(text)}
-        for fn in runs.values():                                          # warm-up
+        lab_calls = {"fill": lambda: explore.fill_mask(model, tokenizer, text, top_k=5),
+                     "attention": lambda: explore.attention(model, tokenizer, text)}
+        lab_calls["both"] = lambda: (lab_calls["fill"](), lab_calls["attention"]())
+        ms = {}
+        for precision in ("fp32", "bf16"):
+            if not explore.use_bf16(precision == "bf16") and precision == "bf16":
+                print(f"{preset:<6} bf16: this machine has no fast bf16, skipped")
+                continue
+            runs = {**lab_calls, "hf": lambda: fill(text)}
+            for fn in runs.values():                                      # warm-up
+                for _ in range(3):
+                    fn()
+            # alternate blocks so that both sides see the same machine state
+            results = {k: [] for k in runs}
             for _ in range(3):
-                fn()
-        # alternate blocks so that both sides see the same machine state
-        results = {k: [] for k in runs}
-        for _ in range(3):
-            for k, fn in runs.items():
-                results[k].append(median_ms(fn, max(1, args.repeats // 3)))
-        ms = {k: statistics.median(v) for k, v in results.items()}
-        target = TARGET_MS.get(preset)
-        verdict = "" if target is None else f"<= {target:.0f} {'ok' if ms['both'] <= target else 'MISSED'}"
-        print(f"{preset:<6} {cfg.num_parameters() / 1e6:>6.1f}M {ms['fill']:>11.1f} ms {ms['attention']:>11.1f} ms "
-              f"{ms['both']:>7.1f} ms {ms['hf']:>9.1f} ms {ms['fill'] / ms['hf']:>7.2f} {verdict:>8}")
+                for k, fn in runs.items():
+                    results[k].append(median_ms(fn, max(1, args.repeats // 3)))
+            ms = {k: statistics.median(v) for k, v in results.items()}
+            target = TARGET_MS.get(preset)
+            verdict = "" if target is None else f"<= {target:.0f} {'ok' if ms['both'] <= target else 'MISSED'}"
+            name = f"{preset} {precision}"
+            print(f"{name:<11} {cfg.num_parameters() / 1e6:>6.1f}M {ms['fill']:>11.1f} ms {ms['attention']:>11.1f} ms "
+                  f"{ms['both']:>7.1f} ms {ms['hf']:>9.1f} ms {ms['fill'] / ms['hf']:>7.2f} {verdict:>8}")
+        explore.use_bf16(False)
 
 
 if __name__ == "__main__":

@@ -426,3 +426,21 @@ def test_checkpoint_predictions_follow_a_tiny_run(tmp_path):
     assert merged == steps + [4 + s for s in steps[1:]]                  # phase 2's step 0 == phase 1's end
     with pytest.raises(ValueError, match="no checkpoints"):
         explore.checkpoint_predictions(tmp_path, "the [MASK] .")
+
+
+def test_use_bf16_keeps_the_answers_close_and_can_be_turned_off(mlm):
+    model, tok = mlm
+    text = "the [MASK] sat on the [MASK] ."
+    exact = explore.fill_mask(model, tok, text, top_k=tok.vocab_size)
+    try:
+        on = explore.use_bf16(True)
+        fast = explore.fill_mask(model, tok, text, top_k=tok.vocab_size)
+        att = explore.attention(model, tok, "the cat sat .")
+    finally:
+        assert explore.use_bf16(False) is False
+    for e, f in zip(exact, fast):
+        assert abs(sum(p for _, p in f) - 1) < 1e-4                       # still a distribution
+        fp32, bf16 = dict(e), dict(f)
+        assert max(abs(fp32[t] - bf16[t]) for t in fp32) < (0.02 if on else 1e-6)
+    assert all(a.dtype == torch.float32 for a in att.attentions)          # results stay fp32 tensors
+    assert explore.fill_mask(model, tok, text, top_k=3)[0] == exact[0][:3]  # off again: fp32 exactly
