@@ -714,11 +714,12 @@ with gr.Blocks(title="BERT Lab") as demo:
 
 # Bounded memory and CPU: `concurrency` requests run at once, the rest wait in a bounded queue.
 demo.queue(default_concurrency_limit=ARGS.concurrency, max_size=ARGS.queue_size)
-torch.set_num_threads(max(1, (os.cpu_count() or 2) // max(1, ARGS.concurrency)))
-explore.use_bf16(ARGS.precision == "bf16")
 
 LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft())   # Gradio 6: look and feel go to launch()
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO)
+    # process-wide settings, made only when app.py is the program (not when a test imports it)
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) // max(1, ARGS.concurrency)))
+    explore.use_bf16(ARGS.precision == "bf16")
     demo.launch(server_name=ARGS.host, server_port=ARGS.port, share=ARGS.share, **LAUNCH_OPTIONS)
