@@ -32,7 +32,6 @@ What lives here
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import time
 from dataclasses import dataclass, field

@@ -6,7 +6,6 @@ the `python -m lab eval` arguments (DATA stands for the data folder, ../shared/d
 they printed when the model was made; the model card (README.md) shows the same numbers.
 """
 import json
-from pathlib import Path
 
 import pytest
 

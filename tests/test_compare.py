@@ -206,7 +206,7 @@ def test_find_data_prefers_shared_data_and_falls_back(tmp_path, monkeypatch):
 
 def test_bundled_model_and_run_dirs(tmp_path):
     assert compare.bundled_model("no-such-model") is None
-    a, b = compare.new_run_dir(tmp_path, "x"), compare.new_run_dir(tmp_path, "x")
+    a = compare.new_run_dir(tmp_path, "x")
     assert a.parent == tmp_path and a.name.startswith("x-") and not a.exists()
     a.mkdir()
     assert compare.new_run_dir(tmp_path, "x") != a
