@@ -18,7 +18,6 @@ import dataclasses
 import json
 import os
 import sys
-from pathlib import Path
 
 
 def _add_train_args(p: argparse.ArgumentParser) -> None:
@@ -111,8 +110,8 @@ def cmd_finetune_qa(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from .checkpoint import infer_model_class, read_state_dict
-    kind = infer_model_class(read_state_dict(Path(args.model))).__name__
+    from .checkpoint import saved_model_class
+    kind = saved_model_class(args.model)                 # from config.json: weights are read once, below
     if kind in ("BertForSequenceClassification", "BertForQuestionAnswering"):
         from .finetune import evaluate_saved
         result = evaluate_saved(args.model, args.data, max_seq_length=args.max_seq_length,

@@ -146,6 +146,17 @@ def _normalise_names(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
+def saved_model_class(directory) -> str:
+    """The class name of a saved model without loading its weights: config.json's
+    `architectures` (written by lab.save and by transformers' save_pretrained), else inferred
+    from the tensor names."""
+    directory = Path(directory)
+    arch = json.loads((directory / "config.json").read_text()).get("architectures") or []
+    if arch and arch[0] in {cls.__name__ for cls in MODEL_CLASSES.values()}:
+        return arch[0]
+    return infer_model_class(read_state_dict(directory)).__name__
+
+
 def infer_model_class(keys) -> type[BertPreTrainedModel]:
     """Which head a checkpoint carries, from its tensor names."""
     keys = set(keys)
