@@ -30,11 +30,22 @@ log = logging.getLogger(__name__)
 
 WEIGHTS_NAME = "model.safetensors"
 TORCH_WEIGHTS_NAME = "pytorch_model.bin"
-# Keys some checkpoints carry that are not parameters of their own here:
-#  position_ids is a constant buffer; the MLM decoder weight is tied to the word embeddings and
-#  its bias is the same tensor as cls.predictions.bias.
-TIED_OR_BUFFERS = ("bert.embeddings.position_ids", "cls.predictions.decoder.weight",
-                   "cls.predictions.decoder.bias")
+INDEX_NAME = "model.safetensors.index.json"           # a sharded safetensors checkpoint
+WEIGHT_FILES = (WEIGHTS_NAME, INDEX_NAME, TORCH_WEIGHTS_NAME)
+
+
+def aliases(model) -> dict[str, str]:
+    """state_dict names that are another name of an earlier parameter (tied weights):
+    {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight", ...}.
+    Found from the module tree itself (shared Parameter objects), so no list of names is needed."""
+    first: dict[int, str] = {}
+    out = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if id(p) in first:
+            out[name] = first[id(p)]
+        else:
+            first[id(p)] = name
+    return out
 
 
 @dataclass
@@ -80,8 +91,12 @@ def save(model: BertPreTrainedModel, tokenizer, directory, dtype: torch.dtype | 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     model = getattr(model, "module", model)           # unwrap DistributedDataParallel
+    model = getattr(model, "_orig_mod", model)        # unwrap torch.compile
+    tied = aliases(model)                             # stored once, under the first name
     tensors = {}
     for name, t in model.state_dict().items():
+        if name in tied:
+            continue
         t = t.detach().to("cpu")
         if dtype is not None and t.is_floating_point():
             t = t.to(dtype)
@@ -105,8 +120,7 @@ def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    st, index, binf = directory / WEIGHTS_NAME, directory / "model.safetensors.index.json", \
-        directory / TORCH_WEIGHTS_NAME
+    st, index, binf = directory / WEIGHTS_NAME, directory / INDEX_NAME, directory / TORCH_WEIGHTS_NAME
     try:
         if st.is_file():
             return load_file(str(st))
@@ -227,14 +241,15 @@ def _load_into(model: BertPreTrainedModel, sd: dict, report: LoadReport, where) 
     is_bare = isinstance(model, BertModel)
     if is_bare:   # a BertModel has no 'bert.' prefix of its own
         sd = {k[len("bert."):] if k.startswith("bert.") else k: v for k, v in sd.items()}
-    word_key = "embeddings.word_embeddings.weight" if is_bare else "bert.embeddings.word_embeddings.weight"
+    tied = aliases(model)
     keep = {}
     for k, v in sd.items():
-        if k in TIED_OR_BUFFERS or k.endswith("embeddings.position_ids"):
-            if k == "cls.predictions.decoder.weight" and word_key in sd and \
-                    not torch.equal(v.float(), sd[word_key].float()):
-                notes.append("the checkpoint's MLM decoder was not tied to the word embeddings; "
-                             "BERT ties them, so the word embeddings are used")
+        if k.endswith("embeddings.position_ids"):           # transformers' constant buffer [0..511]
+            continue
+        if k in tied:                                       # another name of a tensor loaded below
+            if tied[k] in sd and not torch.equal(v.float(), sd[tied[k]].float()):
+                notes.append(f"the checkpoint's {k} differs from {tied[k]}; this model ties them "
+                             f"(as BERT does), so {tied[k]} is used")
             continue
         if k not in own:
             report.unexpected.append(k)
@@ -244,5 +259,5 @@ def _load_into(model: BertPreTrainedModel, sd: dict, report: LoadReport, where) 
                              f"this {type(model).__name__} (config.json) expects {list(own[k].shape)}")
         keep[k] = v
     missing, _ = model.load_state_dict(keep, strict=False)
-    report.missing = [k for k in missing]
+    report.missing = [k for k in missing if k not in tied]
     return notes

@@ -47,6 +47,8 @@ class BertConfig:
     id2label: dict[int, str] | None = None     # classification labels; None -> 2 generic labels
     label2id: dict[str, int] | None = None     # inverse of id2label
     classifier_dropout: float | None = None    # None -> hidden_dropout_prob (as transformers)
+    classifier_layers: int = 1                 # classifier input: 1 = pooled [CLS] (BERT); N > 1 =
+                                               # [CLS] of the last N layers, concatenated (feature-based)
 
     def __post_init__(self):
         # config.json stores dict keys as strings: {"0": "negative"} -> {0: "negative"}
@@ -89,6 +91,10 @@ class BertConfig:
         if not (0 <= self.pad_token_id < self.vocab_size if isinstance(self.vocab_size, int) else True):
             problems.append(f"pad_token_id {self.pad_token_id} is outside the vocabulary "
                             f"(vocab_size {self.vocab_size})")
+        if not problems and not (isinstance(self.classifier_layers, int)
+                                 and 1 <= self.classifier_layers <= self.num_hidden_layers):
+            problems.append(f"classifier_layers must be between 1 and num_hidden_layers "
+                            f"({self.num_hidden_layers}), got {self.classifier_layers!r}")
         if self.layer_norm_eps <= 0:
             problems.append(f"layer_norm_eps must be positive, got {self.layer_norm_eps}")
         if sorted(self.id2label) != list(range(len(self.id2label))):

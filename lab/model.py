@@ -213,14 +213,21 @@ class BertPreTrainedModel(nn.Module):
         self.config = cfg
 
     def init_weights(self):
-        """BERT's init: N(0, 0.02) weights, zero biases, LayerNorm = identity, [PAD] row zero."""
+        """BERT's init: N(0, 0.02) weights, zero biases, LayerNorm = identity, [PAD] row zero.
+
+        Called once, at the end of the outermost model's constructor. A tied parameter is
+        initialised by its first owner only: the MLM decoder's weight *is* the word embedding
+        matrix, so drawing it again would overwrite the embeddings (and their zero [PAD] row)."""
         std = self.config.initializer_range
+        done: set[int] = set()                         # ids of parameters already drawn
         for m in self.modules():
             if isinstance(m, nn.Linear):
-                nn.init.normal_(m.weight, 0.0, std)
+                if id(m.weight) not in done:
+                    nn.init.normal_(m.weight, 0.0, std)
                 if m.bias is not None:
                     nn.init.zeros_(m.bias)
             elif isinstance(m, nn.Embedding):
+                done.add(id(m.weight))
                 nn.init.normal_(m.weight, 0.0, std)
                 if m.padding_idx is not None:
                     with torch.no_grad():
@@ -228,9 +235,6 @@ class BertPreTrainedModel(nn.Module):
             elif isinstance(m, nn.LayerNorm):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
-        for m in self.modules():                       # head-specific extras (the MLM bias)
-            if m is not self and hasattr(m, "_init_extra"):
-                m._init_extra()
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
@@ -247,15 +251,19 @@ def _check_inputs(cfg: BertConfig, input_ids, token_type_ids, attention_mask):
     if T > cfg.max_position_embeddings:
         raise ValueError(f"sequence of {T} tokens is longer than this model's maximum of "
                          f"{cfg.max_position_embeddings} (max_position_embeddings); truncate it")
+    if token_type_ids is not None and tuple(token_type_ids.shape) != (B, T):
+        raise ValueError(f"token_type_ids has shape {tuple(token_type_ids.shape)}, expected {(B, T)} like input_ids")
+    if attention_mask is not None and tuple(attention_mask.shape) not in ((B, T), (B, T, T), (B, 1, T, T)):
+        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}; expected {(B, T)} "
+                         f"(padding), {(B, T, T)} or {(B, 1, T, T)} (which query may see which key)")
+    if input_ids.device.type != "cpu":       # value checks would make the host wait for the GPU
+        return
     lo, hi = int(input_ids.min()), int(input_ids.max())
     if lo < 0 or hi >= cfg.vocab_size:
         bad = lo if lo < 0 else hi
         where = (input_ids == bad).nonzero()[0].tolist()
         raise ValueError(f"token id {bad} at position {where} is outside the vocabulary "
                          f"(vocab_size {cfg.vocab_size}); was the text encoded with another tokenizer?")
-    for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
-        if t is not None and tuple(t.shape) != (B, T):
-            raise ValueError(f"{name} has shape {tuple(t.shape)}, expected {(B, T)} like input_ids")
     if token_type_ids is not None and (int(token_type_ids.min()) < 0 or
                                        int(token_type_ids.max()) >= cfg.type_vocab_size):
         raise ValueError(f"token_type_ids must be in [0, {cfg.type_vocab_size}) (segment A=0, B=1)")
@@ -264,12 +272,34 @@ def _check_inputs(cfg: BertConfig, input_ids, token_type_ids, attention_mask):
 class BertModel(BertPreTrainedModel):
     """The encoder alone: embeddings -> L layers -> (last hidden states, pooled [CLS])."""
 
-    def __init__(self, cfg: BertConfig, add_pooling_layer: bool = True):
+    def __init__(self, cfg: BertConfig, add_pooling_layer: bool = True, init: bool = True):
         super().__init__(cfg)
         self.embeddings = BertEmbeddings(cfg)
         self.encoder = BertEncoder(cfg)
         self.pooler = BertPooler(cfg) if add_pooling_layer else None
-        self.init_weights()
+        if init:                              # a head model initialises everything once, itself
+            self.init_weights()
+
+    @staticmethod
+    def key_mask(attention_mask, compiling: bool = False):
+        """The attention mask in the form every layer uses: bool, True = may attend, broadcast
+        over heads. Three shapes are accepted:
+          [B, T]        1 = real token, 0 = padding: the same key mask for every query position
+                        -> (B, 1, 1, T)
+          [B, T, T]     entry (i, j): may query i see key j (e.g. left-to-right, GPT's mask)
+                        -> (B, 1, T, T)
+          [B, 1, T, T]  the same, already broadcast over heads
+        A fully visible [B, T] mask on the CPU becomes None, which lets SDPA pick its fastest
+        kernel (checked on the host only where that costs no device synchronisation)."""
+        if attention_mask is None:
+            return None
+        if attention_mask.dim() == 2:
+            if not compiling and attention_mask.device.type == "cpu" and bool(attention_mask.all()):
+                return None
+            return attention_mask.bool()[:, None, None, :]                     # (B, 1, 1, T)
+        if attention_mask.dim() == 3:
+            return attention_mask.bool()[:, None]                              # (B, 1, T, T)
+        return attention_mask.bool()                                           # (B, 1, T, T)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
                 output_hidden_states=False, head_mask=None) -> ModelOutput:
@@ -279,12 +309,7 @@ class BertModel(BertPreTrainedModel):
             _check_inputs(cfg, input_ids, token_type_ids, attention_mask)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
-        mask = None
-        if attention_mask is not None and (compiling or not bool(attention_mask.all())):
-            # [B, T] 1 = real token, 0 = padding  ->  (B, 1, 1, T): the same key mask for every
-            # head and every query position.  A fully visible batch passes no mask at all,
-            # which lets SDPA pick its fastest kernel.
-            mask = attention_mask.bool()[:, None, None, :]
+        mask = self.key_mask(attention_mask, compiling)
         if head_mask is not None:
             head_mask = torch.as_tensor(head_mask, dtype=torch.float32, device=input_ids.device)
             L, A, B = cfg.num_hidden_layers, cfg.num_attention_heads, input_ids.shape[0]
@@ -303,10 +328,11 @@ class BertModel(BertPreTrainedModel):
 
 class _HeadModel(BertPreTrainedModel):
     """A head on one shared `self.bert`; subclasses implement `head(out, **labels)`."""
+    head_needs_hidden_states = False           # True: the head reads every layer's output
 
     def __init__(self, cfg: BertConfig, add_pooling_layer: bool = True):
         super().__init__(cfg)
-        self.bert = BertModel(cfg, add_pooling_layer=add_pooling_layer)
+        self.bert = BertModel(cfg, add_pooling_layer=add_pooling_layer, init=False)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
                 output_hidden_states=False, head_mask=None, **labels) -> ModelOutput:
@@ -315,7 +341,7 @@ class _HeadModel(BertPreTrainedModel):
             raise TypeError(f"{type(self).__name__} takes labels {list(self.label_names)}, "
                             f"not {sorted(unknown)}")
         out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions,
-                        output_hidden_states, head_mask)
+                        output_hidden_states or self.head_needs_hidden_states, head_mask)
         self.head(out, **labels)     # fills logits (and the loss when labels are given) into `out`
         return out
 
@@ -337,21 +363,24 @@ class BertPredictionHeadTransform(nn.Module):
 class BertLMPredictionHead(nn.Module):
     """Masked LM: dense -> GELU -> LayerNorm -> x E^T + b, with E the input word embeddings.
 
-    The output projection is *tied* to the input embedding matrix (no extra V x H weights);
-    only a per-word bias is its own.
+    The output projection is *tied* to the input embedding matrix: `decoder.weight` is the very
+    Parameter `bert.embeddings.word_embeddings.weight` (no extra V x H weights; a gradient
+    from either use updates the one matrix, as in the paper and in transformers). Only the
+    per-word bias is the head's own (`cls.predictions.bias`, which `decoder.bias` also names,
+    as transformers does). A checkpoint therefore stores the matrix once (lab.checkpoint
+    skips parameters that another name already holds).
     """
 
     def __init__(self, cfg: BertConfig, word_embeddings: nn.Embedding):
         super().__init__()
         self.transform = BertPredictionHeadTransform(cfg)
         self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
-        self._embeddings = [word_embeddings]      # a list: shared, not registered a second time
-
-    def _init_extra(self):
-        nn.init.zeros_(self.bias)
+        self.decoder = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        self.decoder.weight = word_embeddings.weight      # shared Parameter: (V, H)
+        self.decoder.bias = self.bias                     # shared Parameter: (V,)
 
     def forward(self, x):
-        return F.linear(self.transform(x), self._embeddings[0].weight, self.bias)   # (..., V)
+        return self.decoder(self.transform(x))            # (..., H) -> (..., V)
 
 
 class BertPreTrainingHeads(nn.Module):
@@ -415,18 +444,29 @@ class BertForMaskedLM(_HeadModel):
 # 3.2 Fine-tuning heads: one extra layer each
 # ----------------------------------------------------------------------------------------
 class BertForSequenceClassification(_HeadModel):
-    """[CLS] -> pooler -> dropout -> linear W in R^{K x H} -> softmax over K labels."""
+    """[CLS] -> pooler -> dropout -> linear W in R^{K x H} -> softmax over K labels.
+
+    With config.classifier_layers = N > 1 the linear layer reads the [CLS] vectors of the last N
+    layers, concatenated (K x N*H), instead of the pooled one: the paper's feature-based
+    approach (Section 5.3: its best frozen-BERT result concatenated the last four layers).
+    """
     label_names = ("labels",)
 
     def __init__(self, cfg: BertConfig):
         super().__init__(cfg)
         p = cfg.classifier_dropout if cfg.classifier_dropout is not None else cfg.hidden_dropout_prob
         self.dropout = nn.Dropout(p)
-        self.classifier = nn.Linear(cfg.hidden_size, cfg.num_labels)
+        self.classifier = nn.Linear(cfg.classifier_layers * cfg.hidden_size, cfg.num_labels)
+        self.head_needs_hidden_states = cfg.classifier_layers > 1
         self.init_weights()
 
     def head(self, out: ModelOutput, labels=None):
-        out.logits = self.classifier(self.dropout(out.pooler_output))        # (B, K)
+        n = self.config.classifier_layers
+        if n == 1:
+            features = out.pooler_output                                          # (B, H)
+        else:   # hidden_states: embeddings + L layers; take [CLS] (position 0) of the last n
+            features = torch.cat([h[:, 0] for h in out.hidden_states[-n:]], dim=-1)   # (B, n*H)
+        out.logits = self.classifier(self.dropout(features))                       # (B, K)
         if labels is not None:
             out.loss = F.cross_entropy(out.logits.float(), labels)
 

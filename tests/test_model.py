@@ -115,10 +115,67 @@ def test_sparse_mlm_logits_match_dense(tiny_cfg):
     assert dense.loss is None                         # logits only, no labels -> no loss
 
 
-def test_mlm_decoder_is_tied_to_word_embeddings(tiny_cfg):
+def test_mlm_decoder_is_tied_to_word_embeddings(tiny_cfg, tmp_path):
     model = lab.BertForMaskedLM(tiny_cfg)
-    assert model.cls.predictions._embeddings[0].weight is model.bert.embeddings.word_embeddings.weight
-    assert "cls.predictions.decoder.weight" not in model.state_dict()
+    emb = model.bert.embeddings.word_embeddings.weight
+    assert model.cls.predictions.decoder.weight is emb                    # one Parameter, two names
+    assert model.cls.predictions.decoder.bias is model.cls.predictions.bias
+    assert sum(p is emb for p in model.parameters()) == 1                 # the optimizer sees it once
+    assert torch.count_nonzero(emb[tiny_cfg.pad_token_id]) == 0            # [PAD] row: init ran once
+    # a gradient through the decoder reaches the embedding matrix
+    model.cls.predictions(torch.randn(3, tiny_cfg.hidden_size)).sum().backward()
+    assert emb.grad is not None and emb.grad.abs().sum() > 0
+    # saved once (as transformers does), loaded back tied
+    from safetensors import safe_open
+    lab.save(model, None, tmp_path)
+    with safe_open(str(tmp_path / "model.safetensors"), "pt") as f:
+        keys = set(f.keys())
+    assert "bert.embeddings.word_embeddings.weight" in keys and "cls.predictions.bias" in keys
+    assert not {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias"} & keys
+    loaded, _, report = lab.load(tmp_path, return_report=True)
+    assert report.missing == [] and report.unexpected == []
+    assert loaded.cls.predictions.decoder.weight is loaded.bert.embeddings.word_embeddings.weight
+    torch.testing.assert_close(loaded.bert.embeddings.word_embeddings.weight, emb)
+
+
+@pytest.mark.parametrize("cls", [lab.BertModel, lab.BertForPreTraining, lab.BertForMaskedLM,
+                                 lab.BertForSequenceClassification, lab.BertForQuestionAnswering])
+def test_weights_are_initialised_once(tiny_cfg, cls, monkeypatch):
+    """BERT's init runs once per model (at the end of the outermost constructor), not once for
+    the encoder and again for the whole model."""
+    calls = []
+    original = lab.model.BertPreTrainedModel.init_weights
+    monkeypatch.setattr(lab.model.BertPreTrainedModel, "init_weights",
+                        lambda self: (calls.append(type(self).__name__), original(self)))
+    cls(tiny_cfg)
+    assert calls == [cls.__name__]
+
+
+@pytest.mark.parametrize("shape", ["BTT", "B1TT"])
+def test_attention_mask_may_say_which_query_sees_which_key(tiny_cfg, shape):
+    """A [B, T, T] (or [B, 1, T, T]) mask runs the model itself left-to-right: position i then
+    cannot be influenced by any later token, on both attention paths."""
+    model = lab.BertModel(tiny_cfg).eval()
+    ids = torch.randint(5, tiny_cfg.vocab_size, (2, 7))
+    causal = torch.tril(torch.ones(7, 7, dtype=torch.long)).expand(2, 7, 7)
+    mask = causal if shape == "BTT" else causal[:, None]
+    changed = ids.clone()
+    changed[:, 4:] = torch.randint(5, tiny_cfg.vocab_size, (2, 3))          # the future differs
+    for attentions in (False, True):
+        a = model(ids, attention_mask=mask, output_attentions=attentions)
+        b = model(changed, attention_mask=mask, output_attentions=attentions)
+        torch.testing.assert_close(a.last_hidden_state[:, :4], b.last_hidden_state[:, :4])
+        assert not torch.allclose(a.last_hidden_state[:, 4:], b.last_hidden_state[:, 4:])
+    probs = model(ids, attention_mask=mask, output_attentions=True).attentions[0]   # (B, A, T, T)
+    assert torch.all(probs.triu(diagonal=1) == 0)
+    # the same [B, T] padding mask through either path agrees with the [B, T, T] form of it
+    pad = torch.ones(2, 7, dtype=torch.long)
+    pad[1, 5:] = 0
+    full = pad[:, None, :].expand(2, 7, 7)
+    torch.testing.assert_close(model(ids, attention_mask=pad).last_hidden_state,
+                               model(ids, attention_mask=full).last_hidden_state)
+    with pytest.raises(ValueError, match="attention_mask has shape"):
+        model(ids, attention_mask=torch.ones(2, 7, 6))
 
 
 def test_losses_of_the_fine_tuning_heads(tiny_cfg):
