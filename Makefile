@@ -5,18 +5,21 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: demo test venv venv-dev lab notebooks models browser clean
+.PHONY: demo test quick venv venv-dev lab notebooks models browser clean
 
-demo: $(VENV)/.installed           ## install into .venv and start the dashboard
+demo: $(VENV)/.installed-app       ## install the library + dashboard into .venv and start the dashboard
 	$(PY) app.py
 
-test: $(VENV)/.installed-dev       ## install into .venv (with test extras) and run the whole suite
+test: $(VENV)/.installed-dev       ## install everything (+ test extras) into .venv and run the whole suite
 	$(PY) -m pytest
 
-venv: $(VENV)/.installed
+quick: $(VENV)/.installed-dev      ## the inner loop: every test but the slow ones (about a minute)
+	$(PY) -m pytest -m "not slow"
+
+venv: $(VENV)/.installed           ## the library core only
 venv-dev: $(VENV)/.installed-dev
 
-lab: $(VENV)/.installed            ## JupyterLab on the notebooks
+lab: $(VENV)/.installed-notebooks  ## install the library + notebook packages and open JupyterLab on the notebooks
 	$(VENV)/bin/jupyter lab notebooks/
 
 # torch first: a CUDA build where an NVIDIA GPU is present, otherwise the small CPU build
@@ -38,6 +41,14 @@ $(VENV)/.installed: $(VENV)/.torch pyproject.toml
 	$(PIP) install -e .
 	touch $@
 
+$(VENV)/.installed-app: $(VENV)/.installed
+	$(PIP) install -e ".[app]"
+	touch $@
+
+$(VENV)/.installed-notebooks: $(VENV)/.installed
+	$(PIP) install -e ".[notebooks]"
+	touch $@
+
 $(VENV)/.installed-dev: $(VENV)/.installed
 	$(PIP) install -e ".[dev]"
 	touch $@
@@ -47,7 +58,7 @@ browser:                           ## Debian's chromium for the real-browser tes
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 	chromium --version
 
-models: $(VENV)/.installed         ## retrain the bundled models (hours on a laptop CPU)
+models: $(VENV)/.installed-dev     ## retrain the bundled models (hours on a laptop CPU)
 	bash scripts/make_models.sh
 
 clean:

@@ -17,48 +17,77 @@ every request runs without gradients, so concurrent requests share one copy.
 
 UI wiring only: every handler calls lab.explore / lab.plots. Each handler returns its outputs
 and a status line; bad input gives a message in the status line, never a stack trace.
+Importing app.py parses no arguments, loads no model and builds no page: build(args) makes the
+page (tests launch it themselves), main() parses the command line, builds and serves it.
 """
 from __future__ import annotations
 
 import argparse
 import functools
 import html
+import importlib
 import logging
 import os
 import re
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
-import torch
-
-import lab
-from lab import explore, plots
-from lab.train import read_metrics
 
 ROOT = Path(__file__).resolve().parent
 log = logging.getLogger("bert-lab.app")
-
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-parser.add_argument("--model", default=None, help="start on this model directory (under a models root)")
-parser.add_argument("--models-root", action="append", default=[],
-                    help="another folder whose model directories may be served (repeatable)")
-parser.add_argument("--host", default="127.0.0.1", help="interface to bind (0.0.0.0: the whole network)")
-parser.add_argument("--port", type=int, default=7860)
-parser.add_argument("--share", action="store_true", help="also publish a temporary gradio.live link")
-parser.add_argument("--concurrency", type=int, default=2,
-                    help="requests computed at once (each with its own CPU thread); others wait in the queue")
-parser.add_argument("--queue-size", type=int, default=128, help="requests that may wait; more are turned away")
-parser.add_argument("--cache-models", type=int, default=4, help="models kept loaded at once")
-parser.add_argument("--precision", choices=["bf16", "fp32"], default="bf16",
-                    help="bf16: forward passes under bf16 autocast where the hardware is fast at it "
-                         "(2-3x faster for BERT-base on a CPU; probabilities differ in the 2nd-3rd digit)")
-ARGS, _ = parser.parse_known_args()
-
-MODEL_ROOTS = [ROOT / "models", ROOT / "runs"] + [
-    Path(p).expanduser() for p in [*ARGS.models_root, *os.environ.get("BERT_LAB_MODELS", "").split(":")] if p]
 MAX_TEXT_CHARS = 20_000        # longer inputs are cut (with a notice) before tokenizing
+REPO_ROOTS = (ROOT / "models", ROOT / "runs")   # models roots always served (bundled models, own runs)
+
+
+class _Later:
+    """A module imported at its first use. The lab imports torch (about 1 s), which only the
+    handlers need: so `import app` costs little more than `import gradio` (tests, tools), and
+    main() pays for torch once, before the page is built."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(importlib.import_module(self._name), attr)
+
+
+lab = _Later("lab")                          # lab.load
+explore = _Later("lab.explore")              # every view's computation
+plots = _Later("lab.plots")                  # and its figure
+runs = _Later("lab.runs")                    # read_metrics, checkpoints, is_model_dir, has_metrics, phases
+lab_tokenizer = _Later("lab.tokenizer")      # clean_text: the one check of input text
+
+
+@dataclass
+class Settings:
+    """What the handlers need to know, from the command line (parser()); build() sets SETTINGS."""
+    model_roots: list[Path] = field(default_factory=lambda: list(REPO_ROOTS))   # models may be served from here
+    start_model: str | None = None     # --model: every tab that it serves starts on it
+    cache_models: int = 4              # models kept loaded at once
+    concurrency: int = 2               # requests computed at once
+    queue_size: int = 128              # requests that may wait
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Settings:
+        """models/ and runs/ of this repository, then --models-root folders, then BERT_LAB_MODELS
+        (folders separated by ':')."""
+        extra = [*args.models_root, *os.environ.get("BERT_LAB_MODELS", "").split(":")]
+        return cls(model_roots=[*REPO_ROOTS, *(Path(p).expanduser() for p in extra if p)],
+                   start_model=args.model, cache_models=args.cache_models,
+                   concurrency=args.concurrency, queue_size=args.queue_size)
+
+
+SETTINGS = Settings()
+
+
+def configure(args: argparse.Namespace) -> Settings:
+    """Set the handlers' settings from parsed arguments (build() calls it first)."""
+    global SETTINGS
+    SETTINGS = Settings.from_args(args)
+    return SETTINGS
 
 
 class UserError(ValueError):
@@ -79,27 +108,23 @@ def _display(path: Path) -> str:
 def list_models() -> list[str]:
     """Model directories (config.json + weights) under the roots: bundled ones first, then runs."""
     found = []
-    for root in MODEL_ROOTS:
+    for root in SETTINGS.model_roots:
         if not root.is_dir():
             continue
         candidates = [p for p in sorted(root.iterdir()) if p.is_dir()]
         # a run's phases (runs/x/phase1-len32) are models too; checkpoints are for the Training tab
-        candidates += [q for p in candidates for q in sorted(p.glob("phase*")) if q.is_dir()]
-        for p in sorted(candidates):
-            if (p / "config.json").is_file() and any((p / f).is_file() for f in (
-                    "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")):
-                found.append(_display(p))
+        candidates += [q for p in candidates for q in runs.phases(p)[:-1]]
+        found += [_display(p) for p in sorted(candidates) if runs.is_model_dir(p)]
     return found
 
 
 def list_runs() -> list[str]:
-    """Directories with a metrics.jsonl (training curves), newest first."""
-    runs = []
-    for root in MODEL_ROOTS:
+    """Directories with a metrics.jsonl (training curves; in the run or its phases), newest first."""
+    found = []
+    for root in SETTINGS.model_roots:
         if root.is_dir():
-            runs += [p for p in root.iterdir() if p.is_dir() and (
-                (p / "metrics.jsonl").is_file() or any(p.glob("phase*/metrics.jsonl")))]
-    return [_display(p) for p in sorted(runs, key=lambda p: p.stat().st_mtime, reverse=True)]
+            found += [p for p in root.iterdir() if p.is_dir() and runs.has_metrics(p)]
+    return [_display(p) for p in sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)]
 
 
 def resolve_under_roots(name: str) -> Path:
@@ -108,7 +133,7 @@ def resolve_under_roots(name: str) -> Path:
         raise UserError("choose a model first")
     path = Path(str(name).strip()).expanduser()
     path = (path if path.is_absolute() else ROOT / path).resolve()
-    roots = [r.resolve() for r in MODEL_ROOTS]
+    roots = [r.resolve() for r in SETTINGS.model_roots]
     if not any(path == r or path.is_relative_to(r) for r in roots):
         raise UserError(f"{name} is outside the models roots ({', '.join(_display(r) for r in roots)}); "
                         f"copy the model under models/ or start the app with --models-root")
@@ -145,7 +170,7 @@ def get_model(name: str):
     model.eval().requires_grad_(False)
     with _CACHE_LOCK:
         _CACHE[path] = (model, tokenizer)
-        while len(_CACHE) > max(1, ARGS.cache_models):
+        while len(_CACHE) > max(1, SETTINGS.cache_models):
             _CACHE.popitem(last=False)
     return model, tokenizer
 
@@ -155,7 +180,7 @@ def default_model(task: str | None = None) -> str | None:
     that does (QA: a name with "squad", classification: "sst2", otherwise "classroom" first)."""
     names = list_models()
     preferred = {"answer": "squad", "classify": "sst2"}.get(task, "classroom")
-    ordered = ([ARGS.model] if ARGS.model else []) + sorted(
+    ordered = ([SETTINGS.start_model] if SETTINGS.start_model else []) + sorted(
         names, key=lambda n: (not n.startswith("models/"), preferred not in n, n))
     for name in ordered:
         try:
@@ -170,10 +195,6 @@ def default_model(task: str | None = None) -> str | None:
 # ----------------------------------------------------------------------------------------------
 # Handler plumbing: clean inputs, turn every failure into a status message
 # ----------------------------------------------------------------------------------------------
-
-def ok(message: str = "") -> str:
-    return message
-
 
 def notice(message: str) -> str:
     return f"⚠️ {message}"
@@ -199,16 +220,9 @@ def handler(n_outputs: int):
 
 
 def text_input(value, name: str, required: bool = True) -> str:
-    """Browser text -> a clean str: invalid UTF-8 replaced, control characters dropped, cut if huge."""
-    if value is None:
-        value = ""
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", errors="replace")
-    value = str(value).encode("utf-8", errors="replace").decode("utf-8")   # lone surrogates -> '?'
-    value = "".join(ch for ch in value if ch in "\t\n" or (ord(ch) >= 32 and ch != "\x7f"))
-    if required and not value.strip():
-        raise UserError(f"{name} is empty: type some text")
-    return value[:MAX_TEXT_CHARS]
+    """Browser text -> a clean str (lab.tokenizer.clean_text: invalid UTF-8 replaced, control
+    characters dropped, empty refused when required), cut at MAX_TEXT_CHARS."""
+    return lab_tokenizer.clean_text(value, name, required=required, max_chars=MAX_TEXT_CHARS)
 
 
 def model_for(name: str, task: str):
@@ -261,7 +275,7 @@ def fill_mask(model_name, text, top_k=5, temperature=1.0):
             filled.append((tok, None))
         filled.append((" ", None))
     status = truncation_note(result.truncated, model.config.max_position_embeddings)
-    return filled, _bars_html(result, "[MASK]"), ok(status or f"{len(result)} mask(s) predicted")
+    return filled, _bars_html(result, "[MASK]"), status or f"{len(result)} mask(s) predicted"
 
 
 @handler(1)
@@ -271,7 +285,7 @@ def word_chips(text):
     chips = []
     for m in WORD.finditer(text):
         chips += [(m.group(), "masked" if m.group() == "[MASK]" else None), (" ", None)]
-    return chips, ok()
+    return chips, ""
 
 
 @handler(1)
@@ -283,13 +297,13 @@ def mask_word(text, index):
     if not 0 <= index < len(matches):
         raise UserError(f"word {index} does not exist: the sentence has {len(matches)} words")
     m = matches[index]
-    return text[:m.start()] + "[MASK]" + text[m.end():], ok(f"masked “{m.group()}”")
+    return text[:m.start()] + "[MASK]" + text[m.end():], f"masked “{m.group()}”"
 
 
 def on_word_select(text, evt: gr.SelectData):
     index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
     if index % 2:                                            # a space between two words
-        return text, ok()
+        return text, ""
     new_text, status = mask_word(text, index // 2)
     return (new_text if new_text is not None else text), status
 
@@ -310,8 +324,8 @@ def corrupt(model_name, text, seed=0):
             out.append((f"{seen} ← {label}", "[MASK] (80%)" if kind == "mask" else "random (10%)"))
         out.append((" ", None))
     c = prev.counts
-    return out, ok(f"{c['chosen']} of {c['tokens']} tokens chosen (15%): {c['mask']} → [MASK], "
-                   f"{c['random']} → a random token, {c['keep']} kept; the model must predict all {c['chosen']}")
+    return out, (f"{c['chosen']} of {c['tokens']} tokens chosen (15%): {c['mask']} → [MASK], "
+                 f"{c['random']} → a random token, {c['keep']} kept; the model must predict all {c['chosen']}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -323,7 +337,7 @@ def next_sentence(model_name, sentence_a, sentence_b):
     model, tokenizer = model_for(model_name, "next_sentence")
     a, b = text_input(sentence_a, "sentence A"), text_input(sentence_b, "sentence B")
     p = explore.next_sentence(model, tokenizer, a, b)
-    return {"IsNext": p, "NotNext": 1 - p}, ok(f"P(IsNext) = {p:.3f}")
+    return {"IsNext": p, "NotNext": 1 - p}, f"P(IsNext) = {p:.3f}"
 
 
 @handler(1)
@@ -333,7 +347,7 @@ def classify(model_name, text, text_pair=""):
     pair = text_input(text_pair, "the second sentence", required=False).strip() or None
     probs = explore.classify(model, tokenizer, text, pair)
     best = max(probs, key=probs.get)
-    return probs, ok(f"{best} ({probs[best]:.1%})")
+    return probs, f"{best} ({probs[best]:.1%})"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -365,15 +379,15 @@ def attention(model_name, text_a, text_b="", layer=0, head=0):
              for l in range(L) for h in range(A)]
     return (plots.attention_heatmap(result, layer, head), plots.attention_grid(result, layer),
             {"headers": ["layer", "head", *STAT_NAMES.values()], "data": table},
-            ok(truncation_note(result.truncated, model.config.max_position_embeddings)
-               or f"{len(result.tokens)} tokens, {L} layers x {A} heads"))
+            truncation_note(result.truncated, model.config.max_position_embeddings)
+            or f"{len(result.tokens)} tokens, {L} layers x {A} heads")
 
 
 @handler(1)
 def head_stats(model_name, text_a, text_b=""):
     """Clark et al.'s statistics of every head as small [layers x heads] heatmaps."""
     _, result, _, _ = _attention_request(model_name, text_a, text_b)
-    return plots.head_stats_heatmaps(result.head_stats()), ok()
+    return plots.head_stats_heatmaps(result.head_stats()), ""
 
 
 @handler(1)
@@ -384,7 +398,7 @@ def ablate(model_name, text, progress=gr.Progress()):
     progress(0, desc="silencing each head")
     result = explore.ablate_heads(model, tokenizer, text)
     worst = divmod(int(result.effect.argmax()), result.effect.shape[1])
-    return plots.ablation_heatmap(result), ok(
+    return plots.ablation_heatmap(result), (
         f"baseline loss {result.baseline:.3f}; silencing layer {worst[0]} head {worst[1]} hurts most "
         f"(+{float(result.effect.max()):.3f})")
 
@@ -402,7 +416,7 @@ def bertviz_view(model_name, text_a, text_b="", view="head"):
               html_action="return").data
     frame = (f"<iframe style='width:100%;height:720px;border:0' sandbox='allow-scripts' "
              f"srcdoc=\"{html.escape(page, quote=True)}\"></iframe>")
-    return frame, ok("bertviz loads its scripts from a CDN; without internet the built-in heatmaps above still work")
+    return frame, "bertviz loads its scripts from a CDN; without internet the built-in heatmaps above still work"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -425,7 +439,7 @@ def answer(model_name, question, context, top_k=3):
                       for i, s in enumerate(result.spans, 1)]}
     note = f"context read in {result.num_windows} overlapping windows; " if result.num_windows > 1 else ""
     note += "the question was cut to fit; " if result.question_truncated else ""
-    return highlighted, plots.span_probabilities(result), table, ok(f"{note}answer: “{best.text}”")
+    return highlighted, plots.span_probabilities(result), table, f"{note}answer: “{best.text}”"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -435,10 +449,10 @@ def answer(model_name, question, context, top_k=3):
 @handler(1)
 def training_curves(run_name, x="time"):
     path = resolve_under_roots(run_name)
-    records = read_metrics(path)
+    records = runs.read_metrics(path) if runs.has_metrics(path) else []
     if not records:
         raise UserError(f"{_display(path)} has no metrics.jsonl records")
-    return plots.training_curves(records, x=x, title=_display(path)), ok(f"{len(records)} records")
+    return plots.training_curves(records, x=x, title=_display(path)), f"{len(records)} records"
 
 
 @handler(1)
@@ -452,7 +466,7 @@ def watch_learning(run_name, text, top_k=3, progress=gr.Progress()):
         rows.append([step] + [", ".join(f"{t} {p:.0%}" for t, p in preds) for preds in result])
     masks = max((len(r) - 1 for r in rows), default=0)
     return ({"headers": ["step"] + [f"[MASK] {k}" for k in range(1, masks + 1)], "data": rows},
-            ok(f"{len(rows)} checkpoints"))
+            f"{len(rows)} checkpoints")
 
 
 @handler(2)
@@ -468,7 +482,7 @@ def model_info(model_name):
             f"{cfg.num_attention_heads}, vocabulary {cfg.vocab_size:,}, max length {cfg.max_position_embeddings}\n"
             f"- serves: {', '.join(tasks)}\n")
     card_text = card.read_text(encoding="utf-8", errors="replace") if card.is_file() else "(no model card: README.md)"
-    return text, card_text, ok()
+    return text, card_text, ""
 
 
 def attention_shape(model_name):
@@ -478,7 +492,7 @@ def attention_shape(model_name):
     except Exception as e:                                   # reported by the Show button too
         return gr.update(), gr.update(), notice(str(e))
     return (gr.Slider(maximum=cfg.num_hidden_layers - 1, value=0),
-            gr.Slider(maximum=cfg.num_attention_heads - 1, value=0), ok())
+            gr.Slider(maximum=cfg.num_attention_heads - 1, value=0), "")
 
 
 @handler(1)
@@ -487,7 +501,7 @@ def tokenize(model_name, text):
     text = text_input(text, "the text")
     enc = tokenizer.encode(text)
     return [(t, "special" if t in ("[CLS]", "[SEP]") else ("subword" if t.startswith("##") else None))
-            for t in enc.tokens], ok(f"{len(enc.tokens)} tokens")
+            for t in enc.tokens], f"{len(enc.tokens)} tokens"
 
 
 @handler(1)
@@ -495,7 +509,7 @@ def embeddings(model_name, text_a, text_b=""):
     model, tokenizer = get_model(model_name)
     a = text_input(text_a, "sentence A")
     b = text_input(text_b, "sentence B", required=False).strip() or None
-    return plots.embedding_components(explore.embeddings(model, tokenizer, a, b)), ok()
+    return plots.embedding_components(explore.embeddings(model, tokenizer, a, b)), ""
 
 
 @handler(1)
@@ -504,7 +518,7 @@ def add_model(path):
     name = _display(resolve_model_dir(text_input(path, "the model path")))
     get_model(name)                                          # loads it: a damaged one is reported now
     choices = sorted(set(list_models()) | {name})
-    return gr.Dropdown(choices=choices, value=name), ok(f"added {name}")
+    return gr.Dropdown(choices=choices, value=name), f"added {name}"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -544,6 +558,7 @@ CSS = """
 .bl-bar {height:12px; background:#f97316; border-radius:3px; max-width:120px}
 .bl-p {color:#666; font-size:0.85em}
 """
+LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft())   # Gradio 6: look and feel go to launch()
 
 
 def model_dropdown(task: str | None, label: str = "Model"):
@@ -551,175 +566,218 @@ def model_dropdown(task: str | None, label: str = "Model"):
                        allow_custom_value=True, scale=2)
 
 
-# Every model computation shares one queue slot pool: at most --concurrency requests run at once
-# across all tabs (memory and CPU stay bounded), the rest wait in order (at most --queue-size).
-Q = dict(concurrency_id="model", concurrency_limit=ARGS.concurrency)
+def parser() -> argparse.ArgumentParser:
+    """The command line of `python app.py` (--help prints this file's docstring too)."""
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default=None, help="start on this model directory (under a models root)")
+    p.add_argument("--models-root", action="append", default=[],
+                   help="another folder whose model directories may be served (repeatable)")
+    p.add_argument("--host", default="127.0.0.1", help="interface to bind (0.0.0.0: the whole network)")
+    p.add_argument("--port", type=int, default=7860)
+    p.add_argument("--share", action="store_true", help="also publish a temporary gradio.live link")
+    p.add_argument("--concurrency", type=int, default=2,
+                   help="requests computed at once (each with its own CPU thread); others wait in the queue")
+    p.add_argument("--queue-size", type=int, default=128, help="requests that may wait; more are turned away")
+    p.add_argument("--cache-models", type=int, default=4, help="models kept loaded at once")
+    p.add_argument("--precision", choices=["bf16", "fp32"], default="bf16",
+                   help="bf16: forward passes under bf16 autocast where the hardware is fast at it "
+                        "(2-3x faster for BERT-base on a CPU; probabilities differ in the 2nd-3rd digit)")
+    return p
 
-with gr.Blocks(title="BERT Lab") as demo:
-    gr.Markdown("# BERT Lab\nEvery idea of the BERT paper, live: masked words, next sentences, "
-                "attention heads, answer spans. Pick a model in each tab; the **Model** tab describes it.")
-    with gr.Tab("Masked LM"):
-        gr.Markdown("BERT is pre-trained to guess hidden words from **both** sides. Write [MASK] "
-                    "where a word should be guessed, or click a word below to mask it.")
-        with gr.Row():
-            mlm_model = model_dropdown("fill_mask")
-            top_k = gr.Slider(1, 20, value=5, step=1, label="top k")
-            temperature = gr.Slider(0.1, 5, value=1.0, step=0.1, label="temperature")
-        mlm_text = gr.Textbox(label="Sentence", value=MLM_EXAMPLES[0][0], elem_id="mlm-text")
-        words = gr.HighlightedText(label="Click a word to mask it", interactive=False, elem_id="mlm-words",
-                                   color_map={"masked": "#f97316"})
-        mlm_btn = gr.Button("Predict", variant="primary", elem_id="mlm-predict")
-        mlm_status = gr.Markdown(elem_id="mlm-status")
-        filled = gr.HighlightedText(label="Best guesses", color_map={"guess": "#22c55e"}, elem_id="mlm-filled")
-        bars = gr.HTML(elem_id="mlm-bars")
-        gr.Examples(MLM_EXAMPLES, [mlm_text], cache_examples=False)
-        with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
-            seed = gr.Number(value=0, precision=0, label="seed")
-            corrupt_btn = gr.Button("Corrupt this sentence")
-            corrupted = gr.HighlightedText(label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True)
-            corrupt_status = gr.Markdown()
-        mlm_btn.click(fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
-                      api_name="fill_mask", **Q)
-        mlm_text.submit(fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
-                        api_visibility="private", **Q)
-        mlm_text.change(word_chips, mlm_text, [words, mlm_status], api_name="words", show_progress="hidden",
-                        queue=False, trigger_mode="always_last")
-        words.select(on_word_select, mlm_text, [mlm_text, mlm_status], api_visibility="private", queue=False).then(
-            fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
-            api_visibility="private", **Q)
-        gr.Button("mask word", visible=False).click(mask_word, [mlm_text, gr.Number(visible=False)],
-                                                    [mlm_text, mlm_status], api_name="mask_word", **Q)
-        corrupt_btn.click(corrupt, [mlm_model, mlm_text, seed], [corrupted, corrupt_status], api_name="corrupt", **Q)
 
-    with gr.Tab("Next Sentence"):
-        gr.Markdown("Does sentence B follow sentence A? In pre-training half the B sentences are the "
-                    "real next sentence (IsNext) and half come from another document (NotNext).")
-        nsp_model = model_dropdown("next_sentence")
-        nsp_a = gr.Textbox(label="Sentence A", value=NSP_EXAMPLES[0][0])
-        nsp_b = gr.Textbox(label="Sentence B", value=NSP_EXAMPLES[0][1])
-        nsp_btn = gr.Button("Score", variant="primary")
-        nsp_label = gr.Label(label="Next sentence?")
-        nsp_status = gr.Markdown()
-        gr.Examples(NSP_EXAMPLES, [nsp_a, nsp_b], cache_examples=False)
-        nsp_btn.click(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status], api_name="next_sentence", **Q)
+def build(args: argparse.Namespace) -> gr.Blocks:
+    """The page wired to the handlers, for parsed command-line arguments (see parser());
+    sets the handlers' SETTINGS first. Launch it with demo.launch(..., **LAUNCH_OPTIONS)."""
+    settings = configure(args)
+    # Every model computation shares one queue slot pool: at most --concurrency requests run at once
+    # across all tabs (memory and CPU stay bounded), the rest wait in order (at most --queue-size).
+    Q = dict(concurrency_id="model", concurrency_limit=settings.concurrency)
 
-    with gr.Tab("Attention"):
-        gr.Markdown("Each layer has several heads; each head spreads every token's attention over all "
-                    "tokens (rows sum to 1). Rows are the attending tokens, columns the attended ones.")
-        with gr.Row():
-            att_model = model_dropdown("attention")
-            layer = gr.Slider(0, 11, value=0, step=1, label="layer")
-            head = gr.Slider(0, 11, value=0, step=1, label="head")
-        att_a = gr.Textbox(label="Sentence A", value=NSP_EXAMPLES[0][0])
-        att_b = gr.Textbox(label="Sentence B (optional)", value=NSP_EXAMPLES[0][1])
-        att_btn = gr.Button("Show attention", variant="primary")
-        att_status = gr.Markdown()
-        with gr.Row():
-            heatmap = gr.Plot(format="png", label="one head")
-            grid = gr.Plot(format="png", label="all heads of the layer")
-        stats_table = gr.Dataframe(label="what each head looks at: mean attention to ... (Clark et al. 2019)",
-                                   interactive=False)
-        stats_btn = gr.Button("Plot the head statistics")
-        stats_plot = gr.Plot(format="png", label="head statistics (Clark et al. 2019)")
-        with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
-            abl_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[1][0])
-            abl_btn = gr.Button("Silence each head")
-            abl_plot = gr.Plot(format="png")
-            abl_status = gr.Markdown()
-        with gr.Accordion("bertviz (interactive; needs internet in the browser)", open=False):
-            view = gr.Radio(["head", "model"], value="head", label="view")
-            viz_btn = gr.Button("Show bertviz")
-            viz = gr.HTML()
-            viz_status = gr.Markdown()
-        att_inputs = [att_model, att_a, att_b, layer, head]
-        att_outputs = [heatmap, grid, stats_table, att_status]
-        att_btn.click(attention, att_inputs, att_outputs, api_name="attention", **Q)
-        for slider in (layer, head):
-            slider.release(attention, att_inputs, att_outputs, api_visibility="private", **Q)
-        stats_btn.click(head_stats, [att_model, att_a, att_b], [stats_plot, att_status], api_name="head_stats", **Q)
-        abl_btn.click(ablate, [att_model, abl_text], [abl_plot, abl_status], api_name="ablate", **Q)
-        viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz", **Q)
+    with gr.Blocks(title="BERT Lab") as demo:
+        gr.Markdown("# BERT Lab\nEvery idea of the BERT paper, live: masked words, next sentences, "
+                    "attention heads, answer spans. Pick a model in each tab; the **Model** tab describes it.")
+        with gr.Tab("Masked LM"):
+            gr.Markdown("BERT is pre-trained to guess hidden words from **both** sides. Write [MASK] "
+                        "where a word should be guessed, or click a word below to mask it.")
+            with gr.Row():
+                mlm_model = model_dropdown("fill_mask")
+                top_k = gr.Slider(1, 20, value=5, step=1, label="top k")
+                temperature = gr.Slider(0.1, 5, value=1.0, step=0.1, label="temperature")
+            mlm_text = gr.Textbox(label="Sentence", value=MLM_EXAMPLES[0][0], elem_id="mlm-text")
+            words = gr.HighlightedText(label="Click a word to mask it", interactive=False, elem_id="mlm-words",
+                                       color_map={"masked": "#f97316"})
+            mlm_btn = gr.Button("Predict", variant="primary", elem_id="mlm-predict")
+            mlm_status = gr.Markdown(elem_id="mlm-status")
+            filled = gr.HighlightedText(label="Best guesses", color_map={"guess": "#22c55e"}, elem_id="mlm-filled")
+            bars = gr.HTML(elem_id="mlm-bars")
+            gr.Examples(MLM_EXAMPLES, [mlm_text], cache_examples=False)
+            with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
+                seed = gr.Number(value=0, precision=0, label="seed")
+                corrupt_btn = gr.Button("Corrupt this sentence")
+                corrupted = gr.HighlightedText(label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True)
+                corrupt_status = gr.Markdown()
+            mlm_btn.click(fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
+                          api_name="fill_mask", **Q)
+            mlm_text.submit(fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
+                            api_visibility="private", **Q)
+            mlm_text.change(word_chips, mlm_text, [words, mlm_status], api_name="words", show_progress="hidden",
+                            queue=False, trigger_mode="always_last")
+            words.select(on_word_select, mlm_text, [mlm_text, mlm_status], api_visibility="private",
+                         queue=False).then(
+                fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
+                api_visibility="private", **Q)
+            gr.Button("mask word", visible=False).click(mask_word, [mlm_text, gr.Number(visible=False)],
+                                                        [mlm_text, mlm_status], api_name="mask_word", **Q)
+            corrupt_btn.click(corrupt, [mlm_model, mlm_text, seed], [corrupted, corrupt_status],
+                              api_name="corrupt", **Q)
 
-    with gr.Tab("Question Answering"):
-        gr.Markdown("A QA model scores every context token as the answer's **start** and **end**; the "
-                    "answer is the best-scoring span (start ≤ end, at most 30 tokens).")
-        with gr.Row():
-            qa_model = model_dropdown("answer")
-            qa_k = gr.Slider(1, 10, value=3, step=1, label="answers shown")
-        qa_q = gr.Textbox(label="Question", value=QA_EXAMPLES[0][0], elem_id="qa-question")
-        qa_c = gr.Textbox(label="Context", value=QA_CONTEXT, lines=5, elem_id="qa-context")
-        qa_btn = gr.Button("Answer", variant="primary", elem_id="qa-answer")
-        qa_status = gr.Markdown(elem_id="qa-status")
-        qa_span = gr.HighlightedText(label="Answer in its context", color_map={"answer": "#22c55e"},
-                                     elem_id="qa-span")
-        qa_plot = gr.Plot(format="png", label="start / end probabilities")
-        qa_table = gr.Dataframe(label="best answers", interactive=False)
-        gr.Examples(QA_EXAMPLES, [qa_q, qa_c], cache_examples=False)
-        qa_btn.click(answer, [qa_model, qa_q, qa_c, qa_k], [qa_span, qa_plot, qa_table, qa_status], api_name="answer", **Q)
+        with gr.Tab("Next Sentence"):
+            gr.Markdown("Does sentence B follow sentence A? In pre-training half the B sentences are the "
+                        "real next sentence (IsNext) and half come from another document (NotNext).")
+            nsp_model = model_dropdown("next_sentence")
+            nsp_a = gr.Textbox(label="Sentence A", value=NSP_EXAMPLES[0][0])
+            nsp_b = gr.Textbox(label="Sentence B", value=NSP_EXAMPLES[0][1])
+            nsp_btn = gr.Button("Score", variant="primary")
+            nsp_label = gr.Label(label="Next sentence?")
+            nsp_status = gr.Markdown()
+            gr.Examples(NSP_EXAMPLES, [nsp_a, nsp_b], cache_examples=False)
+            nsp_btn.click(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status],
+                          api_name="next_sentence", **Q)
 
-    with gr.Tab("Classify"):
-        gr.Markdown("A classifier is BERT plus one linear layer on the [CLS] vector, fine-tuned on labelled sentences.")
-        cls_model = model_dropdown("classify")
-        cls_a = gr.Textbox(label="Sentence", value=CLS_EXAMPLES[0][0])
-        cls_b = gr.Textbox(label="Second sentence (pair tasks only)", value="")
-        cls_btn = gr.Button("Classify", variant="primary")
-        cls_label = gr.Label(label="Label probabilities")
-        cls_status = gr.Markdown()
-        gr.Examples(CLS_EXAMPLES, [cls_a], cache_examples=False)
-        cls_btn.click(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_name="classify", **Q)
+        with gr.Tab("Attention"):
+            gr.Markdown("Each layer has several heads; each head spreads every token's attention over all "
+                        "tokens (rows sum to 1). Rows are the attending tokens, columns the attended ones.")
+            with gr.Row():
+                att_model = model_dropdown("attention")
+                layer = gr.Slider(0, 11, value=0, step=1, label="layer")
+                head = gr.Slider(0, 11, value=0, step=1, label="head")
+            att_a = gr.Textbox(label="Sentence A", value=NSP_EXAMPLES[0][0])
+            att_b = gr.Textbox(label="Sentence B (optional)", value=NSP_EXAMPLES[0][1])
+            att_btn = gr.Button("Show attention", variant="primary")
+            att_status = gr.Markdown()
+            with gr.Row():
+                heatmap = gr.Plot(format="png", label="one head")
+                grid = gr.Plot(format="png", label="all heads of the layer")
+            stats_table = gr.Dataframe(label="what each head looks at: mean attention to ... (Clark et al. 2019)",
+                                       interactive=False)
+            stats_btn = gr.Button("Plot the head statistics")
+            stats_plot = gr.Plot(format="png", label="head statistics (Clark et al. 2019)")
+            with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
+                abl_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[1][0])
+                abl_btn = gr.Button("Silence each head")
+                abl_plot = gr.Plot(format="png")
+                abl_status = gr.Markdown()
+            with gr.Accordion("bertviz (interactive; needs internet in the browser)", open=False):
+                view = gr.Radio(["head", "model"], value="head", label="view")
+                viz_btn = gr.Button("Show bertviz")
+                viz = gr.HTML()
+                viz_status = gr.Markdown()
+            att_inputs = [att_model, att_a, att_b, layer, head]
+            att_outputs = [heatmap, grid, stats_table, att_status]
+            att_btn.click(attention, att_inputs, att_outputs, api_name="attention", **Q)
+            for slider in (layer, head):
+                slider.release(attention, att_inputs, att_outputs, api_visibility="private", **Q)
+            stats_btn.click(head_stats, [att_model, att_a, att_b], [stats_plot, att_status],
+                            api_name="head_stats", **Q)
+            abl_btn.click(ablate, [att_model, abl_text], [abl_plot, abl_status], api_name="ablate", **Q)
+            viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz", **Q)
 
-    with gr.Tab("Training"):
-        gr.Markdown("Loss and held-out accuracy of a training run (its metrics.jsonl), and the same masked "
-                    "sentence through the run's checkpoints: watch BERT learn.")
-        runs = list_runs()
-        with gr.Row():
-            first = next((r for r in runs if r.startswith("models/") and (Path(ROOT, r) / "checkpoints").is_dir()),
-                         runs[0] if runs else None)          # the bundled model keeps snapshots of its training
-            run = gr.Dropdown(choices=runs, value=first, label="Run", allow_custom_value=True)
-            x_axis = gr.Radio(["time", "step"], value="time", label="x axis")
-        curves_btn = gr.Button("Show curves", variant="primary")
-        curves = gr.Plot(format="png")
-        curves_status = gr.Markdown()
-        watch_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[0][0])
-        watch_btn = gr.Button("Predict at every checkpoint")
-        watch_table = gr.Dataframe(interactive=False)
-        watch_status = gr.Markdown()
-        curves_btn.click(training_curves, [run, x_axis], [curves, curves_status], api_name="training_curves", **Q)
-        watch_btn.click(watch_learning, [run, watch_text], [watch_table, watch_status], api_name="watch_learning", **Q)
+        with gr.Tab("Question Answering"):
+            gr.Markdown("A QA model scores every context token as the answer's **start** and **end**; the "
+                        "answer is the best-scoring span (start ≤ end, at most 30 tokens).")
+            with gr.Row():
+                qa_model = model_dropdown("answer")
+                qa_k = gr.Slider(1, 10, value=3, step=1, label="answers shown")
+            qa_q = gr.Textbox(label="Question", value=QA_EXAMPLES[0][0], elem_id="qa-question")
+            qa_c = gr.Textbox(label="Context", value=QA_CONTEXT, lines=5, elem_id="qa-context")
+            qa_btn = gr.Button("Answer", variant="primary", elem_id="qa-answer")
+            qa_status = gr.Markdown(elem_id="qa-status")
+            qa_span = gr.HighlightedText(label="Answer in its context", color_map={"answer": "#22c55e"},
+                                         elem_id="qa-span")
+            qa_plot = gr.Plot(format="png", label="start / end probabilities")
+            qa_table = gr.Dataframe(label="best answers", interactive=False)
+            gr.Examples(QA_EXAMPLES, [qa_q, qa_c], cache_examples=False)
+            qa_btn.click(answer, [qa_model, qa_q, qa_c, qa_k], [qa_span, qa_plot, qa_table, qa_status],
+                         api_name="answer", **Q)
 
-    with gr.Tab("Model"):
-        info_model = model_dropdown(None)
-        info = gr.Markdown()
-        info_status = gr.Markdown()
-        with gr.Accordion("Model card", open=False):
-            card = gr.Markdown()
-        with gr.Row():
-            new_path = gr.Textbox(label="Add a model directory (inside models/ or runs/ or a --models-root)", scale=3)
-            add_btn = gr.Button("Add")
-        tok_text = gr.Textbox(label="Text to tokenize", value="The playing children were unbelievably happy.")
-        tok_btn = gr.Button("Tokenize")
-        tokens = gr.HighlightedText(label="WordPiece tokens", color_map={"special": "#60a5fa", "subword": "#f97316"})
-        emb_btn = gr.Button("Input embeddings: token + segment + position")
-        emb_plot = gr.Plot(format="png")
-        tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize", **Q)
-        emb_btn.click(embeddings, [info_model, tok_text], [emb_plot, info_status], api_name="embeddings", **Q)
-        info_model.change(model_info, info_model, [info, card, info_status], api_name="model_info")
-        add_btn.click(add_model, new_path, [info_model, info_status], api_name="add_model", **Q)
+        with gr.Tab("Classify"):
+            gr.Markdown("A classifier is BERT plus one linear layer on the [CLS] vector, fine-tuned on "
+                        "labelled sentences.")
+            cls_model = model_dropdown("classify")
+            cls_a = gr.Textbox(label="Sentence", value=CLS_EXAMPLES[0][0])
+            cls_b = gr.Textbox(label="Second sentence (pair tasks only)", value="")
+            cls_btn = gr.Button("Classify", variant="primary")
+            cls_label = gr.Label(label="Label probabilities")
+            cls_status = gr.Markdown()
+            gr.Examples(CLS_EXAMPLES, [cls_a], cache_examples=False)
+            cls_btn.click(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_name="classify", **Q)
 
-    # the attention sliders follow the attention model's shape
-    att_model.change(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
-    demo.load(model_info, info_model, [info, card, info_status], api_visibility="private")
-    demo.load(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
-    demo.load(word_chips, mlm_text, [words, mlm_status], api_visibility="private", queue=False)
+        with gr.Tab("Training"):
+            gr.Markdown("Loss and held-out accuracy of a training run (its metrics.jsonl), and the same masked "
+                        "sentence through the run's checkpoints: watch BERT learn.")
+            run_names = list_runs()
+            with gr.Row():
+                # start on a bundled model with checkpoints: it keeps snapshots of its training
+                first = next((r for r in run_names if r.startswith("models/") and runs.checkpoints(ROOT / r)),
+                             run_names[0] if run_names else None)
+                run = gr.Dropdown(choices=run_names, value=first, label="Run", allow_custom_value=True)
+                x_axis = gr.Radio(["time", "step"], value="time", label="x axis")
+            curves_btn = gr.Button("Show curves", variant="primary")
+            curves = gr.Plot(format="png")
+            curves_status = gr.Markdown()
+            watch_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[0][0])
+            watch_btn = gr.Button("Predict at every checkpoint")
+            watch_table = gr.Dataframe(interactive=False)
+            watch_status = gr.Markdown()
+            curves_btn.click(training_curves, [run, x_axis], [curves, curves_status],
+                             api_name="training_curves", **Q)
+            watch_btn.click(watch_learning, [run, watch_text], [watch_table, watch_status],
+                            api_name="watch_learning", **Q)
 
-# Bounded memory and CPU: `concurrency` requests run at once, the rest wait in a bounded queue.
-demo.queue(default_concurrency_limit=ARGS.concurrency, max_size=ARGS.queue_size)
+        with gr.Tab("Model"):
+            info_model = model_dropdown(None)
+            info = gr.Markdown()
+            info_status = gr.Markdown()
+            with gr.Accordion("Model card", open=False):
+                card = gr.Markdown()
+            with gr.Row():
+                new_path = gr.Textbox(label="Add a model directory (inside models/ or runs/ or a --models-root)",
+                                      scale=3)
+                add_btn = gr.Button("Add")
+            tok_text = gr.Textbox(label="Text to tokenize", value="The playing children were unbelievably happy.")
+            tok_btn = gr.Button("Tokenize")
+            tokens = gr.HighlightedText(label="WordPiece tokens",
+                                        color_map={"special": "#60a5fa", "subword": "#f97316"})
+            emb_btn = gr.Button("Input embeddings: token + segment + position")
+            emb_plot = gr.Plot(format="png")
+            tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize", **Q)
+            emb_btn.click(embeddings, [info_model, tok_text], [emb_plot, info_status], api_name="embeddings", **Q)
+            info_model.change(model_info, info_model, [info, card, info_status], api_name="model_info")
+            add_btn.click(add_model, new_path, [info_model, info_status], api_name="add_model", **Q)
 
-LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft())   # Gradio 6: look and feel go to launch()
+        # the attention sliders follow the attention model's shape
+        att_model.change(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
+        demo.load(model_info, info_model, [info, card, info_status], api_visibility="private")
+        demo.load(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
+        demo.load(word_chips, mlm_text, [words, mlm_status], api_visibility="private", queue=False)
+
+    # Bounded memory and CPU: `concurrency` requests run at once, the rest wait in a bounded queue.
+    demo.queue(default_concurrency_limit=settings.concurrency, max_size=settings.queue_size)
+    return demo
+
+
+def main(argv: list[str] | None = None) -> None:
+    """python app.py [options]: parse the arguments, set the process-wide thread count and
+    precision, build the page and serve it."""
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    import torch                                             # the handlers import it on first use
+
+    # process-wide settings, made only when app.py is the program (not when a test builds the page)
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) // max(1, args.concurrency)))
+    explore.use_bf16(args.precision == "bf16")
+    build(args).launch(server_name=args.host, server_port=args.port, share=args.share, **LAUNCH_OPTIONS)
+
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO)
-    # process-wide settings, made only when app.py is the program (not when a test imports it)
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) // max(1, ARGS.concurrency)))
-    explore.use_bf16(ARGS.precision == "bf16")
-    demo.launch(server_name=ARGS.host, server_port=ARGS.port, share=ARGS.share, **LAUNCH_OPTIONS)
+    main()

@@ -86,9 +86,9 @@ def main() -> None:
     from gradio_client import Client
 
     # the dashboard runs in its own process, as in class; this process only plays the students
-    sys.argv = ["app.py"]
     sys.path.insert(0, str(ROOT))
     import app                                               # for the tabs' default models
+    app.configure(app.parser().parse_args([]))               # the models roots app.py would serve
     defaults = {task: app.default_model(task) for task in ("fill_mask", "answer", "classify")}
     server, url = None, args.url
     if url is None:

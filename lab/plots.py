@@ -19,7 +19,6 @@ The figures, one function each:
                                                tokens, the best span highlighted
     embedding_components(embeddings)           the paper's Figure 2: token + segment + position
                                                embeddings, their sum and the LayerNorm output
-    fill_mask_bars(predictions)                explore.fill_mask: top-k bars for each [MASK]
 
 Layers and heads are 0-based everywhere (titles say "layer 0, head 3"), as the dashboard's
 sliders and Python indexing count them. Token labels stay legible up to a few hundred tokens:
@@ -37,6 +36,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from .runs import read_metrics
+
 WIDTH = 9.0             # inches: figure width that fits a dashboard column or a notebook cell
 MIN_FONT = 5.5          # points: the smallest token label still readable on a projector
 MAX_FONT = 9.0          # points: token labels never grow beyond this
@@ -46,7 +47,6 @@ BAR = "#4c72b0"         # every other bar
 
 def _records(run_or_records):
     if isinstance(run_or_records, (str, Path)):
-        from .train import read_metrics
         return read_metrics(run_or_records)
     return list(run_or_records)
 
@@ -453,32 +453,4 @@ def embedding_components(result, dims: int = 32) -> Figure:
     fig.colorbar(images[4], ax=axes[4], label="value")
     fig.suptitle(f"BERT's input representation (Figure 2): first {dims} of {hidden} dimensions",
                  fontsize=11)
-    return fig
-
-
-def fill_mask_bars(result) -> Figure:
-    """explore.fill_mask as horizontal bars: one panel per [MASK] (titled "[MASK] 1 (position
-    p)"), its top-k tokens best first (on top), bar length = probability."""
-    if len(result) == 0:
-        raise ValueError("no [MASK] predictions to plot")
-    positions = list(getattr(result, "mask_positions", None) or [])
-    cols = min(3, len(result))
-    rows = math.ceil(len(result) / cols)
-    k = max(len(preds) for preds in result)
-    fig = Figure(figsize=(WIDTH, max(2.6, rows * (0.28 * k + 1.0) + 0.3)), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False).flatten()
-    for m, (ax, preds) in enumerate(zip(axes, result)):
-        tokens = [_label(t) for t, _ in preds]
-        probs = [float(p) for _, p in preds]
-        ax.barh(range(len(preds)), probs, color=BAR)
-        ax.set_yticks(range(len(preds)), tokens, fontsize=9)
-        ax.invert_yaxis()                                    # best on top
-        ax.set_xlim(0, max(probs + [1e-9]) * 1.15)
-        for y, p in enumerate(probs):
-            ax.text(p, y, f" {p:.2f}", va="center", fontsize=8)
-        where = f" (position {positions[m]})" if m < len(positions) else ""
-        ax.set_title(f"[MASK] {m + 1}{where}", fontsize=10)
-        ax.set_xlabel("probability")
-    for ax in axes[len(result):]:
-        fig.delaxes(ax)
     return fig

@@ -18,12 +18,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import torch.distributed as tdist
 import torch.nn.functional as F
 
+from .batch import Batch
+from .checkpoint import load
 from .config import BertConfig
-from .instances import Batch, PretrainingData, SpecialIds, create_instances
+from .corpus import read_documents, split_documents
+from .datasets import resolve_corpus
+from .device import init_distributed, pick_device
+from .instances import PretrainingData, SpecialIds, create_instances
 from .model import BertForPreTraining
+from .runs import is_complete, phase_dirs, refuse_existing_run, write_json
+from .tokenizer import Tokenizer
 from .train import TrainConfig, train
+
+
+POSITION_INITS = ("normal", "sinusoidal")   # how the (learned) position table starts
 
 
 @dataclass
@@ -51,17 +62,19 @@ class PretrainConfig:
 # ----------------------------------------------------------------------------------------
 # The objective
 # ----------------------------------------------------------------------------------------
-def mlm_nsp_stats(out, batch: Batch, mask_id: int) -> dict[str, float]:
-    """Accuracies from a forward pass with labels: MLM overall, MLM at [MASK] inputs, NSP."""
+def mlm_nsp_stats(out, batch: Batch, mask_id: int) -> dict[str, torch.Tensor]:
+    """Accuracies from a forward pass with labels: MLM overall, MLM at [MASK] inputs, NSP.
+    Detached 0-dim tensors: the training loop reads them from the device at log steps only."""
     picked = batch.mlm_labels != -100                           # (B, T) the N predicted positions
     labels = batch.mlm_labels[picked]                           # (N,)
-    hit = out.mlm_logits.argmax(-1) == labels                   # (N,)
-    at_mask = batch.input_ids[picked] == mask_id                # (N,) the 80% that became [MASK]
-    stats = {"mlm_loss": out.mlm_loss.item(), "mlm_acc": hit.float().mean().item(),
-             "mlm_acc_masked": float(hit[at_mask].float().mean()) if at_mask.any() else 0.0}
+    hit = (out.mlm_logits.argmax(-1) == labels).float()         # (N,)
+    at_mask = (batch.input_ids[picked] == mask_id).float()      # (N,) the 80% that became [MASK]
+    stats = {"mlm_loss": out.mlm_loss.detach(), "mlm_acc": hit.mean(),
+             # a batch with no [MASK] at all counts 0 (clamp avoids 0/0 without a host check)
+             "mlm_acc_masked": (hit * at_mask).sum() / at_mask.sum().clamp(min=1)}
     if out.nsp_logits is not None and out.nsp_loss is not None:
-        stats["nsp_loss"] = out.nsp_loss.item()
-        stats["nsp_acc"] = float((out.nsp_logits.argmax(-1) == batch.nsp_label).float().mean())
+        stats["nsp_loss"] = out.nsp_loss.detach()
+        stats["nsp_acc"] = (out.nsp_logits.argmax(-1) == batch.nsp_label).float().mean()
     return stats
 
 
@@ -75,9 +88,9 @@ class PretrainObjective:
         return self.data.batch(index)
 
     def loss(self, model, batch: Batch):
-        out = model(**batch.as_dict())
+        out = model(**batch)
         stats = mlm_nsp_stats(out, batch, self.mask_id)
-        stats["loss"] = out.loss.item()
+        stats["loss"] = out.loss.detach()
         return out.loss, stats
 
     def evaluate(self, model) -> dict[str, float]:
@@ -92,7 +105,7 @@ def evaluate_batches(model, batches: list[Batch], mask_id: int) -> dict[str, flo
            "nsp_loss": 0.0, "nsp_hit": 0, "seqs": 0}
     for batch in batches:
         batch = batch.to(device)
-        out = model(**batch.as_dict())
+        out = model(**batch)
         picked = batch.mlm_labels != -100
         labels = batch.mlm_labels[picked]
         hit = out.mlm_logits.argmax(-1) == labels
@@ -119,8 +132,10 @@ def init_positions(model, kind: str) -> None:
     is a fixed rotation of position i: a structure attention can use from the first step.
     """
     table = model.bert.embeddings.position_embeddings.weight                  # (P, H)
-    if kind != "sinusoidal":
-        raise ValueError(f"position_init must be 'normal' or 'sinusoidal', not {kind!r}")
+    if kind not in POSITION_INITS:
+        raise ValueError(f"position_init must be one of {POSITION_INITS}, not {kind!r}")
+    if kind == "normal":
+        return
     P, H = table.shape
     pos = torch.arange(P, dtype=torch.float32)[:, None]                       # (P, 1)
     freq = torch.exp(-math.log(10000.0) * torch.arange(0, H, 2, dtype=torch.float32) / H)  # (H/2,)
@@ -161,9 +176,6 @@ def fixed_batches(instances, special: SpecialIds, pc: PretrainConfig, batch_size
 
 def prepare(corpus, pc: PretrainConfig, tokenizer=None, tokenizer_out=None, log=print):
     """corpus path -> (tokenizer, train instances, held-out instances, special ids)."""
-    from .corpus import read_documents, resolve_corpus, split_documents
-    from .tokenizer import Tokenizer
-
     t0 = time.perf_counter()
     path = resolve_corpus(corpus)
     docs = read_documents(path)
@@ -198,9 +210,6 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
     `init_from` continues from a saved model (its weights and vocabulary) instead of a random
     init: the second phase of a recipe, or further pre-training of a real BERT.
     """
-    from .tokenizer import Tokenizer
-    from .train import init_distributed, pick_device, refuse_existing_run
-
     run = Path(tc.out_dir)
     dist = init_distributed(pick_device(tc.device))
     if not resume and dist.main:
@@ -210,7 +219,7 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
     if source is None and dist.world_size > 1:
         if dist.main:       # trains the vocabulary once and saves it for the other ranks
             prepared = prepare(corpus, pc, None, tokenizer_out=run, log=log)
-        torch.distributed.barrier()
+        tdist.barrier()
         source = run
     if prepared is None:
         prepared = prepare(corpus, pc, Tokenizer.load(source) if source is not None else None,
@@ -232,7 +241,6 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
         overrides["initializer_range"] = pc.initializer_range
     torch.manual_seed(tc.seed)
     if init_from is not None:
-        from .checkpoint import load
         model, _ = load(init_from, BertForPreTraining, config_overrides={
             k: v for k, v in overrides.items() if k != "vocab_size"})
         if model.config.vocab_size != tokenizer.vocab_size:
@@ -248,7 +256,7 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
         if init_from is not None:
             recorded["preset"] = None            # the shape comes from init_from, not from a preset
         recorded["init_from"] = str(init_from) if init_from else None
-        (run / "pretrain_config.json").write_text(json.dumps(recorded, indent=2) + "\n")
+        write_json(run / "pretrain_config.json", recorded)
         log(f"model: {model.config.summary()}")
         log("pretrain config: " + json.dumps(recorded))
         log("train config: " + json.dumps(tc.to_dict()))
@@ -260,10 +268,10 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
 # ----------------------------------------------------------------------------------------
 @dataclass
 class Phase:
-    """One stage of a recipe: settings, and its share of the recipe's minutes or steps."""
+    """One stage of a recipe: typed settings, and its share of the recipe's minutes or steps."""
     name: str
-    pretrain: dict
-    train: dict
+    pretrain: PretrainConfig
+    train: TrainConfig
     share: float = 1.0
 
 
@@ -273,54 +281,41 @@ RECIPES: dict[str, list[Phase]] = {
     # at length 32 it learns to use the neighbouring words within a few hundred steps, and
     # what it learned carries over to length 128.
     "classroom": [
-        Phase("len32", dict(preset="tiny", vocab_size=8192, max_seq_length=32, eval_seq_length=128,
-                            dropout=0.0, dupe_factor=5),
-              dict(batch_size=128, lr=2e-3, warmup=0.05, eval_every=250, minutes=15), share=0.2),
-        Phase("len128", dict(preset="tiny", vocab_size=8192, max_seq_length=128, eval_seq_length=128,
-                             dropout=0.0, dupe_factor=10),
-              dict(batch_size=32, lr=1e-3, warmup=0.05, eval_every=500, minutes=15), share=0.8),
+        Phase("len32", PretrainConfig(preset="tiny", vocab_size=8192, max_seq_length=32, eval_seq_length=128,
+                                      dropout=0.0, dupe_factor=5),
+              TrainConfig(batch_size=128, lr=2e-3, warmup=0.05, eval_every=250, minutes=15), share=0.2),
+        Phase("len128", PretrainConfig(preset="tiny", vocab_size=8192, max_seq_length=128, eval_seq_length=128,
+                                       dropout=0.0, dupe_factor=10),
+              TrainConfig(batch_size=32, lr=1e-3, warmup=0.05, eval_every=500, minutes=15), share=0.8),
     ],
-    "smoke": [Phase("smoke", dict(preset="tiny", vocab_size=1000, eval_instances=64),
-                    dict(batch_size=8, lr=1e-3, steps=20, eval_every=10, ckpt_every=10, log_every=5))],
+    "smoke": [Phase("smoke", PretrainConfig(preset="tiny", vocab_size=1000, eval_instances=64),
+                    TrainConfig(batch_size=8, lr=1e-3, steps=20, eval_every=10, ckpt_every=10, log_every=5))],
 }
-
-
-def phase_dirs(out, recipe: list[Phase]) -> list[Path]:
-    """Earlier phases live in out/phase<i>-<name>; the last phase is the run directory itself."""
-    out = Path(out)
-    return [out / f"phase{i + 1}-{p.name}" for i, p in enumerate(recipe[:-1])] + [out]
-
-
-def run_complete(run_dir: Path) -> bool:
-    from .train import latest_resumable
-    last, cfg = latest_resumable(run_dir), run_dir / "train_config.json"
-    return last is not None and cfg.is_file() and \
-        int(last.name.split("-")[1]) >= json.loads(cfg.read_text())["total_steps"]
 
 
 def run_recipe(name: str, corpus, out, pre_overrides: dict, train_overrides: dict, resume=False,
                tokenizer_dir=None, init_from=None, log=print) -> dict:
     """Run a named recipe's phases one after the other; each phase starts from the last.
 
-    minutes/steps in train_overrides are the recipe's total, split by the phases' shares.
-    With resume, finished phases are skipped and an unfinished one continues.
+    The overrides are the settings given explicitly (e.g. on the command line): they replace the
+    recipe's values in every phase. minutes/steps are the recipe's total, split by the phases'
+    shares. With resume, finished phases are skipped and an unfinished one continues.
     """
     if name not in RECIPES:
         raise ValueError(f"unknown recipe {name!r}; choose one of {', '.join(RECIPES)}")
-    recipe, dirs = RECIPES[name], phase_dirs(out, RECIPES[name])
+    recipe = RECIPES[name]
+    dirs = phase_dirs(out, [p.name for p in recipe])
     result, previous = {}, init_from
     for phase, run_dir in zip(recipe, dirs):
-        pc = PretrainConfig(**{**phase.pretrain, **pre_overrides})
-        values = {**phase.train, **train_overrides, "out_dir": str(run_dir)}
-        if values.get("minutes") is not None:
-            values["minutes"] = values["minutes"] * phase.share
-            values.pop("steps", None)
-        elif values.get("steps") is not None:
-            values["steps"] = max(1, round(values["steps"] * phase.share))
-        tc = TrainConfig(**values)
+        pc = dataclasses.replace(phase.pretrain, **pre_overrides)
+        tc = dataclasses.replace(phase.train, **{**train_overrides, "out_dir": str(run_dir)})
+        if tc.minutes is not None:
+            tc = dataclasses.replace(tc, minutes=tc.minutes * phase.share, steps=None)
+        elif tc.steps is not None:
+            tc = dataclasses.replace(tc, steps=max(1, round(tc.steps * phase.share)))
         if len(recipe) > 1:
             log(f"== recipe {name}, phase {phase.name} -> {run_dir}")
-        if resume and run_complete(run_dir):
+        if resume and is_complete(run_dir):
             log(f"phase {phase.name} already finished; skipping")
         else:
             resuming = resume and run_dir.joinpath("checkpoints").is_dir()
@@ -339,9 +334,6 @@ def evaluate_model(model_dir, corpus, split: str = "all", limit: int | None = No
     split="held-out": only the documents the model's pre-training run held out, found from the
     run's pretrain_config.json (held_out share and seed) next to the model.
     """
-    from .checkpoint import load
-    from .corpus import read_documents, resolve_corpus, split_documents
-
     model_dir = Path(model_dir)
     if pc is None:
         saved = model_dir / "pretrain_config.json"

@@ -5,7 +5,7 @@ What lives here (the QA fine-tuning loop itself lives in lab/finetune.py)
     load_squad(path, report=False)      SQuAD v1.1 / v2.0 JSON (or a .zip holding it) -> list[Example]
     split_by_article(examples, 40)      -> (train, eval): the first 40 articles train, the rest evaluate
     make_features(examples, tokenizer)  -> list[Feature]: [CLS] question [SEP] window [SEP], answer positions
-    collate_features(features, pad_id)  -> QABatch (padded LongTensors, HF names, `model(**batch.as_dict())`)
+    collate_features(features, pad_id)  -> Batch (padded LongTensors, HF names, `model(**batch)`)
     decode_spans(features, start_logits, end_logits, example)  -> list[Span], best first
     predict(model, tokenizer, examples) -> {question id: answer text}
     evaluate(examples, predictions)     -> {"exact_match": %, "f1": %, "count": n, "missing": k}
@@ -18,7 +18,7 @@ How to use it
     train, dev = squad.split_by_article(examples, n_train_articles=40)   # the only SQuAD data here
     features = squad.make_features(train, tokenizer)                      # training=True: positions
     batch = squad.collate_features(features[:32], tokenizer.pad_token_id)
-    loss = model(**batch.as_dict()).loss                                  # BertForQuestionAnswering
+    loss = model(**batch).loss                                  # BertForQuestionAnswering
     ...
     predictions = squad.predict(model, tokenizer, dev)
     squad.evaluate(dev, predictions)     # {"exact_match": %, "f1": %, "count": 1589, "missing": 0}
@@ -68,11 +68,13 @@ import re
 import string
 import zipfile
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import torch
+
+from .batch import Batch, pad_rows
 
 logger = logging.getLogger(__name__)
 
@@ -300,11 +302,6 @@ class Feature:
     start_position: int | None = None  # training target: answer's first token, 0 ([CLS]) if not here
     end_position: int | None = None  # training target: answer's last token, 0 ([CLS]) if not here
 
-    @property
-    def context_start(self) -> int:
-        """Position of the first context token: after [CLS] question [SEP]."""
-        return self.token_type_ids.index(1)
-
     def __len__(self) -> int:
         return len(self.input_ids)
 
@@ -433,64 +430,24 @@ def make_features(
 # ----------------------------------------------------------------------------------------------
 
 
-@dataclass
-class QABatch:
-    """A QA batch with Hugging Face field names: `model(**batch.as_dict())`."""
-
-    input_ids: torch.Tensor  # (B, T) long: [CLS] question [SEP] window [SEP] [PAD]...
-    token_type_ids: torch.Tensor  # (B, T) long: 0 question part (and padding), 1 context part
-    attention_mask: torch.Tensor  # (B, T) long: 1 real token, 0 [PAD]
-    start_positions: torch.Tensor | None = None  # (B,) long, training only: 0 = [CLS] = not here
-    end_positions: torch.Tensor | None = None  # (B,) long, training only
-
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> "QABatch":
-        return QABatch(**{k: v.to(device, non_blocking=non_blocking) for k, v in self.as_dict().items()})
-
-    def __len__(self) -> int:
-        return self.input_ids.shape[0]
-
-    def as_dict(self) -> dict[str, torch.Tensor]:
-        """The model's keyword arguments (positions only when present)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-
-    # Mapping protocol, so that `model(**batch)` works as well.
-    def keys(self) -> list[str]:
-        return list(self.as_dict())
-
-    def __getitem__(self, key: str) -> torch.Tensor:
-        return getattr(self, key)
-
-
 def collate_features(
     features: Sequence[Feature], pad_id: int, pad_to_multiple_of: int | None = 8, max_length: int | None = None
-) -> QABatch:
-    """Pad features to the longest (rounded up to a multiple of 8, never beyond max_length) -> QABatch.
+) -> Batch:
+    """Pad features to the longest (rounded up to a multiple of 8, never beyond max_length) -> Batch.
 
     Positions are included when every feature has them (features made with training=True).
     """
     if not features:
         raise ValueError("collate_features needs at least one feature")
-    T = max(len(f.input_ids) for f in features)
-    if pad_to_multiple_of:
-        T = math.ceil(T / pad_to_multiple_of) * pad_to_multiple_of
-    if max_length is not None:
-        T = min(T, max_length)
-    B = len(features)
-    ids = torch.full((B, T), pad_id, dtype=torch.long)  # (B, T)
-    types = torch.zeros(B, T, dtype=torch.long)  # (B, T)
-    mask = torch.zeros(B, T, dtype=torch.long)  # (B, T)
     # Copy each feature into the left of its row; the rest stays [PAD] / type 0 / mask 0.
+    ids, mask = pad_rows([f.input_ids for f in features], pad_id, pad_to_multiple_of, max_length)  # (B, T)
+    types = torch.zeros_like(ids)  # (B, T)
     for row, f in enumerate(features):
-        n = len(f.input_ids)
-        if n > T:
-            raise ValueError(f"collate_features: a feature has {n} tokens, more than max_length={max_length}")
-        ids[row, :n] = torch.tensor(f.input_ids, dtype=torch.long)
-        types[row, :n] = torch.tensor(f.token_type_ids, dtype=torch.long)
-        mask[row, :n] = torch.tensor(f.attention_mask, dtype=torch.long)
-    batch = QABatch(input_ids=ids, token_type_ids=types, attention_mask=mask)
+        types[row, : len(f.token_type_ids)] = torch.tensor(f.token_type_ids, dtype=torch.long)
+    batch = Batch(input_ids=ids, token_type_ids=types, attention_mask=mask)
     if all(f.start_position is not None and f.end_position is not None for f in features):
-        batch.start_positions = torch.tensor([f.start_position for f in features], dtype=torch.long)  # (B,)
-        batch.end_positions = torch.tensor([f.end_position for f in features], dtype=torch.long)  # (B,)
+        batch["start_positions"] = torch.tensor([f.start_position for f in features], dtype=torch.long)  # (B,)
+        batch["end_positions"] = torch.tensor([f.end_position for f in features], dtype=torch.long)  # (B,)
     return batch
 
 
@@ -632,7 +589,7 @@ def predict(
         for i in range(0, len(features), batch_size):
             chunk = features[i:i + batch_size]
             batch = collate_features(chunk, tokenizer.pad_token_id, max_length=max_seq_length).to(device)
-            out = model(**batch.as_dict())
+            out = model(**batch)
             starts, ends = out.start_logits.float().cpu(), out.end_logits.float().cpu()  # (B, T)
             for row, f in enumerate(chunk):
                 start_rows.append(starts[row, :len(f.input_ids)].tolist())

@@ -68,6 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from tokenizers import Tokenizer as _Backend
 
@@ -464,9 +465,11 @@ class Tokenizer:
         `truncation` applies when the result would exceed `max_length`: "longest_first" (BERT's
         rule), "only_first", "only_second", or False (then an overlong input is an error).
         """
-        _check_text(text, "text")
+        # checked, not changed: the backend's normalizer drops control characters itself and
+        # keeps offsets into the text as given
+        clean_text(text, "text")
         if text_pair is not None:
-            _check_text(text_pair, "text_pair")
+            clean_text(text_pair, "text_pair")
         a = self._backend.encode(text, add_special_tokens=False)
         b = self._backend.encode(text_pair, add_special_tokens=False) if text_pair is not None else None
         return self._assemble(a, b, max_length, truncation, add_special_tokens)
@@ -491,14 +494,14 @@ class Tokenizer:
         if len(texts) == 0:
             raise ValueError("Tokenizer.encode_batch: texts is empty")
         for i, t in enumerate(texts):
-            _check_text(t, f"texts[{i}]")
+            clean_text(t, f"texts[{i}]")
         if text_pairs is not None:
             if isinstance(text_pairs, str) or len(text_pairs) != len(texts):
                 raise ValueError(
                     f"Tokenizer.encode_batch: text_pairs must be a list as long as texts ({len(texts)})"
                 )
             for i, t in enumerate(text_pairs):
-                _check_text(t, f"text_pairs[{i}]")
+                clean_text(t, f"text_pairs[{i}]")
         if return_tensors not in (None, "pt"):
             raise ValueError(f"Tokenizer.encode_batch: return_tensors must be None or 'pt', not {return_tensors!r}")
 
@@ -525,7 +528,6 @@ class Tokenizer:
             batch["token_type_ids"].append(e.token_type_ids + [0] * pad)
             batch["attention_mask"].append(e.attention_mask + [0] * pad)
         if return_tensors == "pt":
-            import torch  # only needed here, so the tokenizer works without torch
 
             batch = {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
         batch["truncated"] = [e.truncated for e in encodings]
@@ -615,11 +617,30 @@ def _truncate(n_a: int, n_b: int, budget: int, strategy: str | bool, pair: bool)
     )
 
 
-def _check_text(text: Any, name: str) -> None:
-    if not isinstance(text, str):
-        raise TypeError(f"Tokenizer.encode: {name} must be a string, got {type(text).__name__}")
-    if not text.strip():
-        raise ValueError(f"Tokenizer.encode: {name} is empty (or only whitespace); give some text to encode")
+# control characters text never needs (tab, newline and carriage return stay): str.translate deletes them
+_CONTROL = {c: None for c in [*range(32), *range(127, 160)] if chr(c) not in "\t\n\r"}
+
+
+def clean_text(value: Any, name: str = "text", required: bool = True, max_chars: int | None = None) -> str:
+    """Text from a user (a browser, a notebook, an API call) made safe to tokenize: the one
+    place that checks input text for the tokenizer, lab.explore and the dashboard.
+
+    bytes are decoded as UTF-8 (invalid bytes and lone surrogates become replacement
+    characters), control characters are dropped, text longer than `max_chars` is cut;
+    None, a non-string or (when required) empty text is a ValueError naming the field:
+        clean_text("the cat\x00 sat")   -> "the cat sat"
+        clean_text("  ", "question")    -> ValueError: question is empty: type some text
+    """
+    if value is None:
+        value = ""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="replace")
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be text (a string), got {type(value).__name__}")
+    value = value.encode("utf-8", errors="replace").decode("utf-8").translate(_CONTROL)
+    if required and not value.strip():
+        raise ValueError(f"{name} is empty: type some text")
+    return value[:max_chars] if max_chars else value
 
 
 def _check_specials(vocab: dict[str, int], where: str) -> None:

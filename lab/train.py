@@ -8,23 +8,23 @@ rest: AdamW without weight decay on biases and LayerNorm, linear warm-up then li
 gradient accumulation and clipping, bf16 autocast with fp32 master weights, held-out evaluation
 every N steps appended to `metrics.jsonl`, a tqdm bar, atomic checkpoints that resume exactly
 (model + optimizer + scheduler + RNG + data position), a clean stop on a NaN loss, a handful of
-snapshots spread over the run, and DistributedDataParallel under torchrun (gloo on CPU, nccl
-on GPU; rank 0 writes). A run directory looks like:
+snapshots spread over the run, and DistributedDataParallel under torchrun (gloo on CPU, NCCL
+on GPUs; rank 0 writes). The run directory's layout is lab.runs'.
 
-    runs/NAME/config.json, model.safetensors, vocab.txt   the latest model (lab.load(runs/NAME))
-    runs/NAME/train_config.json, metrics.jsonl
-    runs/NAME/checkpoints/step-0000500/                   the resume point (+ trainer_state.pt)
-    runs/NAME/checkpoints/step-0000000/ ...               snapshots for "watch BERT learn"
+The loop itself (`train`) reads top to bottom like nanoGPT's: set up, resume, then for each
+step: micro-batches forward/backward, clip, optimizer step, and at the log / eval / checkpoint
+steps the named helpers below. The host waits for the device only at log steps: losses and
+accuracies are summed as tensors on the device in between (on a GPU a `.item()` per micro-batch
+would stall the pipeline), and a NaN is caught at the next log step, before any checkpoint of
+the bad weights is written.
 """
 from __future__ import annotations
 
 import contextlib
 import copy
 import dataclasses
-import json
-import os
+import math
 import random
-import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -32,34 +32,40 @@ from pathlib import Path
 from typing import Protocol
 
 import torch
+import torch.distributed as tdist
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from tqdm.auto import tqdm
 
-from .checkpoint import save as save_model
+from .checkpoint import load_weights
+from .device import Dist, autocast, autocast_dtype, init_distributed, pick_device
+from .runs import (STATE_NAME, MetricsLog, latest_resumable, refuse_existing_run, snapshot_steps,
+                   write_checkpoint, write_json)
 
 
 @dataclass
 class TrainConfig:
     out_dir: str = "runs/run"              # run directory (checkpoints, metrics.jsonl)
-    steps: int | None = None               # optimizer steps; None -> derived from `minutes`
-    minutes: float | None = None           # wall-clock budget; sets `steps` from a speed probe
+    steps: int | None = None               # optimizer steps; None -> derived from minutes
+    minutes: float | None = None           # wall-clock budget; sets steps from a speed probe
     batch_size: int = 32                   # sequences per micro-batch (per process)
     grad_accum: int = 1                    # micro-batches per optimizer step
     lr: float = 1e-4                       # peak learning rate
     weight_decay: float = 0.01             # AdamW decay (not on biases / LayerNorm)
-    adam_betas: tuple[float, float] = (0.9, 0.999)
-    adam_eps: float = 1e-6                 # BERT's epsilon
+    adam_betas: tuple[float, float] = (0.9, 0.999)  # AdamW betas (BERT's)
+    adam_eps: float = 1e-6                 # AdamW epsilon (BERT's)
     warmup: float = 0.1                    # warm-up: a fraction of the steps (<1) or a step count
     min_lr_ratio: float = 0.0              # linear decay ends at lr * min_lr_ratio
     clip_norm: float = 1.0                 # gradient clipping (global L2 norm); 0 = off
-    precision: str = "auto"                # auto | bf16 | fp32  (auto: bf16 where it is fast)
-    device: str = "auto"                   # auto | cpu | cuda | mps
+    precision: str = "auto"                # auto | bf16 | fp32 (auto: bf16 where it is fast)
+    device: str = "auto"                   # auto | cpu | cuda | cuda:N | mps
     seed: int = 0                          # one seed for init, data order, masks, dropout
     eval_every: int = 200                  # steps between held-out evaluations; 0 = only at the end
-    ckpt_every: int = 500                  # steps between resume checkpoints
+    ckpt_every: int = 500                  # steps between resume checkpoints; 0 = only at the end
     snapshots: int = 5                     # model snapshots kept, spread over the run
-    log_every: int = 10                    # steps between training records in metrics.jsonl
+    log_every: int = 10                    # steps between training records; 0 = only at eval/checkpoints
     threads: int | None = None             # torch CPU threads (None: torch's default)
-    compile: bool = False                  # torch.compile the model (fuses small CPU ops; ~10-40 s warm-up)
+    compile: bool = False                  # torch.compile the model (fuses small ops; 10-40 s warm-up)
     progress: bool = True                  # tqdm bar
 
     def to_dict(self):
@@ -70,10 +76,12 @@ class Objective(Protocol):
     """What a task provides to the loop."""
 
     def train_batch(self, index: int):
-        """The micro-batch number `index` (a pure function of the index: resumable)."""
+        """The micro-batch number `index` (a lab.batch.Batch; a pure function of the index, so a
+        resumed run sees the same data)."""
 
-    def loss(self, model: nn.Module, batch) -> tuple[torch.Tensor, dict[str, float]]:
-        """Loss to minimise and a few numbers to log (floats)."""
+    def loss(self, model: nn.Module, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Loss to minimise, and a few detached 0-dim tensors to log (no .item(): the loop
+        reads them from the device at log steps only). The loop logs the loss itself as "loss"."""
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         """Held-out metrics, model in eval mode, no gradients."""
@@ -84,80 +92,21 @@ class TrainingError(RuntimeError):
 
 
 # ----------------------------------------------------------------------------------------
-# Devices, precision, distribution
-# ----------------------------------------------------------------------------------------
-def pick_device(name: str = "auto") -> torch.device:
-    if name != "auto":
-        return torch.device(name)
-    if torch.cuda.is_available():
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
-    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
-
-
-def cpu_has_fast_bf16() -> bool:
-    """bf16 matmuls are fast on CPUs with AVX512-BF16 or AMX (this project's machines have them)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    if precision == "fp32":
-        return None
-    if precision not in ("auto", "bf16"):
-        raise ValueError(f"precision must be auto, bf16 or fp32, not {precision!r}")
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
-    if device.type == "cpu" and (precision == "bf16" or cpu_has_fast_bf16()):
-        return torch.bfloat16
-    return None
-
-
-def autocast(device: torch.device, dtype: torch.dtype | None):
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-@dataclass
-class Dist:
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-
-def init_distributed(device: torch.device) -> Dist:
-    """Join the process group torchrun set up (env RANK/WORLD_SIZE); a no-op otherwise."""
-    import torch.distributed as tdist
-    world = int(os.environ.get("WORLD_SIZE", 1))
-    if world <= 1:
-        return Dist()
-    if not tdist.is_initialized():
-        tdist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
-    return Dist(tdist.get_rank(), tdist.get_world_size(), int(os.environ.get("LOCAL_RANK", 0)))
-
-
-# ----------------------------------------------------------------------------------------
 # Optimiser and schedule
 # ----------------------------------------------------------------------------------------
-def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
-    """AdamW; biases and LayerNorm weights are not decayed (as in BERT)."""
+def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device | None = None) -> torch.optim.AdamW:
+    """AdamW; biases and LayerNorm weights are not decayed (as in BERT). On a GPU the fused
+    kernel updates all parameters in a few launches instead of several per tensor."""
     decay, no_decay = [], []
-    for name, p in model.named_parameters():
+    for name, p in model.named_parameters():          # a tied parameter is listed once
         if not p.requires_grad:
             continue
         (no_decay if p.ndim < 2 or "LayerNorm" in name else decay).append(p)
     groups = [{"params": decay, "weight_decay": cfg.weight_decay},
               {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps)
+    fused = device is not None and device.type == "cuda"
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps,
+                             **({"fused": True} if fused else {}))
 
 
 def lr_factor(step: int, total: int, warmup: int, min_ratio: float = 0.0) -> float:
@@ -175,116 +124,42 @@ def warmup_steps(cfg: TrainConfig, total: int) -> int:
     return int(cfg.warmup * total) if cfg.warmup < 1 else int(cfg.warmup)
 
 
-# ----------------------------------------------------------------------------------------
-# Checkpoints
-# ----------------------------------------------------------------------------------------
-STATE_NAME = "trainer_state.pt"
-
-
-def snapshot_steps(total: int, count: int) -> set[int]:
-    """Steps whose model is kept for "watch BERT learn": the start, then denser early on,
-    where predictions change fastest. count=5, total=1000 -> {0, 50, 200, 500, 1000}."""
-    fractions = [0.0, 0.05, 0.2, 0.5, 1.0] if count == 5 else \
-        [(i / max(1, count - 1)) ** 2 for i in range(count)]
-    return {round(f * total) for f in fractions[:count]} if count > 0 else set()
-
-
-def checkpoint_dirs(run_dir: Path) -> list[Path]:
-    d = run_dir / "checkpoints"
-    return sorted(p for p in d.glob("step-*") if p.is_dir() and not p.name.endswith(".tmp")) if d.is_dir() else []
-
-
-def latest_resumable(run_dir: Path) -> Path | None:
-    done = [p for p in checkpoint_dirs(run_dir) if (p / STATE_NAME).is_file()]
-    return done[-1] if done else None
-
-
-def refuse_existing_run(run_dir) -> None:
-    """A fresh run must not write into a directory that already holds one."""
-    if latest_resumable(Path(run_dir)) is not None:
-        raise FileExistsError(f"{run_dir} already holds a run; pass --resume to continue it or "
-                              f"choose another --out")
-
-
-def write_checkpoint(run_dir: Path, model, tokenizer, state: dict, keep_steps: set[int]) -> Path:
-    """Write checkpoints/step-N atomically (a .tmp directory renamed into place), copy the model
-    files to the run root, and prune checkpoints that are neither snapshots nor the newest."""
-    step = state["step"]
-    final = run_dir / "checkpoints" / f"step-{step:07d}"
-    tmp = final.with_name(final.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    save_model(model, tokenizer, tmp)
-    torch.save(state, tmp / STATE_NAME)
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)                                   # the checkpoint appears whole
-    for f in final.iterdir():                                # the run root mirrors the newest model
-        if f.name != STATE_NAME:
-            part = run_dir / f".{f.name}.part"
-            shutil.copyfile(f, part)
-            os.replace(part, run_dir / f.name)
-    for old in checkpoint_dirs(run_dir):
-        if old == final:
-            continue
-        old_step = int(old.name.split("-")[1])
-        if old_step in keep_steps:
-            (old / STATE_NAME).unlink(missing_ok=True)       # a snapshot: model only
-        else:
-            shutil.rmtree(old, ignore_errors=True)
-    return final
-
-
-def rng_state() -> dict:
-    state = {"torch": torch.get_rng_state(), "python": random.getstate()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def _python_rng_to_tensors(state):
-    """random.getstate() is (version, tuple of ints, gauss); store it as tensors+ints so that
-    torch.load(weights_only=True) can read it back."""
-    version, internal, gauss = state
-    return {"version": version, "internal": torch.tensor(internal, dtype=torch.int64), "gauss": gauss}
-
-
-def _python_rng_from_tensors(d):
-    return (d["version"], tuple(int(x) for x in d["internal"].tolist()), d["gauss"])
+def every(step: int, interval: int) -> bool:
+    """Is `step` a multiple of `interval`? An interval of 0 means "never" (the setting is off)."""
+    return interval > 0 and step % interval == 0
 
 
 # ----------------------------------------------------------------------------------------
-# The loop
+# Set-up and resume
 # ----------------------------------------------------------------------------------------
-class MetricsLog:
-    """metrics.jsonl: one JSON object per line; rank 0 only."""
+def setup(cfg: TrainConfig) -> tuple[torch.device, Dist, torch.dtype | None]:
+    """Threads, device, processes and precision for this run."""
+    if cfg.steps is None and cfg.minutes is None:
+        raise ValueError("give the length of the run: steps or minutes")
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    device = pick_device(cfg.device)
+    return device, init_distributed(device), autocast_dtype(cfg.precision, device)
 
-    def __init__(self, path: Path, enabled: bool):
-        self.path, self.enabled = path, enabled
 
-    def truncate_after(self, step: int) -> None:
-        """On resume, drop records a killed run wrote past its last checkpoint."""
-        if not self.enabled or not self.path.is_file():
-            return
-        keep = [l for l in self.path.read_text().splitlines() if l.strip() and json.loads(l)["step"] <= step]
-        self.path.write_text("".join(l + "\n" for l in keep))
-
-    def write(self, record: dict) -> None:
-        if self.enabled:
-            with self.path.open("a") as fh:
-                fh.write(json.dumps(record) + "\n")
+def find_resume_state(run_dir: Path, resume: bool, dist: Dist, log) -> tuple[Path | None, dict | None]:
+    """(checkpoint, trainer state) to continue from, or (None, None) for a fresh run; a fresh
+    run refuses a directory that already holds one."""
+    if not resume:
+        if dist.main:
+            refuse_existing_run(run_dir)
+        return None, None
+    last = latest_resumable(run_dir)
+    if last is None:
+        log(f"--resume: no checkpoint in {run_dir}/checkpoints; starting from scratch")
+        return None, None
+    return last, torch.load(last / STATE_NAME, map_location="cpu", weights_only=True)
 
 
 def probe_seconds_per_step(model, objective, cfg: TrainConfig, device, dtype, steps: int = 4) -> float:
     """Time a few optimizer steps on a throwaway copy of the model (for --minutes)."""
-    probe = copy.deepcopy(model).train()
-    opt = make_optimizer(probe, cfg)
+    probe = copy.deepcopy(model).to(device).train()
+    opt = make_optimizer(probe, cfg, device)
     times = []
     for i in range(steps + 1):
         t0 = time.perf_counter()
@@ -295,209 +170,227 @@ def probe_seconds_per_step(model, objective, cfg: TrainConfig, device, dtype, st
             loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         times.append(time.perf_counter() - t0)
     del probe, opt
     return sum(times[1:]) / steps                    # the first step pays one-off costs
 
 
+def plan_steps(model, objective, cfg: TrainConfig, device, dtype, dist: Dist, log) -> int:
+    """The run's length: cfg.steps, or as many steps as fit into cfg.minutes (rank 0 decides)."""
+    if cfg.steps is not None:
+        return int(cfg.steps)
+    sec = probe_seconds_per_step(model, objective, cfg, device, dtype)
+    total = max(1, int(cfg.minutes * 60 / sec))
+    if dist.world_size > 1:                       # every rank must agree on the length
+        t = torch.tensor([total], device=device)
+        tdist.broadcast(t, 0)
+        total = int(t.item())
+    log(f"speed probe: {sec:.3f} s/step -> {total} steps in {cfg.minutes} min")
+    return total
+
+
+def rng_state() -> dict:
+    """Every random stream the loop draws from (dropout: torch; Python's for the odd draw), in a
+    form torch.load(weights_only=True) reads back: random.getstate()'s tuple as a tensor."""
+    version, internal, gauss = random.getstate()
+    state = {"torch": torch.get_rng_state(),
+             "python": {"version": version, "internal": torch.tensor(internal, dtype=torch.int64), "gauss": gauss}}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    py = state["python"]
+    random.setstate((py["version"], tuple(int(x) for x in py["internal"].tolist()), py["gauss"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+# ----------------------------------------------------------------------------------------
+# Logging, evaluation, checkpoints
+# ----------------------------------------------------------------------------------------
+class Window:
+    """What happened since the last log step, kept on the device until it is read: sums of the
+    objective's numbers (tensors), the number of optimizer steps and of real tokens."""
+
+    def __init__(self):
+        self.sums: dict[str, torch.Tensor] = {}
+        self.steps, self.tokens, self.t0 = 0, 0, time.perf_counter()
+
+    def add(self, parts: dict, weight: float = 1.0) -> None:
+        for k, v in parts.items():
+            v = torch.as_tensor(v).detach().float() * weight
+            self.sums[k] = self.sums[k] + v if k in self.sums else v
+
+    def read(self, dist: Dist, device) -> tuple[dict[str, float], int, float]:
+        """The one host-device synchronisation: (means per step, tokens, seconds), averaged /
+        summed over all processes under torchrun. Starts a new window."""
+        names = sorted(self.sums)
+        values = torch.stack([self.sums[k].to(device) for k in names] +
+                             [torch.tensor(float(self.tokens), device=device)]).double()
+        if dist.world_size > 1:               # the mean over all processes, not rank 0's share
+            tdist.all_reduce(values)
+            values[:-1] /= dist.world_size
+        values = values.tolist()
+        means = {k: v / max(1, self.steps) for k, v in zip(names, values[:-1])}
+        seconds = time.perf_counter() - self.t0
+        self.__init__()
+        return means, int(values[-1]), seconds
+
+
+def check_finite(logs: dict[str, float], step: int, run_dir: Path, lr: float) -> None:
+    """A NaN or inf loss (or gradient norm) stops the run; the last checkpoint, written before
+    it, is still good."""
+    bad = {k: v for k, v in logs.items() if not math.isfinite(v)}
+    if bad:
+        last = latest_resumable(run_dir)
+        raise TrainingError(
+            f"the loss became {bad} by step {step} (learning rate {lr:.2e}); training stopped "
+            f"without saving these weights. The last good checkpoint is {last}. Try a lower "
+            f"learning rate or a longer warm-up, and --resume from it or start again.")
+
+
+def evaluate(model, objective, device, dtype, dist: Dist) -> dict[str, float]:
+    """Held-out metrics on rank 0 (the others wait), in eval mode, without gradients."""
+    result = {}
+    if dist.main:
+        model.eval()
+        with torch.no_grad(), autocast(device, dtype):
+            result = objective.evaluate(model)
+        model.train()
+    if dist.world_size > 1:
+        tdist.barrier()
+    return result
+
+
+def save_checkpoint(run_dir: Path, model, tokenizer, optimizer, scheduler, dist: Dist, keep: set[int],
+                    step: int, total: int, elapsed: float, tokens: int) -> None:
+    """checkpoints/step-N with everything a resume needs (rank 0 writes, the others wait)."""
+    if dist.main:
+        write_checkpoint(run_dir, model, tokenizer, {
+            "step": step, "total_steps": total, "elapsed": elapsed, "tokens": tokens,
+            "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng_state()}, keep)
+    if dist.world_size > 1:
+        tdist.barrier()
+
+
+def out_of_time(elapsed: float, cfg: TrainConfig, dist: Dist, device) -> bool:
+    """Past the --minutes budget (with 2% slack)? Rank 0's clock decides for everyone."""
+    mine = cfg.minutes is not None and elapsed > cfg.minutes * 60 * 1.02
+    if dist.world_size == 1:
+        return mine
+    flag = torch.tensor([float(mine)], device=device)
+    tdist.broadcast(flag, 0)
+    return bool(flag.item())
+
+
+# ----------------------------------------------------------------------------------------
+# The loop
+# ----------------------------------------------------------------------------------------
 def train(model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=None,
           resume: bool = False, log=print) -> dict:
     """Train `model` on `objective`; returns the last evaluation's metrics."""
-    if cfg.steps is None and cfg.minutes is None:
-        raise ValueError("give the length of the run: steps or minutes")
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    # ---- set-up: device, processes, precision; the run's length; optimizer and schedule
     run_dir = Path(cfg.out_dir)
-    device = pick_device(cfg.device)
-    dist = init_distributed(device)
-    dtype = autocast_dtype(cfg.precision, device)
+    device, dist, dtype = setup(cfg)
+    resume_from, state = find_resume_state(run_dir, resume, dist, log)
     model.to(device)
-
-    resume_from = latest_resumable(run_dir) if resume else None
-    if resume and resume_from is None:
-        log(f"--resume: no checkpoint in {run_dir}/checkpoints; starting from scratch")
-    if not resume and dist.main:
-        refuse_existing_run(run_dir)
-
-    # ---- how long: a fixed number of steps, or as many as fit into the time budget
-    state = None
-    if resume_from is not None:
-        state = torch.load(resume_from / STATE_NAME, map_location="cpu", weights_only=True)
-        total = int(state["total_steps"])
-    elif cfg.steps is not None:
-        total = int(cfg.steps)
-    else:
-        sec = probe_seconds_per_step(model, objective, cfg, device, dtype)
-        total = max(1, int(cfg.minutes * 60 / sec))
-        if dist.world_size > 1:                       # every rank must agree on the length
-            t = torch.tensor([total], device=device)
-            torch.distributed.broadcast(t, 0)
-            total = int(t.item())
-        log(f"speed probe: {sec:.3f} s/step -> {total} steps in {cfg.minutes} min")
-    warm = warmup_steps(cfg, total)
-    keep = snapshot_steps(total, cfg.snapshots)
-
+    total = int(state["total_steps"]) if state else plan_steps(model, objective, cfg, device, dtype, dist, log)
+    warm, keep = warmup_steps(cfg, total), snapshot_steps(total, cfg.snapshots)
     torch.manual_seed(cfg.seed)
     random.seed(cfg.seed)
-    optimizer = make_optimizer(model, cfg)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: lr_factor(s, total, warm, cfg.min_lr_ratio))
+    optimizer = make_optimizer(model, cfg, device)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warm, cfg.min_lr_ratio))
+
+    # ---- resume: weights, optimizer, schedule, position, clock and RNG exactly where they were
     step, elapsed, tokens_seen = 0, 0.0, 0
-    if state is not None:
-        from .checkpoint import load_weights
+    if state:
         load_weights(model, resume_from)
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        rng = state["rng"]
-        rng["python"] = _python_rng_from_tensors(rng["python"])
         step, elapsed, tokens_seen = int(state["step"]), float(state["elapsed"]), int(state["tokens"])
         log(f"resumed from {resume_from} at step {step}")
 
+    # ---- the model as it runs: compiled (same parameter names) and wrapped for DDP
     if cfg.compile:
-        model.compile()                        # in place: parameter names stay the same
+        model.compile()
     wrapped = model
     if dist.world_size > 1:
-        from torch.nn.parallel import DistributedDataParallel
         wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
     metrics = MetricsLog(run_dir / "metrics.jsonl", dist.main)
     if dist.main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "train_config.json").write_text(json.dumps(
-            {**cfg.to_dict(), "total_steps": total, "warmup_steps": warm, "world_size": dist.world_size,
-             "device": str(device), "autocast": str(dtype)}, indent=2) + "\n")
+        write_json(run_dir / "train_config.json", {
+            **cfg.to_dict(), "total_steps": total, "warmup_steps": warm, "world_size": dist.world_size,
+            "device": str(device), "autocast": str(dtype)})
         metrics.truncate_after(step)
         log(f"training {type(model).__name__} on {device} ({dtype or 'fp32'}), {dist.world_size} "
             f"process(es), {total} steps x {cfg.batch_size * cfg.grad_accum * dist.world_size} sequences")
-
-    def checkpoint():
-        if dist.main:
-            rng = rng_state()
-            rng["python"] = _python_rng_to_tensors(rng["python"])
-            write_checkpoint(run_dir, model, tokenizer, {
-                "step": step, "total_steps": total, "elapsed": elapsed, "tokens": tokens_seen,
-                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng}, keep)
-        if dist.world_size > 1:
-            torch.distributed.barrier()
-
-    def evaluate():
-        result = {}
-        if dist.main:
-            model.eval()
-            with torch.no_grad(), autocast(device, dtype):
-                result = objective.evaluate(model)
-            model.train()
-            metrics.write({"split": "eval", "step": step, "time": round(elapsed, 2), "tokens": tokens_seen,
-                           **{k: round(v, 5) for k, v in result.items()}})
-        if dist.world_size > 1:
-            torch.distributed.barrier()
-        return result
-
-    def out_of_time(mine: bool) -> bool:
-        """Rank 0's clock decides for everyone."""
-        if dist.world_size == 1:
-            return mine
-        flag = torch.tensor([float(mine)], device=device)
-        torch.distributed.broadcast(flag, 0)
-        return bool(flag.item())
-
-    if state is not None and dist.main:
-        set_rng_state(rng)                                   # dropout exactly where it stopped
+    if state and dist.main:
+        set_rng_state(state["rng"])                              # dropout exactly where it stopped
     else:
-        torch.manual_seed(cfg.seed + 1000 * dist.rank + step)   # its own dropout stream per rank
-    if step == 0 and state is None:
-        checkpoint()                                      # step 0: the untrained model, a snapshot
-    bar = None
-    if cfg.progress and dist.main:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=total, initial=step, desc="train", unit="step", dynamic_ncols=True,
-                   file=sys.stderr)
-    model.train()
-    last_eval: dict = {}
-    window_tokens, window_t0 = 0, time.perf_counter()
+        torch.manual_seed(cfg.seed + 1000 * dist.rank + step)    # its own dropout stream per rank
+    if not state:                                                # step 0: the untrained model
+        save_checkpoint(run_dir, model, tokenizer, optimizer, scheduler, dist, keep, 0, total, 0.0, 0)
+
+    bar = tqdm(total=total, initial=step, desc="train", unit="step", dynamic_ncols=True, file=sys.stderr,
+               disable=not (cfg.progress and dist.main))
+    pin = device.type == "cuda"
+    window, last_eval = Window(), {}
     run_t0 = time.perf_counter() - elapsed
+    model.train()
     while step < total:
-        logs: dict[str, float] = {}
-        for m in range(cfg.grad_accum):
-            batch = objective.train_batch(step * cfg.grad_accum + m).to(device)
-            sync = m == cfg.grad_accum - 1 or dist.world_size == 1
-            ctx = contextlib.nullcontext() if sync else wrapped.no_sync()
-            with ctx:
+        # ---- one optimizer step: grad_accum micro-batches; DDP averages gradients on the last
+        for micro in range(cfg.grad_accum):
+            batch = objective.train_batch(step * cfg.grad_accum + micro)
+            window.tokens += batch.num_tokens                    # counted on the host, before the copy
+            batch = (batch.pin_memory() if pin else batch).to(device, non_blocking=True)
+            last_micro = micro == cfg.grad_accum - 1
+            with contextlib.nullcontext() if last_micro or dist.world_size == 1 else wrapped.no_sync():
                 with autocast(device, dtype):
                     loss, parts = objective.loss(wrapped, batch)
-                if not torch.isfinite(loss):
-                    last = latest_resumable(run_dir)
-                    raise TrainingError(
-                        f"the loss became {loss.item()} at step {step + 1} (learning rate "
-                        f"{scheduler.get_last_lr()[0]:.2e}); training stopped without saving. The last "
-                        f"good checkpoint is {last}. Try a lower learning rate or longer warm-up.")
                 (loss / cfg.grad_accum).backward()
-            for k, v in parts.items():
-                logs[k] = logs.get(k, 0.0) + v / cfg.grad_accum
-            n = int(batch.attention_mask.sum()) if hasattr(batch, "attention_mask") else len(batch)
-            window_tokens += n                       # this process's; summed over ranks at log time
+            window.add({**parts, "loss": loss.detach()}, 1.0 / cfg.grad_accum)   # the loss it learned from
         if cfg.clip_norm:
-            logs["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm))
+            window.add({"grad_norm": nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)})
         lr = scheduler.get_last_lr()[0]
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         step += 1
+        window.steps += 1
+        bar.update(1)
         elapsed = time.perf_counter() - run_t0
-        if cfg.minutes is not None and step < total and out_of_time(elapsed > cfg.minutes * 60 * 1.02):
+
+        # ---- the time budget (--minutes) may end the run early
+        if cfg.minutes is not None and step < total and out_of_time(elapsed, cfg, dist, device):
             log(f"time budget reached at step {step} of {total}")   # slower than the probe said
             total = step
-        do_eval = (cfg.eval_every and step % cfg.eval_every == 0) or step == total
-        do_ckpt = step % cfg.ckpt_every == 0 or step == total or step in keep
+        do_eval = every(step, cfg.eval_every) or step == total
+        do_ckpt = every(step, cfg.ckpt_every) or step == total or step in keep
 
-        if step % cfg.log_every == 0 or do_eval or do_ckpt:     # checkpoints hold exact token counts
-            if dist.world_size > 1:    # report the mean over all processes, not rank 0's share
-                names = sorted(logs)
-                t = torch.tensor([logs[k] for k in names] + [window_tokens], dtype=torch.float64, device=device)
-                torch.distributed.all_reduce(t)
-                window_tokens = int(t[-1].item())
-                logs = dict(zip(names, (t[:-1] / dist.world_size).tolist()))
-            now = time.perf_counter()
-            tps = window_tokens / max(1e-9, now - window_t0)
-            tokens_seen += window_tokens
-            window_tokens, window_t0 = 0, now
+        # ---- log: the only place the host waits for the device (checkpoints need exact counts)
+        if every(step, cfg.log_every) or do_eval or do_ckpt:
+            logs, tokens, seconds = window.read(dist, device)
+            check_finite(logs, step, run_dir, lr)
+            tokens_seen += tokens
+            tps = tokens / max(1e-9, seconds)
             metrics.write({"split": "train", "step": step, "time": round(elapsed, 2), "tokens": tokens_seen,
                            "lr": lr, "tokens_per_s": round(tps, 1), **{k: round(v, 5) for k, v in logs.items()}})
-            if bar is not None:
-                bar.set_postfix({k: f"{v:.3f}" for k, v in logs.items() if k in ("loss", "mlm_acc", "nsp_acc", "acc")}
-                                | {"tok/s": f"{tps:,.0f}"})
-        if bar is not None:
-            bar.update(1)
+            bar.set_postfix({k: f"{v:.3f}" for k, v in logs.items() if k in ("loss", "mlm_acc", "nsp_acc", "acc")}
+                            | {"tok/s": f"{tps:,.0f}"})
         if do_eval:
-            last_eval = evaluate()
+            last_eval = evaluate(model, objective, device, dtype, dist)
+            metrics.write({"split": "eval", "step": step, "time": round(elapsed, 2), "tokens": tokens_seen,
+                           **{k: round(v, 5) for k, v in last_eval.items()}})
         if do_ckpt:
-            checkpoint()
-    if bar is not None:
-        bar.close()
+            save_checkpoint(run_dir, model, tokenizer, optimizer, scheduler, dist, keep,
+                            step, total, elapsed, tokens_seen)
+    bar.close()
     if dist.world_size > 1:
-        torch.distributed.destroy_process_group()
+        tdist.destroy_process_group()
     return last_eval
-
-
-def read_metrics(path) -> list[dict]:
-    """Records of a run's metrics.jsonl (a run directory or the file).
-
-    A recipe run with earlier phases (run/phase1-*/) is read as one run: the earlier phases'
-    records come first and the later ones are shifted by the time, steps and tokens before them.
-    """
-    path = Path(path)
-    if path.is_file():
-        return [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
-    records, offset = [], {"time": 0.0, "step": 0, "tokens": 0}
-    for phase in sorted(path.glob("phase*-*")) + [path]:
-        if not (phase / "metrics.jsonl").is_file():
-            continue
-        part = read_metrics(phase / "metrics.jsonl")
-        for r in part:
-            records.append({**r, **{k: r[k] + offset[k] for k in offset if k in r},
-                            "phase": phase.name if phase != path else "final"})
-        if part:
-            offset = {k: max(r.get(k, 0) for r in records) for k in offset}
-    if not records and not (path / "metrics.jsonl").is_file():
-        raise FileNotFoundError(f"no metrics.jsonl in {path}")
-    return records

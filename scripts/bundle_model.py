@@ -18,7 +18,6 @@ import argparse
 import contextlib
 import io
 import json
-import os
 import shlex
 import shutil
 import sys
@@ -30,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402
 from lab.__main__ import main as lab_main  # noqa: E402
-from lab.explore import run_checkpoints  # noqa: E402
-from lab.train import read_metrics  # noqa: E402
+from lab.datasets import data_dir  # noqa: E402
+from lab.runs import checkpoints, merge_histories, phases  # noqa: E402
 
 SIDE_FILES = ("pretrain_config.json", "task_config.json", "metrics.jsonl")
 
@@ -46,7 +45,10 @@ def main() -> None:
     ap.add_argument("--label-names", nargs="*", help="names for a classifier's labels, in id order "
                                                      "(GLUE files use 0, 1, ...; the dashboard shows names)")
     args = ap.parse_args()
-    data = os.environ.get("BERT_LAB_DATA", str(ROOT.parent / "shared" / "data"))
+    data = data_dir()
+    if data is None and any("DATA" in spec for spec in args.eval):
+        raise SystemExit("--eval uses DATA, but there is no data folder: set BERT_LAB_DATA "
+                         "or put one at ../shared/data")
 
     model, tokenizer = lab.load(args.src)
     if args.label_names:
@@ -60,30 +62,22 @@ def main() -> None:
         if (args.src / name).is_file():
             shutil.copy(args.src / name, tmp / name)
 
-    if args.snapshots:                                       # one training history for the Training tab
-        history, shift = [], {"time": 0.0, "step": 0, "tokens": 0}
-        for run in args.snapshots:
-            part = read_metrics(run)
-            history += [{**r, **{k: r[k] + shift[k] for k in shift if k in r}, "run": run.name} for r in part]
-            shift = {k: max((r.get(k, 0) for r in history), default=0) for k in shift}
+    parts = [p for run in args.snapshots for p in phases(run)]   # each run with its recipe phases
+    if parts:                                                # one training history for the Training tab
+        history = merge_histories(parts)
         (tmp / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in history))
-
-    offset, kept = 0, []
-    for run in args.snapshots:
-        steps = run_checkpoints(run)
-        for step, directory in steps:
-            global_step = offset + step
-            if (args.keep_steps is None or global_step in args.keep_steps) and global_step not in kept:
-                snap, _ = lab.load(directory)
-                lab.save(snap, None, tmp / "checkpoints" / f"step-{global_step:07d}", dtype=torch.float16)
-                kept.append(global_step)
-        offset += max([*(s for s, _ in steps), *(r.get("step", 0) for r in read_metrics(run))], default=0)
+    kept = []
+    for global_step, directory in checkpoints(parts):        # later parts continue earlier ones
+        if args.keep_steps is None or global_step in args.keep_steps:
+            snap, _ = lab.load(directory)
+            lab.save(snap, None, tmp / "checkpoints" / f"step-{global_step:07d}", dtype=torch.float16)
+            kept.append(global_step)
     if kept:
         print(f"snapshots at steps {sorted(kept)}")
 
     evaluations = []
     for spec in args.eval:
-        eval_args = ["--model", str(tmp)] + shlex.split(spec.replace("DATA", data))
+        eval_args = ["--model", str(tmp)] + shlex.split(spec.replace("DATA", str(data)))
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             if lab_main(["eval", *eval_args]) != 0:

@@ -38,8 +38,9 @@ def shared_data():
 
 
 # ----------------------------------------------------------------------------------------------
-# The dashboard (tests/test_app.py, tests/test_browser.py): app.py imported once per session with
-# a temporary models root holding tiny QA / classification models and a damaged checkpoint.
+# The dashboard (tests/test_app.py, tests/test_browser.py): app.py imported once per session and
+# its page built with a temporary models root holding tiny QA / classification models and a
+# damaged checkpoint.
 # ----------------------------------------------------------------------------------------------
 BUNDLED = "models/bert-lab-classroom"
 
@@ -62,23 +63,27 @@ def app_models_root(tmp_path_factory):
     return root
 
 
+def app_args(app, app_models_root):
+    """app.py's arguments for the tests: the temporary models root besides models/ and runs/."""
+    return app.parser().parse_args(["--models-root", str(app_models_root)])
+
+
 @pytest.fixture(scope="session")
 def app(app_models_root):
-    os.environ["BERT_LAB_MODELS"] = str(app_models_root)
-    argv, sys.argv = sys.argv, ["app.py"]
+    """The app module, its handlers' settings pointing at the temporary models root."""
     sys.path.insert(0, str(ROOT))
     try:
         module = importlib.import_module("app")
     finally:
-        sys.argv = argv
         sys.path.remove(str(ROOT))
-    yield module
-    os.environ.pop("BERT_LAB_MODELS", None)
+    module.configure(app_args(module, app_models_root))
+    return module
 
 
 @pytest.fixture(scope="session")
-def app_url(app):
-    _, url, _ = app.demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=None,
-                                quiet=True, **app.LAUNCH_OPTIONS)
+def app_url(app, app_models_root):
+    demo = app.build(app_args(app, app_models_root))
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=None,
+                            quiet=True, **app.LAUNCH_OPTIONS)
     yield url
-    app.demo.close()
+    demo.close()

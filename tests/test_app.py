@@ -1,16 +1,20 @@
-"""The dashboard end to end: launch app.py's Blocks, call every api_name with gradio_client,
-good and bad inputs; the server must answer each bad input with a message and keep serving.
+"""The dashboard end to end: build app.py's page, launch it, call every api_name with
+gradio_client, good and bad inputs; the server must answer each bad input with a message and
+keep serving. And importing app.py is cheap and has no effects.
 
 The bundled pre-trained model (models/bert-lab-classroom) serves the pre-training tabs; tiny
 QA and classification models, and a damaged model directory, are written to a temporary
-models root before app.py is imported (fixtures `app_models_root`, `app`, `app_url` in conftest).
+models root that the page is built with (fixtures `app_models_root`, `app`, `app_url` in conftest).
 """
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import BUNDLED
+from tests.conftest import BUNDLED, ROOT
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -23,6 +27,48 @@ def client(app_url):
 
 def squad(app_models_root):
     return str(app_models_root / "tiny-squad")
+
+
+def python(code: str, *argv: str) -> str:
+    """Run code in a fresh interpreter in the repository root; its stdout."""
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
+    return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, env=env, capture_output=True,
+                          text=True, check=True, timeout=120).stdout
+
+
+def import_seconds(*modules: str) -> list[float]:
+    """The seconds `import module` takes in a fresh interpreter, for each module: the best of 3
+    rounds (each round imports every module once, so that all see the same machine load)."""
+    code = "import time; t = time.perf_counter(); import {}; print(time.perf_counter() - t)"
+    rounds = [[float(python(code.format(m)).split()[-1]) for m in modules] for _ in range(3)]
+    return [min(times) for times in zip(*rounds)]
+
+
+def test_importing_app_is_cheap_and_has_no_effects():
+    # every argparse call and every Blocks made while `import app` runs, with argv a real run would reject
+    effects = python("""
+import argparse, json, sys
+import gradio as gr
+seen = []
+parse = argparse.ArgumentParser.parse_known_args
+argparse.ArgumentParser.parse_known_args = lambda self, *a, **k: seen.append("argv") or parse(self, *a, **k)
+init = gr.Blocks.__init__
+gr.Blocks.__init__ = lambda self, *a, **k: seen.append(type(self).__name__) or init(self, *a, **k)
+import app
+print(json.dumps({"seen": seen, "loaded": len(app._CACHE), "demo": hasattr(app, "demo")}))
+""", "--no-such-option")
+    assert json.loads(effects.splitlines()[-1]) == {"seen": [], "loaded": 0, "demo": False}
+    app_s, gradio_s = import_seconds("app", "gradio")
+    assert app_s - gradio_s < 0.5, f"import app {app_s:.2f} s, import gradio {gradio_s:.2f} s"
+
+
+def test_settings_from_the_command_line_and_the_environment(app, monkeypatch, tmp_path):
+    monkeypatch.setenv("BERT_LAB_MODELS", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
+    settings = app.Settings.from_args(app.parser().parse_args(
+        ["--models-root", "~/mine", "--model", "runs/x", "--cache-models", "2", "--concurrency", "3"]))
+    assert settings.model_roots == [ROOT / "models", ROOT / "runs", Path("~/mine").expanduser(),
+                                    tmp_path / "a", tmp_path / "b"]
+    assert (settings.start_model, settings.cache_models, settings.concurrency) == ("runs/x", 2, 3)
 
 
 def test_every_event_has_an_api_name(app, client):
@@ -182,11 +228,11 @@ def test_model_tab(client, app_models_root):
     assert "outside the models roots" in status
 
 
-def test_training_tab(client, tmp_path, app):
+def test_training_tab(client, app_models_root):
     # a tiny pre-training run inside a models root (runs/ is not in a fresh clone)
     from lab.pretrain import PretrainConfig, pretrain
     from lab.train import TrainConfig
-    root = Path(os.environ["BERT_LAB_MODELS"])
+    root = app_models_root
     corpus = root / "corpus.txt"
     corpus.write_text("\n\n".join("\n".join(f"The word{(i * 7 + j) % 40} sat on the mat number {j}."
                                             for j in range(12)) for i in range(8)) + "\n")

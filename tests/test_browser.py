@@ -4,6 +4,7 @@ Opens the page, runs a fill-mask (typed and by clicking a word), a question-answ
 the attention view, asserts what is visible, and saves screenshots (the README shows them):
     BERT_LAB_SCREENSHOTS=docs/images .venv/bin/python -m pytest tests/test_browser.py
 Skipped when chromium is absent, except under CI (BERT_LAB_REQUIRE_BROWSER=1), where it fails.
+Marked slow (a browser and a server start): `pytest -m "not slow"` leaves it out.
 """
 import os
 import shutil
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 

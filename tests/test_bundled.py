@@ -49,6 +49,7 @@ def recorded_evaluations():
 
 
 @pytest.mark.timeout(600)
+@pytest.mark.slow
 @pytest.mark.parametrize("model_dir, entry", list(recorded_evaluations()))
 def test_recorded_metrics_are_reproduced_by_lab_eval(model_dir, entry, capsys, monkeypatch):
     if not SHARED_DATA.is_dir():

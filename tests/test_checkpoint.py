@@ -118,11 +118,9 @@ def test_old_layernorm_names_are_translated(tmp_path):
 def test_save_is_atomic_on_failure(tmp_path, monkeypatch):
     model = saved(tmp_path)
     before = (tmp_path / "model.safetensors").read_bytes()
-    import safetensors.torch
-
     def boom(*a, **k):
         raise OSError("disk full")
-    monkeypatch.setattr(safetensors.torch, "save_file", boom)
+    monkeypatch.setattr(lab.checkpoint, "save_file", boom)
     with pytest.raises(OSError, match="disk full"):
         lab.save(model, None, tmp_path)
     assert (tmp_path / "model.safetensors").read_bytes() == before

@@ -1,5 +1,5 @@
-"""Tests for lab/corpus.py: formats, robustness, the sentence splitter, the held-out split, and
-the downloader (against a local HTTP server and file:// URLs only, never the internet).
+"""Tests for lab/corpus.py: formats, robustness, the sentence splitter, the held-out split and
+the command line (the catalog and downloads are tested in tests/test_datasets.py).
 
     .venv/bin/python -m pytest tests/test_corpus.py
 
@@ -9,23 +9,15 @@ Every fixture is a tiny text the test writes into tmp_path. One test reads the r
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import http.server
-import io
 import logging
-import os
-import threading
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
 
-from lab import corpus
-from lab.corpus import (CATALOG, CatalogEntry, ChecksumError, Document, DownloadError,
-                        RemoteFile, detect_format, fetch, read_documents, resolve_corpus,
-                        split_documents, split_sentences)
+from lab.corpus import (Document, detect_format, main, read_documents, split_documents,
+                        split_sentences)
+from lab.datasets import data_dir, resolve_corpus
 
 
 def write(path: Path, text: str, newline: str = "\n", encoding: str = "utf-8") -> Path:
@@ -426,204 +418,30 @@ def test_split_documents_rejects_bad_fractions(bad):
 
 
 # ---------------------------------------------------------------------------------------------
-# Catalog, download, cache (local HTTP server and file:// only)
+# Command line: python -m lab.corpus
 # ---------------------------------------------------------------------------------------------
 
-def test_catalog_lists_the_corpora_the_lab_uses():
-    assert set(CATALOG) == {"novels", "wikitext-2", "wikitext-103", "squad-v1.1", "sst2"}
-    novel_urls = [f.url for f in CATALOG["novels"].files]
-    assert novel_urls[0] == "https://www.gutenberg.org/cache/epub/1342/pg1342.txt"
-    assert [int(u.rsplit("/pg", 1)[1][:-4]) for u in novel_urls] == [
-        1342, 158, 161, 141, 121, 105, 2701, 1400, 36, 164]
-    assert CATALOG["wikitext-2"].files[0].url == (
-        "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-raw-v1.zip")
-    assert CATALOG["wikitext-103"].splits["test"] == "wikitext-103-raw/wiki.test.raw"
-    assert {f.name for f in CATALOG["squad-v1.1"].files} == {"train-v1.1.json", "dev-v1.1.json"}
-    assert CATALOG["sst2"].files[0].url == "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip"
+def test_main_summarises_a_path_and_a_catalog_name(tmp_path, monkeypatch, capsys):
+    path = write(tmp_path / "s.txt", SENTENCES)
+    assert main([str(path), "--show", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "s.txt#0" in out and "| This is the first sentence of doc one." in out
+    assert "Mr. Smith" not in out                               # --show 1: one sentence each
 
-
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):                  # keep pytest's output clean
-        pass
-
-    def do_GET(self):
-        self.server.requests.append(self.path)
-        super().do_GET()
-
-
-@pytest.fixture
-def server(tmp_path, monkeypatch):
-    """Serve tmp_path/www on 127.0.0.1 (free port, background thread): (url, dir, requests)."""
-    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    www = tmp_path / "www"
-    www.mkdir()
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_Handler, directory=str(www)))
-    httpd.requests = []
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", www, httpd.requests
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
-
-
-def _entry(url: str, name: str = "tiny", sha256: str | None = None, **kw) -> CatalogEntry:
-    return CatalogEntry(name=name, description="test corpus",
-                        files=(RemoteFile(f"{url}/book.txt", "book.txt", sha256=sha256),), **kw)
-
-
-def test_fetch_downloads_once_and_records_checksum_on_first_use(server, tmp_path):
-    url, www, requests = server
-    content = b"It was a dark night. The end.\n" * 100
-    (www / "book.txt").write_bytes(content)
-    cache = tmp_path / "cache"
-    folder = fetch(_entry(url), cache_dir=cache, progress=False)
-    assert folder == cache / "tiny"
-    assert (folder / "book.txt").read_bytes() == content
-    digest = hashlib.sha256(content).hexdigest()
-    assert (folder / "book.txt.sha256").read_text().split() == [digest, "book.txt"]
-    assert requests == ["/book.txt"]
-    assert sorted(p.name for p in folder.iterdir()) == ["book.txt", "book.txt.sha256"]
-
-    # Second call: served from the cache, verified against the sidecar, no request.
-    (www / "book.txt").write_bytes(b"changed upstream")
-    assert fetch(_entry(url), cache_dir=cache, progress=False) == folder
-    assert requests == ["/book.txt"]
-
-    # A cached file that no longer matches its sidecar is reported, not silently used.
-    (folder / "book.txt").write_bytes(b"corrupted")
-    with pytest.raises(ChecksumError, match="book.txt.sha256") as err:
-        fetch(_entry(url), cache_dir=cache, progress=False)
-    assert "Delete it to download it again" in str(err.value)
-    assert requests == ["/book.txt"]
-
-
-def test_fetch_verifies_a_catalog_checksum(server, tmp_path):
-    url, www, requests = server
-    content = b"Checked content.\n"
-    (www / "book.txt").write_bytes(content)
-    good = _entry(url, sha256=hashlib.sha256(content).hexdigest())
-    folder = fetch(good, cache_dir=tmp_path / "ok", progress=False)
-    assert (folder / "book.txt").read_bytes() == content
-    assert not (folder / "book.txt.sha256").exists()           # the catalog is the reference
-
-    bad = _entry(url, sha256="0" * 64)
-    cache = tmp_path / "bad"
-    with pytest.raises(ChecksumError) as err:
-        fetch(bad, cache_dir=cache, progress=False)
-    message = str(err.value)
-    assert f"{url}/book.txt" in message and "0" * 64 in message
-    assert list((cache / "tiny").iterdir()) == []              # no corrupt file, no temp file
-
-
-def test_failed_download_names_the_url_and_suggests_a_local_path(server, tmp_path):
-    url, _, _ = server
-    with pytest.raises(DownloadError) as err:
-        fetch(_entry(url), cache_dir=tmp_path / "c", progress=False)   # www/book.txt: 404
-    message = str(err.value)
-    assert f"{url}/book.txt" in message and "404" in message and "local path" in message
-    assert list((tmp_path / "c" / "tiny").iterdir()) == []
-
-
-def test_fetch_with_file_url_and_progress_bar(tmp_path, capsys):
-    source = write(tmp_path / "src" / "book.txt", "Local file. Fetched by URL.\n")
-    entry = CatalogEntry(name="local", description="",
-                         files=(RemoteFile(source.as_uri(), "book.txt"),))
-    folder = fetch(entry, cache_dir=tmp_path / "cache", progress=True)
-    assert (folder / "book.txt").read_bytes() == source.read_bytes()
-    assert "book.txt" in capsys.readouterr().err                # tqdm writes to stderr
-
-
-def _zip_bytes(members: dict[str, str]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, text in members.items():
-            archive.writestr(name, text)
-    return buffer.getvalue()
-
-
-def test_zip_corpus_is_extracted_and_resolved_by_split(server, tmp_path, monkeypatch):
-    url, www, requests = server
-    (www / "wt.zip").write_bytes(_zip_bytes({
-        "wt-raw/wiki.train.raw": WIKITEXT, "wt-raw/wiki.test.raw": " = Only = \n Test text . \n"}))
-    splits = {"train": "wt-raw/wiki.train.raw", "test": "wt-raw/wiki.test.raw"}
-    entry = CatalogEntry(name="wt", description="", default_split="train", splits=splits,
-                         files=(RemoteFile(f"{url}/wt.zip", "wt.zip",
-                                           members=tuple(splits.values())),),
-                         local={"test": ("wt-raw/wiki.test.raw",)}, format="wikitext")
-    monkeypatch.setitem(CATALOG, "wt", entry)
-    monkeypatch.delenv("BERT_LAB_DATA", raising=False)
-    monkeypatch.setenv("BERT_LAB_CACHE", str(tmp_path / "cache"))
-    path = resolve_corpus("wt", split="test", progress=False)
-    assert path == tmp_path / "cache" / "wt" / "wt-raw" / "wiki.test.raw"
-    assert all_sentences(read_documents(path)) == ["Test text."]
-    assert resolve_corpus("wt", progress=False).name == "wiki.train.raw"    # default split
-    assert requests == ["/wt.zip"]
-    with pytest.raises(ValueError, match="no split 'valid'; its splits: train, test"):
-        resolve_corpus("wt", split="valid")
-
-
-def test_resolve_corpus_paths_names_and_bert_lab_data(tmp_path, monkeypatch):
-    def no_network(*args, **kwargs):
-        raise AssertionError("resolve_corpus must not download here")
-    monkeypatch.setattr(corpus, "fetch", no_network)
-    # An existing path comes back as is, even one named like a catalog corpus.
-    local = write(tmp_path / "mine.txt", "Hi.")
-    assert resolve_corpus(local) == local
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "novels").mkdir()
-    assert resolve_corpus("novels") == Path("novels")
-    # An unknown name lists the catalog.
-    with pytest.raises(ValueError, match="wikitext-2, wikitext-103, squad-v1.1, sst2"):
-        resolve_corpus("no-such-corpus")
-    # BERT_LAB_DATA laid out like shared/data is used instead of downloading.
-    data = tmp_path / "data"
-    write(data / "wikitext-2-raw" / "wiki.test.raw", WIKITEXT)
-    write(data / "sst2" / "dev.tsv", "sentence\tlabel\ngood .\t1\n")
-    (data / "squad").mkdir()
-    (data / "squad" / "dev-v1.1.json.zip").write_bytes(_zip_bytes({"dev-v1.1.json": "{}"}))
-    (data / "novels").mkdir()
+    data = tmp_path / "data"                                    # a catalog name, resolved
+    write(data / "wikitext-2-raw" / "wiki.test.raw", WIKITEXT)  # by lab.datasets (no network)
     monkeypatch.setenv("BERT_LAB_DATA", str(data))
-    monkeypatch.chdir(data / "squad")                          # no ./novels here
-    assert resolve_corpus("wikitext-2", split="test") == data / "wikitext-2-raw" / "wiki.test.raw"
-    assert resolve_corpus("sst2", split="dev") == data / "sst2" / "dev.tsv"
-    assert resolve_corpus("squad-v1.1", split="dev") == data / "squad" / "dev-v1.1.json.zip"
-    assert resolve_corpus("novels") == data / "novels"
-    with pytest.raises(ValueError, match="has no splits"):
-        resolve_corpus("novels", split="test")
-
-
-def test_resolve_corpus_explains_a_missing_local_split(tmp_path, monkeypatch):
-    data = tmp_path / "data"
-    write(data / "wikitext-2-raw" / "wiki.test.raw", WIKITEXT)
-    monkeypatch.setenv("BERT_LAB_DATA", str(data))
-
-    def offline(entry, cache_dir=None, progress=True):
-        raise DownloadError(f"could not download {entry.files[0].url}: offline")
-    monkeypatch.setattr(corpus, "fetch", offline)
-    with pytest.raises(DownloadError) as err:
-        resolve_corpus("wikitext-2")                            # default split: train
-    assert "wikitext-2-raw/wiki.train.raw" in str(err.value) and "'train'" in str(err.value)
-
-
-def test_default_cache_dir_honours_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv("BERT_LAB_CACHE", str(tmp_path / "elsewhere"))
-    assert corpus.default_cache_dir() == tmp_path / "elsewhere"
-    monkeypatch.delenv("BERT_LAB_CACHE")
-    assert corpus.default_cache_dir() == Path.home() / ".cache" / "bert-lab"
+    assert main(["wikitext-2", "--split", "test"]) == 0
+    assert "'Robert Boulter'" in capsys.readouterr().out
+    assert main(["no-such-corpus"]) == 1
+    assert "corpus names: novels" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------------------------
 # Real data (skipped where ../shared/data is absent)
 # ---------------------------------------------------------------------------------------------
 
-SHARED_DATA = Path(os.environ.get("BERT_LAB_DATA")
-                   or Path(__file__).resolve().parents[1].parent / "shared" / "data")
+SHARED_DATA = data_dir() or Path("no data folder: set BERT_LAB_DATA")
 
 
 @pytest.mark.skipif(not (SHARED_DATA / "novels" / "mobydick.txt").exists(),

@@ -7,9 +7,10 @@ import pytest
 import torch
 
 import lab
+from lab import explore
 from lab.__main__ import main
 from lab.finetune import label_names, read_classification
-from lab.train import read_metrics
+from lab.runs import read_metrics
 
 WORDS = "the a film movie story plot actor scene music ending was is very quite rather".split()
 POS, NEG = "good great wonderful moving".split(), "bad dull awful boring".split()
@@ -99,6 +100,44 @@ def test_frozen_features_train_only_the_task_layer(base_model, sst, tmp_path, ca
     assert run_cls(base_model, sst, tmp_path / "feat5", "--mode", "features", "--feature-layers", "5",
                    "--steps", "2") == 2                     # the model has only 2 layers
     assert "feature_layers must be between 1 and the model's 2 layers" in capsys.readouterr().err
+
+
+def test_a_feature_based_run_loads_and_evaluates_like_any_other(base_model, sst, tmp_path, capsys):
+    """Bug: a --feature-layers 2 run was saved as "FeatureClassifier" and then failed to load
+    (classifier.weight [2, 64] vs [2, 32]) in lab.load, eval and the dashboard."""
+    run = tmp_path / "feat2"
+    assert run_cls(base_model, sst, run, "--mode", "features", "--feature-layers", "2", "--steps", "6",
+                   "--lr", "1e-2", "--precision", "fp32") == 0
+    final = [r for r in read_metrics(run) if r["split"] == "eval"][-1]
+    model, tok = lab.load(run)
+    assert type(model) is lab.BertForSequenceClassification and model.config.classifier_layers == 2
+    assert json.loads((run / "config.json").read_text())["architectures"] == ["BertForSequenceClassification"]
+    assert explore.classify(model, tok, "a b c")                     # the dashboard's call works
+    capsys.readouterr()
+    assert main(["eval", "--model", str(run)]) == 0
+    assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(final["accuracy"], abs=1e-4)
+
+
+def test_a_refused_finetune_writes_nothing(base_model, sst, tmp_path, capsys):
+    """Bug: a fine-tune refused because --out held a run first rewrote its task_config.json."""
+    run = tmp_path / "ft"
+    assert run_cls(base_model, sst, run, "--steps", "2", "--max-seq-length", "128") == 0
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    assert run_cls(base_model, sst, run, "--steps", "2", "--max-seq-length", "64") == 2
+    assert "already holds a run" in capsys.readouterr().err
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+    assert json.loads((run / "task_config.json").read_text())["max_seq_length"] == 128
+
+
+def test_zero_intervals_mean_off(base_model, sst, tmp_path):
+    """Bug: --ckpt-every 0 or --log-every 0 crashed with ZeroDivisionError; 0 means off, as for
+    --eval-every: the run still logs, evaluates and checkpoints at its end."""
+    run = tmp_path / "zero"
+    assert run_cls(base_model, sst, run, "--steps", "4", "--ckpt-every", "0", "--log-every", "0",
+                   "--eval-every", "0", "--snapshots", "0") == 0
+    records = read_metrics(run)
+    assert [(r["split"], r["step"]) for r in records] == [("train", 4), ("eval", 4)]
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step-0000004"]   # no snapshots
 
 
 def test_random_init_baseline_runs(base_model, sst, tmp_path, capsys):

@@ -74,6 +74,7 @@ def test_cells_call_the_library(path):
         assert not any(l.lstrip().startswith(("def ", "class ", "async def ")) for l in lines), c.source[:80]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
 def test_notebook_runs(path, tmp_path, monkeypatch):
     from nbclient import NotebookClient

@@ -8,7 +8,10 @@ from tests.conftest import ROOT
 
 def test_environment_yml_matches_pyproject():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = sorted(project["dependencies"] + project["optional-dependencies"]["dev"])
+    extras = project["optional-dependencies"]
+    # every package of the core and of every extra, once (dev names the other extras as bert-lab[...])
+    wanted = sorted({d for group in [project["dependencies"], *extras.values()] for d in group
+                     if not d.startswith("bert-lab")})
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
     assert sorted(pip_section) == wanted
@@ -21,3 +24,16 @@ def test_readme_commands_are_what_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "make demo" in readme and "make test" in readme
     assert "\nmake test\n" in ci
+
+
+def test_the_core_does_not_need_the_extras():
+    """The library imports without the dashboard, notebook and test packages: only the core
+    dependencies are imported by lab/ (checked in a fresh interpreter)."""
+    import subprocess
+    import sys
+    code = ("import sys, lab, lab.explore, lab.plots, lab.train, lab.pretrain, lab.finetune, lab.runs, "
+            "lab.device, lab.datasets, lab.__main__\n"
+            "extras = {'gradio', 'bertviz', 'transformers', 'jupyterlab', 'pandas', 'pytest'}\n"
+            "print(sorted(extras & {m.split('.')[0] for m in sys.modules}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

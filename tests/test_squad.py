@@ -54,7 +54,7 @@ def test_doc_stride_windows_worked_example(tok):
         assert tokens == ["[CLS]", "what", "is", "it", "?", "[SEP]", *words[lo:hi], "[SEP]"]
         assert f.token_type_ids == [0] * PREFIX + [1] * (hi - lo + 1)
         assert f.attention_mask == [1] * len(f.input_ids)
-        assert f.context_start == PREFIX
+        assert f.token_type_ids.index(1) == PREFIX          # the context starts after [CLS] q [SEP]
         # Offsets only on context tokens, and they point at the context's words.
         assert f.offsets[:PREFIX] == [None] * PREFIX and f.offsets[-1] is None
         assert [CONTEXT[a:b].lower() for a, b in f.offsets[PREFIX:-1]] == words[lo:hi]
@@ -128,7 +128,7 @@ def test_collate_and_model_loss(tok):
     out = model(**batch.to("cpu").as_dict())
     assert out.start_logits.shape == (3, 16) and torch.isfinite(out.loss)
     inference = squad.collate_features(windows_features(tok, training=False), tok.pad_token_id)
-    assert inference.start_positions is None and set(inference.keys()) == {"input_ids", "token_type_ids",
+    assert "start_positions" not in inference and set(inference.keys()) == {"input_ids", "token_type_ids",
                                                                            "attention_mask"}
 
 

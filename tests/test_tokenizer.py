@@ -176,8 +176,10 @@ def test_encode_errors(tok):
     with pytest.raises(ValueError, match="max_length"):
         tok.encode("a b", max_length=1)
     assert tok.encode("a b", max_length=2).tokens == ["[CLS]", "[SEP]"]
-    with pytest.raises(TypeError, match="string"):
+    with pytest.raises(ValueError, match="text is empty"):
         tok.encode(None)
+    with pytest.raises(ValueError, match="must be text"):
+        tok.encode(42)
 
 
 def test_encode_batch(tok):

@@ -20,8 +20,8 @@ import torch
 
 import lab
 from lab.__main__ import main
-from lab.train import (STATE_NAME, TrainConfig, TrainingError, latest_resumable, lr_factor, make_optimizer,
-                       read_metrics, snapshot_steps, train)
+from lab.runs import STATE_NAME, latest_resumable, read_metrics, snapshot_steps
+from lab.train import TrainConfig, TrainingError, lr_factor, make_optimizer, train
 
 ROOT = Path(__file__).resolve().parents[1]
 # the smallest model and data that still exercise everything; one thread per process, as two
@@ -185,6 +185,7 @@ def test_cli_pretrain_smoke(corpus, tmp_path, capsys):
 # ----------------------------------------------------------------------------------------
 # 3. Resume after SIGKILL == an uninterrupted run
 # ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_resume_after_sigkill_matches_uninterrupted_run(corpus, tokenizer_dir, tmp_path):
     steps = 60
     common = ["pretrain", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir), *SMALL, *EXACT,
@@ -304,6 +305,7 @@ def test_nan_loss_stops_with_a_clear_error(corpus, tokenizer_dir, tmp_path):
 # ----------------------------------------------------------------------------------------
 # 5. torchrun with 2 processes == one process with the global batch
 # ----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_ddp_two_processes_match_one_process(corpus, tokenizer_dir, tmp_path):
     import torch.distributed as tdist
     if not (tdist.is_available() and tdist.is_gloo_available()):
@@ -386,10 +388,10 @@ def test_minutes_budget_sets_steps_and_stops_on_time(corpus, tokenizer_dir, tmp_
 def test_two_phase_recipe_continues_from_the_first_phase(tmp_path, corpus, tokenizer_dir, monkeypatch):
     from lab import pretrain as pt
     monkeypatch.setitem(pt.RECIPES, "two", [
-        pt.Phase("short", dict(preset="tiny", max_seq_length=16, eval_seq_length=32, eval_instances=16),
-                 dict(batch_size=8, lr=1e-3, eval_every=2, ckpt_every=2, log_every=1), share=0.5),
-        pt.Phase("long", dict(max_seq_length=32, eval_seq_length=32, eval_instances=16),
-                 dict(batch_size=4, lr=1e-3, eval_every=2, ckpt_every=2, log_every=1), share=0.5)])
+        pt.Phase("short", pt.PretrainConfig(preset="tiny", max_seq_length=16, eval_seq_length=32, eval_instances=16),
+                 TrainConfig(batch_size=8, lr=1e-3, eval_every=2, ckpt_every=2, log_every=1), share=0.5),
+        pt.Phase("long", pt.PretrainConfig(max_seq_length=32, eval_seq_length=32, eval_instances=16),
+                 TrainConfig(batch_size=4, lr=1e-3, eval_every=2, ckpt_every=2, log_every=1), share=0.5)])
     out = tmp_path / "run"
     assert main(["pretrain", "--recipe", "two", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir),
                  "--out", str(out), "--steps", "8", "--no-progress", "--threads", "1"]) == 0

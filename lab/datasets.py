@@ -1,0 +1,360 @@
+"""Named real corpora: the catalog, downloads into a cache, and the local data folder.
+
+    path = resolve_corpus("wikitext-2", split="test")  # a local copy, the cache, or a download
+    path = resolve_corpus("my_texts/")                 # an existing path comes back as is
+    folder = fetch("novels")                           # download once into the cache
+    data_dir()                                         # $BERT_LAB_DATA or ../shared/data, or None
+
+From the command line, `python -m lab.corpus wikitext-2 --split test` resolves a catalog name
+here and reads it with lab/corpus.py (reading and sentence splitting live there).
+
+What lives here
+- `CATALOG`                 name -> `CatalogEntry`: novels (ten Project Gutenberg novels),
+                            wikitext-2, wikitext-103, squad-v1.1, sst2; each lists its
+                            `RemoteFile`s, splits, where a local data folder holds it, licence.
+- `data_dir()`              the one lookup of the local data folder (laid out like shared/data):
+                            $BERT_LAB_DATA when set (then only it), else ../shared/data beside
+                            the repository; None when neither is a folder.
+- `find_data`, `is_shared`  a file in that folder or a fallback; is a path inside it?
+- `fetch(name)`             download a corpus once into <cache>/<name>/, the cache being
+                            $BERT_LAB_CACHE or ~/.cache/bert-lab.
+- `resolve_corpus(name_or_path, split)`
+                            a path, else the local data folder's copy, else `fetch`.
+- `DownloadError` (an OSError: the message has the URL and what to do offline) and
+  `ChecksumError` (a ValueError).
+
+Downloads go through pooch, a maintained downloader, so streaming over HTTP(S), the progress
+bar, temp-file-then-rename and hash checks are its code rather than ours.
+
+Checksums: no checksum could be looked up offline, so `CATALOG` records none yet and the first
+download is trusted: its sha256 is written next to it (`<file>.sha256`) and every later use is
+verified against that sidecar ("trust on first use"). Where an entry records a sha256, pooch
+verifies the download itself. A cached file that fails its check raises `ChecksumError`
+(it is never silently downloaded again): delete it to download it again.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import urllib.parse
+import urllib.request
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pooch
+
+__all__ = [
+    "RemoteFile",
+    "CatalogEntry",
+    "CATALOG",
+    "DownloadError",
+    "ChecksumError",
+    "default_cache_dir",
+    "data_dir",
+    "find_data",
+    "is_shared",
+    "fetch",
+    "resolve_corpus",
+]
+
+logger = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------------------------------
+# The catalog
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RemoteFile:
+    url: str
+    name: str                           # file name inside the corpus's cache folder
+    sha256: str | None = None           # None: trust on first use (sidecar <name>.sha256)
+    members: tuple[str, ...] = ()       # for a zip: members to extract next to it
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    name: str
+    description: str
+    files: tuple[RemoteFile, ...]
+    splits: dict[str, str] = field(default_factory=dict)   # split -> path in the cache folder
+    default_split: str | None = None    # None: the whole cache folder is the corpus
+    # Where a folder laid out like ../shared/data (`data_dir()`) holds it: split (or "all")
+    # -> candidate paths relative to that folder, first existing one wins.
+    local: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    format: str = "auto"                # what read_documents should use (or "json"/"tsv")
+    licence: str = ""
+
+
+_NOVEL_IDS = (1342, 158, 161, 141, 121, 105, 2701, 1400, 36, 164)
+_WIKI = "https://s3.amazonaws.com/research.metamind.io/wikitext"
+
+
+def _wikitext(size: str) -> CatalogEntry:
+    folder = f"wikitext-{size}-raw"
+    splits = {s: f"{folder}/wiki.{s}.raw" for s in ("train", "valid", "test")}
+    return CatalogEntry(
+        name=f"wikitext-{size}",
+        description=f"WikiText-{size} raw v1 (Merity et al. 2016): Wikipedia good/featured "
+                    "articles, ' = Title = ' headings, one paragraph per line",
+        files=(RemoteFile(f"{_WIKI}/wikitext-{size}-raw-v1.zip", f"wikitext-{size}-raw-v1.zip",
+                          members=tuple(splits.values())),),
+        splits=splits, default_split="train",
+        local={s: (p,) for s, p in splits.items()},
+        format="wikitext", licence="CC BY-SA 3.0")
+
+
+CATALOG: dict[str, CatalogEntry] = {
+    "novels": CatalogEntry(
+        name="novels",
+        description="ten public-domain novels from Project Gutenberg: Pride and Prejudice, "
+                    "Emma, Sense and Sensibility, Mansfield Park, Northanger Abbey, Persuasion, "
+                    "Moby Dick, Great Expectations, The War of the Worlds, Twenty Thousand "
+                    "Leagues Under the Sea (plain-text UTF-8)",
+        files=tuple(RemoteFile(f"https://www.gutenberg.org/cache/epub/{i}/pg{i}.txt",
+                               f"pg{i}.txt") for i in _NOVEL_IDS),
+        local={"all": ("novels",)}, format="auto", licence="public domain"),
+    "wikitext-2": _wikitext("2"),
+    "wikitext-103": _wikitext("103"),
+    "squad-v1.1": CatalogEntry(
+        name="squad-v1.1",
+        description="SQuAD v1.1 (Rajpurkar et al. 2016) extractive QA, JSON; the local copy "
+                    "in the data folder is squad/dev-v1.1.json.zip (a zip of the JSON file)",
+        files=(RemoteFile("https://rajpurkar.github.io/SQuAD-explorer/dataset/train-v1.1.json",
+                          "train-v1.1.json"),
+               RemoteFile("https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json",
+                          "dev-v1.1.json")),
+        splits={"train": "train-v1.1.json", "dev": "dev-v1.1.json"}, default_split="train",
+        local={"train": ("squad/train-v1.1.json", "squad/train-v1.1.json.zip"),
+               "dev": ("squad/dev-v1.1.json", "squad/dev-v1.1.json.zip")},
+        format="json", licence="CC BY-SA 4.0"),
+    "sst2": CatalogEntry(
+        name="sst2",
+        description="GLUE SST-2 binary sentiment, TSV with header 'sentence<TAB>label' "
+                    "(test has no labels)",
+        files=(RemoteFile("https://dl.fbaipublicfiles.com/glue/data/SST-2.zip", "SST-2.zip",
+                          members=("SST-2/train.tsv", "SST-2/dev.tsv", "SST-2/test.tsv")),),
+        splits={"train": "SST-2/train.tsv", "dev": "SST-2/dev.tsv", "test": "SST-2/test.tsv"},
+        default_split="train",
+        local={"train": ("sst2/train.tsv",), "dev": ("sst2/dev.tsv",), "test": ("sst2/test.tsv",)},
+        format="tsv", licence="as distributed with GLUE"),
+}
+
+
+class DownloadError(OSError):
+    """A corpus file could not be downloaded (the message has the URL and what to do)."""
+
+
+class ChecksumError(ValueError):
+    """A downloaded or cached file does not have the expected sha256."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Where data lives: the cache and the local data folder
+# ---------------------------------------------------------------------------------------------
+
+def default_cache_dir() -> Path:
+    """$BERT_LAB_CACHE, else ~/.cache/bert-lab."""
+    env = os.environ.get("BERT_LAB_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "bert-lab"
+
+
+def data_dir() -> Path | None:
+    """The local folder of real corpora, laid out like shared/data (novels/, wikitext-2-raw/,
+    squad/, sst2/): $BERT_LAB_DATA when set (then only it), else ../shared/data beside the
+    repository. None when that is not a folder."""
+    env = os.environ.get("BERT_LAB_DATA")
+    repository = Path(__file__).resolve().parents[1]
+    folder = Path(env).expanduser() if env else repository.parent / "shared" / "data"
+    return folder if folder.is_dir() else None
+
+
+def find_data(name: str, fallback: str | os.PathLike) -> Path:
+    """data_dir()/name when it exists (e.g. "novels", "sst2/train.tsv"), else `fallback`.
+    FileNotFoundError naming both when neither exists."""
+    folder = data_dir()
+    if folder is not None and (folder / name).exists():
+        return folder / name
+    fallback = Path(fallback)
+    if not fallback.exists():
+        where = folder or "none found: set BERT_LAB_DATA"
+        raise FileNotFoundError(f"neither {name} in the data folder ({where}) nor {fallback} "
+                                f"exists")
+    return fallback
+
+
+def is_shared(path: str | os.PathLike) -> bool:
+    """True when `path` is inside data_dir() (real data), False otherwise or without one."""
+    folder = data_dir()
+    if folder is None:
+        return False
+    path, folder = Path(path).resolve(), folder.resolve()
+    return path == folder or folder in path.parents
+
+
+# ---------------------------------------------------------------------------------------------
+# Download + cache
+# ---------------------------------------------------------------------------------------------
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _record_sha256(path: Path, digest: str) -> None:
+    _sidecar(path).write_text(f"{digest}  {path.name}\n")
+
+
+def _copy_file_url(url: str, output_file: str, pooch_instance=None) -> None:
+    """A pooch downloader for file:// URLs (a local mirror); pooch itself speaks HTTP(S)/FTP."""
+    shutil.copyfile(urllib.request.url2pathname(urllib.parse.urlparse(url).path), output_file)
+
+
+def _verify_cached(remote: RemoteFile, path: Path) -> None:
+    """Check a cached file against the catalog's sha256 or its sidecar (recording one if absent)."""
+    digest = pooch.file_hash(str(path))
+    if remote.sha256:
+        expected, origin = remote.sha256.lower(), "the catalog"
+    elif _sidecar(path).exists():
+        expected = _sidecar(path).read_text().split()[0].lower()
+        origin = f"{_sidecar(path).name} (recorded at first download)"
+    else:                                   # cached before sidecars existed: trust it now
+        _record_sha256(path, digest)
+        return
+    if digest != expected:
+        raise ChecksumError(f"cached file {path} has sha256 {digest}, but {origin} says "
+                            f"{expected}: it is corrupt or was changed. Delete it to download "
+                            f"it again.")
+
+
+def _download(remote: RemoteFile, folder: Path, progress: bool) -> None:
+    """url -> folder/remote.name via pooch (temp file, hash check, rename), then TOFU sidecar."""
+    downloader = (_copy_file_url if remote.url.startswith("file:")
+                  else pooch.HTTPDownloader(progressbar=progress))
+    try:
+        pooch.retrieve(remote.url, known_hash=remote.sha256, fname=remote.name, path=folder,
+                       downloader=downloader, progressbar=progress)
+    except OSError as err:                  # requests' errors are OSErrors too
+        raise DownloadError(
+            f"could not download {remote.url}: {err}. Without internet, pass a local path "
+            f"instead (a file or folder you already have), or set BERT_LAB_DATA to a folder "
+            f"laid out like shared/data.") from err
+    except ValueError as err:               # pooch: the downloaded file's hash does not match
+        raise ChecksumError(
+            f"checksum mismatch for {remote.url}: the catalog expects sha256 {remote.sha256} "
+            f"({err}). The download is corrupt or the file changed upstream; nothing was saved "
+            f"to {folder}.") from err
+    if not remote.sha256:
+        # Trust on first use: remember this download's checksum, verify later uses against it.
+        path = folder / remote.name
+        digest = pooch.file_hash(str(path))
+        _record_sha256(path, digest)
+        logger.info("%s: no checksum in the catalog; recorded sha256 %s in %s",
+                    path.name, digest, _sidecar(path).name)
+
+
+def _extract(zip_path: Path, members: tuple[str, ...], folder: Path) -> None:
+    """Extract the named zip members under folder (each via a temp file + atomic rename)."""
+    with zipfile.ZipFile(zip_path) as archive:
+        names = set(archive.namelist())
+        for member in members:
+            target = folder / member
+            if target.exists():
+                continue
+            if member not in names or ".." in Path(member).parts or member.startswith("/"):
+                raise ValueError(f"{zip_path.name} has no member {member!r} "
+                                 f"(it holds: {', '.join(sorted(names)[:10])})")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                                            suffix=".part")
+            try:
+                with archive.open(member) as src, os.fdopen(fd, "wb") as out:
+                    shutil.copyfileobj(src, out, 1 << 20)
+                os.replace(tmp_name, target)
+            finally:
+                Path(tmp_name).unlink(missing_ok=True)
+
+
+def _entry(name: str) -> CatalogEntry:
+    if name not in CATALOG:
+        raise ValueError(f"unknown corpus {name!r}; the catalog has: {', '.join(CATALOG)}")
+    return CATALOG[name]
+
+
+def fetch(name_or_entry: str | CatalogEntry, cache_dir: str | os.PathLike | None = None,
+          progress: bool = True) -> Path:
+    """Download a catalog corpus once into the cache and return its folder.
+
+    The folder is `<cache_dir>/<name>/` (cache_dir defaults to $BERT_LAB_CACHE or
+    ~/.cache/bert-lab). pooch downloads each file with a progress bar into a temp file and
+    renames it into place only when complete and verified, so the cache never holds half a file.
+    Zips are kept (to verify them later) and the listed members extracted beside them.
+
+    Checksums: where the catalog records a sha256 the download must match it. Where it does not,
+    the first download is trusted and its sha256 written to `<file>.sha256`; every later call
+    verifies the cached file against that sidecar. A mismatch raises ChecksumError; delete the
+    file to download it again (the new download is trusted and recorded in turn).
+    """
+    entry = name_or_entry if isinstance(name_or_entry, CatalogEntry) else _entry(name_or_entry)
+    folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    folder = folder / entry.name
+    for remote in entry.files:
+        path = folder / remote.name
+        if path.exists():
+            _verify_cached(remote, path)
+        else:                               # pooch logs "Downloading data from ..."
+            _download(remote, folder, progress)
+        if remote.members:
+            _extract(path, remote.members, folder)
+    return folder
+
+
+def resolve_corpus(name_or_path: str | os.PathLike, split: str | None = None, *,
+                   cache_dir: str | os.PathLike | None = None, progress: bool = True) -> Path:
+    """A local path or a catalog name -> a local path to read.
+
+    1. An existing file or folder is returned as is (no network), even if it shares a catalog
+       name ("novels" in the current folder wins over the catalog's novels).
+    2. A catalog name: if the local data folder (`data_dir()`: $BERT_LAB_DATA, else
+       ../shared/data) holds the corpus (novels/, wikitext-2-raw/wiki.test.raw, squad/, sst2/),
+       that local copy is returned (this is how the lab runs offline); otherwise the corpus is
+       fetched into the cache (see `fetch`). `split` picks a file ("train", "valid", "test",
+       "dev"); without it the entry's default split (train) is used, or the whole folder for
+       "novels". Note: SQuAD's local copy may be a .zip holding the one JSON file.
+    3. Anything else: ValueError listing the catalog's names.
+    """
+    path = Path(name_or_path).expanduser()
+    if path.exists():
+        return path
+    name = str(name_or_path)
+    if name not in CATALOG:
+        raise ValueError(f"{name!r} is neither an existing file or folder nor a corpus name; "
+                         f"corpus names: {', '.join(CATALOG)}")
+    entry = CATALOG[name]
+    if split is not None and not entry.splits:
+        raise ValueError(f"corpus {name!r} has no splits; call resolve_corpus({name!r})")
+    split = split or entry.default_split or "all"
+    if entry.splits and split not in entry.splits:
+        raise ValueError(f"corpus {name!r} has no split {split!r}; "
+                         f"its splits: {', '.join(entry.splits)}")
+
+    local_note = ""
+    folder = data_dir()
+    if folder is not None:
+        candidates = entry.local.get(split, ())
+        for candidate in candidates:
+            local = folder / candidate
+            if local.exists():
+                logger.info("%s (%s): using the local copy %s", name, split, local)
+                return local
+        local_note = (f" (the data folder {folder} has no {' or '.join(candidates) or name}"
+                      f" for split {split!r})")
+    elif os.environ.get("BERT_LAB_DATA"):
+        local_note = f" (BERT_LAB_DATA={os.environ['BERT_LAB_DATA']} is not a folder)"
+    try:
+        cached = fetch(entry, cache_dir=cache_dir, progress=progress)
+    except DownloadError as err:
+        raise DownloadError(f"{err}{local_note}") from err
+    return cached / entry.splits[split] if entry.splits else cached
