@@ -1,5 +1,6 @@
 """Command line: python -m lab COMMAND ...
 
+    python -m lab prepare --corpus novels --tokenizer models/bert-lab-classroom --out data/novels
     python -m lab pretrain --recipe classroom --corpus novels --out runs/classroom
     python -m lab pretrain --preset mini --corpus PATH --out runs/mini --steps 2000 [--resume]
     torchrun --nproc_per_node=4 -m lab pretrain --preset base --corpus PATH --out runs/base --steps 100000
@@ -29,11 +30,14 @@ import sys
 from . import explore
 from .checkpoint import load, saved_model_class
 from .config import PRESETS
-from .device import PRECISIONS
+from .datasets import resolve_corpus
+from .device import PRECISIONS, return_freed_memory
 from .finetune import (FINETUNE_TRAINING, ClassificationConfig, QAConfig, evaluate_saved,
                        finetune_classification, finetune_qa)
 from .plots import training_curves
+from .prepare import prepare
 from .pretrain import POSITION_INITS, RECIPES, PretrainConfig, evaluate_model, pretrain, run_recipe
+from .tokenizer import Tokenizer
 from .train import TrainConfig
 
 # Fields whose values come from a fixed set (the modules that use them define the sets).
@@ -131,6 +135,12 @@ def cmd_pretrain(args) -> int:
     return 0
 
 
+def cmd_prepare(args) -> int:
+    corpus = resolve_corpus(args.corpus)
+    prepare(corpus, Tokenizer.load(args.tokenizer), args.out, workers=args.workers, log=_log)
+    return 0
+
+
 def cmd_finetune_cls(args) -> int:
     result = finetune_classification(ClassificationConfig(**given(args, ClassificationConfig)),
                                      train_config(args, FINETUNE_TRAINING), resume=args.resume, log=_log)
@@ -185,9 +195,17 @@ def build_parser() -> argparse.ArgumentParser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
+    p = sub.add_parser("prepare", help="tokenize a corpus once into memory-mapped arrays (pretrain reads them lazily)")
+    p.add_argument("--corpus", required=True, help="a text file or folder, or a catalog name (novels, wikitext-103, ...)")
+    p.add_argument("--tokenizer", required=True, help="the vocabulary: a model or tokenizer directory, or a vocab.txt")
+    p.add_argument("--out", required=True, help="folder to write (tokens.bin, sentences.npy, documents.npy, meta.json)")
+    p.add_argument("--workers", type=int, help="processes reading the text (default: every core)")
+    p.set_defaults(func=cmd_prepare)
+
     p = sub.add_parser("pretrain", help="pre-train a BERT with masked LM + next sentence prediction")
     p.add_argument("--corpus", required=True,
-                   help="a text file or folder, or a catalog name (novels, wikitext-2, wikitext-103)")
+                   help="a text file or folder, a catalog name (novels, wikitext-2, wikitext-103), or a folder "
+                        "made by `prepare` (otherwise it is prepared on first use and cached)")
     p.add_argument("--recipe", choices=list(RECIPES), help="named settings (see README); explicit options override them")
     p.add_argument("--tokenizer", help="use this vocab.txt / tokenizer directory instead of training one")
     p.add_argument("--init-from", help="start from this model directory (weights + vocabulary) instead of a random init")
@@ -236,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    return_freed_memory()                     # resident memory that does not grow over a run
     try:
         return args.func(args)
     except (FileNotFoundError, ValueError, FileExistsError) as e:

@@ -19,6 +19,7 @@ order of epoch e is a permutation seeded by (seed, e), and under torchrun rank r
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from typing import Sequence
@@ -63,6 +64,15 @@ class Batch(dict):
         return int(mask.sum()) if mask is not None else self["input_ids"].numel()
 
 
+def padded_length(longest: int, pad_to_multiple_of: int | None = 8, max_length: int | None = None) -> int:
+    """The batch length T for a longest row: rounded up to a multiple (kernels like round sizes),
+    never beyond max_length. padded_length(13, 8, 128) -> 16; padded_length(125, 8, 126) -> 126."""
+    if max_length is not None and longest > max_length:
+        raise ValueError(f"a sequence has {longest} tokens, more than max_length={max_length}")
+    T = math.ceil(longest / pad_to_multiple_of) * pad_to_multiple_of if pad_to_multiple_of else longest
+    return min(T, max_length) if max_length is not None else T
+
+
 def pad_rows(rows: Sequence[Sequence[int]], pad_id: int, pad_to_multiple_of: int | None = 8,
              max_length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Rows of ids -> (ids, attention_mask), both (B, T) long, right-padded with pad_id.
@@ -73,14 +83,7 @@ def pad_rows(rows: Sequence[Sequence[int]], pad_id: int, pad_to_multiple_of: int
     """
     if not rows:
         raise ValueError("nothing to pad: the batch is empty")
-    longest = max(len(r) for r in rows)
-    if max_length is not None and longest > max_length:
-        raise ValueError(f"a sequence has {longest} tokens, more than max_length={max_length}")
-    T = longest
-    if pad_to_multiple_of:
-        T = math.ceil(T / pad_to_multiple_of) * pad_to_multiple_of
-    if max_length is not None:
-        T = min(T, max_length)
+    T = padded_length(max(len(r) for r in rows), pad_to_multiple_of, max_length)
     ids = torch.full((len(rows), T), pad_id, dtype=torch.long)          # (B, T)
     mask = torch.zeros((len(rows), T), dtype=torch.long)                # (B, T)
     for i, r in enumerate(rows):
@@ -101,11 +104,14 @@ def mix_seed(*parts: object) -> int:
     return int.from_bytes(digest[:8], "little") & ((1 << 63) - 1)
 
 
+@functools.lru_cache(maxsize=2)
 def epoch_order(n: int, seed: int, epoch: int, shuffle: bool = True) -> torch.Tensor:
-    """The order (a permutation of range(n), long [n]) in which epoch `epoch` visits examples."""
+    """The order (a permutation of range(n), int32 [n]) in which epoch `epoch` visits examples.
+    Cached: every step of an epoch asks for it (4 bytes per example; read-only)."""
     if not shuffle:
-        return torch.arange(n)
-    return torch.randperm(n, generator=torch.Generator().manual_seed(mix_seed("order", seed, epoch)))
+        return torch.arange(n, dtype=torch.int32)
+    gen = torch.Generator().manual_seed(mix_seed("order", seed, epoch))
+    return torch.randperm(n, generator=gen, dtype=torch.int32)
 
 
 def steps_per_epoch(n: int, global_batch_size: int, drop_last: bool = True) -> int:

@@ -543,7 +543,8 @@ def _parse(text: str, fmt: str, name: str) -> list[Document]:
 # read_documents
 # ---------------------------------------------------------------------------------------------
 
-def _list_files(path: Path) -> list[Path]:
+def list_files(path: Path) -> list[Path]:
+    """The *.txt / *.raw files under a folder (sorted, recursive, hidden ones left out)."""
     return sorted(p for p in path.rglob("*")
                   if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES
                   and not any(part.startswith(".") for part in p.relative_to(path).parts))
@@ -572,7 +573,7 @@ def read_documents(path: str | os.PathLike, format: str = "auto", min_sentences:
     if not root.exists():
         raise FileNotFoundError(f"no such file or folder: {str(root)!r}")
     if root.is_dir():
-        files = _list_files(root)
+        files = list_files(root)
         if not files:
             raise ValueError(f"no *.txt or *.raw files under the folder {str(root)!r}")
     else:
@@ -633,7 +634,15 @@ def split_documents(docs: list[Document], held_out: float | int = 0.02,
     stays for training.
     The same docs and seed always give the same split; both parts keep the input order.
     """
-    n = len(docs)
+    chosen = held_out_indices(len(docs), held_out, seed)
+    train = [d for i, d in enumerate(docs) if i not in chosen]
+    held = [d for i, d in enumerate(docs) if i in chosen]
+    return train, held
+
+
+def held_out_indices(n: int, held_out: float | int = 0.02, seed: int = 0) -> set[int]:
+    """Which of n documents split_documents holds out: the same rule from the count alone, so
+    a prepared corpus on disk is split exactly as the documents in memory would be."""
     if isinstance(held_out, int) and not isinstance(held_out, bool) and held_out >= 1:
         count = held_out
     elif 0 <= held_out < 1:
@@ -645,10 +654,7 @@ def split_documents(docs: list[Document], held_out: float | int = 0.02,
     count = min(count, n - 1) if n >= 2 else 0
     order = list(range(n))
     random.Random(seed).shuffle(order)
-    chosen = set(order[:count])
-    train = [d for i, d in enumerate(docs) if i not in chosen]
-    held = [d for i, d in enumerate(docs) if i in chosen]
-    return train, held
+    return set(order[:count])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -58,13 +58,16 @@ Try it:
 
 from __future__ import annotations
 
+import array
 import random
+import tempfile
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
+import numpy as np
 import torch
 
-from .batch import IGNORE_INDEX, Batch, epoch_order, mix_seed, pad_rows, step_indices, steps_per_epoch
+from .batch import IGNORE_INDEX, Batch, epoch_order, mix_seed, padded_length, step_indices, steps_per_epoch
 
 
 # ----------------------------------------------------------------------------------------------
@@ -177,18 +180,142 @@ class Instance:
         return len(self.tokens_a) + len(self.tokens_b) + 3
 
 
-def _truncate_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int, rng: random.Random) -> None:
-    """Shorten A and B in place until they fit, one token at a time from the longer one.
+# A pair "recipe": which sentences become A and B and where they are cut, before any token is read
+# (ints only): (doc_a, a_start, a_end, doc_b, b_start, b_end, target_length, is_short,
+# is_random_next, a_lo, a_hi, b_lo, b_hi): sentences [start, end) of a document (document-local
+# indices), of whose tokens A keeps [a_lo, a_hi) and B keeps [b_lo, b_hi) (see `truncation`).
+Pair = tuple
 
-    The end is chosen at random (front or back) so the model does not learn that segments
-    always start (or always end) at a sentence boundary.
+
+class DocumentView(Protocol):
+    """What pairing needs from a corpus: how many documents, each document's sentence lengths
+    (in tokens), and the tokens of a run of sentences. Served by lists in memory (`ListView`)
+    and by the memory-mapped arrays of a prepared corpus (lab.prepare.PreparedCorpus)."""
+
+    num_documents: int
+
+    def sentence_lengths(self, d: int) -> Sequence[int]: ...
+
+    def tokens(self, d: int, start: int, end: int) -> Sequence[int]: ...
+
+
+class ListView:
+    """Documents of sentences of ids held in memory (list[list[list[int]]])."""
+
+    def __init__(self, docs: Sequence[Sequence[Sequence[int]]]):
+        self.docs = docs
+        self.num_documents = len(docs)
+
+    def sentence_lengths(self, d: int) -> list[int]:
+        return [len(s) for s in self.docs[d]]
+
+    def tokens(self, d: int, start: int, end: int) -> list[int]:
+        return [t for s in self.docs[d][start:end] for t in s]
+
+
+def check_lengths(max_seq_length: int, short_seq_prob: float) -> None:
+    if max_seq_length < 8:
+        raise ValueError(
+            f"max_seq_length={max_seq_length} is too small: it must be >= 8 to hold "
+            "[CLS] A [SEP] B [SEP] with a few tokens in each segment"
+        )
+    if not 0.0 <= short_seq_prob <= 1.0:
+        raise ValueError(f"short_seq_prob={short_seq_prob} must be a probability in [0, 1]")
+
+
+def pair_document(lengths_of, d: int, num_docs: int, max_num_tokens: int, short_seq_prob: float,
+                  rng: random.Random) -> list[Pair]:
+    """Walk document d's sentences and cut them into (A, B) pairs: the recipes, from sentence
+    lengths alone (lengths_of(doc) -> token count of each sentence; no sentence is empty).
+
+    Google's create_pretraining_data.py: sentences are collected into a chunk until it reaches
+    the target length; A = the first k sentences of the chunk (k random), B = the rest of the
+    chunk (IsNext) or, half the time, text from a random other document (NotNext), and then the
+    chunk's unused sentences are "put back" so a later pair uses them. The longer segment is
+    then cut to fit (`truncation`). One rng drives it all, in Google's order of draws, so a pass
+    over the documents with one seed always gives the same pairs.
     """
-    while len(tokens_a) + len(tokens_b) > max_num_tokens:
-        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
-        if rng.random() < 0.5:
-            del longer[0]  # drop from the front
+    lengths = list(lengths_of(d))
+    pairs: list[Pair] = []
+
+    def draw_target() -> tuple[int, bool]:
+        # Usually fill the whole sequence; sometimes (short_seq_prob) aim for a random shorter
+        # length, so the model also sees the short inputs it will meet when fine-tuning.
+        # (Google's script draws this once per document; we draw it once per chunk, so that
+        # short_seq_prob is the fraction of instances.)
+        if rng.random() < short_seq_prob:
+            return rng.randint(2, max_num_tokens), True
+        return max_num_tokens, False
+
+    target, short = draw_target()
+    chunk_start, chunk_len, i = 0, 0, 0  # the chunk is sentences [chunk_start, i]
+    while i < len(lengths):
+        chunk_len += lengths[i]
+        n_chunk = i + 1 - chunk_start
+        # Cut when the chunk is full or the document is over.
+        if i == len(lengths) - 1 or chunk_len >= target:
+            # A = the first a_end sentences of the chunk; a_end in [1, n_chunk - 1].
+            a_end = rng.randint(1, n_chunk - 1) if n_chunk >= 2 else 1
+            len_a = sum(lengths[chunk_start:chunk_start + a_end])
+            # A one-sentence chunk has no continuation to offer: it must be NotNext.
+            if n_chunk == 1 or rng.random() < 0.5:
+                # A different document, uniformly: draw from n-1 and skip over d.
+                other = rng.randrange(num_docs - 1)
+                other += other >= d
+                other_lengths = lengths_of(other)
+                # Start at a random sentence; take sentences until B fills the rest of the target.
+                start = rng.randrange(len(other_lengths))
+                end, len_b = start, 0
+                while end < len(other_lengths):
+                    len_b += other_lengths[end]
+                    end += 1
+                    if len_b >= target - len_a:
+                        break
+                pair = (d, chunk_start, chunk_start + a_end, other, start, end, target, short, True)
+                # "Put back" the chunk's unused sentences: the walk resumes right after A.
+                i = chunk_start + a_end - 1
+            else:
+                len_b = chunk_len - len_a
+                pair = (d, chunk_start, chunk_start + a_end, d, chunk_start + a_end, i + 1, target, short, False)
+            pairs.append(pair + truncation(len_a, len_b, max_num_tokens, rng))
+            # Start a fresh chunk after whatever was consumed.
+            chunk_start, chunk_len = i + 1, 0
+            target, short = draw_target()
+        i += 1
+    return pairs
+
+
+def epoch_pairs(view: DocumentView, rng: random.Random, max_num_tokens: int, short_seq_prob: float):
+    """Every pair of one pass over the documents, in document order, drawn from `rng`."""
+    for d in range(view.num_documents):
+        yield from pair_document(view.sentence_lengths, d, view.num_documents, max_num_tokens, short_seq_prob, rng)
+
+
+def truncation(n_a: int, n_b: int, max_num_tokens: int, rng: random.Random) -> tuple[int, int, int, int]:
+    """Shorten A and B until they fit, one token at a time from the longer one; returns the kept
+    ranges (a_lo, a_hi, b_lo, b_hi). The end is chosen at random (front or back) so the model
+    does not learn that segments always start (or end) at a sentence boundary.
+
+    Example: A 6 tokens, B 3, budget 7 -> two tokens leave A (the longer), each from the front
+    or the back: (1, 5, 0, 3) when the coin says front, then back.
+    """
+    a_lo, a_hi, b_lo, b_hi = 0, n_a, 0, n_b
+    while (a_hi - a_lo) + (b_hi - b_lo) > max_num_tokens:
+        front = rng.random() < 0.5
+        if a_hi - a_lo > b_hi - b_lo:
+            a_lo, a_hi = (a_lo + 1, a_hi) if front else (a_lo, a_hi - 1)
         else:
-            longer.pop()  # drop from the back
+            b_lo, b_hi = (b_lo + 1, b_hi) if front else (b_lo, b_hi - 1)
+    return a_lo, a_hi, b_lo, b_hi
+
+
+def materialize(view: DocumentView, pair: Pair) -> Instance:
+    """A pair's tokens, read and cut as its recipe says."""
+    d, a0, a1, o, b0, b1, target, short, random_next, a_lo, a_hi, b_lo, b_hi = pair
+    tokens_a, tokens_b = view.tokens(d, a0, a1), view.tokens(o, b0, b1)
+    return Instance(tokens_a=tokens_a[a_lo:a_hi], tokens_b=tokens_b[b_lo:b_hi], is_random_next=bool(random_next),
+                    doc_a=d, doc_b=o, sentences_a=(a0, a1), sentences_b=(b0, b1), target_length=target,
+                    is_short=bool(short))
 
 
 def create_instances(
@@ -199,12 +326,10 @@ def create_instances(
     seed: int = 0,
     dupe_factor: int = 1,
 ) -> list[Instance]:
-    """Turn documents of sentences of ids into NSP pairs, as Google's create_pretraining_data.py.
-
-    For each document, sentences are collected into a chunk until it reaches the target length;
-    A = the first k sentences of the chunk (k random), B = the rest of the chunk (IsNext) or,
-    half the time, text from a random other document (NotNext). `dupe_factor` passes over the
-    data give each sentence several different pairings. Same seed -> identical output.
+    """Turn documents of sentences of ids (in memory) into NSP pairs, as Google's
+    create_pretraining_data.py (the same `pair_document` PretrainingData draws each epoch
+    from). `dupe_factor` passes over the data give each sentence several different pairings.
+    Same seed -> identical output.
 
     `special`, when given, is used to check that the documents contain no [PAD]/[CLS]/[SEP]/
     [MASK] ids (those are added by `collate`). Empty sentences and documents are skipped.
@@ -214,13 +339,7 @@ def create_instances(
     last sentence of a document) has no continuation and is always NotNext. On long documents
     (Wikipedia) the NotNext fraction is ~50%; on short ones it sits a few points above.
     """
-    if max_seq_length < 8:
-        raise ValueError(
-            f"max_seq_length={max_seq_length} is too small: it must be >= 8 to hold "
-            "[CLS] A [SEP] B [SEP] with a few tokens in each segment"
-        )
-    if not 0.0 <= short_seq_prob <= 1.0:
-        raise ValueError(f"short_seq_prob={short_seq_prob} must be a probability in [0, 1]")
+    check_lengths(max_seq_length, short_seq_prob)
     if dupe_factor < 1:
         raise ValueError(f"dupe_factor={dupe_factor} must be >= 1")
 
@@ -244,95 +363,14 @@ def create_instances(
             f"create_instances needs at least 2 non-empty documents (got {len(docs)}): "
             "NotNext examples take segment B from a different document"
         )
-
-    rng = random.Random(seed)
+    view, rng = ListView(docs), random.Random(seed)
     max_num_tokens = max_seq_length - 3  # room for [CLS], [SEP], [SEP]
     instances: list[Instance] = []
     for _ in range(dupe_factor):  # each pass draws new chunk boundaries, cuts and partners
-        for d, document in enumerate(docs):
-            instances.extend(_instances_from_document(docs, d, doc_index, max_num_tokens, short_seq_prob, rng))
-    return instances
-
-
-def _instances_from_document(
-    docs: list[list[list[int]]],
-    d: int,
-    doc_index: list[int],
-    max_num_tokens: int,
-    short_seq_prob: float,
-    rng: random.Random,
-) -> list[Instance]:
-    """Walk one document's sentences and cut them into (A, B) pairs."""
-    document = docs[d]
-    instances: list[Instance] = []
-
-    def draw_target() -> tuple[int, bool]:
-        # Usually fill the whole sequence; sometimes (short_seq_prob) aim for a random shorter
-        # length, so the model also sees the short inputs it will meet when fine-tuning.
-        # (Google's script draws this once per document; we draw it once per chunk, so that
-        # short_seq_prob is the fraction of instances, as the paper says: "10% of the time".)
-        if rng.random() < short_seq_prob:
-            return rng.randint(2, max_num_tokens), True
-        return max_num_tokens, False
-
-    target, short = draw_target()
-    chunk: list[list[int]] = []  # the sentences collected so far
-    chunk_start = 0  # index of chunk[0] in the document
-    chunk_len = 0  # tokens in the chunk
-    i = 0
-    while i < len(document):
-        chunk.append(document[i])
-        chunk_len += len(document[i])
-        # Cut when the chunk is full or the document is over.
-        if i == len(document) - 1 or chunk_len >= target:
-            # A = the first a_end sentences of the chunk; a_end in [1, len(chunk) - 1].
-            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-            tokens_a = [t for s in chunk[:a_end] for t in s]
-            sentences_a = (chunk_start, chunk_start + a_end)
-
-            # A one-sentence chunk has no continuation to offer: it must be NotNext.
-            if len(chunk) == 1 or rng.random() < 0.5:
-                is_random_next = True
-                # A different document, uniformly: draw from n-1 and skip over d.
-                other = rng.randrange(len(docs) - 1)
-                other += other >= d
-                random_doc = docs[other]
-                # Start at a random sentence; take sentences until B fills the rest of the target.
-                target_b = target - len(tokens_a)
-                start = rng.randrange(len(random_doc))
-                tokens_b: list[int] = []
-                end = start
-                while end < len(random_doc):
-                    tokens_b.extend(random_doc[end])
-                    end += 1
-                    if len(tokens_b) >= target_b:
-                        break
-                doc_b, sentences_b = other, (start, end)
-                # "Put back" the chunk's unused sentences: the walk resumes right after A.
-                i -= len(chunk) - a_end
-            else:
-                is_random_next = False
-                tokens_b = [t for s in chunk[a_end:] for t in s]  # the actual continuation
-                doc_b, sentences_b = d, (sentences_a[1], chunk_start + len(chunk))
-
-            _truncate_pair(tokens_a, tokens_b, max_num_tokens, rng)
-            instances.append(
-                Instance(
-                    tokens_a=tokens_a,
-                    tokens_b=tokens_b,
-                    is_random_next=is_random_next,
-                    doc_a=doc_index[d],
-                    doc_b=doc_index[doc_b],
-                    sentences_a=sentences_a,
-                    sentences_b=sentences_b,
-                    target_length=target,
-                    is_short=short,
-                )
-            )
-            # Start a fresh chunk after whatever was consumed.
-            chunk, chunk_len, chunk_start = [], 0, i + 1
-            target, short = draw_target()
-        i += 1
+        for pair in epoch_pairs(view, rng, max_num_tokens, short_seq_prob):
+            inst = materialize(view, pair)
+            inst.doc_a, inst.doc_b = doc_index[inst.doc_a], doc_index[inst.doc_b]
+            instances.append(inst)
     return instances
 
 
@@ -367,6 +405,7 @@ def mask_tokens(
     mlm_probability: float = 0.15,
     max_predictions_per_seq: int = 20,
     whole_word: bool = False,
+    rows: tuple[int, int] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Choose positions to predict and corrupt them; returns (masked_input_ids, mlm_labels).
 
@@ -378,7 +417,10 @@ def mask_tokens(
     mlm_labels [B, T] holds the original id at chosen positions and -100 elsewhere.
 
     The generator always draws the same amount of randomness for a [B, T] input, so the
-    result depends only on the ids and the generator's seed.
+    result depends only on the ids and the generator's seed. rows=(first, G): these B rows are
+    rows first..first+B-1 of a global batch of G rows; the randomness is drawn for all G rows
+    and this part's rows kept, so a process masking its share of a global batch masks it
+    exactly as one process masking the whole batch would.
     """
     B, T = input_ids.shape
     device = input_ids.device
@@ -394,11 +436,13 @@ def mask_tokens(
     k = torch.where(n > 0, k, torch.zeros_like(k))  # a row with nothing maskable predicts nothing
 
     # All randomness drawn up front, in a fixed order: scores, 80/10/10 dice, random ids.
-    scores = torch.rand(B, T, generator=generator, device=device)  # (B, T) in [0, 1)
-    dice = torch.rand(B, T, generator=generator, device=device)  # (B, T) decides 80/10/10
+    first, G = rows if rows is not None else (0, B)
+    part = slice(first, first + B)
+    scores = torch.rand(G, T, generator=generator, device=device)[part]  # (B, T) in [0, 1)
+    dice = torch.rand(G, T, generator=generator, device=device)[part]  # (B, T) decides 80/10/10
     replacements = special.replacement_ids().to(device)
     random_ids = replacements[
-        torch.randint(len(replacements), (B, T), generator=generator, device=device)
+        torch.randint(len(replacements), (G, T), generator=generator, device=device)[part]
     ]  # (B, T)
 
     if whole_word:
@@ -485,30 +529,40 @@ def collate(
     mlm_probability: float = 0.15,
     max_predictions_per_seq: int = 20,
     whole_word: bool = False,
+    length: int | None = None,
+    rows: tuple[int, int] | None = None,
 ) -> Batch:
     """Lay out `[CLS] A [SEP] B [SEP]`, pad, mask, and name everything.
 
     T = the longest sequence, rounded up to a multiple of `pad_to_multiple_of` (tensor cores
-    and CPU kernels like round sizes) but never beyond `max_seq_length`.
+    and CPU kernels like round sizes) but never beyond `max_seq_length`; or `length` when
+    given (a process's share of a global batch takes the global batch's T). rows: see mask_tokens.
+    Segments may be lists or numpy arrays of ids.
     """
     if len(instances) == 0:
         raise ValueError("collate needs at least one instance")
-    if max_seq_length is not None and max(inst.num_tokens for inst in instances) > max_seq_length:
+    longest = max(inst.num_tokens for inst in instances)
+    if max_seq_length is not None and longest > max_seq_length:
         raise ValueError(
-            f"an instance has {max(inst.num_tokens for inst in instances)} tokens with [CLS]/[SEP], more than "
+            f"an instance has {longest} tokens with [CLS]/[SEP], more than "
             f"max_seq_length={max_seq_length}; create the instances with the same max_seq_length"
         )
-    seqs = [[special.cls_id, *inst.tokens_a, special.sep_id, *inst.tokens_b, special.sep_id] for inst in instances]
-    ids, attn = pad_rows(seqs, special.pad_id, pad_to_multiple_of, max_seq_length)  # (B, T) each
-    B, T = ids.shape
-    types = torch.zeros(B, T, dtype=torch.long)  # (B, T)
-    specials = torch.ones(B, T, dtype=torch.bool)  # (B, T) True = may not be masked
+    B, T = len(instances), length or padded_length(longest, pad_to_multiple_of, max_seq_length)
+    ids = np.full((B, T), special.pad_id, dtype=np.int64)  # (B, T)
+    types = np.zeros((B, T), dtype=np.int64)  # (B, T)
+    attn = np.zeros((B, T), dtype=np.int64)  # (B, T)
+    specials = np.ones((B, T), dtype=bool)  # (B, T) True = may not be masked
     for row, inst in enumerate(instances):
         a, b = len(inst.tokens_a), len(inst.tokens_b)
         # Positions: 0 = [CLS], 1..a = A, a+1 = [SEP], a+2..a+b+1 = B, a+b+2 = [SEP].
+        ids[row, 0], ids[row, a + 1], ids[row, a + b + 2] = special.cls_id, special.sep_id, special.sep_id
+        ids[row, 1 : a + 1] = inst.tokens_a
+        ids[row, a + 2 : a + b + 2] = inst.tokens_b
+        attn[row, : a + b + 3] = 1
         types[row, a + 2 : a + b + 3] = 1  # B and its closing [SEP]
         specials[row, 1 : a + 1] = False  # A is maskable
         specials[row, a + 2 : a + b + 2] = False  # B is maskable
+    ids, types, attn, specials = (torch.from_numpy(x) for x in (ids, types, attn, specials))
 
     masked, labels = mask_tokens(
         ids,
@@ -518,6 +572,7 @@ def collate(
         mlm_probability=mlm_probability,
         max_predictions_per_seq=max_predictions_per_seq,
         whole_word=whole_word,
+        rows=rows,
     )
     nsp = torch.tensor([int(inst.is_random_next) for inst in instances], dtype=torch.long)  # (B,)
     return Batch(input_ids=masked, token_type_ids=types, attention_mask=attn, mlm_labels=labels, nsp_label=nsp)
@@ -529,32 +584,38 @@ def collate(
 
 
 class PretrainingData:
-    """Instances -> an endless, step-addressable stream of masked Batches.
+    """A corpus -> an endless, step-addressable stream of masked Batches, paired lazily.
 
-    Step s (counting global batches from 0) lives in epoch e = s // batches_per_epoch at
-    position i = s % batches_per_epoch (lab.batch.step_indices). The order of the instances in
-    epoch e is a permutation seeded by (seed, e); the masks of that batch come from a generator
-    seeded by (seed, e, i). So `batch(s)` is a pure function of s: a resumed run calls
-    `batch(saved_step)` and sees exactly the data it would have seen.
+    The corpus is a DocumentView: documents of sentences of ids in memory (ListView) or the
+    memory-mapped arrays of a prepared corpus (lab.prepare.PreparedCorpus), so memory does not
+    grow with the corpus: what an epoch holds in memory is its pair *recipes*, a few ints per
+    pair (about 20 bytes), never its tokens.
+
+    Epoch e pairs the sentences anew (`epoch_pairs` with an rng seeded by (seed, e): NSP
+    partners, cuts and short targets change every epoch, as dupe_factor passes did in Google's
+    script) and visits its pairs in an order seeded by (seed, e). An epoch is `batches_per_epoch` steps, fixed by epoch 0's pair count.
+    The masks of step s come from a generator seeded by (seed, e, i), i = its batch index in
+    the epoch. So `batch(s)` is a pure function of s: a resumed run calls batch(saved_step)
+    and sees exactly the data it would have seen.
 
     Distributed data parallel: `batch_size` is the PER-RANK batch; the global batch of step s
-    holds batch_size * world_size instances and rank r takes positions
-    [r * batch_size, (r + 1) * batch_size) of it. Together the ranks cover exactly the
-    instances a single process with batch_size * world_size would see at the same step,
-    with the same masks (drawn for the whole global batch, then sliced).
+    holds batch_size * world_size pairs and rank r reads only its rows
+    [r * batch_size, (r + 1) * batch_size), with the global batch's length T and its rows of
+    masks drawn for the whole global batch: N processes see exactly the tokens and masks that
+    one process with an N-times larger batch would see, and each reads only its share.
 
-    drop_last=True drops the incomplete last global batch of each epoch (the instances left
-    over differ per epoch, as the permutation changes). drop_last=False keeps it and fills it
-    up by wrapping around to the start of the epoch's order (as torch's DistributedSampler
-    pads), so every batch has the same size on every rank.
+    drop_last=False keeps an epoch's incomplete last batch, filled up by wrapping around
+    (every batch has the same size).
     """
 
     def __init__(
         self,
-        instances: Sequence[Instance],
+        view: DocumentView,
         special: SpecialIds,
         batch_size: int,
         seed: int = 0,
+        max_seq_length: int = 128,
+        short_seq_prob: float = 0.1,
         shuffle: bool = True,
         drop_last: bool = True,
         mlm_probability: float = 0.15,
@@ -562,72 +623,89 @@ class PretrainingData:
         whole_word: bool = False,
         rank: int = 0,
         world_size: int = 1,
-        max_seq_length: int | None = None,
         pad_to_multiple_of: int | None = 8,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size={batch_size} must be >= 1")
         if world_size < 1 or not 0 <= rank < world_size:
             raise ValueError(f"rank={rank} must be in [0, world_size={world_size})")
-        self.instances = list(instances)
-        self.special = special
+        check_lengths(max_seq_length, short_seq_prob)
+        if view.num_documents < 2:
+            raise ValueError(f"pre-training needs at least 2 documents (got {view.num_documents}): "
+                             "NotNext examples take segment B from a different document")
+        self.view, self.special = view, special
         self.batch_size = batch_size  # per rank
-        self.seed = seed
-        self.shuffle = shuffle
-        self.drop_last = drop_last
-        self.mlm_probability = mlm_probability
-        self.max_predictions_per_seq = max_predictions_per_seq
-        self.whole_word = whole_word
-        self.rank = rank
-        self.world_size = world_size
-        self.max_seq_length = max_seq_length
+        self.seed, self.shuffle, self.drop_last = seed, shuffle, drop_last
+        self.max_seq_length, self.short_seq_prob = max_seq_length, short_seq_prob
+        self.mlm_probability, self.max_predictions_per_seq = mlm_probability, max_predictions_per_seq
+        self.whole_word, self.rank, self.world_size = whole_word, rank, world_size
         self.pad_to_multiple_of = pad_to_multiple_of
+        self._index: tuple | None = None   # (epoch, pair table, its temporary file)
+        n = len(self.pairs(0))
         try:
-            self.batches_per_epoch = steps_per_epoch(len(self.instances), self.global_batch_size, drop_last)
+            self.batches_per_epoch = steps_per_epoch(n, self.global_batch_size, drop_last)
         except ValueError:
             raise ValueError(
-                f"{len(self.instances)} instances do not fill one global batch of {self.global_batch_size} "
-                f"(batch_size {batch_size} x world_size {world_size}) with drop_last=True: use more data, "
-                f"a smaller batch, or drop_last=False"
+                f"{n} pairs do not fill one global batch of {self.global_batch_size} (batch_size {batch_size} x "
+                f"world_size {world_size}) with drop_last=True: use more data, a smaller batch, or drop_last=False"
             ) from None
 
     @property
     def global_batch_size(self) -> int:
         return self.batch_size * self.world_size
 
-    def epoch_order(self, epoch: int) -> torch.Tensor:
-        """The order (a permutation of instance indices, long [N]) used in `epoch`."""
-        return epoch_order(len(self.instances), self.seed, epoch, self.shuffle)
+    def pairs(self, epoch: int) -> np.ndarray:
+        """Epoch `epoch`'s pair recipes: int32 [N, 13], one row per Pair (52 bytes a pair),
+        written to a temporary file and memory-mapped, so a process's memory does not grow with
+        the corpus (a step reads only its rows). The latest epoch is kept."""
+        if self._index is None or self._index[0] != epoch:
+            rng = random.Random(mix_seed("pairs", self.seed, epoch))
+            file = tempfile.TemporaryFile(prefix="bert-lab-pairs-")       # gone when closed
+            chunk = array.array("i")
+            for pair in epoch_pairs(self.view, rng, self.max_seq_length - 3, self.short_seq_prob):
+                chunk.extend(pair)
+                if len(chunk) >= 13 * 65536:
+                    chunk.tofile(file)
+                    chunk = array.array("i")
+            chunk.tofile(file)
+            file.flush()
+            n = file.tell() // (13 * 4)
+            table = np.memmap(file, dtype=np.int32, mode="r", shape=(n, 13)) if n else np.zeros((0, 13), np.int32)
+            release = getattr(self.view, "release", None)
+            if release is not None:
+                release()                         # the walk touched every offset: let them go
+            self._index = (epoch, table, file)
+        return self._index[1]
 
     def global_indices(self, step: int) -> list[int]:
-        """Instance indices of the whole global batch of step `step` (all ranks together)."""
-        return step_indices(len(self.instances), self.global_batch_size, step, self.seed,
-                            drop_last=self.drop_last, shuffle=self.shuffle)
+        """Pair indices of the whole global batch of step `step` (all ranks together)."""
+        epoch = step // self.batches_per_epoch
+        n = len(self.pairs(epoch))
+        spe = steps_per_epoch(n, self.global_batch_size, self.drop_last)
+        # an epoch holding fewer pairs than epoch 0 wraps around (its batches repeat a few pairs)
+        return step_indices(n, self.global_batch_size, (epoch * spe) + step % self.batches_per_epoch % spe,
+                            self.seed, drop_last=self.drop_last, shuffle=self.shuffle)
 
     def indices(self, step: int) -> list[int]:
-        """Instance indices that this rank puts in the batch of global step `step`:
-        positions [r*b, (r+1)*b) of the global batch."""
+        """Pair indices that this rank puts in the batch of global step `step`."""
         return self.global_indices(step)[self.rank * self.batch_size:(self.rank + 1) * self.batch_size]
 
     def batch(self, step: int) -> Batch:
-        """The Batch of global step `step` for this rank: a pure function of (seed, step, rank).
-
-        The masks are drawn for the whole global batch from one generator seeded by
-        (seed, epoch, batch index) and each rank keeps its rows, so N processes see exactly the
-        tokens and masks that one process with an N-times larger batch would see.
-        """
+        """The Batch of global step `step` for this rank: a pure function of (seed, step, rank)."""
         epoch, i = divmod(step, self.batches_per_epoch)
+        table = self.pairs(epoch)
+        everyone = self.global_indices(step)
+        first = self.rank * self.batch_size
+        rows = table[np.sort(everyone)]                                   # (G, 13) read in file order
+        # T: the global batch's longest pair, [CLS] A [SEP] B [SEP] after the cuts
+        longest = int((rows[:, 10] - rows[:, 9] + rows[:, 12] - rows[:, 11]).max()) + 3
+        T = padded_length(longest, self.pad_to_multiple_of, self.max_seq_length)
+        mine = everyone[first:first + self.batch_size]
+        instances = [materialize(self.view, tuple(row)) for row in table[mine].tolist()]
+        release = getattr(self.view, "release", None)
+        if release is not None and step % 256 == 0:
+            release()                             # resident memory stays flat over a long run
         gen = torch.Generator().manual_seed(mix_seed("mask", self.seed, epoch, i))
-        full = collate(
-            [self.instances[j] for j in self.global_indices(step)],
-            self.special,
-            gen,
-            max_seq_length=self.max_seq_length,
-            pad_to_multiple_of=self.pad_to_multiple_of,
-            mlm_probability=self.mlm_probability,
-            max_predictions_per_seq=self.max_predictions_per_seq,
-            whole_word=self.whole_word,
-        )
-        if self.world_size == 1:
-            return full
-        return full.rows(slice(self.rank * self.batch_size, (self.rank + 1) * self.batch_size))
+        return collate(instances, self.special, gen, max_seq_length=self.max_seq_length,
+                       mlm_probability=self.mlm_probability, max_predictions_per_seq=self.max_predictions_per_seq,
+                       whole_word=self.whole_word, length=T, rows=(first, self.global_batch_size))

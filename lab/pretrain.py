@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,14 +20,15 @@ import torch
 import torch.distributed as tdist
 import torch.nn.functional as F
 
-from .batch import Batch
+from .batch import Batch, mix_seed, step_indices
 from .checkpoint import load
 from .config import BertConfig
 from .corpus import read_documents, split_documents
 from .datasets import resolve_corpus
 from .device import init_distributed, pick_device
-from .instances import PretrainingData, SpecialIds, create_instances
+from .instances import PretrainingData, SpecialIds, collate, create_instances
 from .model import BertForPreTraining
+from .prepare import PreparedCorpus, is_prepared, prepared
 from .runs import is_complete, phase_dirs, refuse_existing_run, write_json
 from .tokenizer import Tokenizer
 from .train import TrainConfig, train
@@ -46,7 +46,6 @@ class PretrainConfig:
     mlm_probability: float = 0.15          # share of tokens predicted
     max_predictions_per_seq: int = 20      # cap on predictions per sequence (20 per 128)
     whole_word: bool = False               # mask all pieces of a word together
-    dupe_factor: int = 1                   # passes over the corpus when pairing sentences
     held_out: float = 0.02                 # share of documents kept for evaluation
     eval_instances: int = 1024             # held-out instances evaluated (fixed masks)
     eval_seq_length: int | None = None     # held-out instance length (None: max_seq_length)
@@ -103,7 +102,8 @@ def evaluate_batches(model, batches: list[Batch], mask_id: int) -> dict[str, flo
     device = next(model.parameters()).device
     tot = {"mlm_loss": 0.0, "mlm_hit": 0, "n": 0, "mask_hit": 0, "n_mask": 0,
            "nsp_loss": 0.0, "nsp_hit": 0, "seqs": 0}
-    for batch in batches:
+    rows = [b.rows(slice(i, i + 16)) for b in batches for i in range(0, len(b), 16)]
+    for batch in rows:          # 16 sequences at a time: the vocabulary logits of 64 would take 100+ MB
         batch = batch.to(device)
         out = model(**batch)
         picked = batch.mlm_labels != -100
@@ -164,40 +164,64 @@ def fixed_batches(instances, special: SpecialIds, pc: PretrainConfig, batch_size
     """Held-out batches with masks drawn once: every evaluation scores the same predictions.
 
     Evaluation always masks as BERT does (15%, at most 20 per 128 tokens), whatever masking
-    rate a recipe trains with, so that accuracies stay comparable between recipes.
+    rate a recipe trains with, so that accuracies stay comparable between recipes. The last
+    batch is filled up from the start, so every batch has the same size.
     """
     instances = instances[: pc.eval_instances]
-    length = pc.eval_seq_length or pc.max_seq_length
-    data = PretrainingData(instances, special, batch_size=min(batch_size, len(instances)), seed=seed,
-                           shuffle=False, drop_last=False, mlm_probability=0.15,
-                           max_predictions_per_seq=max(1, round(20 * length / 128)), max_seq_length=length)
-    return [data.batch(i) for i in range(data.batches_per_epoch)]
+    length, g = pc.eval_seq_length or pc.max_seq_length, min(batch_size, len(instances))
+    batches = []
+    for i in range(math.ceil(len(instances) / g)):
+        rows = step_indices(len(instances), g, i, seed, drop_last=False, shuffle=False)
+        gen = torch.Generator().manual_seed(mix_seed("mask", seed, 0, i))
+        batches.append(collate([instances[j] for j in rows], special, gen, max_seq_length=length, mlm_probability=0.15,
+                               max_predictions_per_seq=max(1, round(20 * length / 128))))
+    return batches
 
 
-def prepare(corpus, pc: PretrainConfig, tokenizer=None, tokenizer_out=None, log=print):
-    """corpus path -> (tokenizer, train instances, held-out instances, special ids)."""
-    t0 = time.perf_counter()
-    path = resolve_corpus(corpus)
-    docs = read_documents(path)
-    train_docs, held_docs = split_documents(docs, held_out=pc.held_out, seed=pc.seed)
-    n_sent = sum(len(d.sentences) for d in docs)
-    log(f"corpus {path}: {len(docs)} documents, {n_sent} sentences; "
-        f"{len(held_docs)} documents held out")
-    if tokenizer is None:
-        tokenizer = Tokenizer.train((s for d in train_docs for s in d.sentences),
-                                    vocab_size=pc.vocab_size, show_progress=False)
-        log(f"trained a WordPiece vocabulary of {tokenizer.vocab_size} tokens")
-    if tokenizer_out is not None:
-        tokenizer.save(tokenizer_out)
+def train_tokenizer(corpus: Path, pc: PretrainConfig, log=print) -> Tokenizer:
+    """A WordPiece vocabulary of pc.vocab_size trained on the corpus's training documents (the
+    held-out ones are left out). Reads the whole text into memory: for a large corpus, train
+    (or download) a vocabulary once and pass it with --tokenizer."""
+    docs = read_documents(corpus)
+    train_docs, _ = split_documents(docs, held_out=pc.held_out, seed=pc.seed)
+    tokenizer = Tokenizer.train((s for d in train_docs for s in d.sentences), vocab_size=pc.vocab_size,
+                                show_progress=False)
+    log(f"trained a WordPiece vocabulary of {tokenizer.vocab_size} tokens on {len(train_docs)} documents")
+    return tokenizer
+
+
+def load_corpus(corpus, pc: PretrainConfig, tokenizer: Tokenizer, dist=None, log=print):
+    """The corpus prepared for this vocabulary (once; rank 0 prepares, the others wait) ->
+    (training documents, held-out instances): the first memory-mapped, the second a few
+    hundred instances in memory (fixed for every evaluation of the run)."""
+    path = Path(corpus) if is_prepared(corpus) else resolve_corpus(corpus)
+    main = dist is None or dist.main
+    if main:
+        folder = prepared(path, tokenizer, log=log)
+    if dist is not None and dist.world_size > 1:
+        tdist.barrier()
+    if not main:
+        folder = prepared(path, tokenizer, log=lambda *_: None)   # in the cache now: nothing to do
+    train_docs = PreparedCorpus(folder, "train", pc.held_out, pc.seed)
+    held = PreparedCorpus(folder, "held-out", pc.held_out, pc.seed)
+    if held.num_documents < 2:
+        raise ValueError(f"{corpus}: too few documents to hold any out for evaluation "
+                         f"(held_out={pc.held_out}); use a larger corpus or a larger --held-out")
     special = SpecialIds.from_vocab(tokenizer.vocab)
-    train_inst = create_instances(encode_documents(tokenizer, train_docs), special, pc.max_seq_length,
-                                  pc.short_seq_prob, seed=pc.seed, dupe_factor=pc.dupe_factor)
-    held_inst = create_instances(encode_documents(tokenizer, held_docs), special,
-                                 pc.eval_seq_length or pc.max_seq_length, pc.short_seq_prob,
-                                 seed=pc.seed + 1) if len(held_docs) >= 2 else []
-    log(f"{len(train_inst)} training instances, {len(held_inst)} held-out instances "
-        f"({time.perf_counter() - t0:.1f} s)")
-    return tokenizer, train_inst, held_inst, special
+    # the held-out documents in order, as many as the evaluation can use (twice its tokens):
+    # memory stays flat however large the corpus (the held-out share of 450 MB is 9 MB of text)
+    length = pc.eval_seq_length or pc.max_seq_length
+    docs, tokens = [], 0
+    for d in range(held.num_documents):
+        docs.append(held.document(d))
+        tokens += sum(map(len, docs[-1]))
+        if tokens > 2 * pc.eval_instances * length and len(docs) >= 2:
+            break
+    held_inst = create_instances(docs, special, length, pc.short_seq_prob, seed=pc.seed + 1)
+    log(f"corpus {path}: {train_docs.meta['documents']:,} documents ({held.num_documents} held out), "
+        f"{train_docs.meta['sentences']:,} sentences, {train_docs.meta['tokens']:,} tokens; "
+        f"{len(held_inst)} held-out instances")
+    return train_docs, held_inst
 
 
 def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, tokenizer_dir=None,
@@ -214,25 +238,25 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
     dist = init_distributed(pick_device(tc.device))
     if not resume and dist.main:
         refuse_existing_run(run)          # before anything (vocab.txt, pretrain_config.json) is written
+    quiet = log if dist.main else (lambda *_: None)
     source = tokenizer_dir or (run if resume and (run / "vocab.txt").is_file() else init_from)
-    prepared = None
-    if source is None and dist.world_size > 1:
-        if dist.main:       # trains the vocabulary once and saves it for the other ranks
-            prepared = prepare(corpus, pc, None, tokenizer_out=run, log=log)
-        tdist.barrier()
+    if source is None and is_prepared(corpus):
+        source = corpus                   # a prepared corpus carries its vocabulary
+    if source is None:                    # rank 0 trains the vocabulary; the others read its vocab.txt
+        if dist.main:
+            path = Path(corpus) if Path(corpus).exists() else resolve_corpus(corpus)
+            train_tokenizer(path, pc, log=log).save(run)
+        if dist.world_size > 1:
+            tdist.barrier()
         source = run
-    if prepared is None:
-        prepared = prepare(corpus, pc, Tokenizer.load(source) if source is not None else None,
-                           log=log if dist.main else (lambda *_: None))
-    tokenizer, train_inst, held_inst, special = prepared
+    tokenizer = Tokenizer.load(source)
     pc = dataclasses.replace(pc, vocab_size=tokenizer.vocab_size)   # what the run really used
-    if not held_inst:
-        raise ValueError(f"{corpus}: too few documents to hold any out for evaluation "
-                         f"(held_out={pc.held_out}); use a larger corpus or a larger --held-out")
-    data = PretrainingData(train_inst, special, batch_size=tc.batch_size, seed=pc.seed,
+    train_docs, held_inst = load_corpus(corpus, pc, tokenizer, dist, log=quiet)
+    special = SpecialIds.from_vocab(tokenizer.vocab)
+    data = PretrainingData(train_docs, special, batch_size=tc.batch_size, seed=pc.seed,
+                           max_seq_length=pc.max_seq_length, short_seq_prob=pc.short_seq_prob,
                            mlm_probability=pc.mlm_probability, max_predictions_per_seq=pc.max_predictions_per_seq,
-                           whole_word=pc.whole_word, rank=dist.rank, world_size=dist.world_size,
-                           max_seq_length=pc.max_seq_length)
+                           whole_word=pc.whole_word, rank=dist.rank, world_size=dist.world_size)
     objective = PretrainObjective(data, fixed_batches(held_inst, special, pc), special.mask_id)
     overrides = {"vocab_size": tokenizer.vocab_size}
     if pc.dropout is not None:
@@ -282,10 +306,10 @@ RECIPES: dict[str, list[Phase]] = {
     # what it learned carries over to length 128.
     "classroom": [
         Phase("len32", PretrainConfig(preset="tiny", vocab_size=8192, max_seq_length=32, eval_seq_length=128,
-                                      dropout=0.0, dupe_factor=5),
+                                      dropout=0.0),
               TrainConfig(batch_size=128, lr=2e-3, warmup=0.05, eval_every=250, minutes=15), share=0.2),
         Phase("len128", PretrainConfig(preset="tiny", vocab_size=8192, max_seq_length=128, eval_seq_length=128,
-                                       dropout=0.0, dupe_factor=10),
+                                       dropout=0.0),
               TrainConfig(batch_size=32, lr=1e-3, warmup=0.05, eval_every=500, minutes=15), share=0.8),
     ],
     "smoke": [Phase("smoke", PretrainConfig(preset="tiny", vocab_size=1000, eval_instances=64),

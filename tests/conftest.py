@@ -1,6 +1,7 @@
 """Shared fixtures: an oddly sized tiny config (as HF's BertModelTester) and paths to shared data."""
 import importlib
 import os
+import tempfile
 import sys
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import torch
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# prepared corpora and downloads go to a cache of this test session, never the user's
+os.environ["BERT_LAB_CACHE"] = tempfile.mkdtemp(prefix="bert-lab-test-cache-")
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 ROOT = Path(__file__).resolve().parents[1]

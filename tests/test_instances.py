@@ -6,12 +6,17 @@ Statistical checks run over thousands of tokens with fixed seeds, so they are de
 
 import random
 
+import numpy as np
 import pytest
 import torch
+
+import lab
 
 from lab.batch import IGNORE_INDEX, Batch
 from lab.instances import (
     Instance,
+    ListView,
+    materialize,
     PretrainingData,
     SpecialIds,
     collate,
@@ -326,24 +331,29 @@ def assert_same_batch(x: Batch, y: Batch):
     assert all(torch.equal(x[k], y[k]) for k in x.keys())
 
 
-def test_batch_of_step_is_deterministic(instances, special):
-    data = PretrainingData(instances, special, batch_size=16, seed=3)
+@pytest.fixture(scope="module")
+def view(docs):
+    return ListView(docs)
+
+
+def test_batch_of_step_is_deterministic(view, special):
+    data = PretrainingData(view, special, batch_size=16, seed=3)
     first = data.batch(5)
     data.batch(0), data.batch(data.batches_per_epoch + 2)  # unrelated work in between
     assert_same_batch(first, data.batch(5))
-    assert_same_batch(first, PretrainingData(instances, special, batch_size=16, seed=3).batch(5))
+    assert_same_batch(first, PretrainingData(view, special, batch_size=16, seed=3).batch(5))
     assert not torch.equal(first.input_ids, data.batch(6).input_ids)
 
 
-def test_ranks_split_the_global_batch(instances, special):
+def test_ranks_split_the_global_batch(view, special):
     b = 8
-    single = PretrainingData(instances, special, batch_size=2 * b, seed=1)
-    ranks = [PretrainingData(instances, special, batch_size=b, seed=1, rank=r, world_size=2) for r in range(2)]
+    single = PretrainingData(view, special, batch_size=2 * b, seed=1)
+    ranks = [PretrainingData(view, special, batch_size=b, seed=1, rank=r, world_size=2) for r in range(2)]
     assert ranks[0].batches_per_epoch == single.batches_per_epoch
     for step in (0, 1, 7, single.batches_per_epoch, 3 * single.batches_per_epoch + 5):
         parts = [rk.indices(step) for rk in ranks]
         assert not set(parts[0]) & set(parts[1])  # disjoint
-        assert parts[0] + parts[1] == single.indices(step)  # together: the single-process batch
+        assert parts[0] + parts[1] == single.global_indices(step)  # together: the single-process batch
         assert [len(rk.batch(step)) for rk in ranks] == [b, b]
         # the same tokens AND the same masks as the single process
         whole = single.batch(step).as_dict()
@@ -352,34 +362,83 @@ def test_ranks_split_the_global_batch(instances, special):
             assert torch.equal(torch.cat([halves[0][key], halves[1][key]]), value), key
 
 
-def test_epochs_reshuffle_and_remask(instances, special):
-    data = PretrainingData(instances, special, batch_size=32, seed=0)
-    n, bpe = len(instances), data.batches_per_epoch
-    o0, o1 = data.epoch_order(0), data.epoch_order(1)
-    assert sorted(o0.tolist()) == sorted(o1.tolist()) == list(range(n))
-    assert not torch.equal(o0, o1)
-    assert data.indices(bpe) == o1[:32].tolist()
-    # Dynamic masking: the same instances (shuffle=False) get new masks in a new epoch.
-    fixed = PretrainingData(instances, special, batch_size=32, seed=0, shuffle=False)
-    e0, e1 = fixed.batch(0), fixed.batch(fixed.batches_per_epoch)
+def test_epochs_re_pair_reshuffle_and_remask(view, special):
+    data = PretrainingData(view, special, batch_size=32, seed=0)
+    t0 = np.array(data.pairs(0))
+    t1 = np.array(data.pairs(1))
+    assert t0.shape[1] == t1.shape[1] == 13 and not np.array_equal(t0, t1)   # new NSP partners and cuts
+    bpe = data.batches_per_epoch
+    assert sorted(data.global_indices(0) + [i for s in range(1, bpe) for i in data.global_indices(s)]) == \
+        sorted(set(i for s in range(bpe) for i in data.global_indices(s)))      # an epoch visits pairs once
+    # Dynamic masking: the same pairs (shuffle=False) get new masks in a new epoch, so epoch 1's
+    # first batch differs from epoch 0's even where the pairs coincide
+    fixed = PretrainingData(view, special, batch_size=32, seed=0, shuffle=False)
     assert fixed.indices(0) == fixed.indices(fixed.batches_per_epoch) == list(range(32))
-    assert torch.equal(e0.attention_mask, e1.attention_mask)
-    assert not torch.equal(e0.mlm_labels, e1.mlm_labels)
+    assert not torch.equal(fixed.batch(0).mlm_labels, fixed.batch(fixed.batches_per_epoch).mlm_labels)
+
+
+def test_statistics_match_the_in_memory_instances(docs, view, special):
+    """One pairing implementation: an epoch of the lazy stream has the statistics of
+    create_instances (NotNext share, lengths, short share) and every batch masks 15%, 80/10/10."""
+    eager = instance_stats(create_instances(docs, special, max_seq_length=128, dupe_factor=10, seed=0))
+    data = PretrainingData(view, special, batch_size=16, seed=0)
+    lazy = []
+    for e in range(10):
+        lazy += [materialize(view, tuple(row)) for row in data.pairs(e).tolist()]
+    lazy = instance_stats(lazy)
+    for key, tol in (("frac_not_next", 0.03), ("frac_short", 0.02), ("mean_length", 2.0)):
+        assert lazy[key] == pytest.approx(eager[key], abs=tol), key
+    assert lazy["max_length"] <= 128
+    labels, inputs = [], []
+    for step in range(40):
+        b = data.batch(step)
+        labels.append(b.mlm_labels[b.mlm_labels != IGNORE_INDEX])
+        inputs.append(b.input_ids[b.mlm_labels != IGNORE_INDEX])
+        maskable = (b.attention_mask == 1).sum(1) - 3
+        assert torch.all((b.mlm_labels != IGNORE_INDEX).sum(1) == (maskable * 0.15).round().clamp(1, 20))
+    labels, inputs = torch.cat(labels), torch.cat(inputs)
+    frac_mask = (inputs == MASK).float().mean().item()
+    frac_keep = (inputs == labels).float().mean().item()
+    assert frac_mask == pytest.approx(0.8, abs=0.03) and frac_keep == pytest.approx(0.1, abs=0.02)
+
+
+def test_a_prepared_corpus_serves_the_same_stream(tmp_path, special):
+    """The memory-mapped view gives the same pairs and batches as the same documents in memory."""
+    from lab.prepare import PreparedCorpus, prepare
+    words = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away", "it", "was", "warm", "cold"]
+    rng = random.Random(0)
+    # Google's format: one sentence per line, a blank line between documents
+    text = "\n\n".join("\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(4, 12))).capitalize() + "."
+                                  for _ in range(rng.randint(3, 9))) for _ in range(12))
+    (tmp_path / "c.txt").write_text(text + "\n")
+    tok = lab.Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *words])})
+    folder = prepare(tmp_path / "c.txt", tok, tmp_path / "prep", workers=2, progress=False, log=lambda *_: None)
+    corpus = PreparedCorpus(folder)
+    docs = [corpus.document(d) for d in range(corpus.num_documents)]
+    assert corpus.num_documents == 12 and corpus.token_ids.dtype == np.uint16
+    sp = SpecialIds.from_vocab(tok.vocab)
+    a = PretrainingData(corpus, sp, batch_size=4, seed=0, max_seq_length=32)
+    b = PretrainingData(ListView(docs), sp, batch_size=4, seed=0, max_seq_length=32)
+    for step in (0, 3, a.batches_per_epoch + 1):
+        assert_same_batch(a.batch(step), b.batch(step))
+    train, held = PreparedCorpus(folder, "train", held_out=2), PreparedCorpus(folder, "held-out", held_out=2)
+    assert train.num_documents == 10 and held.num_documents == 2
+    assert sorted(train.documents.tolist() + held.documents.tolist()) == list(range(12))
 
 
 def test_drop_last_and_wrap_around(special):
-    insts = [Instance([10 + i], [20 + i], i % 2 == 1) for i in range(10)]
-    assert PretrainingData(insts, special, batch_size=4).batches_per_epoch == 2
-    keep = PretrainingData(insts, special, batch_size=4, drop_last=False, shuffle=False)
+    tiny = ListView([[[10 + d]] for d in range(10)])          # 10 one-sentence documents: 10 pairs
+    assert PretrainingData(tiny, special, batch_size=4).batches_per_epoch == 2
+    keep = PretrainingData(tiny, special, batch_size=4, drop_last=False, shuffle=False)
     assert keep.batches_per_epoch == 3
     assert keep.indices(2) == [8, 9, 0, 1]  # the last batch is filled from the epoch's start
     with pytest.raises(ValueError, match="do not fill one global batch"):
-        PretrainingData(insts, special, batch_size=8, world_size=2)
+        PretrainingData(tiny, special, batch_size=8, world_size=2)
 
 
-def test_batch_is_a_pure_function_of_the_step(instances, special):
+def test_batch_is_a_pure_function_of_the_step(view, special):
     """What resuming relies on: a new PretrainingData with the same settings rebuilds any step."""
-    data = PretrainingData(instances, special, batch_size=16, seed=2)
-    again = PretrainingData(instances, special, batch_size=16, seed=2)
+    data = PretrainingData(view, special, batch_size=16, seed=2)
+    again = PretrainingData(view, special, batch_size=16, seed=2)
     for step in (0, 3, data.batches_per_epoch + 1):
         assert_same_batch(again.batch(step), data.batch(step))

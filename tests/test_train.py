@@ -270,13 +270,14 @@ class NanAt:
 
 
 def test_nan_loss_stops_with_a_clear_error(corpus, tokenizer_dir, tmp_path):
-    from lab.instances import PretrainingData
-    from lab.pretrain import PretrainConfig, PretrainObjective, fixed_batches, prepare
+    from lab.instances import PretrainingData, SpecialIds
+    from lab.pretrain import PretrainConfig, PretrainObjective, fixed_batches, load_corpus
 
     pc = PretrainConfig(preset="tiny", eval_instances=16)
-    tokenizer, train_inst, held_inst, special = prepare(corpus, pc, lab.Tokenizer.load(tokenizer_dir),
-                                                        log=lambda *_: None)
-    data = PretrainingData(train_inst, special, batch_size=4, seed=0)
+    tokenizer = lab.Tokenizer.load(tokenizer_dir)
+    train_docs, held_inst = load_corpus(corpus, pc, tokenizer, log=lambda *_: None)
+    special = SpecialIds.from_vocab(tokenizer.vocab)
+    data = PretrainingData(train_docs, special, batch_size=4, seed=0)
     objective = NanAt(PretrainObjective(data, fixed_batches(held_inst, special, pc), special.mask_id), 7)
     torch.manual_seed(0)
     model = lab.BertForPreTraining(lab.BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
