@@ -4,16 +4,22 @@
     python app.py --host 0.0.0.0           # reachable from the classroom's network
     python app.py --share                  # a public gradio.live link (needs internet)
     python app.py --model runs/mine        # start on another model (under a models root)
+    python app.py --model google-bert/bert-base-uncased    # or a Hugging Face model, by id
+    python app.py --host 0.0.0.0 --allow-downloads       # let users add Hub models on a public server
 
 Tabs: Masked LM (fill-mask, click a word to mask it, the 80/10/10 corruption preview), Next
 Sentence, Attention (heatmaps, head statistics, head ablation, bertviz), Question Answering,
 Classify, Training (curves, "watch BERT learn" across checkpoints), Model (config, tokens, input
-embeddings, add a model directory).
+embeddings, add a model directory or a Hugging Face model id).
 
 Models are the HF-layout directories under the models roots: models/ and runs/ of this
 repository, plus any folder given with --models-root (or BERT_LAB_MODELS, separated by ':').
-A path outside them is refused. Loaded models are kept in a small cache shared by all users;
-every request runs without gradients, so concurrent requests share one copy.
+A path outside them is refused. Hugging Face Hub ids (ORG/NAME, BERT checkpoints only) live in
+the Hub cache (lab.hub): the Model tab's Add downloads one, with progress, when the app is bound
+to localhost (or started with --allow-downloads); on a public bind (--host 0.0.0.0, --share)
+downloads are off and only ids already in the cache load. Every model menu then lists it.
+Loaded models are kept in a small cache shared by all users; every request runs without
+gradients, so concurrent requests share one copy.
 
 UI wiring only: every handler calls lab.explore / lab.plots. Each handler returns its outputs
 and a status line; bad input gives a message in the status line, never a stack trace.
@@ -40,6 +46,7 @@ ROOT = Path(__file__).resolve().parent
 log = logging.getLogger("bert-lab.app")
 MAX_TEXT_CHARS = 20_000        # longer inputs are cut (with a notice) before tokenizing
 REPO_ROOTS = (ROOT / "models", ROOT / "runs")   # models roots always served (bundled models, own runs)
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")  # binds where only this machine's users reach the app
 
 
 class _Later:
@@ -59,6 +66,7 @@ explore = _Later("lab.explore")              # every view's computation
 plots = _Later("lab.plots")                  # and its figure
 runs = _Later("lab.runs")                    # read_metrics, checkpoints, is_model_dir, has_metrics, phases
 lab_tokenizer = _Later("lab.tokenizer")      # clean_text: the one check of input text
+hub = _Later("lab.hub")                      # Hugging Face ids: is_hub_id, hub_snapshot, NotCachedError
 
 
 @dataclass
@@ -69,15 +77,18 @@ class Settings:
     cache_models: int = 4              # models kept loaded at once
     concurrency: int = 2               # requests computed at once
     queue_size: int = 128              # requests that may wait
+    downloads: bool = False            # Hub ids may be downloaded: a localhost bind without --share, or --allow-downloads
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Settings:
         """models/ and runs/ of this repository, then --models-root folders, then BERT_LAB_MODELS
-        (folders separated by ':')."""
+        (folders separated by ':'). Downloads from the Hub: on when only this machine can reach
+        the app (--host 127.0.0.1, localhost or ::1, no --share), or with --allow-downloads."""
         extra = [*args.models_root, *os.environ.get("BERT_LAB_MODELS", "").split(":")]
+        downloads = args.allow_downloads or (args.host in LOCAL_HOSTS and not args.share)
         return cls(model_roots=[*REPO_ROOTS, *(Path(p).expanduser() for p in extra if p)],
                    start_model=args.model, cache_models=args.cache_models,
-                   concurrency=args.concurrency, queue_size=args.queue_size)
+                   concurrency=args.concurrency, queue_size=args.queue_size, downloads=downloads)
 
 
 SETTINGS = Settings()
@@ -115,7 +126,8 @@ def list_models() -> list[str]:
         # a run's phases (runs/x/phase1-len32) are models too; checkpoints are for the Training tab
         candidates += [q for p in candidates for q in runs.phases(p)[:-1]]
         found += [_display(p) for p in sorted(candidates) if runs.is_model_dir(p)]
-    return found
+    with _CACHE_LOCK:
+        return found + [name for name in _HUB if name not in found]    # Hugging Face ids added
 
 
 def list_runs() -> list[str]:
@@ -152,11 +164,57 @@ def resolve_model_dir(name: str) -> Path:
 
 _CACHE: OrderedDict[Path, tuple] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
+_HUB: dict[str, Path] = {}       # Hugging Face ids added while the server runs -> their folder in the Hub cache
+
+
+def is_hub_name(name: str) -> bool:
+    """A Hugging Face id (ORG/NAME). A name whose first part is a folder of this repository
+    ("runs/mine", "models/typo") stays a path, and gets the models-root checks and messages."""
+    name = str(name or "").strip()
+    return name in _HUB or (hub.is_hub_id(name) and not (ROOT / name.split("/")[0]).is_dir())
+
+
+def hub_model_dir(repo_id: str, download: bool = False, progress=False) -> Path:
+    """A Hugging Face id -> its folder in the Hub cache: from the cache, or downloaded when
+    `download` (the Model tab's Add, when SETTINGS.downloads). Only lab.hub.hub_snapshot is used,
+    never a local path, so an id cannot reach a directory outside the models roots. Errors are
+    messages without server paths."""
+    with _CACHE_LOCK:
+        if repo_id in _HUB:
+            return _HUB[repo_id]
+    try:
+        path = hub.hub_snapshot(repo_id, download=download, progress=progress)
+    except hub.NotCachedError as e:
+        if e.offline and not SETTINGS.downloads:
+            raise UserError(f"{repo_id} is not in this server's Hugging Face cache, and downloads are off on a "
+                            f"public server (--host other than localhost, or --share): start the app with "
+                            f"--allow-downloads to allow them") from None
+        if e.offline and not download:
+            raise UserError(f"{repo_id} is not downloaded yet: add it in the Model tab first") from None
+        raise UserError(str(e)) from None                  # HF_HUB_OFFLINE=1, or the Hub is unreachable
+    except (ValueError, FileNotFoundError) as e:             # lab.hub's one-line messages
+        raise UserError(str(e)) from None
+    except Exception as e:                                   # disk full, proxy...: details go to the log only
+        log.exception("fetching %s from the Hugging Face Hub failed", repo_id)
+        raise UserError(f"could not download {repo_id} ({type(e).__name__}); the server log has the details") from None
+    with _CACHE_LOCK:
+        _HUB[repo_id] = path
+    return path
+
+
+def model_dir(name: str, download: bool = False, progress=False) -> tuple[Path, str]:
+    """A model menu entry -> (its directory, the name shown): a directory inside a models root,
+    or a Hugging Face id (from the Hub cache; downloaded only when `download`)."""
+    name = str(name or "").strip()
+    if is_hub_name(name):
+        return hub_model_dir(name, download, progress), name
+    path = resolve_model_dir(name)
+    return path, _display(path)
 
 
 def get_model(name: str):
     """(model, tokenizer) for a model name, loaded once and shared (least recently used evicted)."""
-    path = resolve_model_dir(name)
+    path, shown = model_dir(name)
     with _CACHE_LOCK:
         if path in _CACHE:
             _CACHE.move_to_end(path)
@@ -164,9 +222,9 @@ def get_model(name: str):
     try:
         model, tokenizer = lab.load(path)
     except Exception as e:                                   # a damaged or foreign directory
-        raise UserError(f"could not load {_display(path)}: {e}") from e
+        raise UserError(f"could not load {shown}: {str(e).replace(str(path), shown)}") from e
     if tokenizer is None:
-        raise UserError(f"{_display(path)} has no vocab.txt or tokenizer.json: the lab cannot read text for it")
+        raise UserError(f"{shown} has no vocab.txt or tokenizer.json: the lab cannot read text for it")
     model.eval().requires_grad_(False)
     with _CACHE_LOCK:
         _CACHE[path] = (model, tokenizer)
@@ -475,13 +533,15 @@ def model_info(model_name):
     model, tokenizer = get_model(model_name)
     cfg = model.config
     tasks = sorted(explore.model_tasks(model))
-    card = resolve_model_dir(model_name) / "README.md"
+    path, shown = model_dir(model_name)
+    card = path / "README.md"
     text = (f"### {model_name}\n`{type(model).__name__}`: {cfg.summary()}\n\n"
             f"- parameters: **{sum(p.numel() for p in model.parameters()):,}**\n"
             f"- layers L = {cfg.num_hidden_layers}, hidden H = {cfg.hidden_size}, heads A = "
             f"{cfg.num_attention_heads}, vocabulary {cfg.vocab_size:,}, max length {cfg.max_position_embeddings}\n"
             f"- serves: {', '.join(tasks)}\n")
-    card_text = card.read_text(encoding="utf-8", errors="replace") if card.is_file() else "(no model card: README.md)"
+    card_text = (card.read_text(encoding="utf-8", errors="replace") if card.is_file() else
+                 f"Model card: https://huggingface.co/{shown}" if is_hub_name(model_name) else "(no model card: README.md)")
     return text, card_text, ""
 
 
@@ -513,12 +573,37 @@ def embeddings(model_name, text_a, text_b=""):
 
 
 @handler(1)
-def add_model(path):
-    """Check a typed model directory (inside a models root) and offer it in every model menu."""
-    name = _display(resolve_model_dir(text_input(path, "the model path")))
+def add_model(path, progress=gr.Progress()):
+    """Check a typed model directory (inside a models root) or Hugging Face id (downloaded into
+    the Hub cache, with progress, when SETTINGS.downloads) and offer it in every model menu."""
+    text = text_input(path, "the model path or Hugging Face id").strip()
+    if is_hub_name(text):
+        progress(0, desc=f"looking up {text}")
+
+        def report(done, total, filename):                   # bytes of the file being downloaded
+            progress((done, total), desc=f"downloading {text}: {filename}", unit="bytes")
+
+        _, name = model_dir(text, download=SETTINGS.downloads, progress=report)
+    else:
+        name = _display(resolve_model_dir(text))
     get_model(name)                                          # loads it: a damaged one is reported now
     choices = sorted(set(list_models()) | {name})
     return gr.Dropdown(choices=choices, value=name), f"added {name}"
+
+
+MODEL_MENUS = 5                  # the model menus of Masked LM, Next Sentence, Attention, QA, Classify
+
+
+def model_menus():
+    """The choices of the model menus other than the Model tab's (after a model was added, and
+    when a page opens: Hugging Face models added since the page was built)."""
+    choices = list_models()
+    return [gr.Dropdown(choices=choices) for _ in range(MODEL_MENUS)]
+
+
+def model_menus_on_open():
+    """When a page opens: the menus as built, plus the Hugging Face models added since (when any were)."""
+    return model_menus() if _HUB else [gr.update() for _ in range(MODEL_MENUS)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -569,12 +654,16 @@ def model_dropdown(task: str | None, label: str = "Model"):
 def parser() -> argparse.ArgumentParser:
     """The command line of `python app.py` (--help prints this file's docstring too)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default=None, help="start on this model directory (under a models root)")
+    p.add_argument("--model", default=None,
+                   help="start on this model directory (under a models root) or Hugging Face id (ORG/NAME)")
     p.add_argument("--models-root", action="append", default=[],
                    help="another folder whose model directories may be served (repeatable)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (0.0.0.0: the whole network)")
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--share", action="store_true", help="also publish a temporary gradio.live link")
+    p.add_argument("--allow-downloads", action="store_true",
+                   help="let users add Hugging Face models by id (downloaded into the Hub cache) although the "
+                        "app is public (--host other than localhost, or --share); on localhost they always may")
     p.add_argument("--concurrency", type=int, default=2,
                    help="requests computed at once (each with its own CPU thread); others wait in the queue")
     p.add_argument("--queue-size", type=int, default=128, help="requests that may wait; more are turned away")
@@ -589,6 +678,11 @@ def build(args: argparse.Namespace) -> gr.Blocks:
     """The page wired to the handlers, for parsed command-line arguments (see parser());
     sets the handlers' SETTINGS first. Launch it with demo.launch(..., **LAUNCH_OPTIONS)."""
     settings = configure(args)
+    if settings.start_model and is_hub_name(settings.start_model):
+        try:                                                 # --model ORG/NAME: fetched now (console progress)
+            hub_model_dir(settings.start_model, download=settings.downloads, progress=True)
+        except UserError as e:
+            log.warning("--model %s: %s", settings.start_model, e)
     # Every model computation shares one queue slot pool: at most --concurrency requests run at once
     # across all tabs (memory and CPU stay bounded), the rest wait in order (at most --queue-size).
     Q = dict(concurrency_id="model", concurrency_limit=settings.concurrency)
@@ -736,12 +830,14 @@ def build(args: argparse.Namespace) -> gr.Blocks:
 
         with gr.Tab("Model"):
             info_model = model_dropdown(None)
+            menus = [mlm_model, nsp_model, att_model, qa_model, cls_model]   # MODEL_MENUS: refreshed after an add
             info = gr.Markdown()
             info_status = gr.Markdown()
             with gr.Accordion("Model card", open=False):
                 card = gr.Markdown()
             with gr.Row():
-                new_path = gr.Textbox(label="Add a model directory (inside models/ or runs/ or a --models-root)",
+                new_path = gr.Textbox(label="Add a model directory (inside models/ or runs/ or a --models-root) "
+                                            "or a Hugging Face model id, e.g. google-bert/bert-base-uncased",
                                       scale=3)
                 add_btn = gr.Button("Add")
             tok_text = gr.Textbox(label="Text to tokenize", value="The playing children were unbelievably happy.")
@@ -753,8 +849,11 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize", **Q)
             emb_btn.click(embeddings, [info_model, tok_text], [emb_plot, info_status], api_name="embeddings", **Q)
             info_model.change(model_info, info_model, [info, card, info_status], api_name="model_info")
-            add_btn.click(add_model, new_path, [info_model, info_status], api_name="add_model", **Q)
+            add_btn.click(add_model, new_path, [info_model, info_status], api_name="add_model", **Q).then(
+                model_menus, None, menus, api_visibility="private", queue=False)
 
+        # a page opened after a Hugging Face model was added lists it in every menu too
+        demo.load(model_menus_on_open, None, menus, api_visibility="private", queue=False)
         # the attention sliders follow the attention model's shape
         att_model.change(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
         demo.load(model_info, info_model, [info, card, info_status], api_visibility="private")

@@ -26,6 +26,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from .config import BertConfig
+from .hub import resolve_model
 from .model import (MODEL_CLASSES, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                     BertForSequenceClassification, BertModel, BertPreTrainedModel)
 from .tokenizer import Tokenizer
@@ -163,7 +164,7 @@ def saved_model_class(directory) -> str:
     """The class name of a saved model without loading its weights: config.json's
     `architectures` (written by lab.save and by transformers' save_pretrained), else inferred
     from the tensor names."""
-    directory = Path(directory)
+    directory = resolve_model(directory, weights=False)        # a path, or a Hub id -> its cached folder
     arch = json.loads((directory / "config.json").read_text()).get("architectures") or []
     if arch and arch[0] in {cls.__name__ for cls in MODEL_CLASSES.values()}:
         return arch[0]
@@ -185,14 +186,18 @@ def infer_model_class(keys) -> type[BertPreTrainedModel]:
 
 
 def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, device="cpu",
-         config_overrides: dict | None = None, return_report: bool = False):
-    """(model, tokenizer) from an HF-layout directory.  model_class None = what the checkpoint has.
+         config_overrides: dict | None = None, return_report: bool = False,
+         revision: str | None = None, download: bool = True):
+    """(model, tokenizer) from an HF-layout directory or a Hugging Face Hub id such as
+    "google-bert/bert-base-uncased" (fetched once into the Hub cache, see lab.hub; revision: a
+    branch, tag or commit; download=False: the cache only).  model_class None = what the
+    checkpoint has.
 
     Asking for another head than the checkpoint's is how fine-tuning starts: the encoder is
     loaded, the new head is initialised and reported as such.  Returns (model, tokenizer,
     report) with return_report=True.  The model is in eval mode.
     """
-    directory = Path(directory)
+    directory = resolve_model(directory, revision=revision, download=download)
     if not directory.exists():
         raise FileNotFoundError(f"model directory {directory} does not exist")
     if not directory.is_dir():

@@ -26,6 +26,7 @@ from .batch import Batch, pad_rows, step_indices
 from .checkpoint import load
 from .config import BertConfig
 from .datasets import resolve_corpus
+from .hub import resolve_model
 from .model import BertForQuestionAnswering, BertForSequenceClassification
 from .runs import refuse_existing_run, write_json
 from .squad import collate_features, evaluate, load_squad, make_features, predict, split_by_article
@@ -255,6 +256,7 @@ def _start_model(model_dir, cls, random_init: bool, labels=None, dropout: float 
     if labels is not None:
         overrides |= {"id2label": dict(enumerate(labels)), "label2id": {l: i for i, l in enumerate(labels)},
                       "classifier_layers": classifier_layers}
+    model_dir = resolve_model(model_dir, weights=not random_init)   # a Hub id -> its cached folder
     if random_init:
         cfg = BertConfig.from_dict({**BertConfig.load(model_dir).to_dict(), **overrides})
         model, tokenizer = cls(cfg), Tokenizer.load(model_dir)
@@ -273,7 +275,7 @@ def finetune_classification(task: ClassificationConfig, tc: TrainConfig, resume:
         raise ValueError(f"mode must be 'finetune' or 'features', not {task.mode!r}")
     if task.feature_layers > 1 and task.mode != "features":
         raise ValueError("feature_layers > 1 is the feature-based approach: use it with mode 'features'")
-    layers = BertConfig.load(task.model).num_hidden_layers
+    layers = BertConfig.load(resolve_model(task.model, weights=False)).num_hidden_layers   # path or Hub id
     if not 1 <= task.feature_layers <= layers:
         raise ValueError(f"feature_layers must be between 1 and the model's {layers} layers, got {task.feature_layers}")
     if not resume:
