@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import functools
 import html
+import json
 import importlib
 import logging
 import os
@@ -238,8 +239,10 @@ def default_model(task: str | None = None) -> str | None:
     that does (QA: a name with "squad", classification: "sst2", otherwise "classroom" first)."""
     names = list_models()
     preferred = {"answer": "squad", "classify": "sst2"}.get(task, "classroom")
+    # QA: a bundled model fine-tuned from MiniLM (large-scale pre-training) first, when there is one
     ordered = ([SETTINGS.start_model] if SETTINGS.start_model else []) + sorted(
-        names, key=lambda n: (not n.startswith("models/"), preferred not in n, n))
+        names, key=lambda n: (not n.startswith("models/"), preferred not in n,
+                              task == "answer" and "minilm" not in n, n))
     for name in ordered:
         try:
             model, _ = get_model(name)
@@ -481,13 +484,30 @@ def bertviz_view(model_name, text_a, text_b="", view="head"):
 # Question answering
 # ----------------------------------------------------------------------------------------------
 
+def qa_training(name: str) -> tuple[dict, str]:
+    """A QA model's window settings and what it was fine-tuned on, from its task_config.json
+    (written by python -m lab finetune-qa): ({max_seq_length, doc_stride, max_query_length},
+    a sentence for the page); ({}, "") for a model without one (e.g. a Hub model)."""
+    path, _ = model_dir(name)
+    file = path / "task_config.json"
+    if not file.is_file():
+        return {}, ""
+    task = json.loads(file.read_text())
+    lengths = {k: int(task[k]) for k in ("max_seq_length", "doc_stride", "max_query_length") if k in task}
+    data = Path(str(task.get("data", "SQuAD"))).name
+    base = Path(str(task.get("model", "?"))).name
+    return lengths, (f"fine-tuned from {base} on {data}, articles 1-{task.get('train_articles', '?')} "
+                     f"(the rest held out), windows of {lengths.get('max_seq_length', '?')} tokens")
+
+
 @handler(3)
 def answer(model_name, question, context, top_k=3):
     """-> (context with the answer highlighted, start/end probabilities, n-best table, status)."""
     model, tokenizer = model_for(model_name, "answer")
     q = text_input(question, "the question")
     c = text_input(context, "the context")
-    result = explore.answer(model, tokenizer, q, c, top_k=int(top_k))
+    lengths, trained = qa_training(model_name)
+    result = explore.answer(model, tokenizer, q, c, top_k=int(top_k), **lengths)
     if not result.spans:
         raise UserError("no answer span found in the context")
     best = result.spans[0]
@@ -497,7 +517,10 @@ def answer(model_name, question, context, top_k=3):
                       for i, s in enumerate(result.spans, 1)]}
     note = f"context read in {result.num_windows} overlapping windows; " if result.num_windows > 1 else ""
     note += "the question was cut to fit; " if result.question_truncated else ""
-    return highlighted, plots.span_probabilities(result), table, f"{note}answer: “{best.text}”"
+    cls = (f"; P(start = [CLS]) = {result.start_probs[0]:.2f}" if result.tokens and result.tokens[0] == "[CLS]" else "")
+    trained = f" — this model was {trained}" if trained else ""
+    return (highlighted, plots.span_probabilities(result), table,
+            f"{note}answer: “{html.escape(best.text)}”{cls}{html.escape(trained)}")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -778,7 +801,11 @@ def build(args: argparse.Namespace) -> gr.Blocks:
 
         with gr.Tab("Question Answering"):
             gr.Markdown("A QA model scores every context token as the answer's **start** and **end**; the "
-                        "answer is the best-scoring span (start ≤ end, at most 30 tokens).")
+                        "answer is the best-scoring span (start ≤ end, at most 30 tokens; Devlin et al. "
+                        "2019, Section 4.2). The status line says what the chosen model was fine-tuned on; "
+                        "pick another model in the menu to compare answers to the same question. **[CLS]**: a SQuAD 2.0-style model points start and end at [CLS] to say "
+                        "\"no answer\"; these models were trained on SQuAD v1.1, where every question has an "
+                        "answer, so the probability left on [CLS] is leftover mass, not a verdict.")
             with gr.Row():
                 qa_model = model_dropdown("answer")
                 qa_k = gr.Slider(1, 10, value=3, step=1, label="answers shown")

@@ -8,6 +8,7 @@ of text read from 6.9 MB on disk), then, each in its own process:
   1. `python -m lab prepare` -> preparation time and MB/s (every core);
   2. `python -m lab pretrain --preset tiny --steps 2` on the prepared folder -> peak RSS of the
      whole pre-training process (its ru_maxrss), the figure that must not grow with the corpus;
+     and the same under `torchrun --nproc_per_node=2` (gloo) -> the largest process's peak RSS;
   3. the loader alone in this process: sequences/s of PretrainingData.batch (batch 128, length
      128) after the epoch's pair index is built (its build time is printed too).
 Prints a Markdown table (README, "Corpora of any size").
@@ -95,21 +96,26 @@ def main() -> None:
             rss = peak_rss_mb([py, "-m", "lab", "pretrain", "--corpus", str(folder), "--preset", "tiny",
                                "--steps", "2", "--eval-every", "0", "--out", str(tmp / f"run-x{factor}"),
                                "--no-progress"])
+            ddp = peak_rss_mb([py, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lab",
+                               "pretrain", "--corpus", str(folder), "--preset", "tiny", "--steps", "2",
+                               "--eval-every", "0", "--threads", "1", "--out", str(tmp / f"ddp-x{factor}"),
+                               "--no-progress"])
             build, rate, pairs = loader_rate(folder, tokenizer)
-            rows.append((factor, size, meta["tokens"], prep, meta["seconds"], rss, build, rate, pairs))
+            rows.append((factor, size, meta["tokens"], prep, meta["seconds"], rss, ddp, build, rate, pairs))
             print(f"x{factor}: {size / 2**20:.1f} MB, prepared in {meta['seconds']:.1f} s ({prep:.1f} s with start-up), "
-                  f"pretrain peak RSS {rss} MB, "
+                  f"pretrain peak RSS {rss} MB (2 processes: {ddp} MB each at most), "
                   f"index {build:.2f} s for {pairs:,} pairs, loader {rate:,.0f} sequences/s", flush=True)
             shutil.rmtree(folder)
     print()
     print("| corpus | text | tokens | preparation (command with start-up) | MB/s | pretrain peak RSS | "
-          "epoch index build | loader (1 process) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for factor, size, tokens, prep, inside, rss, build, rate, pairs in rows:
+          "torchrun x2: largest process | epoch index build | loader (1 process) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for factor, size, tokens, prep, inside, rss, ddp, build, rate, pairs in rows:
         print(f"| {args.corpus.name} x{factor} | {size / 2**20:.1f} MB | {tokens / 1e6:.1f}M | {inside:.1f} s ({prep:.1f} s) | "
-              f"{size / 2**20 / inside:.1f} | {rss} MB | {build:.2f} s ({pairs:,} pairs) | {rate:,.0f} sequences/s |")
-    base = rows[0][5]
-    print(f"\npeak RSS relative to x{rows[0][0]}: " + ", ".join(f"x{r[0]} {r[5] / base:.2f}" for r in rows))
+              f"{size / 2**20 / inside:.1f} | {rss} MB | {ddp} MB | {build:.2f} s ({pairs:,} pairs) | "
+              f"{rate:,.0f} sequences/s |")
+    print(f"\npeak RSS relative to x{rows[0][0]}: " + ", ".join(f"x{r[0]} {r[5] / rows[0][5]:.2f}" for r in rows)
+          + "; torchrun: " + ", ".join(f"x{r[0]} {r[6] / rows[0][6]:.2f}" for r in rows))
 
 
 if __name__ == "__main__":

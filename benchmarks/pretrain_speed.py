@@ -1,6 +1,7 @@
-"""Pre-training speed: the lab's training step against transformers' BertForPreTraining.
+"""Training speed: the lab's training step against transformers', and against this CPU's matmul rate.
 
     python benchmarks/pretrain_speed.py [--preset tiny] [--batch 32] [--seq 128] [--steps 20]
+    python benchmarks/pretrain_speed.py --no-qa        # pre-training rows only
 
 One process, the same batches, alternating blocks of steps so that both see the same machine:
   1. lab at its defaults (bf16 autocast where the CPU supports it, MLM logits only at the masked
@@ -8,8 +9,12 @@ One process, the same batches, alternating blocks of steps so that both see the 
      the same model (dropout 0.1), then as the classroom recipe runs it (no dropout), then with
      --compile;
   2. both under bf16 autocast, same model;
-  3. the lab's achieved model FLOP/s (counted with torch's FlopCounterMode) as a fraction of
-     a large bf16 matmul's FLOP/s measured in the same run.
+  3. fine-tuning at the MiniLM shape (L=6 H=384 A=12, vocab 30522): question answering on
+     16 x 256-token windows (half of them padded from token 200), lab at its fine-tuning
+     defaults (dropout 0.1, bf16 autocast) and without dropout, vs transformers'
+     BertForQuestionAnswering at its defaults (fp32, dropout 0.1);
+  4. for every lab row its model FLOP/s (counted with torch's FlopCounterMode) as a fraction
+     of a large bf16 matmul's FLOP/s measured in the same process ("MFU").
 A training step = forward + backward + gradient clipping + AdamW step.
 """
 from __future__ import annotations
@@ -51,7 +56,7 @@ class Runner:
     def __init__(self, name, model, call, dtype):
         self.name, self.model, self.call, self.dtype = name, model.train(), call, dtype
         self.opt = make_optimizer(model, TrainConfig(lr=1e-4))
-        self.seconds, self.tokens = 0.0, 0
+        self.seconds, self.tokens, self.steps, self.flops = 0.0, 0, 0, 0.0
 
     def step(self, batch):
         ctx = torch.autocast("cpu", dtype=self.dtype) if self.dtype else contextlib.nullcontext()
@@ -68,14 +73,42 @@ class Runner:
         for b in batches:
             self.seconds += self.step(b)
             self.tokens += b["input_ids"].numel()
+            self.steps += 1
 
     @property
     def tokens_per_s(self):
         return self.tokens / self.seconds
 
+    @property
+    def steps_per_s(self):
+        return self.steps / self.seconds
+
 
 def lab_call(model, b):
     return model(**b).loss
+
+
+def qa_call(model, b):
+    return model(input_ids=b["input_ids"], token_type_ids=b["token_type_ids"], attention_mask=b["attention_mask"],
+                 start_positions=b["start_positions"], end_positions=b["end_positions"]).loss
+
+
+def qa_batches(vocab: int, batch: int, seq: int, n: int, seed: int = 0):
+    """Question-answering windows: [CLS] 30-token question [SEP] context [SEP], half the rows
+    padded from token 200 on (as real SQuAD windows of a batch are), answer positions inside."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        ids = torch.randint(1000, vocab, (batch, seq), generator=g)
+        ids[:, 0], ids[:, 31] = 101, 102
+        types = torch.zeros_like(ids)
+        types[:, 32:] = 1
+        mask = torch.ones_like(ids)
+        mask[::2, 200:] = 0
+        start = torch.randint(32, 190, (batch,), generator=g)
+        out.append(dict(input_ids=ids, token_type_ids=types, attention_mask=mask, start_positions=start,
+                        end_positions=start + torch.randint(0, 8, (batch,), generator=g)))
+    return out
 
 
 def hf_call(model, b):
@@ -124,6 +157,7 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=20, help="measured steps per model and setting")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile row")
+    ap.add_argument("--no-qa", action="store_true", help="skip the MiniLM-shape fine-tuning rows")
     args = ap.parse_args(argv)
     import transformers
     if args.threads:
@@ -167,20 +201,45 @@ def main(argv=None):
     compare([lab_bf16, hf_bf16], batches, rounds=4)
     rows.append((lab_bf16, hf_bf16))
 
-    print("| lab | lab tokens/s | reference | reference tokens/s | ratio |")
-    print("|---|---:|---|---:|---:|")
-    for a, b in rows:
-        print(f"| {a.name} | {a.tokens_per_s:,.0f} | {b.name} | {b.tokens_per_s:,.0f} | "
-              f"{a.tokens_per_s / b.tokens_per_s:.1f}x |")
-
     peak = matmul_flops()
-    best = max((r[0] for r in rows), key=lambda r: r.tokens_per_s)
-    flops = step_flops(lab_recipe, batches[0])
-    achieved = flops * best.tokens_per_s / batches[0]["input_ids"].numel()
-    print(f"\nlab step: {flops / 1e9:.2f} GFLOP per step (forward + backward, counted by FlopCounterMode)")
-    print(f"fastest lab row ({best.name}): {achieved / 1e9:.0f} GFLOP/s")
-    print(f"bf16 matmul 4096x4096 in this process: {peak / 1e9:.0f} GFLOP/s")
-    print(f"model FLOP/s utilisation: {achieved / peak:.2f} of the matmul rate")
+    flops = step_flops(lab_recipe, batches[0])        # the same FLOPs for every pre-training row
+    for a, _ in rows:
+        a.flops = flops
+    if not args.no_qa:
+        rows += qa_rows(args)
+    print(f"bf16 matmul 4096x4096 in this process: {peak / 1e9:.0f} GFLOP/s\n")
+    print("| lab | lab tokens/s | MFU | reference | reference tokens/s | ratio |")
+    print("|---|---:|---:|---|---:|---:|")
+    for a, b in rows:
+        achieved = a.flops * a.steps_per_s
+        print(f"| {a.name} | {a.tokens_per_s:,.0f} | {achieved / peak:.2f} | {b.name} | {b.tokens_per_s:,.0f} | "
+              f"{a.tokens_per_s / b.tokens_per_s:.1f}x |")
+    print(f"\nMFU = model FLOP/s (FlopCounterMode: {flops / 1e9:.2f} GFLOP per pre-training step) / the matmul rate")
+
+
+def qa_rows(args):
+    """Fine-tuning rows at the MiniLM shape (see the module docstring)."""
+    import transformers
+    torch.manual_seed(0)
+    shape = dict(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                 intermediate_size=1536)
+    ours = lab.BertForQuestionAnswering(lab.BertConfig(**shape))
+    no_dropout = lab.BertForQuestionAnswering(lab.BertConfig(**shape, hidden_dropout_prob=0.0,
+                                                            attention_probs_dropout_prob=0.0))
+    no_dropout.load_state_dict(ours.state_dict())
+    theirs = transformers.BertForQuestionAnswering(transformers.BertConfig(**shape))
+    theirs.load_state_dict(ours.state_dict(), strict=False)
+    batches = qa_batches(30522, 16, 256, max(6, args.steps // 2) + 2)
+    bf16 = autocast_dtype("auto", torch.device("cpu"))
+    lab_ft = Runner("MiniLM shape, QA fine-tuning, 16 x 256: lab at its defaults (dropout 0.1, bf16)",
+                    ours, qa_call, bf16)
+    lab_nd = Runner("MiniLM shape, QA fine-tuning: lab without dropout", no_dropout, qa_call, bf16)
+    hf = Runner("transformers BertForQuestionAnswering at its defaults (fp32, dropout 0.1)", theirs, qa_call, None)
+    compare([lab_ft, lab_nd, hf], batches, rounds=2)
+    flops = step_flops(lab_ft, batches[0])
+    lab_ft.flops = lab_nd.flops = flops
+    print(f"MiniLM QA step: {flops / 1e9:.1f} GFLOP (FlopCounterMode)")
+    return [(lab_ft, hf), (lab_nd, hf)]
 
 
 if __name__ == "__main__":

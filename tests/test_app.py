@@ -209,6 +209,26 @@ def test_question_answering(client, app_models_root):
     assert "context is empty" in status
 
 
+def test_question_answering_uses_the_models_own_windows_and_says_what_it_read(client, app, app_models_root,
+                                                                              tmp_path_factory):
+    """A model's task_config.json (from finetune-qa) gives its window lengths and its training data;
+    the status explains the [CLS] probability."""
+    import shutil
+    qa = app_models_root / "tiny-squad-v11"
+    if not qa.exists():
+        shutil.copytree(app_models_root / "tiny-squad", qa)
+        (qa / "task_config.json").write_text(json.dumps({
+            "task": "squad", "model": "/somewhere/bert-lab-classroom", "data": "/data/squad/dev-v1.1.json.zip",
+            "train_articles": 40, "max_seq_length": 32, "doc_stride": 8, "max_query_length": 8}))
+    lengths, trained = app.qa_training(str(qa))
+    assert lengths == {"max_seq_length": 32, "doc_stride": 8, "max_query_length": 8}
+    assert "bert-lab-classroom" in trained and "articles 1-40" in trained and "/somewhere" not in trained
+    context = "The Nautilus was built by Captain Nemo on a desert island. " * 4
+    *_, status = client.predict(str(qa), "Who built the Nautilus?", context, 3, api_name="/answer")
+    assert "windows" in status                      # 32-token windows: this context needs several
+    assert "P(start = [CLS])" in status and "articles 1-40" in status
+
+
 def test_classify(client, app_models_root):
     label, status = client.predict(str(app_models_root / "tiny-sst2"), "a charming film .", "", api_name="/classify")
     assert {c["label"] for c in label["confidences"]} == {"negative", "positive"}

@@ -22,7 +22,7 @@ def test_the_bundled_models_are_there_and_small():
     names = {p.name for p in MODELS}
     assert {"bert-lab-classroom", "bert-lab-sst2", "bert-lab-squad"} <= names, names
     total = sum(f.stat().st_size for p in MODELS for f in p.rglob("*") if f.is_file())
-    assert total <= 60 * 2**20, f"bundled models take {total / 2**20:.1f} MB (limit 60 MB)"
+    assert total <= 100 * 2**20, f"bundled models take {total / 2**20:.1f} MB (limit 100 MB)"
 
 
 @pytest.mark.parametrize("model_dir", MODELS, ids=lambda p: p.name)
