@@ -31,7 +31,7 @@ from . import explore
 from .checkpoint import load, saved_model_class
 from .config import PRESETS
 from .datasets import resolve_corpus
-from .device import PRECISIONS, return_freed_memory
+from .device import PRECISIONS
 from .finetune import (FINETUNE_TRAINING, ClassificationConfig, QAConfig, evaluate_saved,
                        finetune_classification, finetune_qa)
 from .hub import resolve_model
@@ -256,7 +256,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    return_freed_memory()                     # resident memory that does not grow over a run
     try:
         return args.func(args)
     except (FileNotFoundError, ValueError, FileExistsError) as e:

@@ -13,7 +13,6 @@ precision from here, so "bf16 where it is fast" means the same thing everywhere.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,22 +73,6 @@ def autocast(device: torch.device, dtype: torch.dtype | None):
     if dtype is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=dtype)
-
-
-def return_freed_memory() -> bool:
-    """Let freed tensors go back to the operating system (glibc only; a no-op elsewhere).
-
-    glibc serves large allocations with mmap and returns them on free, but after the first such
-    free it raises its threshold (up to 32 MB), after which freed activations stay in the
-    process's heap: measured here, a tiny BERT's first training steps then kept about 100 MB
-    more resident than with a fixed 1 MB threshold, at the same speed. The command line calls
-    this at start-up; a library import never changes the process's allocator.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        return bool(libc.mallopt(-3, 1 << 20))      # M_MMAP_THRESHOLD = -3, in bytes
-    except (OSError, AttributeError):
-        return False
 
 
 @dataclass
