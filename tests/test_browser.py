@@ -86,8 +86,9 @@ def test_question_answering_in_the_browser(page, shots):
     page.click("#qa-answer")
     page.wait_for_function("document.querySelector('#qa-status').innerText.includes('answer:')")
     status = page.locator("#qa-status").inner_text()
-    answer = status.split("answer:", 1)[1].strip().strip("“”")
+    answer = status.split("answer: “", 1)[1].split("”", 1)[0]       # the status goes on after the answer
     assert answer and answer in context
+    assert "P(start = [CLS])" in status and "fine-tuned from" in status
     assert answer in page.locator("#qa-span").inner_text()
     page.screenshot(path=str(shots / "app_question_answering.png"), full_page=True)
 
