@@ -67,7 +67,7 @@ from typing import Callable, Mapping, Protocol, Sequence
 import numpy as np
 import torch
 
-from .batch import IGNORE_INDEX, Batch, epoch_order, mix_seed, padded_length, step_indices, steps_per_epoch
+from .batch import IGNORE_INDEX, Batch, mix_seed, padded_length, step_indices, steps_per_epoch
 
 
 # ----------------------------------------------------------------------------------------------
