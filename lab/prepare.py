@@ -159,7 +159,7 @@ def _read_file(file: Path) -> list[list[str]]:
 
 
 def prepare(corpus, tokenizer: Tokenizer, out, workers: int | None = None, progress: bool = True,
-            log=print) -> Path:
+            log=print, key: str | None = None) -> Path:
     """Tokenize `corpus` (a text file or folder) into `out` (see the module docstring).
 
     Written to out.tmp and renamed: a folder with meta.json is always complete. Returns out.
@@ -193,15 +193,16 @@ def prepare(corpus, tokenizer: Tokenizer, out, workers: int | None = None, progr
                 n_tokens = int(ends[-1]) if len(ends) else n_tokens
                 first = len(sentence_offsets) - 1 - len(sentences)
                 document_offsets.extend((first + np.cumsum([len(d) for d in docs])).tolist())
-            n_bytes += file.stat().st_size
-            bar.update(file.stat().st_size)
+            size = file.stat().st_size
+            n_bytes += size
+            bar.update(size)
     np.save(tmp / "sentences.npy", np.frombuffer(sentence_offsets, dtype=np.int64))
     np.save(tmp / "documents.npy", np.frombuffer(document_offsets, dtype=np.int64))
     seconds = time.perf_counter() - t0
     meta = {"format_version": FORMAT_VERSION, "dtype": np.dtype(dtype).name, "vocab_size": tokenizer.vocab_size,
             "documents": len(document_offsets) - 1, "sentences": len(sentence_offsets) - 1, "tokens": n_tokens,
             "corpus": str(corpus), "files": len(files), "bytes": n_bytes, "seconds": round(seconds, 2),
-            "key": corpus_key(corpus, tokenizer)}
+            "key": key or corpus_key(corpus, tokenizer)}
     if meta["documents"] < 2:
         shutil.rmtree(tmp, ignore_errors=True)
         raise ValueError(f"{corpus}: {meta['documents']} usable document(s); pre-training needs at least 2")
@@ -226,8 +227,9 @@ def prepared(corpus, tokenizer: Tokenizer, cache_dir=None, log=print) -> Path:
                              f"not this one ({tokenizer.vocab_size}): prepare it again with this tokenizer")
         return corpus
     root = Path(cache_dir) if cache_dir else default_cache_dir() / "prepared"
-    out = root / corpus_key(corpus, tokenizer)
+    key = corpus_key(corpus, tokenizer)                   # hashed once: the folder's name and its meta.json
+    out = root / key
     if is_prepared(out):
         log(f"using the prepared corpus {out}")
         return out
-    return prepare(corpus, tokenizer, out, log=log)
+    return prepare(corpus, tokenizer, out, log=log, key=key)
