@@ -68,6 +68,7 @@ plots = _Later("lab.plots")                  # and its figure
 runs = _Later("lab.runs")                    # read_metrics, checkpoints, is_model_dir, has_metrics, phases
 lab_tokenizer = _Later("lab.tokenizer")      # clean_text: the one check of input text
 hub = _Later("lab.hub")                      # Hugging Face ids: is_hub_id, hub_snapshot, NotCachedError
+finetune = _Later("lab.finetune")            # task_settings / qa_lengths: what a fine-tuned model was trained with
 
 
 @dataclass
@@ -489,11 +490,10 @@ def qa_training(name: str) -> tuple[dict, str]:
     (written by python -m lab finetune-qa): ({max_seq_length, doc_stride, max_query_length},
     a sentence for the page); ({}, "") for a model without one (e.g. a Hub model)."""
     path, _ = model_dir(name)
-    file = path / "task_config.json"
-    if not file.is_file():
+    task = finetune.task_settings(path)
+    if not task:
         return {}, ""
-    task = json.loads(file.read_text())
-    lengths = {k: int(task[k]) for k in ("max_seq_length", "doc_stride", "max_query_length") if k in task}
+    lengths = finetune.qa_lengths(path)
     data = Path(str(task.get("data", "SQuAD"))).name
     base = Path(str(task.get("model", "?"))).name
     return lengths, (f"fine-tuned from {base} on {data}, articles 1-{task.get('train_articles', '?')} "

@@ -342,6 +342,23 @@ def finetune_qa(task: QAConfig, tc: TrainConfig, resume: bool = False, log=print
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
 
+QA_LENGTHS = ("max_seq_length", "doc_stride", "max_query_length")
+
+
+def task_settings(model_dir) -> dict:
+    """A fine-tuned model's task_config.json (what `finetune-cls` / `finetune-qa` wrote: the
+    data, the lengths, the articles it trained on), or {} for a model without one (a Hub model)."""
+    file = Path(model_dir) / "task_config.json"
+    return json.loads(file.read_text()) if file.is_file() else {}
+
+
+def qa_lengths(model_dir) -> dict[str, int]:
+    """The window settings a QA model was fine-tuned with ({} when unknown): pass them to
+    squad.make_features / squad.predict / explore.answer so it reads text as it was trained to."""
+    task = task_settings(model_dir)
+    return {k: int(task[k]) for k in QA_LENGTHS if k in task}
+
+
 def evaluate_saved(model_dir, data=None, max_seq_length: int | None = None, train_articles: int | None = None,
                    eval_limit: int | None = None) -> dict:
     """Re-measure a saved fine-tuned model: classification accuracy (and F1) on a TSV/CSV, or
@@ -349,8 +366,7 @@ def evaluate_saved(model_dir, data=None, max_seq_length: int | None = None, trai
     dev file, the SQuAD file, train_articles, the feature lengths), so a model card's command is
     simply `python -m lab eval --model DIR --data FILE`."""
     model_dir = Path(model_dir)
-    task_file = model_dir / "task_config.json"
-    task = json.loads(task_file.read_text()) if task_file.is_file() else {}
+    task = task_settings(model_dir)
     model, tokenizer = load(model_dir)
     if isinstance(model, BertForSequenceClassification):
         data = data or task.get("dev")
@@ -367,7 +383,7 @@ def evaluate_saved(model_dir, data=None, max_seq_length: int | None = None, trai
         examples = load_squad(resolve_corpus(data))
         _, dev = split_by_article(examples, n_train_articles=train_articles or task.get("train_articles", 40))
         dev = dev[:eval_limit] if eval_limit else dev
-        lengths = {k: task[k] for k in ("max_seq_length", "doc_stride", "max_query_length") if k in task}
+        lengths = qa_lengths(model_dir)
         if max_seq_length:
             lengths["max_seq_length"] = max_seq_length
         result = evaluate(dev, predict(model, tokenizer, dev, **lengths))

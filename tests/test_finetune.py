@@ -9,7 +9,7 @@ import torch
 import lab
 from lab import explore
 from lab.__main__ import main
-from lab.finetune import label_names, read_classification
+from lab.finetune import label_names, qa_lengths, read_classification, task_settings
 from lab.runs import read_metrics
 
 WORDS = "the a film movie story plot actor scene music ending was is very quite rather".split()
@@ -174,6 +174,10 @@ def test_question_answering_through_the_loop(base_model, tmp_path, capsys):
     assert main(["eval", "--model", str(tmp_path / "qa")]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["f1"] == pytest.approx(evals[-1]["f1"], abs=1e-4) and again["questions"] == 4
+    # the run remembers its windows (the dashboard and notebook 05 read a QA model with them)
+    assert qa_lengths(tmp_path / "qa") == {"max_seq_length": 32, "doc_stride": 8, "max_query_length": 8}
+    assert task_settings(tmp_path / "qa")["train_articles"] == 2
+    assert qa_lengths(base_model) == {} and task_settings(base_model) == {}
 
 
 def test_finetune_resumes_exactly(base_model, sst, tmp_path):
