@@ -33,7 +33,7 @@ def test_the_core_does_not_need_the_extras():
     import sys
     code = ("import sys, lab, lab.explore, lab.plots, lab.train, lab.pretrain, lab.finetune, lab.runs, "
             "lab.device, lab.datasets, lab.__main__\n"
-            "extras = {'gradio', 'bertviz', 'transformers', 'jupyterlab', 'pandas', 'pytest', 'huggingface_hub'}\n"
+            "extras = {'gradio', 'bertviz', 'transformers', 'jupyterlab', 'pandas', 'pytest', 'huggingface_hub', 'plotly', 'mpld3', 'xstatic'}\n"
             "print(sorted(extras & {m.split('.')[0] for m in sys.modules}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout
