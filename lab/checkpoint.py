@@ -187,7 +187,7 @@ def infer_model_class(keys) -> type[BertPreTrainedModel]:
 
 def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, device="cpu",
          config_overrides: dict | None = None, return_report: bool = False,
-         revision: str | None = None, download: bool = True):
+         revision: str | None = None, download: bool = True, strict: bool = True):
     """(model, tokenizer) from an HF-layout directory or a Hugging Face Hub id such as
     "google-bert/bert-base-uncased" (fetched once into the Hub cache, see lab.hub; revision: a
     branch, tag or commit; download=False: the cache only).  model_class None = what the
@@ -196,6 +196,10 @@ def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, 
     Asking for another head than the checkpoint's is how fine-tuning starts: the encoder is
     loaded, the new head is initialised and reported as such.  Returns (model, tokenizer,
     report) with return_report=True.  The model is in eval mode.
+
+    The weights are checked against config.json before any memory is allocated: a tensor
+    whose shape config.json contradicts is an error, and so is a missing encoder tensor (a
+    damaged or partial checkpoint) unless strict=False, which initialises those at random.
     """
     directory = resolve_model(directory, revision=revision, download=download)
     if not directory.exists():
@@ -212,6 +216,7 @@ def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, 
             raise ValueError(f"unknown model class {model_class!r}; choose one of {list(MODEL_CLASSES)}")
         model_class = MODEL_CLASSES[model_class]
     model_class = model_class or infer_model_class(sd)
+    check_weights(model_class, config, sd, directory, strict=strict)    # before allocating anything
     model = model_class(config)
     report = load_weights(model, directory, sd)
     if report.missing or report.unexpected:
@@ -227,6 +232,50 @@ def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, 
     else:
         report.notes.append("no vocab.txt: tokenizer is None")
     return (model, tokenizer, report) if return_report else (model, tokenizer)
+
+
+ENCODER_PREFIXES = ("bert.embeddings.", "bert.encoder.")
+
+
+def _skeleton_shapes(model_class, config: BertConfig) -> dict[str, tuple[int, ...]]:
+    """Every tensor's shape for this class and config, from a model on the meta device (no
+    memory: a BERT-large config over a tiny file costs nothing to check)."""
+    with torch.device("meta"):
+        skeleton = model_class(config)
+    prefix = "bert." if isinstance(skeleton, BertModel) else ""     # name tensors as checkpoints do
+    return {prefix + k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
+
+
+def _tensor_groups(names: list[str]) -> str:
+    """bert.encoder.layer.1.attention.self.query.weight, ... -> 'bert.encoder.layer.1.* (16 tensors)'."""
+    groups: dict[str, int] = {}
+    for name in names:
+        parts = name.split(".")
+        cut = 4 if parts[:2] == ["bert", "encoder"] else min(3, len(parts) - 1)
+        key = ".".join(parts[:cut]) + (".*" if cut < len(parts) else "")
+        groups[key] = groups.get(key, 0) + 1
+    return ", ".join(f"{k} ({n} tensor{'s' * (n > 1)})" for k, n in groups.items())
+
+
+def check_weights(model_class, config: BertConfig, sd: dict, where, strict: bool = True) -> None:
+    """Refuse weights that config.json contradicts (sizes), and, when strict, weights that lack
+    any of the encoder's tensors (a damaged or partial checkpoint: it would run on random layers
+    and predict nonsense). A missing task head is not an error: that is how fine-tuning starts."""
+    expected = _skeleton_shapes(model_class, config)
+    names = {k if k.startswith(("bert.", "cls.", "qa_outputs.", "classifier.")) else "bert." + k: v
+             for k, v in sd.items()}
+    for k, v in names.items():
+        if k in expected and tuple(v.shape) != expected[k]:
+            raise ValueError(f"{where}: config.json does not match the weights: {k} is {list(v.shape)} in the "
+                             f"weights file but config.json implies {list(expected[k])} (check hidden_size, "
+                             f"intermediate_size, vocab_size, max_position_embeddings)")
+    missing = [k for k in expected if k.startswith(ENCODER_PREFIXES) and k not in names
+               and not k.endswith("position_ids")]
+    if missing and strict:
+        raise ValueError(f"{where}: the weights lack {len(missing)} of the encoder's {sum(k.startswith(ENCODER_PREFIXES) for k in expected)} "
+                         f"tensors: {_tensor_groups(missing)}. The checkpoint is damaged or partial "
+                         f"(or config.json declares more layers than it holds); "
+                         f"lab.load(..., strict=False) loads it with those tensors at random")
 
 
 def load_weights(model: BertPreTrainedModel, directory, state_dict: dict | None = None) -> LoadReport:

@@ -81,7 +81,44 @@ def test_shape_mismatch_names_the_tensor(tmp_path):
     cfg = json.loads((tmp_path / "config.json").read_text())
     cfg["intermediate_size"] = 40
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(ValueError, match=r"tensor bert.encoder.layer.\d.intermediate.dense.(weight|bias) has shape \[37.*expects \[40"):
+    with pytest.raises(ValueError, match=r"bert.encoder.layer.\d.intermediate.dense.(weight|bias) is \[37.*implies \[40"):
+        lab.load(tmp_path)
+
+
+def test_sizes_are_checked_before_any_memory_is_allocated(tmp_path, monkeypatch):
+    """BERT-large sizes in config.json over tiny weights: refused from the file header, before
+    the (1.2 GB) model would be built."""
+    saved(tmp_path)
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg.update(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    built, real_init = [], lab.BertForPreTraining.__init__
+
+    def spy(self, *args, **kwargs):                            # where each model is built
+        built.append(str(torch.get_default_device()))
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(lab.BertForPreTraining, "__init__", spy)
+    with pytest.raises(ValueError, match=r"config.json does not match the weights: bert.embeddings.[\w.]+ is \[(\d+, )?32\] .*implies \[(\d+, )?1024\]"):
+        lab.load(tmp_path)
+    assert built == ["meta"]                                   # only the shape skeleton, no memory
+
+
+def test_a_damaged_checkpoint_is_refused_naming_what_is_missing(tmp_path):
+    """A model directory whose layer 1 tensors were deleted (or an empty weights file) loads only
+    with strict=False; the message names the missing layer."""
+    from safetensors.torch import load_file, save_file
+    saved(tmp_path)
+    weights = load_file(str(tmp_path / "model.safetensors"))
+    layer1 = [k for k in weights if ".layer.1." in k]
+    assert layer1
+    save_file({k: v for k, v in weights.items() if k not in layer1}, str(tmp_path / "model.safetensors"))
+    with pytest.raises(ValueError, match=rf"lack {len(layer1)} of the encoder's .*bert.encoder.layer.1.\* \({len(layer1)} tensors\).*strict=False"):
+        lab.load(tmp_path)
+    model, _ = lab.load(tmp_path, strict=False)                 # explicit: loads, layer 1 at random
+    assert type(model) is lab.BertForPreTraining
+    save_file({}, str(tmp_path / "model.safetensors"))          # a valid file with no tensors at all
+    with pytest.raises(ValueError, match="damaged or partial"):
         lab.load(tmp_path)
 
 
