@@ -46,6 +46,7 @@ import gradio as gr
 ROOT = Path(__file__).resolve().parent
 log = logging.getLogger("bert-lab.app")
 MAX_TEXT_CHARS = 20_000        # longer inputs are cut (with a notice) before tokenizing
+MAX_NAME_CHARS = 300           # a model or run name longer than this is refused
 REPO_ROOTS = (ROOT / "models", ROOT / "runs")   # models roots always served (bundled models, own runs)
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")  # binds where only this machine's users reach the app
 
@@ -112,10 +113,48 @@ class UserError(ValueError):
 # ----------------------------------------------------------------------------------------------
 
 def _display(path: Path) -> str:
+    """How a path is shown in menus and messages: relative to the repository (models/x, runs/y),
+    or for a --models-root folder elsewhere as @<that folder's name>/<rest> (the @ keeps it apart
+    from a Hugging Face id); never the server's absolute path (resolve_under_roots reads both
+    forms back)."""
+    path = Path(path)
     try:
         return str(path.relative_to(ROOT))
     except ValueError:
-        return str(path)
+        pass
+    for root in SETTINGS.model_roots:
+        for base in (root, root.resolve()):
+            if path == base or path.is_relative_to(base):
+                return "@" + str(Path(root.name) / path.relative_to(base))
+    return path.name
+
+
+def _short(text, limit: int = 80) -> str:
+    """A user-typed value quoted in a message: at most `limit` characters."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def name_input(name, what: str = "model") -> str:
+    """A model or run name from the page: a non-empty string of reasonable length."""
+    if name is None or not str(name).strip():
+        raise UserError(f"choose a {what} first")
+    name = str(name).strip()
+    if len(name) > MAX_NAME_CHARS:
+        raise UserError(f"the {what} name is {len(name):,} characters long (at most {MAX_NAME_CHARS})")
+    return name
+
+
+def confined(path: Path) -> Path:
+    """A model or run directory whose files (config, weights, card, metrics, ...) all resolve inside
+    the models roots: a symlink to /etc/passwd named README.md is refused, not shown."""
+    roots = [r.resolve() for r in SETTINGS.model_roots]
+    for f in path.iterdir():
+        real = f.resolve()
+        if not any(real == r or real.is_relative_to(r) for r in roots):
+            raise UserError(f"{_display(path)}/{_short(f.name, 60)} points outside the models roots: "
+                            f"this model folder is refused")
+    return path
 
 
 def list_models() -> list[str]:
@@ -141,16 +180,25 @@ def list_runs() -> list[str]:
     return [_display(p) for p in sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)]
 
 
-def resolve_under_roots(name: str) -> Path:
-    """A name or path -> a resolved path inside a models root; anything outside is refused."""
-    if not name or not str(name).strip():
-        raise UserError("choose a model first")
-    path = Path(str(name).strip()).expanduser()
-    path = (path if path.is_absolute() else ROOT / path).resolve()
+def resolve_under_roots(name: str, what: str = "model") -> Path:
+    """A name or path -> a resolved path inside a models root; anything outside is refused.
+    Names are read as _display writes them: relative to the repository, or <root name>/<rest>
+    for a --models-root folder elsewhere."""
+    name = name_input(name, what)
+    path = Path(name).expanduser()
     roots = [r.resolve() for r in SETTINGS.model_roots]
-    if not any(path == r or path.is_relative_to(r) for r in roots):
-        raise UserError(f"{name} is outside the models roots ({', '.join(_display(r) for r in roots)}); "
-                        f"copy the model under models/ or start the app with --models-root")
+    if name.startswith("@"):                                 # @<root folder name>/<rest>, as _display shows it
+        first, _, rest = name[1:].partition("/")
+        candidates = [(r / rest).resolve() for r in SETTINGS.model_roots if r.name == first]
+    elif path.is_absolute():
+        candidates = [path.resolve()]
+    else:
+        candidates = [(ROOT / path).resolve()]
+    inside = [c for c in candidates if any(c == r or c.is_relative_to(r) for r in roots)]
+    if not inside:
+        raise UserError(f"“{_short(name)}” is outside the models roots ({', '.join(_display(r) for r in roots)}); "
+                        f"copy the {what} under models/ or start the app with --models-root")
+    path = next((c for c in inside if c.is_dir()), inside[0])
     if not path.is_dir():
         raise UserError(f"{_display(path)} does not exist or is not a directory")
     return path
@@ -166,6 +214,7 @@ def resolve_model_dir(name: str) -> Path:
 
 _CACHE: OrderedDict[Path, tuple] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
+_FAILED: dict[Path, tuple[tuple, str]] = {}   # a model that failed to load -> (its files' signature, message)
 _HUB: dict[str, Path] = {}       # Hugging Face ids added while the server runs -> their folder in the Hub cache
 
 
@@ -207,26 +256,39 @@ def hub_model_dir(repo_id: str, download: bool = False, progress=False) -> Path:
 def model_dir(name: str, download: bool = False, progress=False) -> tuple[Path, str]:
     """A model menu entry -> (its directory, the name shown): a directory inside a models root,
     or a Hugging Face id (from the Hub cache; downloaded only when `download`)."""
-    name = str(name or "").strip()
+    name = name_input(name)
     if is_hub_name(name):
         return hub_model_dir(name, download, progress), name
     path = resolve_model_dir(name)
-    return path, _display(path)
+    return confined(path), _display(path)
+
+
+def _signature(path: Path) -> tuple:
+    """The model folder's files (name, size, modification time): a failed load is retried only
+    when this changes."""
+    return tuple(sorted((f.name, st.st_size, st.st_mtime_ns) for f in path.iterdir()
+                        if f.is_file() for st in [f.stat()]))
 
 
 def get_model(name: str):
     """(model, tokenizer) for a model name, loaded once and shared (least recently used evicted)."""
     path, shown = model_dir(name)
+    signature = _signature(path)
     with _CACHE_LOCK:
         if path in _CACHE:
             _CACHE.move_to_end(path)
             return _CACHE[path]
+        if path in _FAILED and _FAILED[path][0] == signature:    # the same files failed before: no retry
+            raise UserError(_FAILED[path][1])
     try:
-        model, tokenizer = lab.load(path)
+        model, tokenizer = lab.load(path)                    # strict: a damaged checkpoint is refused
+        if tokenizer is None:
+            raise ValueError("it has no vocab.txt or tokenizer.json: the lab cannot read text for it")
     except Exception as e:                                   # a damaged or foreign directory
-        raise UserError(f"could not load {shown}: {str(e).replace(str(path), shown)}") from e
-    if tokenizer is None:
-        raise UserError(f"{shown} has no vocab.txt or tokenizer.json: the lab cannot read text for it")
+        message = f"could not load {shown}: {str(e).replace(str(path), shown)}"
+        with _CACHE_LOCK:
+            _FAILED[path] = (signature, message)
+        raise UserError(message) from None
     model.eval().requires_grad_(False)
     with _CACHE_LOCK:
         _CACHE[path] = (model, tokenizer)
@@ -262,23 +324,59 @@ def notice(message: str) -> str:
     return f"⚠️ {message}"
 
 
-def handler(n_outputs: int):
-    """Wrap a handler returning (*outputs, status): on an error it returns n_outputs Nones (the
-    outputs are cleared) and the message as the status."""
+def status_html(text: str) -> str:
+    """A status line for a gr.HTML status box: the text escaped, so a model's label, a QA answer
+    or a typed name is shown as text, never run as HTML or Markdown."""
+    return html.escape(str(text or ""), quote=False)
+
+
+def handler(n_outputs: int, keep: bool = False):
+    """Wrap a handler returning (*outputs, status): the status is escaped (status_html); on an
+    error the outputs are cleared (n_outputs Nones; keep=True: left as they are, e.g. a menu)
+    and the message becomes the status. Server paths never reach the page: messages use
+    _display names, and an unexpected error shows only its type."""
     def wrap(fn):
         @functools.wraps(fn)
         def safe(*args, **kwargs):
             try:
-                return fn(*args, **kwargs)
-            except (UserError, ValueError, KeyError, FileNotFoundError, NotADirectoryError) as e:
+                *outputs, status = fn(*args, **kwargs)
+                return (*outputs, status_html(status))
+            except (UserError, ValueError, KeyError, FileNotFoundError, NotADirectoryError, OverflowError) as e:
                 message = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
-                return (*[None] * n_outputs, notice(message))
+                message = message.replace(str(ROOT) + os.sep, "")
             except Exception as e:                           # a bug: keep serving, say what happened
                 log.exception("handler %s failed", fn.__name__)
-                return (*[None] * n_outputs, notice(f"internal error ({type(e).__name__}: {e}); "
-                                                    f"the server keeps running, please report it"))
+                message = (f"internal error ({type(e).__name__}) in {fn.__name__}; the server keeps running "
+                           f"and its log has the details")
+            cleared = gr.update() if keep else None
+            return (*[cleared] * n_outputs, status_html(notice(message)))
         return safe
     return wrap
+
+
+def int_input(value, name: str, lo: int, hi: int) -> int:
+    """A whole number from the page (None, text, 2**70 and 1.5 get a message saying what is allowed)."""
+    allowed = f"a whole number from {lo:,} to {hi:,}"
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise UserError(f"{name} is missing: give {allowed}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{name} must be {allowed}, not “{_short(value, 40)}”") from None
+    if not number.is_integer() or not lo <= number <= hi:
+        raise UserError(f"{name} must be {allowed}, not {_short(value, 40)}")
+    return int(number)
+
+
+def float_input(value, name: str, lo: float, hi: float) -> float:
+    """A number from the page within [lo, hi]."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{name} must be a number from {lo:g} to {hi:g}, not “{_short(value, 40)}”") from None
+    if not lo <= number <= hi:                               # also refuses nan
+        raise UserError(f"{name} must be a number from {lo:g} to {hi:g}, not {_short(value, 40)}")
+    return number
 
 
 def text_input(value, name: str, required: bool = True) -> str:
@@ -305,6 +403,12 @@ def truncation_note(truncated: int, limit: int) -> str:
 # ----------------------------------------------------------------------------------------------
 
 WORD = re.compile(r"\[MASK\]|[\w'’-]+|[^\w\s]")
+ANY_CASE_MASK = re.compile(r"\[\s*mask\s*\]", re.IGNORECASE)
+
+
+def masked_text(value, name: str = "the sentence") -> str:
+    """Text for a masked-word request: [mask], [Mask] and [ MASK ] all mean [MASK]."""
+    return ANY_CASE_MASK.sub("[MASK]", text_input(value, name))
 
 
 def _bars_html(predictions, tokens_label: str) -> str:
@@ -323,8 +427,9 @@ def _bars_html(predictions, tokens_label: str) -> str:
 def fill_mask(model_name, text, top_k=5, temperature=1.0):
     """Sentence with [MASK]s -> (sentence with the best guesses, top-k bars per mask, status)."""
     model, tokenizer = model_for(model_name, "fill_mask")
-    text = text_input(text, "the sentence")
-    result = explore.fill_mask(model, tokenizer, text, top_k=int(top_k), temperature=float(temperature))
+    text = masked_text(text)
+    result = explore.fill_mask(model, tokenizer, text, top_k=int_input(top_k, "top k", 1, 50),
+                               temperature=float_input(temperature, "the temperature", 0.05, 20))
     # the sentence as WordPiece tokens with each [MASK] replaced by its top guess, highlighted
     filled, masks = [], iter(result)
     specials = set(tokenizer.convert_ids_to_tokens([tokenizer.cls_token_id, tokenizer.sep_token_id]))
@@ -332,7 +437,8 @@ def fill_mask(model_name, text, top_k=5, temperature=1.0):
         if tok in specials:
             continue
         if i in result.mask_positions:
-            filled.append((next(masks)[0][0], "guess"))
+            guess = next(masks)[0][0]                        # a word piece (##ing) is marked as one
+            filled.append((guess, "guess (word piece)" if guess.startswith("##") else "guess"))
         else:
             filled.append((tok, None))
         filled.append((" ", None))
@@ -340,14 +446,17 @@ def fill_mask(model_name, text, top_k=5, temperature=1.0):
     return filled, _bars_html(result, "[MASK]"), status or f"{len(result)} mask(s) predicted"
 
 
-@handler(1)
 def word_chips(text):
-    """The sentence as clickable words, each followed by a space chip (click a word to mask it)."""
-    text = text_input(text, "the sentence", required=False)
+    """The sentence as clickable words, each followed by a space chip (click a word to mask it).
+    Writes no status: the status line belongs to the prediction."""
+    try:
+        text = text_input(text, "the sentence", required=False)
+    except ValueError:
+        return []
     chips = []
-    for m in WORD.finditer(text):
+    for m in WORD.finditer(ANY_CASE_MASK.sub("[MASK]", text)):
         chips += [(m.group(), "masked" if m.group() == "[MASK]" else None), (" ", None)]
-    return chips, ""
+    return chips
 
 
 @handler(1)
@@ -355,19 +464,27 @@ def mask_word(text, index):
     """Replace the index-th word of the text (counting words and punctuation, from 0) by [MASK]."""
     text = text_input(text, "the sentence")
     matches = list(WORD.finditer(text))
-    index = int(index)
+    index = int_input(index, "the word index", 0, MAX_TEXT_CHARS)
     if not 0 <= index < len(matches):
         raise UserError(f"word {index} does not exist: the sentence has {len(matches)} words")
     m = matches[index]
     return text[:m.start()] + "[MASK]" + text[m.end():], f"masked “{m.group()}”"
 
 
-def on_word_select(text, evt: gr.SelectData):
+def on_word_select(model_name, text, top_k, temperature, evt: gr.SelectData):
+    """A click on a word: mask it and predict, in one event (one writer of the status line)."""
     index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
-    if index % 2:                                            # a space between two words
-        return text, ""
+    if not isinstance(index, int) or index % 2:              # a space between two words
+        return gr.update(), gr.update(), gr.update(), gr.update()
     new_text, status = mask_word(text, index // 2)
-    return (new_text if new_text is not None else text), status
+    if new_text is None:                                     # the message is in status
+        return gr.update(), None, None, status
+    return (new_text, *fill_mask(model_name, new_text, top_k, temperature))
+
+
+def cleared(n: int):
+    """An input changed: its old results go (n outputs emptied)."""
+    return lambda *_: [None] * n if n > 1 else None
 
 
 @handler(1)
@@ -375,7 +492,7 @@ def corrupt(model_name, text, seed=0):
     """The 80/10/10 corruption pre-training would apply to this text, for a seed."""
     _, tokenizer = get_model(model_name)
     text = text_input(text, "the sentence")
-    prev = explore.corruption_preview(tokenizer, text, seed=int(seed))
+    prev = explore.corruption_preview(tokenizer, text, seed=int_input(seed, "the seed", 0, 2**32 - 1))
     out = []
     for tok, seen, kind, label in zip(prev.tokens, prev.corrupted, prev.kinds, prev.labels):
         if kind is None:
@@ -407,9 +524,12 @@ def classify(model_name, text, text_pair=""):
     model, tokenizer = model_for(model_name, "classify")
     text = text_input(text, "the sentence")
     pair = text_input(text_pair, "the second sentence", required=False).strip() or None
+    note = ""
+    if pair and finetune.task_settings(model_dir(model_name)[0]).get("pair") is False:
+        pair, note = None, " (this model was fine-tuned on single sentences: the second sentence was not used)"
     probs = explore.classify(model, tokenizer, text, pair)
     best = max(probs, key=probs.get)
-    return probs, f"{best} ({probs[best]:.1%})"
+    return probs, f"{best} ({probs[best]:.1%}){note}"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -425,9 +545,8 @@ def _attention_request(model_name, text_a, text_b, layer=0, head=0):
     a = text_input(text_a, "sentence A")
     b = text_input(text_b, "sentence B", required=False).strip() or None
     L, A = model.config.num_hidden_layers, model.config.num_attention_heads
-    layer, head = int(layer), int(head)
-    if not (0 <= layer < L and 0 <= head < A):
-        raise UserError(f"this model has layers 0-{L - 1} and heads 0-{A - 1}; got layer {layer}, head {head}")
+    layer = int_input(layer, f"the layer (this model has {L})", 0, L - 1)
+    head = int_input(head, f"the head (this model has {A} per layer)", 0, A - 1)
     return model, explore.attention(model, tokenizer, a, b), layer, head
 
 
@@ -507,7 +626,7 @@ def answer(model_name, question, context, top_k=3):
     q = text_input(question, "the question")
     c = text_input(context, "the context")
     lengths, trained = qa_training(model_name)
-    result = explore.answer(model, tokenizer, q, c, top_k=int(top_k), **lengths)
+    result = explore.answer(model, tokenizer, q, c, top_k=int_input(top_k, "answers shown", 1, 20), **lengths)
     if not result.spans:
         raise UserError("no answer span found in the context")
     best = result.spans[0]
@@ -529,7 +648,7 @@ def answer(model_name, question, context, top_k=3):
 
 @handler(1)
 def training_curves(run_name, x="time"):
-    path = resolve_under_roots(run_name)
+    path = confined(resolve_under_roots(run_name, "run"))
     records = runs.read_metrics(path) if runs.has_metrics(path) else []
     if not records:
         raise UserError(f"{_display(path)} has no metrics.jsonl records")
@@ -539,11 +658,17 @@ def training_curves(run_name, x="time"):
 @handler(1)
 def watch_learning(run_name, text, top_k=3, progress=gr.Progress()):
     """The same masked sentence through a run's checkpoints: how the guesses sharpen."""
-    path = resolve_under_roots(run_name)
-    text = text_input(text, "the sentence")
+    path = confined(resolve_under_roots(run_name, "run"))
+    text = masked_text(text)
+    if not runs.checkpoints(path):
+        with_snapshots = [r for r in list_runs() if runs.checkpoints(ROOT / r)]
+        raise UserError(f"{_display(path)} keeps no checkpoints to replay (fine-tuned models keep none); "
+                        + (f"choose one that does: {', '.join(with_snapshots[:5])}" if with_snapshots else
+                           "pre-training runs and the bundled bert-lab-classroom do"))
     rows = []
     for step, result in explore.checkpoint_predictions(
-            path, text, top_k=int(top_k), progress=lambda items: progress.tqdm(items, desc="checkpoints")):
+            path, text, top_k=int_input(top_k, "top k", 1, 20),
+            progress=lambda items: progress.tqdm(items, desc="checkpoints")):
         rows.append([step] + [", ".join(f"{t} {p:.0%}" for t, p in preds) for preds in result])
     masks = max((len(r) - 1 for r in rows), default=0)
     return ({"headers": ["step"] + [f"[MASK] {k}" for k in range(1, masks + 1)], "data": rows},
@@ -558,14 +683,31 @@ def model_info(model_name):
     tasks = sorted(explore.model_tasks(model))
     path, shown = model_dir(model_name)
     card = path / "README.md"
-    text = (f"### {model_name}\n`{type(model).__name__}`: {cfg.summary()}\n\n"
+    text = (f"### {md_escape(shown)}\n`{type(model).__name__}`: {cfg.summary()}\n\n"
             f"- parameters: **{sum(p.numel() for p in model.parameters()):,}**\n"
             f"- layers L = {cfg.num_hidden_layers}, hidden H = {cfg.hidden_size}, heads A = "
             f"{cfg.num_attention_heads}, vocabulary {cfg.vocab_size:,}, max length {cfg.max_position_embeddings}\n"
             f"- serves: {', '.join(tasks)}\n")
-    card_text = (card.read_text(encoding="utf-8", errors="replace") if card.is_file() else
+    card_text = (safe_card(card.read_text(encoding="utf-8", errors="replace")) if card.is_file() else
                  f"Model card: https://huggingface.co/{shown}" if is_hub_name(model_name) else "(no model card: README.md)")
     return text, card_text, ""
+
+
+MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
+
+
+def md_escape(text: str) -> str:
+    """Text shown literally inside Markdown (a model name: no links, images or HTML)."""
+    return MD_SPECIAL.sub(r"\\\1", html.escape(str(text), quote=False))
+
+
+def safe_card(text: str) -> str:
+    """A model card (README.md, written by whoever made the model) made safe to render: raw HTML
+    is shown as text, images become links (nothing remote loads for every student), and a line
+    that starts with '>=' or '<=' stays a sentence instead of turning into a quote."""
+    text = html.escape(text, quote=False)                    # <img>, <script>: text
+    text = re.sub(r"!\[", "[image: ", text)                   # ![alt](url) -> a link, not loaded
+    return re.sub(r"^(\s*)&gt;", r"\1\\&gt;", text, flags=re.MULTILINE)
 
 
 def attention_shape(model_name):
@@ -573,7 +715,7 @@ def attention_shape(model_name):
     try:
         cfg = get_model(model_name)[0].config
     except Exception as e:                                   # reported by the Show button too
-        return gr.update(), gr.update(), notice(str(e))
+        return gr.update(), gr.update(), status_html(notice(str(e)))
     return (gr.Slider(maximum=cfg.num_hidden_layers - 1, value=0),
             gr.Slider(maximum=cfg.num_attention_heads - 1, value=0), "")
 
@@ -583,8 +725,11 @@ def tokenize(model_name, text):
     _, tokenizer = get_model(model_name)
     text = text_input(text, "the text")
     enc = tokenizer.encode(text)
-    return [(t, "special" if t in ("[CLS]", "[SEP]") else ("subword" if t.startswith("##") else None))
-            for t in enc.tokens], f"{len(enc.tokens)} tokens"
+    chips = []
+    for t in enc.tokens:                                     # a space after each token: they stay apart
+        chips += [(t, "special" if t in ("[CLS]", "[SEP]") else ("subword" if t.startswith("##") else None)),
+                  (" ", None)]
+    return chips, f"{len(enc.tokens)} tokens"
 
 
 @handler(1)
@@ -595,7 +740,7 @@ def embeddings(model_name, text_a, text_b=""):
     return plots.embedding_components(explore.embeddings(model, tokenizer, a, b)), ""
 
 
-@handler(1)
+@handler(1, keep=True)
 def add_model(path, progress=gr.Progress()):
     """Check a typed model directory (inside a models root) or Hugging Face id (downloaded into
     the Hub cache, with progress, when SETTINGS.downloads) and offer it in every model menu."""
@@ -658,6 +803,9 @@ QA_EXAMPLES = [["What did Mr. Bingley rent?", QA_CONTEXT], ["Who built the Nauti
 CLS_EXAMPLES = [["a charming and often moving film ."], ["the plot is thin and the acting is worse ."],
                 ["boring , predictable and far too long ."]]
 
+# fixed colours: the legend means the same thing whatever order the kinds appear in
+CORRUPTION_COLORS = {"[MASK] (80%)": "#f97316", "random (10%)": "#ef4444", "kept (10%)": "#22c55e"}
+
 CSS = """
 .bl-bars {display:flex; flex-wrap:wrap; gap:18px}
 .bl-mask {min-width:220px}
@@ -665,8 +813,15 @@ CSS = """
 .bl-tok {width:110px; text-align:right; overflow:hidden}
 .bl-bar {height:12px; background:#f97316; border-radius:3px; max-width:120px}
 .bl-p {color:#666; font-size:0.85em}
+.bl-status {min-height:1.4em}
+.bl-card td:first-child {white-space:nowrap}
 """
 LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft())   # Gradio 6: look and feel go to launch()
+
+
+def status_box(elem_id: str | None = None) -> gr.HTML:
+    """A status line: handlers write escaped text into it (status_html)."""
+    return gr.HTML(elem_id=elem_id, padding=False, elem_classes="bl-status")
 
 
 def model_dropdown(task: str | None, label: str = "Model"):
@@ -724,25 +879,27 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             words = gr.HighlightedText(label="Click a word to mask it", interactive=False, elem_id="mlm-words",
                                        color_map={"masked": "#f97316"})
             mlm_btn = gr.Button("Predict", variant="primary", elem_id="mlm-predict")
-            mlm_status = gr.Markdown(elem_id="mlm-status")
-            filled = gr.HighlightedText(label="Best guesses", color_map={"guess": "#22c55e"}, elem_id="mlm-filled")
+            mlm_status = status_box(elem_id="mlm-status")
+            filled = gr.HighlightedText(label="Best guesses", elem_id="mlm-filled",
+                                        color_map={"guess": "#22c55e", "guess (word piece)": "#a3e635"})
             bars = gr.HTML(elem_id="mlm-bars")
             gr.Examples(MLM_EXAMPLES, [mlm_text], cache_examples=False)
             with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
                 seed = gr.Number(value=0, precision=0, label="seed")
                 corrupt_btn = gr.Button("Corrupt this sentence")
-                corrupted = gr.HighlightedText(label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True)
-                corrupt_status = gr.Markdown()
+                corrupted = gr.HighlightedText(label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True,
+                                               color_map=CORRUPTION_COLORS)
+                corrupt_status = status_box()
             mlm_btn.click(fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
                           api_name="fill_mask", **Q)
             mlm_text.submit(fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
                             api_visibility="private", **Q)
-            mlm_text.change(word_chips, mlm_text, [words, mlm_status], api_name="words", show_progress="hidden",
+            mlm_text.change(word_chips, mlm_text, words, api_name="words", show_progress="hidden",
                             queue=False, trigger_mode="always_last")
-            words.select(on_word_select, mlm_text, [mlm_text, mlm_status], api_visibility="private",
-                         queue=False).then(
-                fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
-                api_visibility="private", **Q)
+            mlm_text.input(cleared(3), None, [filled, bars, mlm_status], api_visibility="private", queue=False,
+                           show_progress="hidden")
+            words.select(on_word_select, [mlm_model, mlm_text, top_k, temperature], [mlm_text, filled, bars, mlm_status],
+                         api_visibility="private", **Q)
             gr.Button("mask word", visible=False).click(mask_word, [mlm_text, gr.Number(visible=False)],
                                                         [mlm_text, mlm_status], api_name="mask_word", **Q)
             corrupt_btn.click(corrupt, [mlm_model, mlm_text, seed], [corrupted, corrupt_status],
@@ -756,10 +913,15 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             nsp_b = gr.Textbox(label="Sentence B", value=NSP_EXAMPLES[0][1])
             nsp_btn = gr.Button("Score", variant="primary")
             nsp_label = gr.Label(label="Next sentence?")
-            nsp_status = gr.Markdown()
+            nsp_status = status_box()
             gr.Examples(NSP_EXAMPLES, [nsp_a, nsp_b], cache_examples=False)
             nsp_btn.click(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status],
                           api_name="next_sentence", **Q)
+            for box in (nsp_a, nsp_b):
+                box.submit(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status],
+                           api_visibility="private", **Q)
+                box.input(cleared(2), None, [nsp_label, nsp_status], api_visibility="private", queue=False,
+                          show_progress="hidden")
 
         with gr.Tab("Attention"):
             gr.Markdown("Each layer has several heads; each head spreads every token's attention over all "
@@ -771,7 +933,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             att_a = gr.Textbox(label="Sentence A", value=NSP_EXAMPLES[0][0])
             att_b = gr.Textbox(label="Sentence B (optional)", value=NSP_EXAMPLES[0][1])
             att_btn = gr.Button("Show attention", variant="primary")
-            att_status = gr.Markdown()
+            att_status = status_box()
             with gr.Row():
                 heatmap = gr.Plot(format="png", label="one head")
                 grid = gr.Plot(format="png", label="all heads of the layer")
@@ -782,21 +944,24 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
                 abl_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[1][0])
                 abl_btn = gr.Button("Silence each head")
-                abl_plot = gr.Plot(format="png")
-                abl_status = gr.Markdown()
+                abl_plot = gr.Plot(format="png", label="loss change when each head is silenced")
+                abl_status = status_box()
             with gr.Accordion("bertviz (interactive; needs internet in the browser)", open=False):
                 view = gr.Radio(["head", "model"], value="head", label="view")
                 viz_btn = gr.Button("Show bertviz")
                 viz = gr.HTML()
-                viz_status = gr.Markdown()
+                viz_status = status_box()
             att_inputs = [att_model, att_a, att_b, layer, head]
             att_outputs = [heatmap, grid, stats_table, att_status]
             att_btn.click(attention, att_inputs, att_outputs, api_name="attention", **Q)
+            for box in (att_a, att_b):
+                box.submit(attention, att_inputs, att_outputs, api_visibility="private", **Q)
             for slider in (layer, head):
                 slider.release(attention, att_inputs, att_outputs, api_visibility="private", **Q)
             stats_btn.click(head_stats, [att_model, att_a, att_b], [stats_plot, att_status],
                             api_name="head_stats", **Q)
             abl_btn.click(ablate, [att_model, abl_text], [abl_plot, abl_status], api_name="ablate", **Q)
+            abl_text.submit(ablate, [att_model, abl_text], [abl_plot, abl_status], api_visibility="private", **Q)
             viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz", **Q)
 
         with gr.Tab("Question Answering"):
@@ -812,7 +977,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             qa_q = gr.Textbox(label="Question", value=QA_EXAMPLES[0][0], elem_id="qa-question")
             qa_c = gr.Textbox(label="Context", value=QA_CONTEXT, lines=5, elem_id="qa-context")
             qa_btn = gr.Button("Answer", variant="primary", elem_id="qa-answer")
-            qa_status = gr.Markdown(elem_id="qa-status")
+            qa_status = status_box(elem_id="qa-status")
             qa_span = gr.HighlightedText(label="Answer in its context", color_map={"answer": "#22c55e"},
                                          elem_id="qa-span")
             qa_plot = gr.Plot(format="png", label="start / end probabilities")
@@ -820,6 +985,11 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             gr.Examples(QA_EXAMPLES, [qa_q, qa_c], cache_examples=False)
             qa_btn.click(answer, [qa_model, qa_q, qa_c, qa_k], [qa_span, qa_plot, qa_table, qa_status],
                          api_name="answer", **Q)
+            for box in (qa_q, qa_c):                         # Enter in the question; Shift+Enter in the context
+                box.submit(answer, [qa_model, qa_q, qa_c, qa_k], [qa_span, qa_plot, qa_table, qa_status],
+                           api_visibility="private", **Q)
+                box.input(cleared(4), None, [qa_span, qa_plot, qa_table, qa_status], api_visibility="private",
+                          queue=False, show_progress="hidden")
 
         with gr.Tab("Classify"):
             gr.Markdown("A classifier is BERT plus one linear layer on the [CLS] vector, fine-tuned on "
@@ -829,9 +999,13 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             cls_b = gr.Textbox(label="Second sentence (pair tasks only)", value="")
             cls_btn = gr.Button("Classify", variant="primary")
             cls_label = gr.Label(label="Label probabilities")
-            cls_status = gr.Markdown()
+            cls_status = status_box()
             gr.Examples(CLS_EXAMPLES, [cls_a], cache_examples=False)
             cls_btn.click(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_name="classify", **Q)
+            for box in (cls_a, cls_b):
+                box.submit(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_visibility="private", **Q)
+                box.input(cleared(2), None, [cls_label, cls_status], api_visibility="private", queue=False,
+                          show_progress="hidden")
 
         with gr.Tab("Training"):
             gr.Markdown("Loss and held-out accuracy of a training run (its metrics.jsonl), and the same masked "
@@ -844,24 +1018,29 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 run = gr.Dropdown(choices=run_names, value=first, label="Run", allow_custom_value=True)
                 x_axis = gr.Radio(["time", "step"], value="time", label="x axis")
             curves_btn = gr.Button("Show curves", variant="primary")
-            curves = gr.Plot(format="png")
-            curves_status = gr.Markdown()
+            curves = gr.Plot(format="png", label="training curves")
+            curves_status = status_box()
             watch_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[0][0])
             watch_btn = gr.Button("Predict at every checkpoint")
             watch_table = gr.Dataframe(interactive=False)
-            watch_status = gr.Markdown()
+            watch_status = status_box()
             curves_btn.click(training_curves, [run, x_axis], [curves, curves_status],
                              api_name="training_curves", **Q)
             watch_btn.click(watch_learning, [run, watch_text], [watch_table, watch_status],
                             api_name="watch_learning", **Q)
+            watch_text.submit(watch_learning, [run, watch_text], [watch_table, watch_status],
+                              api_visibility="private", **Q)
+            # another run: the old run's curves, title and replay go
+            run.change(cleared(4), None, [curves, curves_status, watch_table, watch_status],
+                       api_visibility="private", queue=False, show_progress="hidden")
 
         with gr.Tab("Model"):
             info_model = model_dropdown(None)
             menus = [mlm_model, nsp_model, att_model, qa_model, cls_model]   # MODEL_MENUS: refreshed after an add
             info = gr.Markdown()
-            info_status = gr.Markdown()
+            info_status = status_box()
             with gr.Accordion("Model card", open=False):
-                card = gr.Markdown()
+                card = gr.Markdown(elem_classes="bl-card")
             with gr.Row():
                 new_path = gr.Textbox(label="Add a model directory (inside models/ or runs/ or a --models-root) "
                                             "or a Hugging Face model id, e.g. google-bert/bert-base-uncased",
@@ -872,11 +1051,14 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             tokens = gr.HighlightedText(label="WordPiece tokens",
                                         color_map={"special": "#60a5fa", "subword": "#f97316"})
             emb_btn = gr.Button("Input embeddings: token + segment + position")
-            emb_plot = gr.Plot(format="png")
+            emb_plot = gr.Plot(format="png", label="input embedding components")
             tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize", **Q)
+            tok_text.submit(tokenize, [info_model, tok_text], [tokens, info_status], api_visibility="private", **Q)
             emb_btn.click(embeddings, [info_model, tok_text], [emb_plot, info_status], api_name="embeddings", **Q)
             info_model.change(model_info, info_model, [info, card, info_status], api_name="model_info")
             add_btn.click(add_model, new_path, [info_model, info_status], api_name="add_model", **Q).then(
+                model_menus, None, menus, api_visibility="private", queue=False)
+            new_path.submit(add_model, new_path, [info_model, info_status], api_visibility="private", **Q).then(
                 model_menus, None, menus, api_visibility="private", queue=False)
 
         # a page opened after a Hugging Face model was added lists it in every menu too

@@ -517,8 +517,8 @@ def checkpoint_predictions(run_dir, text: str, top_k: int = 3, progress=None) ->
         raise ValueError(f"run directory {run_dir} does not exist")
     found = checkpoints(run_dir)
     if not found:
-        raise ValueError(f"{run_dir} holds no checkpoints (checkpoints/step-NNNNNNN/): pick a "
-                         f"pre-training run directory made with python -m lab pretrain --out {run_dir}")
+        raise ValueError(f"{run_dir} keeps no checkpoints (checkpoints/step-NNNNNNN/): pick a pre-training "
+                         f"run (python -m lab pretrain keeps snapshots) or the bundled bert-lab-classroom")
     # the run's own vocabulary for every checkpoint (all phases of a run share it)
     has_vocab = (run_dir / "vocab.txt").is_file() or (run_dir / "tokenizer.json").is_file()
     tokenizer = Tokenizer.load(run_dir) if has_vocab else None

@@ -303,7 +303,8 @@ def finetune_classification(task: ClassificationConfig, tc: TrainConfig, resume:
                                         frozen=task.mode == "features")
     write_json(Path(tc.out_dir) / "task_config.json", {
         "task": "classification", **{k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(task).items()},
-        "trainable_parameters": trainable, "total_parameters": total})
+        "trainable_parameters": trainable, "total_parameters": total,
+        "pair": train_data.pairs is not None})       # sentence pairs (MNLI-style) or single sentences
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
 

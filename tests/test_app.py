@@ -145,12 +145,15 @@ def test_a_model_without_the_head_explains_why(client, app_models_root):
 
 
 def test_click_to_mask(client):
-    words, status = client.predict("the cat sat .", api_name="/words")
+    words = client.predict("the cat sat .", api_name="/words")
     assert [w["token"] for w in words if w["token"] != " "] == ["the", "cat", "sat", "."]
     text, status = client.predict("the cat sat .", 1, api_name="/mask_word")
     assert text == "the [MASK] sat ." and "cat" in status
     text, status = client.predict("the cat sat .", 9, api_name="/mask_word")
     assert status.startswith("⚠️") and "4 words" in status
+    for index in (None, "two", 2**70, 1.5, -1):             # a clear message, never an internal error
+        text, status = client.predict("the cat sat .", index, api_name="/mask_word")
+        assert status.startswith("⚠️ the word index") and "whole number" in status, (index, status)
 
 
 def test_corruption_preview(client):
@@ -179,7 +182,7 @@ def test_attention_and_bad_layer(client):
     stats, status = client.predict(BUNDLED, "the cat sat on the mat .", "", api_name="/head_stats")
     assert stats is not None and not status.startswith("⚠️")
     *_, status = client.predict(BUNDLED, "the cat .", "", 7, 0, api_name="/attention")
-    assert status.startswith("⚠️") and "layers 0-1" in status
+    assert status.startswith("⚠️") and "from 0 to 1" in status
 
 
 def test_ablation(client):
