@@ -1,6 +1,8 @@
 """Shared fixtures: an oddly sized tiny config (as HF's BertModelTester) and paths to shared data."""
+import contextlib
 import importlib
 import os
+import shutil
 import tempfile
 import sys
 from pathlib import Path
@@ -90,3 +92,28 @@ def app_url(app, app_models_root):
                             quiet=True, **app.LAUNCH_OPTIONS)
     yield url
     demo.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# A real browser (tests/test_browser.py, tests/test_bertviz_offline.py): Debian's chromium,
+# headless, driven by Playwright (test frameworks cannot download their own browsers here).
+# ----------------------------------------------------------------------------------------------
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@contextlib.contextmanager
+def chromium_browser():
+    """A headless chromium; the test is skipped when chromium is absent, except under CI
+    (BERT_LAB_REQUIRE_BROWSER=1), where it fails."""
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("BERT_LAB_REQUIRE_BROWSER") == "1":
+            pytest.fail("chromium is required here (BERT_LAB_REQUIRE_BROWSER=1): install it with `make browser`")
+        pytest.skip("chromium not installed (`make browser` installs Debian's chromium)")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"])
+        try:
+            yield browser
+        finally:
+            browser.close()

@@ -36,7 +36,7 @@ def test_1_a_damaged_model_is_refused_naming_what_is_missing(client, app_models_
     save_file({k: v for k, v in weights.items() if ".layer.1." not in k}, str(damaged / "model.safetensors"))
     menu, status = client.predict(str(damaged), api_name="/add_model")
     assert status.startswith("⚠️") and "lack 16 of the encoder's" in status and "layer.1" in status
-    _, _, status = client.predict(str(damaged), "he opened the [MASK] .", 5, 1.0, api_name="/fill_mask")
+    *_, status = client.predict(str(damaged), "he opened the [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert "damaged or partial" in status
     empty = copy_model(ROOT / BUNDLED, app_models_root / "empty-weights")
     save_file({}, str(empty / "model.safetensors"))            # a valid file holding no tensors
@@ -85,19 +85,19 @@ def test_5_wrong_sizes_fail_fast_and_the_failure_is_remembered(client, app, app_
     config.update(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
     (large / "config.json").write_text(json.dumps(config))
     t0 = time.perf_counter()
-    _, _, status = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
+    *_, status = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert "config.json does not match the weights" in status and time.perf_counter() - t0 < 4
     calls = []
     real_load = app.lab.load
     monkeypatch.setattr("lab.load", lambda *a, **k: calls.append(a) or real_load(*a, **k))
     for _ in range(3):
-        _, _, again = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
+        *_, again = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
         assert again == status
     assert calls == []                                            # remembered: no new attempt
     config.update(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512)
     (large / "config.json").write_text(json.dumps(config))        # fixed: its files changed
     os.utime(large / "config.json", ns=(time.time_ns(), time.time_ns()))
-    _, bars, status = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
+    _, bars, _, status = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert bars and not status.startswith("⚠️") and len(calls) == 1
 
 
@@ -143,7 +143,7 @@ def test_10_none_wrong_types_and_huge_numbers_get_messages(client, app):
     for seed in (None, 2**70, -3):                               # (the seed box rounds 1.5 itself)
         out, status = client.predict(BUNDLED, text, seed, api_name="/corrupt")
         assert status.startswith("⚠️ the seed") and "whole number" in status, (seed, status)
-    _, _, status = client.predict("m" * 5000, "a [MASK] .", 5, 1.0, api_name="/fill_mask")
+    *_, status = client.predict("m" * 5000, "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert "at most 300" in status and len(status) < 300
     # (the page's sliders refuse values out of their range themselves; the handlers check too)
     assert app.fill_mask(BUNDLED, "a [MASK] .", 10**9, 1.0)[-1].startswith("⚠️ top k")
@@ -153,7 +153,7 @@ def test_10_none_wrong_types_and_huge_numbers_get_messages(client, app):
 
 def test_11_smaller_ones(client, app, app_models_root):
     # lowercase [mask] is a mask
-    filled, bars, status = client.predict(BUNDLED, "he opened the [mask] and walked in .", 5, 1.0, api_name="/fill_mask")
+    filled, bars, _, status = client.predict(BUNDLED, "he opened the [mask] and walked in .", 5, 1.0, api_name="/fill_mask")
     assert bars and status == "1 mask(s) predicted"
     # a word-piece guess is marked as one
     assert {t["class_or_confidence"] for t in filled} <= {None, "guess", "guess (word piece)"}

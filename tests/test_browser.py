@@ -7,31 +7,23 @@ Skipped when chromium is absent, except under CI (BERT_LAB_REQUIRE_BROWSER=1), w
 Marked slow (a browser and a server start): `pytest -m "not slow"` leaves it out.
 """
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import chromium_browser
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="module")
 def page(app_url):
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("BERT_LAB_REQUIRE_BROWSER") == "1":
-            pytest.fail("chromium is required here (BERT_LAB_REQUIRE_BROWSER=1): install it with `make browser`")
-        pytest.skip("chromium not installed (`make browser` installs Debian's chromium)")
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"])
+    with chromium_browser() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
         page.set_default_timeout(60_000)
         page.goto(app_url)
         page.wait_for_selector("#mlm-text textarea")
         yield page
-        browser.close()
 
 
 @pytest.fixture(scope="module")

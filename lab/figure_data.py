@@ -1,0 +1,555 @@
+"""What every figure shows (numbers, token labels, titles), computed once for both kinds of figure.
+
+    from lab import explore, figure_data
+    att = explore.attention(model, tokenizer, "the cat sat .", "it purred .")
+    data = figure_data.attention_heatmap(att, layer=0, head=3)
+    data.values          # (T, T) numpy array: row i = query token i, column j = key token j
+    data.title           # "layer 0, head 3"
+    data.rows()          # [{"layer": 0, "head": 3, "query_index": 0, "query": "[CLS]", ...}, ...]
+    data.csv()           # the same table as CSV text, one line per drawn value
+
+lab.plots (matplotlib: notebooks and static exports) and lab.figures (plotly: the dashboard,
+drawn by the browser) draw only what these objects hold, so the two never disagree. One
+function per figure, named as the figure functions of both modules:
+
+    training_curves(run_or_records, x, title)    TrainingCurves: loss and accuracy series
+    attention_heatmap(attention, layer, head)    AttentionMap: one head, queries x keys
+    attention_focus(attention, layer, head, i)   AttentionFocus: one head, token i's row and column
+    attention_grid(attention, layer=None)        AttentionGrid: AttentionMaps in rows x columns
+    head_stats_heatmaps(stats)                   HeadStats: one [layers, heads] Panel per statistic
+    ablation_heatmap(ablation)                   Ablation: the effect of silencing each head
+    span_probabilities(answer)                   SpanProbabilities: QA start / end per token
+    fill_mask_bars(predictions)                  FillMaskBars: the best guesses at each [MASK]
+    embedding_components(embeddings, dims=32)    EmbeddingComponents: the paper's Figure 2
+
+Token text stays exactly as the model wrote it (a token may be "<b>" or "$"): each drawing
+module escapes it for its renderer. `axis_labels` makes repeated tokens distinct ("the (1)",
+"the (5)") where a plot needs one name per position. Heatmaps are `Panel`s: values with their
+colour scale (a matplotlib colormap name, which plotly knows too) and the format of the number
+written in each cell. Only numpy here (torch tensors are read through .detach): no plotting
+library, so notebooks, exports and the dashboard share it without importing each other's.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .runs import read_metrics
+
+STAT_TITLES = {                 # head_stats() key -> panel title (Clark et al. 2019)
+    "entropy": "entropy (nats)",
+    "cls": "attention to [CLS]",
+    "sep": "attention to [SEP]",
+    "self": "attention to itself",
+    "prev": "attention to the previous token",
+    "next": "attention to the next token",
+}
+ANNOTATE_TOKENS = 12            # attention maps of at most this many tokens get their weights written in
+ANNOTATE_CELLS = 48             # head-statistics grids of at most this many heads get their values written in
+SPECIAL = ("[CLS]", "[SEP]", "[PAD]")
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers: arrays, indexes, token labels, tables
+# ----------------------------------------------------------------------------------------------
+
+
+def _np(x) -> np.ndarray:
+    """A torch tensor (any dtype or device) or array-like -> float64 numpy array."""
+    if hasattr(x, "detach"):
+        x = x.detach().float().cpu().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def checked_index(i, n: int, name: str) -> int:
+    """A 0-based (or negative, Python-style) layer/head/token index, checked against n."""
+    if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {i!r}")
+    if not -n <= i < n:
+        raise ValueError(f"{name} {i} does not exist: this model has {n} {name}s (0 to {n - 1})")
+    return int(i) % n
+
+
+def axis_labels(tokens) -> list[str]:
+    """One distinct name per position: a repeated token gets its index, e.g.
+    ["[CLS]", "the", "cat", "the", "[SEP]"] -> ["[CLS]", "the (1)", "cat", "the (3)", "[SEP]"]."""
+    tokens = [str(t) for t in tokens]
+    counts = {t: tokens.count(t) for t in set(tokens)}
+    labels = [t if counts[t] == 1 else f"{t} ({i})" for i, t in enumerate(tokens)]
+    # a token that reads like another's suffixed name ("the (1)" typed by a user): index them all
+    return labels if len(set(labels)) == len(labels) else [f"{t} ({i})" for i, t in enumerate(tokens)]
+
+
+def piece_label(token: str) -> str:
+    """A WordPiece continuation shown as what it is: "##ing" -> "…ing (piece)"; words unchanged."""
+    return f"…{token[2:]} (piece)" if token.startswith("##") and len(token) > 2 else token
+
+
+def text_of(tokens, limit: int = 90) -> str:
+    """WordPieces back to readable text (without [CLS]/[SEP]/[PAD]), cut to `limit` characters."""
+    words = " ".join(t for t in tokens if t not in SPECIAL).replace(" ##", "")
+    return words if len(words) <= limit else words[: limit - 1] + "…"
+
+
+def to_csv(rows: list[dict]) -> str:
+    """A table (one dict per row, the first row's keys as the header) as CSV text."""
+    if not rows:
+        return ""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+class _Table:
+    """rows(): what the figure draws, one dict per drawn value; csv(): the same as CSV text."""
+
+    def rows(self) -> list[dict]:
+        raise NotImplementedError
+
+    def csv(self) -> str:
+        return to_csv(self.rows())
+
+
+@dataclass(kw_only=True)
+class Panel(_Table):
+    """One heatmap as drawn: values[r, c] in row r, column c, coloured from zmin to zmax."""
+    title: str
+    values: np.ndarray                 # (rows, columns)
+    zmin: float
+    zmax: float
+    colors: str = "viridis"            # matplotlib colormap name (plotly knows the same names)
+    cell_format: str | None = None     # format spec of the number written in each cell ("+.3f"); None: none
+    key: str = ""                      # what the panel shows, for tables: "sep", "token", ...
+
+    def rows(self) -> list[dict]:
+        return _grid_rows(self, "row", "column", "value", panel=self.key)
+
+
+def _grid_rows(panel: Panel, row: str, column: str, value: str, **fixed) -> list[dict]:
+    """A [rows, columns] panel as a table: fixed columns, then row index, column index, value."""
+    return [{**fixed, row: r, column: c, value: float(v)} for (r, c), v in np.ndenumerate(panel.values)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Training curves
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Series:
+    """One line of a training-curves panel."""
+    panel: str                         # "loss" or "accuracy"
+    name: str                          # legend label, e.g. "held-out mlm loss"
+    x: list[float]
+    y: list[float]
+    marker: str | None = None          # None: a thin line of every logged step; "o" / "s": evaluations
+
+
+@dataclass
+class TrainingCurves(_Table):
+    series: list[Series]
+    x_title: str                       # "wall time (minutes)" or "step"
+    x_name: str                        # the CSV column of x: "minutes" or "step"
+    title: str | None = None
+    y_titles: dict = field(default_factory=lambda: {"loss": "loss", "accuracy": "held-out accuracy"})
+
+    def rows(self) -> list[dict]:
+        return [{"panel": s.panel, "series": s.name, self.x_name: x, "value": y}
+                for s in self.series for x, y in zip(s.x, s.y)]
+
+
+ACCURACY_NAMES = {"mlm_acc": "MLM top-1 (all predicted)", "mlm_acc_masked": "MLM top-1 at [MASK]",
+                  "nsp_acc": "NSP", "accuracy": "accuracy", "f1": "F1", "exact_match": "exact match"}
+
+
+def _series(panel: str, name: str, points: list[tuple], marker: str | None) -> Series:
+    xs, ys = zip(*points)
+    return Series(panel, name, list(xs), list(ys), marker)
+
+
+def _records(run_or_records) -> list[dict]:
+    if isinstance(run_or_records, (str, Path)):
+        return read_metrics(run_or_records)
+    return list(run_or_records)
+
+
+def training_curves(run_or_records, x: str = "time", title: str | None = None) -> TrainingCurves:
+    """Loss and accuracy series of a run (its directory, metrics.jsonl, or read_metrics records)
+    against wall time (x="time", minutes) or steps (x="step").
+
+    Loss panel: the training loss at every logged step and the held-out losses. Accuracy panel:
+    held-out MLM accuracy (all predicted positions and [MASK] positions alone) and NSP accuracy,
+    or the task accuracy of a fine-tuning run.
+    """
+    if x not in ("time", "step"):
+        raise ValueError(f"x must be 'time' or 'step', got {x!r}")
+    records = _records(run_or_records)
+    train = [r for r in records if r.get("split") == "train"]
+    evals = [r for r in records if r.get("split") == "eval"]
+    scale = (lambda r: r["time"] / 60) if x == "time" else (lambda r: r["step"])
+    series = []
+    if train:
+        key = "mlm_loss" if "mlm_loss" in train[0] else "loss"
+        series.append(_series("loss", f"train {key.replace('_', ' ')}",
+                              [(scale(r), r[key]) for r in train], None))
+    for key, marker in (("mlm_loss", "o"), ("nsp_loss", "s"), ("loss", "o")):
+        pts = [(scale(r), r[key]) for r in evals if key in r]
+        # a pre-training run's total "loss" is mlm + nsp: its parts are drawn instead
+        if pts and not (key == "loss" and any("mlm_loss" in r for r in evals)):
+            series.append(_series("loss", f"held-out {key.replace('_', ' ')}", pts, marker))
+    for key, name in ACCURACY_NAMES.items():
+        pts = [(scale(r), r[key]) for r in evals if key in r]
+        if pts:
+            series.append(_series("accuracy", name, pts, "o"))
+    return TrainingCurves(series, "wall time (minutes)" if x == "time" else "step",
+                          "minutes" if x == "time" else "step", title)
+
+
+# ----------------------------------------------------------------------------------------------
+# Attention
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class AttentionMap(Panel):
+    """One head: values[i, j] = how much query token i attends to key token j (rows sum to 1)."""
+    layer: int
+    head: int
+    tokens: list[str]
+    sentence_b_start: int | None = None    # first token of sentence B: the segment boundary
+    x_title: str = "key (attended to)"
+    y_title: str = "query (attending)"
+
+    @property
+    def labels(self) -> list[str]:
+        return axis_labels(self.tokens)
+
+    def rows(self) -> list[dict]:
+        t = self.tokens
+        return [{"layer": self.layer, "head": self.head, "query_index": i, "query": t[i],
+                 "key_index": j, "key": t[j], "weight": float(w)} for (i, j), w in np.ndenumerate(self.values)]
+
+
+def _attention_shape(result) -> tuple[int, int, int]:
+    """(layers, heads, tokens) of an AttentionResult, checking it is consistent."""
+    if not result.attentions:
+        raise ValueError("the attention result holds no layers")
+    _, heads, T, T2 = tuple(result.attentions[0].shape)     # (1, heads, T, T)
+    if T != T2 or T != len(result.tokens):
+        raise ValueError(f"attention maps are {T}x{T2} but there are {len(result.tokens)} tokens")
+    return len(result.attentions), heads, T
+
+
+def _attention_map(result, layer: int, head: int, title: str, annotate: bool = True) -> AttentionMap:
+    """An already checked (layer, head) of the result, coloured from 0 to its largest weight;
+    annotate: write the weights in the cells where the sequence is short."""
+    weights = _np(result.attentions[layer][0, head])          # (T queries, T keys)
+    annotate = annotate and len(result.tokens) <= ANNOTATE_TOKENS
+    return AttentionMap(title=title, values=weights, zmin=0.0, zmax=max(float(weights.max()), 1e-9),
+                        cell_format=".2f" if annotate else None, layer=layer, head=head,
+                        tokens=list(result.tokens), sentence_b_start=getattr(result, "sentence_b_start", None))
+
+
+def attention_heatmap(result, layer: int, head: int) -> AttentionMap:
+    """One head of an AttentionResult, titled "layer 0, head 3" (0-based; negative indexes count
+    from the end). Short sequences (<= ANNOTATE_TOKENS) get the weights written in the cells."""
+    L, A, _ = _attention_shape(result)
+    layer, head = checked_index(layer, L, "layer"), checked_index(head, A, "head")
+    return _attention_map(result, layer, head, f"layer {layer}, head {head}")
+
+
+@dataclass
+class AttentionFocus(_Table):
+    """One head seen from one token i: its row (where i attends) and column (what attends to i)."""
+    map: AttentionMap
+    index: int                         # the focused token's position
+    attends: np.ndarray                # (T,) = map.values[i, :], over the keys
+    attended_by: np.ndarray            # (T,) = map.values[:, i], over the queries
+
+    @property
+    def token(self) -> str:
+        return self.map.tokens[self.index]
+
+    @property
+    def attends_title(self) -> str:
+        return "where it attends"
+
+    @property
+    def attended_by_title(self) -> str:
+        return "what attends to it"
+
+    @property
+    def title(self) -> str:
+        return f"{self.map.title}: token {self.index} “{self.token}”"
+
+    def rows(self) -> list[dict]:
+        """The map's table, each cell marked when it is in the focused row or column (the bars)."""
+        return [{**r, "in_focus_row": r["query_index"] == self.index,
+                 "in_focus_column": r["key_index"] == self.index} for r in self.map.rows()]
+
+
+def attention_focus(result, layer: int, head: int, token_index: int) -> AttentionFocus:
+    """attention_heatmap(result, layer, head) with token `token_index` picked out: where it
+    attends (row token_index, over the keys) and what attends to it (column token_index)."""
+    head_map = attention_heatmap(result, layer, head)
+    i = checked_index(token_index, len(head_map.tokens), "token")
+    return AttentionFocus(head_map, i, head_map.values[i, :], head_map.values[:, i])
+
+
+@dataclass
+class AttentionGrid(_Table):
+    """Attention maps laid out in rows x columns: the heads of one layer, or every layer x head."""
+    maps: list[AttentionMap]
+    n_rows: int
+    n_cols: int
+    layer: int | None                  # the one layer shown, None: every layer (row l = layer l)
+    title: str
+
+    def position(self, k: int) -> tuple[int, int]:
+        """(row, column) of maps[k]: reading order for one layer, (layer, head) for all layers."""
+        m = self.maps[k]
+        return divmod(k, self.n_cols) if self.layer is not None else (m.layer, m.head)
+
+    def rows(self) -> list[dict]:
+        return [r for m in self.maps for r in m.rows()]
+
+
+def attention_grid(result, layer: int | None = None) -> AttentionGrid:
+    """Every head of one layer (maps titled "head h", at most 4 per row), or with layer=None
+    every layer x head (row l = layer l, column h = head h, maps titled "layer l, head h").
+    Each map has its own colour scale from 0 to its largest weight; small multiples carry no
+    numbers in their cells."""
+    L, A, _ = _attention_shape(result)
+    if layer is None:
+        maps = [_attention_map(result, l, h, f"layer {l}, head {h}", False) for l in range(L) for h in range(A)]
+        return AttentionGrid(maps, L, A, None, f"attention of every head: {L} layers x {A} heads "
+                                               f"(rows: queries, columns: keys)")
+    layer = checked_index(layer, L, "layer")
+    maps = [_attention_map(result, layer, h, f"head {h}", False) for h in range(A)]
+    cols = min(A, 4)
+    return AttentionGrid(maps, math.ceil(A / cols), cols, layer,
+                         f"layer {layer}: all {A} heads (rows: queries, columns: keys)")
+
+
+@dataclass
+class HeadStats(_Table):
+    panels: list[Panel]
+    layers: int
+    heads: int
+    title: str = "what each head looks at (mean over query tokens; Clark et al. 2019)"
+
+    def rows(self) -> list[dict]:
+        return [r for p in self.panels for r in _grid_rows(p, "layer", "head", "value", statistic=p.key)]
+
+
+def head_stats_heatmaps(stats: dict) -> HeadStats:
+    """One [layers, heads] panel per statistic of AttentionResult.head_stats(), titled by
+    STAT_TITLES (known keys first, in that order). The attention shares (every key but
+    "entropy") share one colour scale, so the panels compare; entropy has its own."""
+    if not stats:
+        raise ValueError("no head statistics to plot")
+    keys = [k for k in STAT_TITLES if k in stats] + [k for k in stats if k not in STAT_TITLES]
+    arrays = {k: _np(stats[k]) for k in keys}
+    shapes = {a.shape for a in arrays.values()}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 2:
+        raise ValueError(f"head statistics must all be [layers, heads] arrays, got shapes "
+                         f"{ {k: a.shape for k, a in arrays.items()} }")
+    L, A = next(iter(shapes))
+    share_max = max([float(a.max()) for k, a in arrays.items() if k != "entropy"] + [1e-9])
+    fmt = ".2f" if L * A <= ANNOTATE_CELLS else None
+    panels = [Panel(title=STAT_TITLES.get(k, k), values=a, zmin=0.0, cell_format=fmt, key=k,
+                        zmax=max(float(a.max()), 1e-9) if k == "entropy" else share_max,
+                        colors="magma" if k == "entropy" else "viridis")
+              for k, a in arrays.items()]
+    return HeadStats(panels, L, A)
+
+
+# ----------------------------------------------------------------------------------------------
+# Ablation
+# ----------------------------------------------------------------------------------------------
+
+
+ABLATION_METRICS = {"loss": "masked-LM loss at the [MASK]s",
+                    "probability": "probability of the top prediction at the first [MASK]"}
+
+
+@dataclass(kw_only=True)
+class Ablation(Panel):
+    """values[l, h] = the metric with head h of layer l silenced minus the baseline."""
+    metric: str
+    baseline: float
+    sentence: str                      # the text, for a subtitle ("" without tokens)
+
+    def rows(self) -> list[dict]:
+        return _grid_rows(self, "layer", "head", f"change in {self.metric}", baseline=self.baseline)
+
+
+def ablation_heatmap(result) -> Ablation:
+    """explore.ablate_heads as a [layers, heads] panel, every cell annotated. Diverging colours
+    centred at 0, oriented so that red always means "the model needed this head": for
+    metric="loss" the loss rose (+), for metric="probability" the probability fell (-)."""
+    effect = _np(result.effect)                             # (L, heads)
+    if effect.ndim != 2:
+        raise ValueError(f"ablation effect must be a [layers, heads] array, got shape {effect.shape}")
+    limit = max(float(np.abs(effect).max()), 1e-12)
+    # Significant digits follow the largest effect: 0.5 -> "+0.123", 3.2 -> "+1.23", 4e-4 -> "+4.0e-04".
+    digits = min(4, max(0, 2 - math.floor(math.log10(limit))))
+    what = ABLATION_METRICS.get(result.metric, result.metric)
+    return Ablation(title=f"silencing one head at a time: change in the {what}\n"
+                          f"baseline {result.baseline:.4g}; red = the model needed this head",
+                    values=effect, zmin=-limit, zmax=limit,
+                    colors="RdBu" if result.metric == "probability" else "RdBu_r",
+                    cell_format="+.1e" if limit < 1e-3 else f"+.{digits}f",
+                    metric=result.metric, baseline=float(result.baseline),
+                    sentence=f"“{text_of(result.tokens)}”" if result.tokens else "")
+
+
+# ----------------------------------------------------------------------------------------------
+# Question answering, fill-mask, embeddings
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SpanProbabilities(_Table):
+    tokens: list[str]
+    start: np.ndarray                  # (T,) start probability of each token of the window
+    end: np.ndarray                    # (T,)
+    span: list[int]                    # the best span's token indexes ([0] = [CLS] for "no answer")
+    title: str                         # the best answer, its score, the window
+
+    def rows(self) -> list[dict]:
+        return [{"index": i, "token": t, "start_probability": float(s), "end_probability": float(e),
+                 "in_best_span": i in self.span}
+                for i, (t, s, e) in enumerate(zip(self.tokens, self.start, self.end))]
+
+
+def _span_tokens(result) -> list[int]:
+    """Indexes of the window's tokens covered by the best span ([CLS] for "no answer")."""
+    if not result.spans:
+        return []
+    best = result.spans[0]
+    if best.text == "" or best.end <= best.start:
+        return [0] if result.tokens else []
+    return [i for i, o in enumerate(result.offsets)
+            if o is not None and o[0] < best.end and o[1] > best.start]
+
+
+def _answer_title(result) -> str:
+    """"best answer: “w1 w2” (score 4.20) · window 2 of 3, question truncated"."""
+    if result.spans:
+        best = result.spans[0]
+        title = "best answer: no answer" if best.text == "" else f"best answer: “{best.text}”"
+        title += f" (score {best.score:.2f})"
+    else:
+        title = "no candidate span"
+    notes = []
+    if result.num_windows > 1:
+        notes.append(f"window {result.window_index + 1} of {result.num_windows}")
+    if result.question_truncated:
+        notes.append("question truncated")
+    return title + (f" · {', '.join(notes)}" if notes else "")
+
+
+def span_probabilities(result) -> SpanProbabilities:
+    """An AnswerResult's start and end probabilities over the tokens of the window holding the
+    best answer, and which of those tokens the best span covers."""
+    T = len(result.tokens)
+    if not (len(result.start_probs) == len(result.end_probs) == T):
+        raise ValueError(f"{T} tokens but {len(result.start_probs)} start and "
+                         f"{len(result.end_probs)} end probabilities")
+    return SpanProbabilities(list(result.tokens), _np(result.start_probs), _np(result.end_probs),
+                             _span_tokens(result), _answer_title(result))
+
+
+@dataclass
+class MaskGuesses:
+    """The best guesses at one [MASK], best first."""
+    number: int                        # 1 for the first [MASK] of the text
+    position: int | None               # its token index (None when the result does not say)
+    tokens: list[str]                  # vocabulary tokens, e.g. "##ing"
+    probabilities: np.ndarray          # (k,)
+
+    @property
+    def labels(self) -> list[str]:
+        """The tokens as shown: word pieces marked ("…ing (piece)"), each distinct."""
+        return axis_labels([piece_label(t) for t in self.tokens])
+
+    @property
+    def title(self) -> str:
+        where = f" (token {self.position})" if self.position is not None else ""
+        return f"[MASK] {self.number}{where}"
+
+
+@dataclass
+class FillMaskBars(_Table):
+    masks: list[MaskGuesses]
+    title: str
+
+    def rows(self) -> list[dict]:
+        return [{"mask": m.number, "position": m.position, "rank": r + 1, "token": t,
+                 "shown_as": s, "probability": float(p)}
+                for m in self.masks for r, (t, s, p) in enumerate(zip(m.tokens, m.labels, m.probabilities))]
+
+
+def fill_mask_bars(predictions) -> FillMaskBars:
+    """explore.fill_mask's result (one list of (token, probability) per [MASK], best first) as
+    one group of bars per [MASK]; a plain list of such lists works too (no token positions)."""
+    if not len(predictions):
+        raise ValueError("no [MASK] predictions to plot")
+    positions = list(getattr(predictions, "mask_positions", None) or [None] * len(predictions))
+    masks = [MaskGuesses(k + 1, positions[k], [str(t) for t, _ in guesses], _np([p for _, p in guesses]))
+             for k, guesses in enumerate(predictions)]
+    tokens = getattr(predictions, "tokens", None)
+    title = f"the model's guesses at each [MASK] of “{text_of(tokens)}”" if tokens else "the model's guesses"
+    return FillMaskBars(masks, title)
+
+
+@dataclass
+class EmbeddingComponents(_Table):
+    tokens: list[str]
+    panels: list[Panel]            # token, segment, position, sum, LayerNorm: each (dims, T)
+    sentence_b_start: int | None       # first token whose segment differs from the first token's
+    dims: int                          # the dimensions shown (the first ones)
+    hidden: int                        # of this many
+    title: str
+
+    def rows(self) -> list[dict]:
+        return [{"component": p.key, "token_index": i, "token": self.tokens[i], "dim": d, "value": float(v)}
+                for p in self.panels for (d, i), v in np.ndenumerate(p.values)]
+
+
+EMBEDDING_PARTS = [("token", "token", "token embeddings (one per word piece)"),
+                   ("segment", "segment", "segment embeddings (sentence A / B)"),
+                   ("position", "position", "position embeddings"),
+                   ("sum", "total", "sum = token + segment + position"),
+                   ("normalized", "normalized", "after LayerNorm: what layer 0 receives")]
+
+
+def embedding_components(result, dims: int = 32) -> EmbeddingComponents:
+    """The paper's Figure 2 from an EmbeddingResult: token, segment and position embeddings,
+    their sum, and the LayerNorm output, each [first `dims` dimensions, T tokens]. The first
+    four share one colour scale centred at 0 (so the sum visibly adds up); the LayerNorm
+    output has its own."""
+    T = len(result.tokens)
+    mats = [(key, title, _np(getattr(result, name))) for key, name, title in EMBEDDING_PARTS]
+    for _, title, m in mats:
+        if m.ndim != 2 or m.shape[0] != T:
+            raise ValueError(f"{title}: expected a [{T}, hidden] array, got shape {m.shape}")
+    hidden = mats[0][2].shape[1]
+    dims = max(1, min(dims, hidden))
+    limit = max(float(np.abs(m[:, :dims]).max()) for *_, m in mats[:4]) or 1e-9
+    norm_limit = float(np.abs(mats[4][2][:, :dims]).max()) or 1e-9
+    panels = [Panel(title=title, values=m[:, :dims].T, key=key, colors="RdBu_r",      # (dims, T)
+                        zmin=-(norm_limit if key == "normalized" else limit),
+                        zmax=norm_limit if key == "normalized" else limit) for key, title, m in mats]
+    ids = list(result.segment_ids)
+    b_start = next((i for i, s in enumerate(ids) if s != ids[0]), None)
+    return EmbeddingComponents(list(result.tokens), panels, b_start, dims, hidden,
+                               f"BERT's input representation (Figure 2): first {dims} of {hidden} dimensions")
