@@ -16,11 +16,27 @@ from tests.conftest import chromium_browser
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
+OUTSIDE: list[str] = []          # requests the page tried to send anywhere but the app: all blocked
+
+
 @pytest.fixture(scope="module")
 def page(app_url):
+    """The dashboard with the network blocked: every request that does not go to the app's own
+    server is aborted and recorded, so everything the page draws must come from the app."""
+    from urllib.parse import urlparse
+    own = urlparse(app_url).netloc
+
+    def route(r):
+        url = urlparse(r.request.url)
+        if url.scheme in ("data", "blob", "about") or url.netloc == own:
+            return r.continue_()
+        OUTSIDE.append(r.request.url)
+        return r.abort()
+
     with chromium_browser() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
         page.set_default_timeout(60_000)
+        page.route("**/*", route)
         page.goto(app_url)
         page.wait_for_selector("#mlm-text textarea")
         yield page
@@ -41,14 +57,14 @@ def test_fill_mask_in_the_browser(page, shots):
     open_tab(page, "Masked LM")
     page.fill("#mlm-text textarea", "the captain of the [MASK] looked at me and smiled .")
     page.click("#mlm-predict")
-    page.wait_for_selector("#mlm-bars .bl-row")
     page.wait_for_function("document.querySelector('#mlm-status').innerText.includes('predicted')")
-    rows = page.locator("#mlm-bars .bl-row")
-    assert rows.count() == 5
-    first = rows.first.inner_text()
-    assert "%" in first and first.split()[0].strip()
+    page.wait_for_selector("#mlm-bars .js-plotly-plot g.point")       # bars drawn by plotly, in the browser
+    assert page.locator("#mlm-bars g.point").count() == 5
+    labels = page.locator("#mlm-bars .ytick text").evaluate_all("els => els.map(e => e.textContent)")
+    assert len(labels) == 5 and all(labels)
     # the best guess appears, highlighted, in the sentence
-    assert first.split()[0] in page.locator("#mlm-filled").inner_text()
+    filled = page.locator("#mlm-filled").inner_text()
+    assert any(label.split(" ")[0].lstrip("…") in filled for label in labels)
     page.screenshot(path=str(shots / "app_masked_lm.png"), full_page=True)
 
 
@@ -59,7 +75,8 @@ def test_click_a_word_to_mask_it(page):
     page.wait_for_function("document.querySelector('#mlm-text textarea').value.includes('[MASK]')")
     assert page.input_value("#mlm-text textarea") == "she walked to the [MASK] in the rain ."
     page.wait_for_function("document.querySelector('#mlm-status').innerText.includes('predicted')")
-    assert page.locator("#mlm-bars .bl-row").count() == 5
+    page.wait_for_selector("#mlm-bars g.point")
+    assert page.locator("#mlm-bars g.point").count() == 5
 
 
 def test_bad_input_shows_a_message(page):
@@ -88,7 +105,16 @@ def test_question_answering_in_the_browser(page, shots):
 def test_attention_in_the_browser(page, shots):
     open_tab(page, "Attention")
     page.get_by_role("button", name="Show attention").click()
-    page.wait_for_function("[...document.querySelectorAll('.prose, .md')].some("
-                           "e => e.innerText.includes('layers x'))")
-    assert page.locator("img, svg").count() > 0
+    page.wait_for_function("[...document.querySelectorAll('.bl-status')].some(e => e.innerText.includes('layers x'))")
+    page.wait_for_selector(".js-plotly-plot .heatmaplayer")         # the maps, drawn by plotly offline
+    # click a token: its row and column are outlined and shown as bars
+    page.locator("#att-tokens").get_by_text("sitting", exact=True).click()
+    page.wait_for_function("[...document.querySelectorAll('.bl-status')].some(e => e.innerText.includes('its row'))")
     page.screenshot(path=str(shots / "app_attention.png"), full_page=True)
+    # bertviz's head view draws with the network blocked (d3 and jQuery come from the app)
+    page.get_by_text("bertviz: the head and model views").click()
+    page.get_by_role("button", name="Show bertviz").click()
+    frame = page.frame_locator("iframe[srcdoc]")
+    frame.locator("svg text").first.wait_for()
+    assert frame.locator("svg text").count() > 5
+    assert OUTSIDE == [], OUTSIDE
