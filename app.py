@@ -816,6 +816,64 @@ def model_menus_on_open():
 
 
 # ----------------------------------------------------------------------------------------------
+# Opening views and shareable links
+# ----------------------------------------------------------------------------------------------
+
+# The inputs a link restores: query parameter -> (tab id, what it is). Values are read back
+# through the same checks as typed ones, so a link cannot do more than the page can.
+SHARED_INPUTS = ["mlm_model", "mlm_text", "nsp_model", "nsp_a", "nsp_b", "att_model", "att_a", "att_b",
+                 "att_layer", "att_head", "qa_model", "qa_q", "qa_c", "cls_model", "cls_a", "cls_b"]
+TAB_IDS = ["mlm", "nsp", "attention", "qa", "classify", "training", "model"]
+TAB_NAMES = ["Masked LM", "Next Sentence", "Attention", "Question Answering", "Classify", "Training", "Model"]
+
+
+def share_link(tab, *values, request: gr.Request = None):
+    """A link to this page that restores the current tab and its inputs: the values in the query
+    string, after the page's address when the request says it (else relative: the page's
+    ABSOLUTE_LINK_JS completes it in the browser)."""
+    from urllib.parse import urlencode
+    headers = getattr(request, "headers", None) or {}
+    base = (headers.get("referer") or "").split("?", 1)[0]
+    tab = dict(zip(TAB_NAMES, TAB_IDS)).get(str(tab).strip(), tab)      # the browser sends the tab's name
+    query = {"tab": tab if tab in TAB_IDS else "mlm"}
+    query |= {k: str(v) for k, v in zip(SHARED_INPUTS, values) if v not in (None, "")}
+    return f"{base}?{urlencode(query)}"
+
+
+def restore_from_link(request: gr.Request):
+    """When a page opens with ?tab=...&mlm_text=...: that tab selected and those inputs set
+    (names and lengths checked like typed input; a bad value is ignored)."""
+    params = dict(request.query_params) if request is not None else {}
+    updates = []
+    for key in SHARED_INPUTS:
+        value = params.get(key)
+        if value is None or len(value) > MAX_TEXT_CHARS:
+            updates.append(gr.update())
+        elif key in ("att_layer", "att_head"):
+            updates.append(gr.update(value=int(value)) if value.isdigit() and int(value) < 1000 else gr.update())
+        else:
+            updates.append(gr.update(value=value))
+    tab = params.get("tab")
+    return (gr.Tabs(selected=tab) if tab in TAB_IDS else gr.update()), *updates
+
+
+@functools.lru_cache(maxsize=32)
+def _opening(inputs: tuple, theme: str) -> tuple:
+    mlm_model, mlm_text, nsp_model, nsp_a, nsp_b, att_model, att_a, att_b, layer, head, \
+        qa_model, qa_q, qa_c, cls_model, cls_a, cls_b = inputs
+    return (*fill_mask(mlm_model, mlm_text, 5, 1.0, theme), *next_sentence(nsp_model, nsp_a, nsp_b),
+            *attention(att_model, att_a, att_b, layer, head, theme),
+            *answer(qa_model, qa_q, qa_c, 3, theme), *classify(cls_model, cls_a, cls_b))
+
+
+def opening_views(*inputs):
+    """Each tab's example, computed when a page opens (so a student sees a result before
+    clicking anything). The same inputs give the same views: computed once, then cached."""
+    *shared, theme = inputs
+    return _opening(tuple(str(v) if v is not None else "" for v in shared), theme_input(theme))
+
+
+# ----------------------------------------------------------------------------------------------
 # The page
 # ----------------------------------------------------------------------------------------------
 
@@ -855,11 +913,53 @@ LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft())   # Gradio 6: look and fe
 
 
 THEME_JS = "() => document.body.classList.contains('dark') ? 'dark' : 'light'"
+# the open tab, as the browser shows it (the first input of the link button's event)
+CURRENT_TAB_JS = ("(tab, ...rest) => [document.querySelector('button[role=tab][aria-selected=true]')?.innerText"
+                  " ?? tab, ...rest]")
+# the browser knows the page's address (behind a proxy, a share link, ...): a relative link -> absolute
+ABSOLUTE_LINK_JS = "(link) => link.startsWith('?') ? window.location.origin + window.location.pathname + link : link"
+
+# What each tab shows, where the paper (or the paper it cites) says it, and one line for each
+# number on the page that needs one.
+HELP = {
+    "mlm": "**What you are looking at:** BERT's first pre-training task, the *masked language model* "
+           "(Devlin et al. 2019, Section 3.1, Task #1): 15% of the tokens are hidden and the model guesses each "
+           "from the words on **both** sides. Write [MASK] where a word should be guessed, or click a word to mask "
+           "it; the bars are the model's probabilities for its best guesses (a *word piece* such as ##ing continues "
+           "a word). **Temperature** divides the scores before the softmax: below 1 sharpens the guesses, above 1 "
+           "flattens them, 1 gives the model's own probabilities.",
+    "nsp": "**What you are looking at:** the second pre-training task, *next sentence prediction* (Section 3.1, "
+           "Task #2): half of the B sentences in pre-training were the real next sentence (IsNext), half a random "
+           "sentence from another document (NotNext). The answer comes from the final [CLS] vector.",
+    "attention": "**What you are looking at:** each of the L layers has A attention heads (multi-head attention, "
+                 "Section 3 and Vaswani et al. 2017). A row is one token attending (its weights sum to 1), a column "
+                 "one token being attended to; hover for a weight, click a token under the maps to follow it. The "
+                 "table and the head statistics are Clark et al. 2019 (*What does BERT look at?*): how much attention "
+                 "goes to [CLS], [SEP], the token itself and its neighbours. **Entropy** (nats) measures how spread a "
+                 "head is: 0 = all on one token, ln T = evenly over all T tokens. Silencing heads one at a time is "
+                 "Michel et al. 2019 (*Are sixteen heads really better than one?*).",
+    "qa": "**What you are looking at:** extractive question answering (Section 4.2, SQuAD): a QA model scores "
+          "every context token as the answer's **start** and **end**; the answer is the best-scoring span "
+          "(start ≤ end, at most 30 tokens). The status line says what the chosen model was fine-tuned on; pick "
+          "another model to compare answers to the same question. **The [CLS] score**: a SQuAD 2.0-style model "
+          "points start and end at [CLS] to say \"no answer\"; these models learned SQuAD v1.1, where every "
+          "question has an answer, so the probability left on [CLS] is leftover mass, not a verdict.",
+    "classify": "**What you are looking at:** fine-tuning (Section 4.1, GLUE): BERT plus one linear layer on the "
+                "final [CLS] vector, every weight trained on labelled sentences; the bundled model learned SST-2 "
+                "(movie-review sentences, negative / positive). Pair tasks (MNLI, QNLI) put a second sentence in "
+                "segment B.",
+    "training": "**What you are looking at:** a training run's loss and held-out accuracy (its metrics.jsonl; "
+                "pre-training procedure: Section 3.1 and Appendix A.2), and the same masked sentence through the "
+                "run's checkpoints: watch BERT learn.",
+    "model": "**What you are looking at:** the chosen model (its card, its shape: L layers, hidden size H, A heads, "
+             "Section 3) and its input representation (Section 3, Figure 2): WordPiece tokens, plus a segment and "
+             "a position embedding, summed.",
+}
 
 
 def data_box() -> gr.File:
     """Where a figure's numbers can be downloaded as CSV (its PNG: the camera in the figure)."""
-    return gr.File(label="the figure's data (CSV)", interactive=False, height=60)
+    return gr.DownloadButton("⬇ the figure's data (CSV)", size="sm", variant="secondary")
 
 
 def status_box(elem_id: str | None = None) -> gr.HTML:
@@ -911,216 +1011,223 @@ def build(args: argparse.Namespace) -> gr.Blocks:
     with gr.Blocks(title="BERT Lab") as demo:
         # the page's light/dark theme, read from the browser when the page opens: figures follow it
         theme = gr.Radio(list(THEMES), value="light", visible=False)
-        gr.Markdown("# BERT Lab\nEvery idea of the BERT paper, live: masked words, next sentences, "
-                    "attention heads, answer spans. Pick a model in each tab; the **Model** tab describes it.")
-        with gr.Tab("Masked LM"):
-            gr.Markdown("BERT is pre-trained to guess hidden words from **both** sides. Write [MASK] "
-                        "where a word should be guessed, or click a word below to mask it.")
-            with gr.Row():
-                mlm_model = model_dropdown("fill_mask")
-                top_k = gr.Slider(1, 20, value=5, step=1, label="top k")
-                temperature = gr.Slider(0.1, 5, value=1.0, step=0.1, label="temperature")
-            mlm_text = gr.Textbox(label="Sentence", value=MLM_EXAMPLES[0][0], elem_id="mlm-text")
-            words = gr.HighlightedText(label="Click a word to mask it", interactive=False, elem_id="mlm-words",
-                                       color_map={"masked": "#f97316"})
-            mlm_btn = gr.Button("Predict", variant="primary", elem_id="mlm-predict")
-            mlm_status = status_box(elem_id="mlm-status")
-            filled = gr.HighlightedText(label="Best guesses", elem_id="mlm-filled",
-                                        color_map={"guess": "#22c55e", "guess (word piece)": "#a3e635"})
-            bars = gr.Plot(label="best guesses at each [MASK] and their probabilities", elem_id="mlm-bars")
-            bars_csv = data_box()
-            gr.Examples(MLM_EXAMPLES, [mlm_text], cache_examples=False)
-            with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
-                seed = gr.Number(value=0, precision=0, label="seed")
-                corrupt_btn = gr.Button("Corrupt this sentence")
-                corrupted = gr.HighlightedText(label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True,
-                                               color_map=CORRUPTION_COLORS)
-                corrupt_status = status_box()
-            mlm_in, mlm_out = [mlm_model, mlm_text, top_k, temperature, theme], [filled, bars, bars_csv, mlm_status]
-            mlm_btn.click(fill_mask, mlm_in, mlm_out, api_name="fill_mask", **Q)
-            mlm_text.submit(fill_mask, mlm_in, mlm_out, api_visibility="private", **Q)
-            mlm_text.change(word_chips, mlm_text, words, api_name="words", show_progress="hidden",
-                            queue=False, trigger_mode="always_last")
-            mlm_text.input(cleared(4), None, mlm_out, api_visibility="private", queue=False, show_progress="hidden")
-            words.select(on_word_select, mlm_in, [mlm_text, *mlm_out], api_visibility="private", **Q)
-            gr.Button("mask word", visible=False).click(mask_word, [mlm_text, gr.Number(visible=False)],
-                                                        [mlm_text, mlm_status], api_name="mask_word", **Q)
-            corrupt_btn.click(corrupt, [mlm_model, mlm_text, seed], [corrupted, corrupt_status],
-                              api_name="corrupt", **Q)
+        gr.Markdown("# BERT Lab\nEvery idea of the BERT paper (Devlin et al. 2019), live: masked words, next "
+                    "sentences, attention heads, answer spans. Pick a model in each tab; the **Model** tab describes it.")
+        with gr.Row():
+            link_btn = gr.Button("🔗 Link to this tab and its inputs", size="sm", scale=1)
+            link = gr.Textbox(show_label=False, placeholder="a link that opens this tab with these inputs",
+                              interactive=False, buttons=["copy"], scale=4, elem_id="share-link")
+        current_tab = gr.Textbox("mlm", visible=False)      # filled in by the browser (CURRENT_TAB_JS)
+        with gr.Tabs() as tabs:
+            with gr.Tab("Masked LM", id="mlm"):
+                gr.Markdown(HELP["mlm"])
+                with gr.Row():
+                    mlm_model = model_dropdown("fill_mask")
+                    top_k = gr.Slider(1, 20, value=5, step=1, label="top k")
+                    temperature = gr.Slider(0.1, 5, value=1.0, step=0.1, label="temperature")
+                mlm_text = gr.Textbox(label="Sentence", value=MLM_EXAMPLES[0][0], elem_id="mlm-text")
+                words = gr.HighlightedText(label="Click a word to mask it", interactive=False, elem_id="mlm-words",
+                                           color_map={"masked": "#f97316"})
+                mlm_btn = gr.Button("Predict", variant="primary", elem_id="mlm-predict")
+                mlm_status = status_box(elem_id="mlm-status")
+                filled = gr.HighlightedText(label="Best guesses", elem_id="mlm-filled",
+                                            color_map={"guess": "#22c55e", "guess (word piece)": "#a3e635"})
+                bars = gr.Plot(label="best guesses at each [MASK] and their probabilities", elem_id="mlm-bars")
+                bars_csv = data_box()
+                gr.Examples(MLM_EXAMPLES, [mlm_text], cache_examples=False)
+                with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
+                    seed = gr.Number(value=0, precision=0, label="seed")
+                    corrupt_btn = gr.Button("Corrupt this sentence")
+                    corrupted = gr.HighlightedText(label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True,
+                                                   color_map=CORRUPTION_COLORS)
+                    corrupt_status = status_box()
+                mlm_in, mlm_out = [mlm_model, mlm_text, top_k, temperature, theme], [filled, bars, bars_csv, mlm_status]
+                mlm_btn.click(fill_mask, mlm_in, mlm_out, api_name="fill_mask", **Q)
+                mlm_text.submit(fill_mask, mlm_in, mlm_out, api_visibility="private", **Q)
+                mlm_text.change(word_chips, mlm_text, words, api_name="words", show_progress="hidden",
+                                queue=False, trigger_mode="always_last")
+                mlm_text.input(cleared(4), None, mlm_out, api_visibility="private", queue=False, show_progress="hidden")
+                words.select(on_word_select, mlm_in, [mlm_text, *mlm_out], api_visibility="private", **Q)
+                gr.Button("mask word", visible=False).click(mask_word, [mlm_text, gr.Number(visible=False)],
+                                                            [mlm_text, mlm_status], api_name="mask_word", **Q)
+                corrupt_btn.click(corrupt, [mlm_model, mlm_text, seed], [corrupted, corrupt_status],
+                                  api_name="corrupt", **Q)
 
-        with gr.Tab("Next Sentence"):
-            gr.Markdown("Does sentence B follow sentence A? In pre-training half the B sentences are the "
-                        "real next sentence (IsNext) and half come from another document (NotNext).")
-            nsp_model = model_dropdown("next_sentence")
-            nsp_a = gr.Textbox(label="Sentence A", value=NSP_EXAMPLES[0][0])
-            nsp_b = gr.Textbox(label="Sentence B", value=NSP_EXAMPLES[0][1])
-            nsp_btn = gr.Button("Score", variant="primary")
-            nsp_label = gr.Label(label="Next sentence?")
-            nsp_status = status_box()
-            gr.Examples(NSP_EXAMPLES, [nsp_a, nsp_b], cache_examples=False)
-            nsp_btn.click(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status],
-                          api_name="next_sentence", **Q)
-            for box in (nsp_a, nsp_b):
-                box.submit(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status],
-                           api_visibility="private", **Q)
-                box.input(cleared(2), None, [nsp_label, nsp_status], api_visibility="private", queue=False,
-                          show_progress="hidden")
+            with gr.Tab("Next Sentence", id="nsp"):
+                gr.Markdown(HELP["nsp"])
+                nsp_model = model_dropdown("next_sentence")
+                nsp_a = gr.Textbox(label="Sentence A", value=NSP_EXAMPLES[0][0])
+                nsp_b = gr.Textbox(label="Sentence B", value=NSP_EXAMPLES[0][1])
+                nsp_btn = gr.Button("Score", variant="primary")
+                nsp_label = gr.Label(label="Next sentence?")
+                nsp_status = status_box()
+                gr.Examples(NSP_EXAMPLES, [nsp_a, nsp_b], cache_examples=False)
+                nsp_btn.click(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status],
+                              api_name="next_sentence", **Q)
+                for box in (nsp_a, nsp_b):
+                    box.submit(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status],
+                               api_visibility="private", **Q)
+                    box.input(cleared(2), None, [nsp_label, nsp_status], api_visibility="private", queue=False,
+                              show_progress="hidden")
 
-        with gr.Tab("Attention"):
-            gr.Markdown("Each layer has several heads; each head spreads every token's attention over all "
-                        "tokens (rows sum to 1). Rows are the attending tokens, columns the attended ones.")
-            with gr.Row():
-                att_model = model_dropdown("attention")
-                layer = gr.Slider(0, 11, value=0, step=1, label="layer")
-                head = gr.Slider(0, 11, value=0, step=1, label="head")
-            att_a = gr.Textbox(label="Sentence A", value=NSP_EXAMPLES[0][0])
-            att_b = gr.Textbox(label="Sentence B (optional)", value=NSP_EXAMPLES[0][1])
-            att_btn = gr.Button("Show attention", variant="primary")
-            att_status = status_box()
-            with gr.Row():
-                heatmap = gr.Plot(label="one head: hover for the weight; highlight a token from the figure's menu")
-                grid = gr.Plot(label="all heads of the layer")
-            att_tokens = gr.HighlightedText(label="Click a token: where it attends (its row) and what attends to it "
-                                                  "(its column)", interactive=False, elem_id="att-tokens")
-            att_csv = data_box()
-            stats_table = gr.Dataframe(label="what each head looks at: mean attention to ... (Clark et al. 2019)",
-                                       interactive=False)
-            stats_btn = gr.Button("Plot the head statistics")
-            stats_plot = gr.Plot(label="head statistics (Clark et al. 2019)")
-            stats_csv = data_box()
-            with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
-                abl_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[1][0])
-                abl_btn = gr.Button("Silence each head")
-                abl_plot = gr.Plot(label="loss change when each head is silenced")
-                abl_csv = data_box()
-                abl_status = status_box()
-            with gr.Accordion("bertviz: the head and model views (Vig 2019), drawn offline", open=False):
-                view = gr.Radio(["head", "model"], value="head", label="view")
-                viz_btn = gr.Button("Show bertviz")
-                viz = gr.HTML()
-                viz_status = status_box()
-            att_inputs = [att_model, att_a, att_b, layer, head, theme]
-            att_outputs = [heatmap, grid, stats_table, att_tokens, att_csv, att_status]
-            att_btn.click(attention, att_inputs, att_outputs, api_name="attention", **Q)
-            for box in (att_a, att_b):
-                box.submit(attention, att_inputs, att_outputs, api_visibility="private", **Q)
-            for slider in (layer, head):
-                slider.release(attention, att_inputs, att_outputs, api_visibility="private", **Q)
-            att_tokens.select(attention_token, att_inputs, [heatmap, att_status], api_visibility="private", **Q)
-            stats_btn.click(head_stats, [att_model, att_a, att_b, theme], [stats_plot, stats_csv, att_status],
-                            api_name="head_stats", **Q)
-            abl_in, abl_out = [att_model, abl_text, theme], [abl_plot, abl_csv, abl_status]
-            abl_btn.click(ablate, abl_in, abl_out, api_name="ablate", **Q)
-            abl_text.submit(ablate, abl_in, abl_out, api_visibility="private", **Q)
-            viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz", **Q)
+            with gr.Tab("Attention", id="attention"):
+                gr.Markdown(HELP["attention"])
+                with gr.Row():
+                    att_model = model_dropdown("attention")
+                    layer = gr.Slider(0, 11, value=0, step=1, label="layer")
+                    head = gr.Slider(0, 11, value=0, step=1, label="head")
+                att_a = gr.Textbox(label="Sentence A", value=NSP_EXAMPLES[0][0])
+                att_b = gr.Textbox(label="Sentence B (optional)", value=NSP_EXAMPLES[0][1])
+                att_btn = gr.Button("Show attention", variant="primary")
+                att_status = status_box()
+                with gr.Row():
+                    heatmap = gr.Plot(label="one head: hover for the weight; highlight a token from the figure's menu")
+                    grid = gr.Plot(label="all heads of the layer")
+                att_tokens = gr.HighlightedText(label="Click a token: where it attends (its row) and what attends to it "
+                                                      "(its column)", interactive=False, elem_id="att-tokens")
+                att_csv = data_box()
+                stats_table = gr.Dataframe(label="what each head looks at: mean attention to ... (Clark et al. 2019)",
+                                           interactive=False)
+                stats_btn = gr.Button("Plot the head statistics")
+                stats_plot = gr.Plot(label="head statistics (Clark et al. 2019)")
+                stats_csv = data_box()
+                with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
+                    abl_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[1][0])
+                    abl_btn = gr.Button("Silence each head")
+                    abl_plot = gr.Plot(label="loss change when each head is silenced")
+                    abl_csv = data_box()
+                    abl_status = status_box()
+                with gr.Accordion("bertviz: the head and model views (Vig 2019), drawn offline", open=False):
+                    view = gr.Radio(["head", "model"], value="head", label="view")
+                    viz_btn = gr.Button("Show bertviz")
+                    viz = gr.HTML()
+                    viz_status = status_box()
+                att_inputs = [att_model, att_a, att_b, layer, head, theme]
+                att_outputs = [heatmap, grid, stats_table, att_tokens, att_csv, att_status]
+                att_btn.click(attention, att_inputs, att_outputs, api_name="attention", **Q)
+                for box in (att_a, att_b):
+                    box.submit(attention, att_inputs, att_outputs, api_visibility="private", **Q)
+                for slider in (layer, head):
+                    slider.release(attention, att_inputs, att_outputs, api_visibility="private", **Q)
+                att_tokens.select(attention_token, att_inputs, [heatmap, att_status], api_visibility="private", **Q)
+                stats_btn.click(head_stats, [att_model, att_a, att_b, theme], [stats_plot, stats_csv, att_status],
+                                api_name="head_stats", **Q)
+                abl_in, abl_out = [att_model, abl_text, theme], [abl_plot, abl_csv, abl_status]
+                abl_btn.click(ablate, abl_in, abl_out, api_name="ablate", **Q)
+                abl_text.submit(ablate, abl_in, abl_out, api_visibility="private", **Q)
+                viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz", **Q)
 
-        with gr.Tab("Question Answering"):
-            gr.Markdown("A QA model scores every context token as the answer's **start** and **end**; the "
-                        "answer is the best-scoring span (start ≤ end, at most 30 tokens; Devlin et al. "
-                        "2019, Section 4.2). The status line says what the chosen model was fine-tuned on; "
-                        "pick another model in the menu to compare answers to the same question. **[CLS]**: a SQuAD 2.0-style model points start and end at [CLS] to say "
-                        "\"no answer\"; these models were trained on SQuAD v1.1, where every question has an "
-                        "answer, so the probability left on [CLS] is leftover mass, not a verdict.")
-            with gr.Row():
-                qa_model = model_dropdown("answer")
-                qa_k = gr.Slider(1, 10, value=3, step=1, label="answers shown")
-            qa_q = gr.Textbox(label="Question", value=QA_EXAMPLES[0][0], elem_id="qa-question")
-            qa_c = gr.Textbox(label="Context", value=QA_CONTEXT, lines=5, elem_id="qa-context")
-            qa_btn = gr.Button("Answer", variant="primary", elem_id="qa-answer")
-            qa_status = status_box(elem_id="qa-status")
-            qa_span = gr.HighlightedText(label="Answer in its context", color_map={"answer": "#22c55e"},
-                                         elem_id="qa-span")
-            qa_plot = gr.Plot(label="start / end probabilities")
-            qa_table = gr.Dataframe(label="best answers", interactive=False)
-            qa_csv = data_box()
-            gr.Examples(QA_EXAMPLES, [qa_q, qa_c], cache_examples=False)
-            qa_in, qa_out = [qa_model, qa_q, qa_c, qa_k, theme], [qa_span, qa_plot, qa_table, qa_csv, qa_status]
-            qa_btn.click(answer, qa_in, qa_out, api_name="answer", **Q)
-            for box in (qa_q, qa_c):                         # Enter in the question; Shift+Enter in the context
-                box.submit(answer, qa_in, qa_out, api_visibility="private", **Q)
-                box.input(cleared(5), None, qa_out, api_visibility="private", queue=False, show_progress="hidden")
+            with gr.Tab("Question Answering", id="qa"):
+                gr.Markdown(HELP["qa"])
+                with gr.Row():
+                    qa_model = model_dropdown("answer")
+                    qa_k = gr.Slider(1, 10, value=3, step=1, label="answers shown")
+                qa_q = gr.Textbox(label="Question", value=QA_EXAMPLES[0][0], elem_id="qa-question")
+                qa_c = gr.Textbox(label="Context", value=QA_CONTEXT, lines=5, elem_id="qa-context")
+                qa_btn = gr.Button("Answer", variant="primary", elem_id="qa-answer")
+                qa_status = status_box(elem_id="qa-status")
+                qa_span = gr.HighlightedText(label="Answer in its context", color_map={"answer": "#22c55e"},
+                                             elem_id="qa-span")
+                qa_plot = gr.Plot(label="start / end probabilities")
+                qa_table = gr.Dataframe(label="best answers", interactive=False)
+                qa_csv = data_box()
+                gr.Examples(QA_EXAMPLES, [qa_q, qa_c], cache_examples=False)
+                qa_in, qa_out = [qa_model, qa_q, qa_c, qa_k, theme], [qa_span, qa_plot, qa_table, qa_csv, qa_status]
+                qa_btn.click(answer, qa_in, qa_out, api_name="answer", **Q)
+                for box in (qa_q, qa_c):                         # Enter in the question; Shift+Enter in the context
+                    box.submit(answer, qa_in, qa_out, api_visibility="private", **Q)
+                    box.input(cleared(5), None, qa_out, api_visibility="private", queue=False, show_progress="hidden")
 
-        with gr.Tab("Classify"):
-            gr.Markdown("A classifier is BERT plus one linear layer on the [CLS] vector, fine-tuned on "
-                        "labelled sentences.")
-            cls_model = model_dropdown("classify")
-            cls_a = gr.Textbox(label="Sentence", value=CLS_EXAMPLES[0][0])
-            cls_b = gr.Textbox(label="Second sentence (pair tasks only)", value="")
-            cls_btn = gr.Button("Classify", variant="primary")
-            cls_label = gr.Label(label="Label probabilities")
-            cls_status = status_box()
-            gr.Examples(CLS_EXAMPLES, [cls_a], cache_examples=False)
-            cls_btn.click(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_name="classify", **Q)
-            for box in (cls_a, cls_b):
-                box.submit(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_visibility="private", **Q)
-                box.input(cleared(2), None, [cls_label, cls_status], api_visibility="private", queue=False,
-                          show_progress="hidden")
+            with gr.Tab("Classify", id="classify"):
+                gr.Markdown(HELP["classify"])
+                cls_model = model_dropdown("classify")
+                cls_a = gr.Textbox(label="Sentence", value=CLS_EXAMPLES[0][0])
+                cls_b = gr.Textbox(label="Second sentence (pair tasks only)", value="")
+                cls_btn = gr.Button("Classify", variant="primary")
+                cls_label = gr.Label(label="Label probabilities")
+                cls_status = status_box()
+                gr.Examples(CLS_EXAMPLES, [cls_a], cache_examples=False)
+                cls_btn.click(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_name="classify", **Q)
+                for box in (cls_a, cls_b):
+                    box.submit(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_visibility="private", **Q)
+                    box.input(cleared(2), None, [cls_label, cls_status], api_visibility="private", queue=False,
+                              show_progress="hidden")
 
-        with gr.Tab("Training"):
-            gr.Markdown("Loss and held-out accuracy of a training run (its metrics.jsonl), and the same masked "
-                        "sentence through the run's checkpoints: watch BERT learn.")
-            run_names = list_runs()
-            with gr.Row():
-                # start on a bundled model with checkpoints: it keeps snapshots of its training
-                first = next((r for r in run_names if r.startswith("models/") and runs.checkpoints(ROOT / r)),
-                             run_names[0] if run_names else None)
-                run = gr.Dropdown(choices=run_names, value=first, label="Run", allow_custom_value=True)
-                x_axis = gr.Radio(["time", "step"], value="time", label="x axis")
-            curves_btn = gr.Button("Show curves", variant="primary")
-            curves = gr.Plot(label="training curves")
-            curves_csv = data_box()
-            curves_status = status_box()
-            watch_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[0][0])
-            watch_btn = gr.Button("Predict at every checkpoint")
-            watch_table = gr.Dataframe(interactive=False)
-            watch_status = status_box()
-            curves_btn.click(training_curves, [run, x_axis, theme], [curves, curves_csv, curves_status],
-                             api_name="training_curves", **Q)
-            watch_btn.click(watch_learning, [run, watch_text], [watch_table, watch_status],
-                            api_name="watch_learning", **Q)
-            watch_text.submit(watch_learning, [run, watch_text], [watch_table, watch_status],
-                              api_visibility="private", **Q)
-            # another run: the old run's curves, title and replay go
-            run.change(cleared(5), None, [curves, curves_csv, curves_status, watch_table, watch_status],
-                       api_visibility="private", queue=False, show_progress="hidden")
+            with gr.Tab("Training", id="training"):
+                gr.Markdown(HELP["training"])
+                run_names = list_runs()
+                with gr.Row():
+                    # start on a bundled model with checkpoints: it keeps snapshots of its training
+                    first = next((r for r in run_names if r.startswith("models/") and runs.checkpoints(ROOT / r)),
+                                 run_names[0] if run_names else None)
+                    run = gr.Dropdown(choices=run_names, value=first, label="Run", allow_custom_value=True)
+                    x_axis = gr.Radio(["time", "step"], value="time", label="x axis")
+                curves_btn = gr.Button("Show curves", variant="primary")
+                curves = gr.Plot(label="training curves")
+                curves_csv = data_box()
+                curves_status = status_box()
+                watch_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[0][0])
+                watch_btn = gr.Button("Predict at every checkpoint")
+                watch_table = gr.Dataframe(interactive=False)
+                watch_status = status_box()
+                curves_btn.click(training_curves, [run, x_axis, theme], [curves, curves_csv, curves_status],
+                                 api_name="training_curves", **Q)
+                watch_btn.click(watch_learning, [run, watch_text], [watch_table, watch_status],
+                                api_name="watch_learning", **Q)
+                watch_text.submit(watch_learning, [run, watch_text], [watch_table, watch_status],
+                                  api_visibility="private", **Q)
+                # another run: the old run's curves, title and replay go
+                run.change(cleared(5), None, [curves, curves_csv, curves_status, watch_table, watch_status],
+                           api_visibility="private", queue=False, show_progress="hidden")
 
-        with gr.Tab("Model"):
-            info_model = model_dropdown(None)
-            menus = [mlm_model, nsp_model, att_model, qa_model, cls_model]   # MODEL_MENUS: refreshed after an add
-            info = gr.Markdown()
-            info_status = status_box()
-            with gr.Accordion("Model card", open=False):
-                card = gr.Markdown(elem_classes="bl-card")
-            with gr.Row():
-                new_path = gr.Textbox(label="Add a model directory (inside models/ or runs/ or a --models-root) "
-                                            "or a Hugging Face model id, e.g. google-bert/bert-base-uncased",
-                                      scale=3)
-                add_btn = gr.Button("Add")
-            tok_text = gr.Textbox(label="Text to tokenize", value="The playing children were unbelievably happy.")
-            tok_btn = gr.Button("Tokenize")
-            tokens = gr.HighlightedText(label="WordPiece tokens",
-                                        color_map={"special": "#60a5fa", "subword": "#f97316"})
-            emb_btn = gr.Button("Input embeddings: token + segment + position")
-            emb_plot = gr.Plot(label="input embedding components")
-            emb_csv = data_box()
-            tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize", **Q)
-            tok_text.submit(tokenize, [info_model, tok_text], [tokens, info_status], api_visibility="private", **Q)
-            emb_btn.click(embeddings, [info_model, tok_text, gr.State(""), theme], [emb_plot, emb_csv, info_status],
-                          api_name="embeddings", **Q)
-            info_model.change(model_info, info_model, [info, card, info_status], api_name="model_info")
-            add_btn.click(add_model, new_path, [info_model, info_status], api_name="add_model", **Q).then(
-                model_menus, None, menus, api_visibility="private", queue=False)
-            new_path.submit(add_model, new_path, [info_model, info_status], api_visibility="private", **Q).then(
-                model_menus, None, menus, api_visibility="private", queue=False)
+            with gr.Tab("Model", id="model"):
+                gr.Markdown(HELP["model"])
+                info_model = model_dropdown(None)
+                menus = [mlm_model, nsp_model, att_model, qa_model, cls_model]   # MODEL_MENUS: refreshed after an add
+                info = gr.Markdown()
+                info_status = status_box()
+                with gr.Accordion("Model card", open=False):
+                    card = gr.Markdown(elem_classes="bl-card")
+                with gr.Row():
+                    new_path = gr.Textbox(label="Add a model directory (inside models/ or runs/ or a --models-root) "
+                                                "or a Hugging Face model id, e.g. google-bert/bert-base-uncased",
+                                          scale=3)
+                    add_btn = gr.Button("Add")
+                tok_text = gr.Textbox(label="Text to tokenize", value="The playing children were unbelievably happy.")
+                tok_btn = gr.Button("Tokenize")
+                tokens = gr.HighlightedText(label="WordPiece tokens",
+                                            color_map={"special": "#60a5fa", "subword": "#f97316"})
+                emb_btn = gr.Button("Input embeddings: token + segment + position")
+                emb_plot = gr.Plot(label="input embedding components")
+                emb_csv = data_box()
+                tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize", **Q)
+                tok_text.submit(tokenize, [info_model, tok_text], [tokens, info_status], api_visibility="private", **Q)
+                emb_btn.click(embeddings, [info_model, tok_text, gr.State(""), theme], [emb_plot, emb_csv, info_status],
+                              api_name="embeddings", **Q)
+                info_model.change(model_info, info_model, [info, card, info_status], api_name="model_info")
+                add_btn.click(add_model, new_path, [info_model, info_status], api_name="add_model", **Q).then(
+                    model_menus, None, menus, api_visibility="private", queue=False)
+                new_path.submit(add_model, new_path, [info_model, info_status], api_visibility="private", **Q).then(
+                    model_menus, None, menus, api_visibility="private", queue=False)
 
         # a page opened after a Hugging Face model was added lists it in every menu too
         demo.load(model_menus_on_open, None, menus, api_visibility="private", queue=False)
         # the attention sliders follow the attention model's shape
         att_model.change(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
         demo.load(model_info, info_model, [info, card, info_status], api_visibility="private")
-        demo.load(attention_shape, att_model, [layer, head, att_status], api_visibility="private")
         demo.load(word_chips, mlm_text, words, api_visibility="private", queue=False)
-        demo.load(None, None, theme, js=THEME_JS)
+        # a page opens: the browser's theme, the sliders for the model's shape, the inputs of a shared
+        # link, then every tab's example computed (cached: the same inputs cost nothing the next time)
+        shared = [mlm_model, mlm_text, nsp_model, nsp_a, nsp_b, att_model, att_a, att_b, layer, head,
+                  qa_model, qa_q, qa_c, cls_model, cls_a, cls_b]
+        opening_outputs = [*mlm_out, nsp_label, nsp_status, *att_outputs, *qa_out, cls_label, cls_status]
+        demo.load(None, None, theme, js=THEME_JS).then(
+            attention_shape, att_model, [layer, head, att_status], api_visibility="private").then(
+            restore_from_link, None, [tabs, *shared], api_visibility="private", queue=False).then(
+            opening_views, [*shared, theme], opening_outputs, api_visibility="private", **Q)
+        link_btn.click(share_link, [current_tab, *shared], link, api_visibility="private", queue=False,
+                       js=CURRENT_TAB_JS).then(
+            None, link, link, js=ABSOLUTE_LINK_JS)
 
     # Bounded memory and CPU: `concurrency` requests run at once, the rest wait in a bounded queue.
     demo.queue(default_concurrency_limit=settings.concurrency, max_size=settings.queue_size)

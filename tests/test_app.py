@@ -309,3 +309,40 @@ def test_training_tab(client, app_models_root):
 def test_server_still_serves_after_everything(client):
     _, bars, _, status = client.predict(BUNDLED, "the [MASK] of the ship .", 5, 1.0, api_name="/fill_mask")
     assert bars and not status.startswith("⚠️")
+
+
+def test_each_tab_opens_with_its_example_computed_once(app, app_models_root):
+    """What a page computes when it opens: every tab's example (no error), cached for the next page."""
+    defaults = [app.default_model("fill_mask"), "he opened the [MASK] .", app.default_model("next_sentence"),
+                "she sat down .", "she read .", app.default_model("attention"), "the cat sat .", "", 0, 0,
+                str(app_models_root / "tiny-squad"), "Who built it?", "Nemo built it.",
+                str(app_models_root / "tiny-sst2"), "a charming film .", ""]
+    views = app.opening_views(*defaults, "light")
+    statuses = [views[i] for i in (3, 5, 11, 16, 18)]
+    assert len(views) == 19 and all(s and not s.startswith("⚠️") for s in statuses), statuses
+    assert app.opening_views(*defaults, "light") is views        # the next page: from the cache
+
+
+def test_help_where_students_look(app):
+    for tab, text in app.HELP.items():
+        assert "What you are looking at" in text and ("Section" in text or "metrics.jsonl" in text), tab
+    assert "Temperature" in app.HELP["mlm"] and "Entropy" in app.HELP["attention"]
+    assert "[CLS] score" in app.HELP["qa"] and "Clark et al." in app.HELP["attention"]
+
+
+def test_a_shared_link_restores_the_tab_and_its_inputs(app):
+    from types import SimpleNamespace
+    from urllib.parse import parse_qsl, urlsplit
+    values = ["models/bert-lab-classroom", "the [MASK] & the <sea>", None, "", "", "", "", "", 1, 0,
+              "minilm", "Who?", "Nemo did.", "", "", ""]
+    url = app.share_link("qa", *values, request=SimpleNamespace(headers={"referer": "http://h:7860/?tab=mlm"}))
+    assert url.startswith("http://h:7860/?tab=qa&")
+    query = dict(parse_qsl(urlsplit(url).query))
+    selected, *updates = app.restore_from_link(SimpleNamespace(query_params=query))
+    assert selected.selected == "qa" if hasattr(selected, "selected") else selected["selected"] == "qa"
+    restored = dict(zip(app.SHARED_INPUTS, updates))
+    assert restored["mlm_text"]["value"] == "the [MASK] & the <sea>" and restored["att_layer"]["value"] == 1
+    assert restored["qa_c"]["value"] == "Nemo did." and "value" not in restored["nsp_a"]
+    # a bad value is ignored, not trusted
+    _, *updates = app.restore_from_link(SimpleNamespace(query_params={"att_head": "99999", "tab": "nowhere"}))
+    assert all("value" not in u for u in updates)

@@ -92,6 +92,10 @@ def test_question_answering_in_the_browser(page, shots):
                "electricity.")
     page.fill("#qa-question textarea", "Who built the Nautilus?")
     page.fill("#qa-context textarea", context)
+    page.locator("#qa-context textarea").press("End")
+    page.keyboard.type(" ")                                 # typed, as a student would
+    # the tab opened with its example answered; typing cleared it (old results go with their input)
+    page.wait_for_function("!document.querySelector('#qa-status').innerText.includes('answer:')")
     page.click("#qa-answer")
     page.wait_for_function("document.querySelector('#qa-status').innerText.includes('answer:')")
     status = page.locator("#qa-status").inner_text()
@@ -118,3 +122,18 @@ def test_attention_in_the_browser(page, shots):
     frame.locator("svg text").first.wait_for()
     assert frame.locator("svg text").count() > 5
     assert OUTSIDE == [], OUTSIDE
+
+
+def test_a_shared_link_opens_the_tab_with_its_inputs(page, app_url):
+    """The link button's address restores the tab and the inputs in a new page."""
+    open_tab(page, "Next Sentence")
+    box = page.locator("#share-link textarea")
+    page.get_by_role("button", name="Link to this tab and its inputs").click()
+    page.wait_for_function("document.querySelector('#share-link textarea').value.startsWith('http')")
+    url = box.input_value()
+    assert url.startswith(app_url.rstrip("/")) and "tab=nsp" in url and "nsp_a=" in url, url
+    other = page.context.browser.new_page()
+    other.goto(url.replace("nsp_a=", "nsp_a=the+ship+sailed+at+dawn+.&ignored="))
+    other.wait_for_function("[...document.querySelectorAll('textarea')].some(t => t.value === 'the ship sailed at dawn .')")
+    assert other.get_by_role("tab", name="Next Sentence").get_attribute("aria-selected") == "true"
+    other.close()
