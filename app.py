@@ -494,6 +494,16 @@ def on_word_select(model_name, text, top_k, temperature, theme, evt: gr.SelectDa
     return (new_text, *fill_mask(model_name, new_text, top_k, temperature, theme))
 
 
+def submit_and_clear(boxes, fn, inputs, outputs, Q: dict, clear: bool = True) -> None:
+    """Enter in any of these boxes runs fn (as its button does); typing in one clears the old
+    results (they no longer match the input)."""
+    for box in boxes:
+        box.submit(fn, inputs, outputs, api_visibility="private", **Q)
+        if clear:
+            box.input(cleared(len(outputs)), None, outputs, api_visibility="private", queue=False,
+                      show_progress="hidden")
+
+
 def cleared(n: int):
     """An input changed: its old results go (n outputs emptied)."""
     return lambda *_: [None] * n if n > 1 else None
@@ -1064,11 +1074,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 gr.Examples(NSP_EXAMPLES, [nsp_a, nsp_b], cache_examples=False)
                 nsp_btn.click(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status],
                               api_name="next_sentence", **Q)
-                for box in (nsp_a, nsp_b):
-                    box.submit(next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status],
-                               api_visibility="private", **Q)
-                    box.input(cleared(2), None, [nsp_label, nsp_status], api_visibility="private", queue=False,
-                              show_progress="hidden")
+                submit_and_clear([nsp_a, nsp_b], next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status], Q)
 
             with gr.Tab("Attention", id="attention"):
                 gr.Markdown(HELP["attention"])
@@ -1105,8 +1111,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 att_inputs = [att_model, att_a, att_b, layer, head, theme]
                 att_outputs = [heatmap, grid, stats_table, att_tokens, att_csv, att_status]
                 att_btn.click(attention, att_inputs, att_outputs, api_name="attention", **Q)
-                for box in (att_a, att_b):
-                    box.submit(attention, att_inputs, att_outputs, api_visibility="private", **Q)
+                submit_and_clear([att_a, att_b], attention, att_inputs, att_outputs, Q)
                 for slider in (layer, head):
                     slider.release(attention, att_inputs, att_outputs, api_visibility="private", **Q)
                 att_tokens.select(attention_token, att_inputs, [heatmap, att_status], api_visibility="private", **Q)
@@ -1114,7 +1119,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                                 api_name="head_stats", **Q)
                 abl_in, abl_out = [att_model, abl_text, theme], [abl_plot, abl_csv, abl_status]
                 abl_btn.click(ablate, abl_in, abl_out, api_name="ablate", **Q)
-                abl_text.submit(ablate, abl_in, abl_out, api_visibility="private", **Q)
+                submit_and_clear([abl_text], ablate, abl_in, abl_out, Q)
                 viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz", **Q)
 
             with gr.Tab("Question Answering", id="qa"):
@@ -1134,9 +1139,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 gr.Examples(QA_EXAMPLES, [qa_q, qa_c], cache_examples=False)
                 qa_in, qa_out = [qa_model, qa_q, qa_c, qa_k, theme], [qa_span, qa_plot, qa_table, qa_csv, qa_status]
                 qa_btn.click(answer, qa_in, qa_out, api_name="answer", **Q)
-                for box in (qa_q, qa_c):                         # Enter in the question; Shift+Enter in the context
-                    box.submit(answer, qa_in, qa_out, api_visibility="private", **Q)
-                    box.input(cleared(5), None, qa_out, api_visibility="private", queue=False, show_progress="hidden")
+                submit_and_clear([qa_q, qa_c], answer, qa_in, qa_out, Q)   # Enter in the question; Shift+Enter in the context
 
             with gr.Tab("Classify", id="classify"):
                 gr.Markdown(HELP["classify"])
@@ -1148,10 +1151,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 cls_status = status_box()
                 gr.Examples(CLS_EXAMPLES, [cls_a], cache_examples=False)
                 cls_btn.click(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_name="classify", **Q)
-                for box in (cls_a, cls_b):
-                    box.submit(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_visibility="private", **Q)
-                    box.input(cleared(2), None, [cls_label, cls_status], api_visibility="private", queue=False,
-                              show_progress="hidden")
+                submit_and_clear([cls_a, cls_b], classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], Q)
 
             with gr.Tab("Training", id="training"):
                 gr.Markdown(HELP["training"])
@@ -1174,8 +1174,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                                  api_name="training_curves", **Q)
                 watch_btn.click(watch_learning, [run, watch_text], [watch_table, watch_status],
                                 api_name="watch_learning", **Q)
-                watch_text.submit(watch_learning, [run, watch_text], [watch_table, watch_status],
-                                  api_visibility="private", **Q)
+                submit_and_clear([watch_text], watch_learning, [run, watch_text], [watch_table, watch_status], Q)
                 # another run: the old run's curves, title and replay go
                 run.change(cleared(5), None, [curves, curves_csv, curves_status, watch_table, watch_status],
                            api_visibility="private", queue=False, show_progress="hidden")
@@ -1201,7 +1200,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 emb_plot = gr.Plot(label="input embedding components")
                 emb_csv = data_box()
                 tok_btn.click(tokenize, [info_model, tok_text], [tokens, info_status], api_name="tokenize", **Q)
-                tok_text.submit(tokenize, [info_model, tok_text], [tokens, info_status], api_visibility="private", **Q)
+                submit_and_clear([tok_text], tokenize, [info_model, tok_text], [tokens, info_status], Q)
                 emb_btn.click(embeddings, [info_model, tok_text, gr.State(""), theme], [emb_plot, emb_csv, info_status],
                               api_name="embeddings", **Q)
                 info_model.change(model_info, info_model, [info, card, info_status], api_name="model_info")
