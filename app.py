@@ -575,13 +575,19 @@ def _attention_request(model_name, text_a, text_b, layer=0, head=0):
 @handler(5)
 def attention(model_name, text_a, text_b="", layer=0, head=0, theme="light"):
     """-> (heatmap of one head, grid of the layer's heads, head statistics table, the tokens to
-    click, the head's CSV, status)."""
+    click, the head's CSV, status). The same request (a class on the tab's example) is answered
+    from a small cache: the figures are the costly part."""
+    return _attention_views(*(str(v) if v is not None else "" for v in (model_name, text_a, text_b, layer, head)),
+                            theme_input(theme))
+
+
+@functools.lru_cache(maxsize=64)
+def _attention_views(model_name, text_a, text_b, layer, head, theme):
     model, result, layer, head = _attention_request(model_name, text_a, text_b, layer, head)
     stats = result.head_stats()
     L, A = stats["entropy"].shape
     table = [[f"{l}", f"{h}"] + [round(float(stats[k][l, h]), 3) for k in STAT_NAMES]
              for l in range(L) for h in range(A)]
-    theme = theme_input(theme)
     one = figures.attention_heatmap(result, layer, head, theme=theme)
     chips = [c for t in result.tokens for c in ((t, None), (" ", None))]
     return (one, figures.attention_grid(result, layer, theme=theme),

@@ -3,6 +3,8 @@
     python benchmarks/app_load.py                       # starts `python app.py` in its own process
     python benchmarks/app_load.py --url http://HOST:7860/   # or measures a running dashboard
     python benchmarks/app_load.py --clients 30 --requests 10 --concurrency 2
+    python benchmarks/app_load.py --users 30 --think 2          # a class: each student pauses ~2 s between clicks
+    python benchmarks/app_load.py --only /attention --distinct  # server CPU per request, every input new
 
 Each client (a thread) sends --requests requests drawn in turn from a classroom mix:
 fill-mask, next sentence, attention (heatmaps + head statistics), question answering,
@@ -11,8 +13,12 @@ Clients speak Gradio's HTTP API directly (POST /gradio_api/call/<name>, then rea
 stream), which costs the shared CPU far less than 30 gradio_client objects would
 (--client gradio_client uses those instead). Prints per-endpoint and overall p50/p95/max latency
 (the time the client waits, queueing included) and the number of errors (an error event, or a
-warning in the status line for these valid inputs).
-Target (issue 5) with the bundled models on 2 CPU cores: p95 <= 1 s and 0 errors for 30 x 10.
+warning in the status line for these valid inputs). --think T: each student waits 0.5T-1.5T
+(uniform, seeded) between requests. --distinct: every request's text is new (no request can be
+answered from the dashboard's caches). When the dashboard is started here, the CPU time its
+process used is printed too (per request: with --only, per request of that endpoint).
+Targets with the bundled models on 2 CPU cores: p95 <= 1 s and 0 errors for 30 x 10 (no think
+time, issue 5; --users 30 --think 2, the dashboard issue), server CPU per attention request <= 30 ms.
 """
 from __future__ import annotations
 
@@ -30,19 +36,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def requests_for(app_defaults: dict) -> list[tuple[str, tuple]]:
-    """The classroom mix: (api_name, arguments) pairs, cycled through by every client."""
+def requests_for(app_defaults: dict, tag: str = "") -> list[tuple[str, tuple]]:
+    """The classroom mix: (api_name, arguments) pairs, cycled through by every client (`tag`:
+    a word added to each text, to make it new)."""
     mlm, qa, cls = app_defaults["fill_mask"], app_defaults["answer"], app_defaults["classify"]
     context = ("The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by "
                "electricity, and Nemo used it to explore the oceans of the world for many years.")
     mix = [
-        ("/fill_mask", (mlm, "it is a truth universally [MASK] , that a single man must be in want of a wife .", 5, 1.0)),
-        ("/next_sentence", (mlm, "she opened the letter with trembling hands .", "it was from her sister .")),
-        ("/fill_mask", (mlm, "the captain of the [MASK] looked at me and [MASK] .", 5, 1.0)),
-        ("/attention", (mlm, "the cat sat on the mat because it was tired .", "", 1, 0)),
-        ("/answer", (qa, "Who built the Nautilus?", context, 3)),
-        ("/classify", (cls, "a charming and often moving film .", "")),
-        ("/tokenize", (mlm, "The playing children were unbelievably happy.")),
+        ("/fill_mask", (mlm, f"it is a truth universally [MASK] , that a single man must be in want of a wife {tag}.",
+                        5, 1.0, "light")),
+        ("/next_sentence", (mlm, "she opened the letter with trembling hands .", f"it was from her sister {tag}.")),
+        ("/fill_mask", (mlm, f"the captain of the [MASK] looked at me and [MASK] {tag}.", 5, 1.0, "light")),
+        ("/attention", (mlm, f"the cat sat on the mat because it was tired {tag}.", "", 1, 0, "light")),
+        ("/answer", (qa, "Who built the Nautilus?", context + f" {tag}", 3, "light")),
+        ("/classify", (cls, f"a charming and often moving film {tag}.", "")),
+        ("/tokenize", (mlm, f"The playing children were unbelievably happy {tag}.")),
     ]
     return [(name, args) for name, args in mix if args[0] is not None]
 
@@ -68,6 +76,14 @@ def http_predict(url: str, api_name: str, args: tuple, timeout: float = 120) -> 
     raise RuntimeError("the result stream ended without a result")
 
 
+def server_cpu(server) -> float:
+    """CPU seconds (user + system) the dashboard's process has used so far (Linux /proc)."""
+    if server is None:
+        return 0.0
+    fields = Path(f"/proc/{server.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, max(0, round(q * (len(values) - 1))))]
@@ -76,7 +92,9 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", default=None, help="a running dashboard (default: start app.py here)")
-    ap.add_argument("--clients", type=int, default=30)
+    ap.add_argument("--clients", "--users", type=int, default=30)
+    ap.add_argument("--think", type=float, default=0.0, help="seconds a student pauses between requests (mean)")
+    ap.add_argument("--distinct", action="store_true", help="every request's text is new (nothing from a cache)")
     ap.add_argument("--requests", type=int, default=10, help="requests per client")
     ap.add_argument("--concurrency", type=int, default=2, help="app.py --concurrency when started here")
     ap.add_argument("--only", nargs="*", help="restrict the mix to these endpoints (e.g. /fill_mask)")
@@ -103,8 +121,12 @@ def main() -> None:
                 break
             except OSError:
                 time.sleep(0.5)
-    mix = [(name, call) for name, call in requests_for(defaults) if not args.only or name in args.only]
-    print(f"{args.clients} clients x {args.requests} requests against {url}; models: {defaults}")
+    def mix_for(tag: str = "") -> list[tuple[str, tuple]]:
+        return [(name, call) for name, call in requests_for(defaults, tag) if not args.only or name in args.only]
+
+    mix = mix_for()
+    print(f"{args.clients} clients x {args.requests} requests against {url}, think {args.think} s"
+          f"{', every text new' if args.distinct else ''}; models: {defaults}")
 
     if args.client == "gradio_client":
         clients = [Client(url, verbose=False) for _ in range(args.clients)]
@@ -116,9 +138,13 @@ def main() -> None:
     lock, start = threading.Lock(), threading.Barrier(args.clients)
 
     def student(k: int) -> None:
+        import random
+        rng = random.Random(k)
         start.wait()                                         # everyone clicks at once
         for i in range(args.requests):
-            name, call = mix[(k + i) % len(mix)]
+            if i and args.think:
+                time.sleep(rng.uniform(0.5, 1.5) * args.think)
+            name, call = (mix_for(f"w{k}x{i}") if args.distinct else mix)[(k + i) % len(mix)]
             t = time.perf_counter()
             try:
                 out = predict[k](call, name)
@@ -132,6 +158,7 @@ def main() -> None:
                 if problem:
                     errors.append(f"{name}: {problem}")
 
+    cpu0 = server_cpu(server)
     t0 = time.perf_counter()
     threads = [threading.Thread(target=student, args=(k,)) for k in range(args.clients)]
     for th in threads:
@@ -149,6 +176,10 @@ def main() -> None:
     print(f"{'all':<16} {len(every):>4} {1000 * statistics.median(every):>8.0f} {1000 * p95:>8.0f} "
           f"{1000 * max(every):>8.0f}")
     print(f"{len(every)} requests in {wall:.1f} s ({len(every) / wall:.1f}/s); errors: {len(errors)}")
+    if server is not None:
+        cpu = server_cpu(server) - cpu0
+        print(f"server CPU: {cpu:.2f} s, {1000 * cpu / len(every):.1f} ms per request"
+              + (f" ({', '.join(args.only)})" if args.only else " (the mix)"))
     for e in errors[:10]:
         print("  ", e)
     verdict = "met" if p95 <= 1.0 and not errors else "MISSED"
