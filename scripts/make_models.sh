@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuild the bundled models under models/ with the project's own commands (see each model card).
-#   bash scripts/make_models.sh            (or: make models)      about 90 minutes on 2 CPU cores
+#   bash scripts/make_models.sh            (or: make models)      about 3 hours on 2 CPU cores
 # DATA: a folder laid out like ../shared/data (novels/, sst2/, squad/); default ../shared/data.
 # Each model is copied in fp16 by scripts/bundle_model.py, which also records what
 # `python -m lab eval` measures on it in models/<name>/metrics.json (re-checked by
@@ -19,8 +19,20 @@ $PY -m lab pretrain --recipe classroom --corpus "$DATA/novels" --out runs/classr
 $PY -m lab pretrain --corpus "$DATA/novels" --init-from runs/classroom --out runs/classroom-long \
     --max-seq-length 128 --batch-size 64 --lr 1e-3 --warmup 0.02 --dropout 0 \
     --steps 9721 --threads 1 --eval-every 1000 --ckpt-every 1000
-$PY scripts/bundle_model.py runs/classroom-long models/bert-lab-classroom \
-    --snapshots runs/classroom runs/classroom-long --keep-steps 0 77 308 1532 4408 7284 17005 \
+#    Stage 3 (~50 min): 8,000 steps at lr 5e-4 (a 14,000-step schedule, stopped at its 8,000-step
+#    checkpoint), then 1,500 steps decaying from 2.2e-4 (where that schedule stood) to 0.
+$PY -m lab pretrain --corpus "$DATA/novels" --init-from runs/classroom-long --out runs/classroom-more \
+    --max-seq-length 128 --batch-size 64 --lr 5e-4 --warmup 0.02 --dropout 0 --steps 14000 \
+    --eval-every 2000 --ckpt-every 2000 --compile &
+MORE=$!
+until [ -d runs/classroom-more/checkpoints/step-0008000 ]; do sleep 30; done
+kill $MORE; wait $MORE || true
+$PY -m lab pretrain --corpus "$DATA/novels" --init-from runs/classroom-more/checkpoints/step-0008000 \
+    --out runs/classroom-decay --max-seq-length 128 --batch-size 64 --lr 2.2e-4 --warmup 50 --dropout 0 \
+    --steps 1500 --threads 1
+$PY scripts/bundle_model.py runs/classroom-decay models/bert-lab-classroom \
+    --snapshots runs/classroom runs/classroom-long runs/classroom-more runs/classroom-decay \
+    --keep-steps 0 77 308 1532 4408 7284 17005 19805 25005 26505 \
     --eval "--corpus DATA/novels --split held-out" \
     --eval "--corpus DATA/wikitext-2-raw/wiki.test.raw"
 
