@@ -1030,7 +1030,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
         gr.Markdown("# BERT Lab\nEvery idea of the BERT paper (Devlin et al. 2019), live: masked words, next "
                     "sentences, attention heads, answer spans. Pick a model in each tab; the **Model** tab describes it.")
         with gr.Row():
-            link_btn = gr.Button("🔗 Link to this tab and its inputs", size="sm", scale=1)
+            link_btn = gr.Button("Link to this tab and its inputs", size="sm", scale=1)
             link = gr.Textbox(show_label=False, placeholder="a link that opens this tab with these inputs",
                               interactive=False, buttons=["copy"], scale=4, elem_id="share-link")
         current_tab = gr.Textbox("mlm", visible=False)      # filled in by the browser (CURRENT_TAB_JS)

@@ -238,6 +238,7 @@ class ClozeResult:
     probability: dict[str, float]     # model name -> mean probability given to the right word
     examples: list[dict]              # per blank: left, answer, right, and each model's top guesses
     blanks: int = 0
+    correct: dict[str, list[bool]] = field(default_factory=dict)   # model name -> top-1 right, per blank
 
 
 def cloze_blanks(tokenizer, chunks: torch.Tensor, n: int = 200, margin: int = 4, seed: int = 0):
@@ -295,7 +296,9 @@ def cloze(runs: dict, tokenizer, chunks: torch.Tensor, n: int = 200, margin: int
             m.model.eval()
         logp = sum(_blank_log_probs(m, ids, pos, tokenizer.mask_token_id) for m in members)
         logp = logp.log_softmax(-1)                                             # (n, V)
-        result.accuracy[name] = float((logp.argmax(-1) == answers).float().mean())
+        hits = logp.argmax(-1) == answers                                        # (n,)
+        result.accuracy[name] = float(hits.float().mean())
+        result.correct[name] = hits.tolist()
         result.probability[name] = float(logp[torch.arange(len(ids)), answers].exp().mean())
         top = logp.exp().topk(top_k, dim=-1)
         guesses[name] = [[(tokenizer.convert_ids_to_tokens(int(i)), round(float(p), 3))
@@ -306,3 +309,29 @@ def cloze(runs: dict, tokenizer, chunks: torch.Tensor, n: int = 200, margin: int
                                 "right": tokenizer.decode(row[p + 1:]),
                                 **{name: g[k] for name, g in guesses.items()}})
     return result
+
+
+def accuracy_interval(correct, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval (95% for z = 1.96) of an accuracy measured on len(correct) items.
+    E.g. 55 right of 256: 21.5%, interval about 16.9% to 26.9%."""
+    n = len(correct)
+    if n == 0:
+        return 0.0, 1.0
+    p = sum(bool(c) for c in correct) / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def paired_difference(correct_a, correct_b, z: float = 1.96) -> tuple[float, float, float]:
+    """Accuracy of a minus accuracy of b on the same items, with a normal-approximation interval
+    of the paired difference: (difference, low, high). The blanks are shared, so the
+    per-item differences (+1, 0, -1) are what varies."""
+    d = [int(bool(a)) - int(bool(b)) for a, b in zip(correct_a, correct_b)]
+    n = len(d)
+    if n < 2:
+        return 0.0, -1.0, 1.0
+    mean = sum(d) / n
+    var = sum((x - mean) ** 2 for x in d) / (n - 1)
+    half = z * (var / n) ** 0.5
+    return mean, mean - half, mean + half

@@ -125,3 +125,18 @@ def test_cloze(runs, tok):
     for row, p in blanks:
         assert 3 <= p < chunks.shape[1] - 3
         assert tok.convert_ids_to_tokens(int(chunks[row, p])).isalpha()
+
+
+def test_accuracy_interval_and_paired_difference():
+    """The cloze comparison's uncertainty: Wilson intervals and the paired difference of two models."""
+    from lab.language_models import accuracy_interval, paired_difference
+    low, high = accuracy_interval([1] * 50 + [0] * 50)
+    assert low == pytest.approx(0.4038, abs=1e-3) and high == pytest.approx(0.5962, abs=1e-3)
+    low, high = accuracy_interval([1] * 55 + [0] * 201)          # the docstring's 55 of 256
+    assert 0.165 < low < 0.175 and 0.265 < high < 0.275
+    assert accuracy_interval([]) == (0.0, 1.0)
+    a, b = [1, 1, 0, 0] * 50, [1, 0, 0, 0] * 50                   # a is right on 50 more of 200 items
+    diff, low, high = paired_difference(a, b)
+    assert diff == pytest.approx(0.25) and low < 0.25 < high and low > 0.15
+    diff, low, high = paired_difference(a, a)
+    assert (diff, low, high) == (0.0, 0.0, 0.0)
