@@ -158,6 +158,8 @@ def main() -> None:
                 if problem:
                     errors.append(f"{name}: {problem}")
 
+    for name, call in mix:                                   # warm-up: load each model once (as before a class)
+        predict[0](call, name)
     cpu0 = server_cpu(server)
     t0 = time.perf_counter()
     threads = [threading.Thread(target=student, args=(k,)) for k in range(args.clients)]
