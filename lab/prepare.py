@@ -162,13 +162,16 @@ def prepare(corpus, tokenizer: Tokenizer, out, workers: int | None = None, progr
             log=print, key: str | None = None) -> Path:
     """Tokenize `corpus` (a text file or folder) into `out` (see the module docstring).
 
-    Written to out.tmp and renamed: a folder with meta.json is always complete. Returns out.
+    Written to a temporary folder of this process and renamed: a folder with meta.json is always
+    complete, and two processes preparing the same corpus at once (two runs on one cache) do not
+    write into each other's files: the second to finish keeps the first one's identical result.
+    Returns out.
     """
     corpus, out = Path(corpus), Path(out)
     files = _files(corpus)
     if not files:
         raise ValueError(f"no *.txt or *.raw files under {corpus}")
-    tmp = out.with_name(out.name + ".tmp")
+    tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     dtype = np.uint16 if tokenizer.vocab_size <= np.iinfo(np.uint16).max + 1 else np.uint32
@@ -208,8 +211,11 @@ def prepare(corpus, tokenizer: Tokenizer, out, workers: int | None = None, progr
         raise ValueError(f"{corpus}: {meta['documents']} usable document(s); pre-training needs at least 2")
     (tmp / META).write_text(json.dumps(meta, indent=2) + "\n")
     tokenizer.save(tmp)                                   # the vocabulary the ids belong to
-    shutil.rmtree(out, ignore_errors=True)
-    os.replace(tmp, out)
+    if (out / META).is_file() and json.loads((out / META).read_text()).get("key") == meta["key"]:
+        shutil.rmtree(tmp, ignore_errors=True)            # another process prepared the same, meanwhile
+    else:
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
     log(f"prepared {corpus}: {meta['documents']:,} documents, {meta['sentences']:,} sentences, "
         f"{n_tokens:,} tokens ({np.dtype(dtype).name}) in {seconds:.1f} s "
         f"({n_bytes / 2**20 / max(seconds, 1e-9):.1f} MB/s, {workers} workers) -> {out}")

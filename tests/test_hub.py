@@ -439,7 +439,7 @@ def test_dashboard_adds_a_hub_model_with_progress_when_local(app, configure, hub
     assert any(desc and "model.safetensors" in desc for _, desc in progress.calls)     # bytes of the weights
     assert all(ID in values(menu) for menu in app.model_menus())                       # every model menu
     assert all(ID in values(menu) for menu in app.model_menus_on_open())
-    filled, bars, status = app.fill_mask(ID, "the cat sat on the [MASK] .", 3, 1.0)
+    filled, bars, _, status = app.fill_mask(ID, "the cat sat on the [MASK] .", 3, 1.0)
     assert bars and not status.startswith("⚠️")
     info, card, _ = app.model_info(ID)
     assert "BertForPreTraining" in info and f"huggingface.co/{ID}" in card
@@ -450,7 +450,7 @@ def test_dashboard_adds_a_hub_model_with_progress_when_local(app, configure, hub
         _, status = app.add_model(name, progress=RecordProgress())
         assert status.startswith("⚠️") and expected in status and str(tmp_path) not in status, status
     # an id typed in another tab loads from the cache only; paths keep the models-root rule
-    _, _, status = app.fill_mask("lab-test/elsewhere", "a [MASK] .", 3, 1.0)
+    *_, status = app.fill_mask("lab-test/elsewhere", "a [MASK] .", 3, 1.0)
     assert "add it in the Model tab first" in status and hub.asked("lab-test/elsewhere") == []
     for path in ("lab/checkpoint.py", "tests/conftest.py", "/etc/passwd"):
         _, status = app.add_model(path, progress=RecordProgress())
