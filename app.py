@@ -262,7 +262,7 @@ def model_dir(name: str, download: bool = False, progress=False) -> tuple[Path, 
     if is_hub_name(name):
         return hub_model_dir(name, download, progress), name
     path = resolve_model_dir(name)
-    return confined(path), _display(path)
+    return path, _display(path)
 
 
 def _signature(path: Path) -> tuple:
@@ -275,11 +275,14 @@ def _signature(path: Path) -> tuple:
 def get_model(name: str):
     """(model, tokenizer) for a model name, loaded once and shared (least recently used evicted)."""
     path, shown = model_dir(name)
-    signature = _signature(path)
-    with _CACHE_LOCK:
+    with _CACHE_LOCK:                                        # the request path: a loaded model, no disk access
         if path in _CACHE:
             _CACHE.move_to_end(path)
             return _CACHE[path]
+    if not is_hub_name(name):                                # the Hub cache links into its own blobs
+        confined(path)
+    signature = _signature(path)
+    with _CACHE_LOCK:
         if path in _FAILED and _FAILED[path][0] == signature:    # the same files failed before: no retry
             raise UserError(_FAILED[path][1])
     try:
@@ -409,7 +412,7 @@ def csv_file(fig) -> str:
     request, in this server's temporary folder)."""
     if not _CSV_DIR:
         _CSV_DIR.append(Path(tempfile.mkdtemp(prefix="bert-lab-csv-")))
-    name = (fig.layout.meta or {}).get("figure", "figure") if fig.layout.meta else "figure"
+    name = (fig.layout.meta or {}).get("figure", "figure")
     handle, path = tempfile.mkstemp(prefix=f"{name}-", suffix=".csv", dir=_CSV_DIR[0])
     with os.fdopen(handle, "w", encoding="utf-8", newline="") as f:
         f.write(figures.figure_csv(fig))
@@ -494,14 +497,13 @@ def on_word_select(model_name, text, top_k, temperature, theme, evt: gr.SelectDa
     return (new_text, *fill_mask(model_name, new_text, top_k, temperature, theme))
 
 
-def submit_and_clear(boxes, fn, inputs, outputs, Q: dict, clear: bool = True) -> None:
+def submit_and_clear(boxes, fn, inputs, outputs, Q: dict) -> None:
     """Enter in any of these boxes runs fn (as its button does); typing in one clears the old
     results (they no longer match the input)."""
     for box in boxes:
         box.submit(fn, inputs, outputs, api_visibility="private", **Q)
-        if clear:
-            box.input(cleared(len(outputs)), None, outputs, api_visibility="private", queue=False,
-                      show_progress="hidden")
+        box.input(cleared(len(outputs)), None, outputs, api_visibility="private", queue=False,
+                  show_progress="hidden")
 
 
 def cleared(n: int):
@@ -737,7 +739,7 @@ def model_info(model_name):
     cfg = model.config
     tasks = sorted(explore.model_tasks(model))
     path, shown = model_dir(model_name)
-    card = path / "README.md"
+    card = (path if is_hub_name(model_name) else confined(path)) / "README.md"
     text = (f"### {md_escape(shown)}\n`{type(model).__name__}`: {cfg.summary()}\n\n"
             f"- parameters: **{sum(p.numel() for p in model.parameters()):,}**\n"
             f"- layers L = {cfg.num_hidden_layers}, hidden H = {cfg.hidden_size}, heads A = "
@@ -839,8 +841,9 @@ def model_menus_on_open():
 # through the same checks as typed ones, so a link cannot do more than the page can.
 SHARED_INPUTS = ["mlm_model", "mlm_text", "nsp_model", "nsp_a", "nsp_b", "att_model", "att_a", "att_b",
                  "att_layer", "att_head", "qa_model", "qa_q", "qa_c", "cls_model", "cls_a", "cls_b"]
-TAB_IDS = ["mlm", "nsp", "attention", "qa", "classify", "training", "model"]
-TAB_NAMES = ["Masked LM", "Next Sentence", "Attention", "Question Answering", "Classify", "Training", "Model"]
+TABS = {"Masked LM": "mlm", "Next Sentence": "nsp", "Attention": "attention", "Question Answering": "qa",
+        "Classify": "classify", "Training": "training", "Model": "model"}    # shown name -> id in links
+TAB_IDS = list(TABS.values())
 
 
 def share_link(tab, *values, request: gr.Request = None):
@@ -850,7 +853,7 @@ def share_link(tab, *values, request: gr.Request = None):
     from urllib.parse import urlencode
     headers = getattr(request, "headers", None) or {}
     base = (headers.get("referer") or "").split("?", 1)[0]
-    tab = dict(zip(TAB_NAMES, TAB_IDS)).get(str(tab).strip(), tab)      # the browser sends the tab's name
+    tab = TABS.get(str(tab).strip(), tab)                   # the browser sends the tab's name
     query = {"tab": tab if tab in TAB_IDS else "mlm"}
     query |= {k: str(v) for k, v in zip(SHARED_INPUTS, values) if v not in (None, "")}
     return f"{base}?{urlencode(query)}"
@@ -1035,7 +1038,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                               interactive=False, buttons=["copy"], scale=4, elem_id="share-link")
         current_tab = gr.Textbox("mlm", visible=False)      # filled in by the browser (CURRENT_TAB_JS)
         with gr.Tabs() as tabs:
-            with gr.Tab("Masked LM", id="mlm"):
+            with gr.Tab("Masked LM", id=TABS["Masked LM"]):
                 gr.Markdown(HELP["mlm"])
                 with gr.Row():
                     mlm_model = model_dropdown("fill_mask")
@@ -1059,17 +1062,16 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                     corrupt_status = status_box()
                 mlm_in, mlm_out = [mlm_model, mlm_text, top_k, temperature, theme], [filled, bars, bars_csv, mlm_status]
                 mlm_btn.click(fill_mask, mlm_in, mlm_out, api_name="fill_mask", **Q)
-                mlm_text.submit(fill_mask, mlm_in, mlm_out, api_visibility="private", **Q)
+                submit_and_clear([mlm_text], fill_mask, mlm_in, mlm_out, Q)
                 mlm_text.change(word_chips, mlm_text, words, api_name="words", show_progress="hidden",
                                 queue=False, trigger_mode="always_last")
-                mlm_text.input(cleared(4), None, mlm_out, api_visibility="private", queue=False, show_progress="hidden")
                 words.select(on_word_select, mlm_in, [mlm_text, *mlm_out], api_visibility="private", **Q)
                 gr.Button("mask word", visible=False).click(mask_word, [mlm_text, gr.Number(visible=False)],
                                                             [mlm_text, mlm_status], api_name="mask_word", **Q)
                 corrupt_btn.click(corrupt, [mlm_model, mlm_text, seed], [corrupted, corrupt_status],
                                   api_name="corrupt", **Q)
 
-            with gr.Tab("Next Sentence", id="nsp"):
+            with gr.Tab("Next Sentence", id=TABS["Next Sentence"]):
                 gr.Markdown(HELP["nsp"])
                 nsp_model = model_dropdown("next_sentence")
                 nsp_a = gr.Textbox(label="Sentence A", value=NSP_EXAMPLES[0][0])
@@ -1082,7 +1084,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                               api_name="next_sentence", **Q)
                 submit_and_clear([nsp_a, nsp_b], next_sentence, [nsp_model, nsp_a, nsp_b], [nsp_label, nsp_status], Q)
 
-            with gr.Tab("Attention", id="attention"):
+            with gr.Tab("Attention", id=TABS["Attention"]):
                 gr.Markdown(HELP["attention"])
                 with gr.Row():
                     att_model = model_dropdown("attention")
@@ -1128,7 +1130,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 submit_and_clear([abl_text], ablate, abl_in, abl_out, Q)
                 viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz", **Q)
 
-            with gr.Tab("Question Answering", id="qa"):
+            with gr.Tab("Question Answering", id=TABS["Question Answering"]):
                 gr.Markdown(HELP["qa"])
                 with gr.Row():
                     qa_model = model_dropdown("answer")
@@ -1147,7 +1149,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 qa_btn.click(answer, qa_in, qa_out, api_name="answer", **Q)
                 submit_and_clear([qa_q, qa_c], answer, qa_in, qa_out, Q)   # Enter in the question; Shift+Enter in the context
 
-            with gr.Tab("Classify", id="classify"):
+            with gr.Tab("Classify", id=TABS["Classify"]):
                 gr.Markdown(HELP["classify"])
                 cls_model = model_dropdown("classify")
                 cls_a = gr.Textbox(label="Sentence", value=CLS_EXAMPLES[0][0])
@@ -1159,7 +1161,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 cls_btn.click(classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], api_name="classify", **Q)
                 submit_and_clear([cls_a, cls_b], classify, [cls_model, cls_a, cls_b], [cls_label, cls_status], Q)
 
-            with gr.Tab("Training", id="training"):
+            with gr.Tab("Training", id=TABS["Training"]):
                 gr.Markdown(HELP["training"])
                 run_names = list_runs()
                 with gr.Row():
@@ -1185,7 +1187,7 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 run.change(cleared(5), None, [curves, curves_csv, curves_status, watch_table, watch_status],
                            api_visibility="private", queue=False, show_progress="hidden")
 
-            with gr.Tab("Model", id="model"):
+            with gr.Tab("Model", id=TABS["Model"]):
                 gr.Markdown(HELP["model"])
                 info_model = model_dropdown(None)
                 menus = [mlm_model, nsp_model, att_model, qa_model, cls_model]   # MODEL_MENUS: refreshed after an add
