@@ -34,14 +34,17 @@ in titles, tick labels and hover text, so a token "<img src=x>" is shown as thos
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
 from dataclasses import dataclass
 
 import numpy as np
+import orjson
 import plotly.graph_objects as go
 import plotly.io as pio
+from _plotly_utils.utils import to_typed_array_spec
 
 from . import figure_data
 
@@ -69,9 +72,16 @@ class LabFigure(go.Figure):
     _lab_config: dict = {}
 
     def to_json(self, *args, **kwargs) -> str:
-        """plotly's JSON with a "config" entry: {"data": [...], "layout": {...}, "config": {...}}."""
-        text = super().to_json(*args, **kwargs).rstrip()        # '{"data": ..., "layout": ...}'
-        return f'{text[:-1]}, "config": {json.dumps(self._lab_config)}}}'
+        """plotly's JSON with a "config" entry: {"data": [...], "layout": {...}, "config": {...}}.
+        Without arguments (as gr.Plot calls it) the figure's current traces and layout are
+        written by orjson, arrays as plotly's typed arrays ({"dtype", "bdata"}): 0.05 ms instead
+        of plotly's 1-2 ms (which first deep-copies the figure); tests/test_figures.py checks
+        that both give the same figure."""
+        if args or kwargs:
+            text = super().to_json(*args, **kwargs).rstrip()    # '{"data": ..., "layout": ...}'
+            return f'{text[:-1]}, "config": {json.dumps(self._lab_config)}}}'
+        return orjson.dumps({"data": self._data, "layout": self._layout, "config": self._lab_config},
+                            default=_typed_array).decode()
 
     def show(self, *args, **kwargs):
         kwargs.setdefault("config", self._lab_config)
@@ -81,6 +91,15 @@ class LabFigure(go.Figure):
 # ----------------------------------------------------------------------------------------------
 # Helpers: escaping, layout, axes, heatmaps
 # ----------------------------------------------------------------------------------------------
+
+
+def _typed_array(value):
+    """orjson's fallback: numpy arrays as plotly.js typed arrays, numpy scalars as numbers."""
+    if isinstance(value, np.ndarray):
+        return to_typed_array_spec(value) if value.size else []
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _html(text) -> str:
@@ -101,31 +120,98 @@ def _theme(theme: str) -> Theme:
     return THEMES[theme]
 
 
-def _figure(data, theme: Theme, rows: int = 1, cols: int = 1, **subplots) -> LabFigure:
-    """An empty figure in the theme's template, carrying `data`, with rows x cols subplots."""
-    # _validate=False: plotly skips checking every property it is given (the values come from
-    # figure_data, already checked; tests/test_figures.py renders them): 42 -> 26 ms of CPU for
-    # the dashboard's two attention figures, the requests a class sends most
-    fig = LabFigure(_validate=False)
-    if rows * cols > 1 or subplots:
-        fig.set_subplots(rows, cols, **subplots)
-    fig._lab_data = data
-    fig._lab_config = {"displaylogo": False, "toImageButtonOptions": {"format": "png"}}
-    fig.update_layout(template=pio.templates[theme.template])   # the object: plotly.js knows no names
-    return fig
+class _Canvas:
+    """A figure assembled as plain dicts (traces, axes, shapes, annotations) and made a LabFigure
+    once, at the end (`finish`). plotly's make_subplots, add_trace(row=, col=) and update_xaxes
+    cost 8-17 ms of CPU for each attention figure, the requests a class sends most; this way the
+    same figure takes about 1 ms. The subplot grid follows make_subplots: rows from the top,
+    `hspace` / `vspace` between cells (fractions of the plotting area), shared x axes show their
+    tick labels on the bottom row only and shared y axes on the left column only, titles above
+    each cell. Axis properties may give title as a string (made {"text": ...})."""
+
+    def __init__(self, data, theme: Theme, rows: int = 1, cols: int = 1, *, titles=(), shared_x: bool = False,
+                 shared_y: bool = False, hspace: float | None = None, vspace: float | None = None,
+                 widths=None, heights=None, empty=()):
+        self.data, self.traces, self.shapes, self.annotations = data, [], [], []
+        self.layout: dict = {"template": pio.templates[theme.template]}   # the object: plotly.js knows no names
+        self.config = {"displaylogo": False, "toImageButtonOptions": {"format": "png"}}
+        hspace = 0.2 / cols if hspace is None else hspace
+        vspace = 0.3 / rows if vspace is None else vspace
+        xs = _domains(widths or [1] * cols, hspace)                        # left to right
+        ys = _domains((heights or [1] * rows)[::-1], vspace)[::-1]         # row 1 at the top
+        cells = [(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1) if (r, c) not in set(empty)]
+        self.refs = {cell: _axis_ref(k) for k, cell in enumerate(cells)}
+        bottom = {c: max(r for r, cc in cells if cc == c) for _, c in cells}
+        left = {r: min(c for rr, c in cells if rr == r) for r, _ in cells}
+        for (r, c), (x, y) in self.refs.items():
+            xaxis = {"domain": xs[c - 1], "anchor": y}
+            yaxis = {"domain": ys[r - 1], "anchor": x}
+            if shared_x and r != bottom[c]:
+                xaxis.update(matches=self.refs[bottom[c], c][0], showticklabels=False)
+            if shared_y and c != left[r]:
+                yaxis.update(matches=self.refs[r, left[r]][1], showticklabels=False)
+            self.layout[_layout_key(x)], self.layout[_layout_key(y)] = xaxis, yaxis
+        for (r, c), text in zip(cells, titles):
+            if text:
+                self.annotations.append(dict(text=text, x=sum(xs[c - 1]) / 2, y=ys[r - 1][1], xref="paper",
+                                             yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
+                                             font=dict(size=16)))
+
+    def cells(self, row: int | None = None, col: int | None = None) -> list[tuple[str, str]]:
+        """The (x, y) axis names of the cells in `row` and `col` (None: every one)."""
+        return [ref for (r, c), ref in self.refs.items() if row in (None, r) and col in (None, c)]
+
+    def add(self, trace: dict, row: int = 1, col: int = 1) -> None:
+        x, y = self.refs[row, col]
+        self.traces.append({**trace, "xaxis": x, "yaxis": y})
+
+    def x(self, props: dict | None = None, row: int | None = None, col: int | None = None, **more) -> None:
+        for x, _ in self.cells(row, col):
+            _update_axis(self.layout[_layout_key(x)], {**(props or {}), **more})
+
+    def y(self, props: dict | None = None, row: int | None = None, col: int | None = None, **more) -> None:
+        for _, y in self.cells(row, col):
+            _update_axis(self.layout[_layout_key(y)], {**(props or {}), **more})
+
+    def finish(self, name: str, title: str | None, height: float, subtitle: str = "", **layout) -> LabFigure:
+        """The LabFigure: title (centred, below gr.Plot's label badge), height in px (the width
+        follows the page), the figure's name in layout.meta and as the download's file name."""
+        text = _title(title or "") + (f"<br><sup>{_html(subtitle)}</sup>" if subtitle else "")
+        extra = 22 * text.count("<br>")                    # px for each line of a longer title
+        self.config["toImageButtonOptions"]["filename"] = name
+        self.layout.update(title=dict(text=text, x=0.5, xanchor="center", y=1, yanchor="top", yref="container",
+                                      pad=dict(t=40)),
+                           height=round(height + extra), margin=dict(t=TOP_MARGIN + extra, l=60, r=30, b=50),
+                           meta={"figure": name}, shapes=self.shapes, annotations=self.annotations, **layout)
+        # _validate=False: the values come from figure_data, already checked (tests/test_figures.py
+        # renders every figure), and plotly need not check each property again
+        fig = LabFigure({"data": self.traces, "layout": self.layout}, _validate=False)
+        fig._lab_data, fig._lab_config = self.data, self.config
+        return fig
 
 
-def _finish(fig: LabFigure, name: str, title: str | None, height: float, subtitle: str = "") -> LabFigure:
-    """Title (centred, below gr.Plot's label badge), height in px (the width follows the page),
-    the figure's name in layout.meta and as the download's file name."""
-    text = _title(title or "") + (f"<br><sup>{_html(subtitle)}</sup>" if subtitle else "")
-    extra = 22 * text.count("<br>")                        # px for each line of a longer title
-    fig.update_layout(title=dict(text=text, x=0.5, xanchor="center", y=1, yanchor="top",
-                                 yref="container", pad=dict(t=40)),
-                      height=round(height + extra), margin=dict(t=TOP_MARGIN + extra, l=60, r=30, b=50),
-                      meta={"figure": name})
-    fig._lab_config["toImageButtonOptions"]["filename"] = name
-    return fig
+def _domains(sizes, space: float) -> list[tuple[float, float]]:
+    """[start, end] of each cell along one axis of the plotting area (0..1), `space` between."""
+    room = 1 - space * (len(sizes) - 1)
+    total, start, out = sum(sizes), 0.0, []
+    for s in sizes:
+        end = start + room * s / total
+        out.append((start, min(end, 1.0)))
+        start = end + space
+    return out
+
+
+def _layout_key(axis: str) -> str:
+    """"x" -> "xaxis", "y3" -> "yaxis3"."""
+    return f"{axis[0]}axis{axis[1:]}"
+
+
+def _update_axis(axis: dict, props: dict) -> None:
+    for key, value in props.items():
+        if key == "title" and isinstance(value, str):
+            value = {"text": value}
+        if value is not None:
+            axis[key] = value
 
 
 def _token_axis(labels, tokens, keep=(), color: str | None = None) -> dict:
@@ -146,13 +232,20 @@ def _integer_axis(title: str, n: int) -> dict:
     return dict(title=title, dtick=1 if n <= 32 else None, automargin=True)
 
 
-def _heatmap(panel: figure_data.Panel, hovertemplate: str, **kwargs) -> go.Heatmap:
+def _heatmap(panel: figure_data.Panel, hovertemplate: str, **kwargs) -> dict:
     """The panel's values on its colour scale, each cell's number written in where it says so.
     Sent as float32, the precision the model computed them in: half the bytes of float64 (12
     heads of 128 x 128 tokens: 1.3 MB of JSON instead of 2.5)."""
     text = dict(texttemplate=f"%{{z:{panel.cell_format}}}") if panel.cell_format else {}
-    return go.Heatmap(z=panel.values.astype(np.float32), zmin=panel.zmin, zmax=panel.zmax, colorscale=panel.colors,
-                      hovertemplate=hovertemplate, **text, **kwargs)
+    return dict(type="heatmap", z=panel.values.astype(np.float32), zmin=panel.zmin, zmax=panel.zmax,
+                colorscale=_colorscale(panel.colors), hovertemplate=hovertemplate, **text, **kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _colorscale(name: str) -> tuple:
+    """A named colour scale as plotly.py's stops (plotly.js knows only some names, and some
+    differently): the figures skip plotly's validation, which would otherwise expand it."""
+    return go.Heatmap(colorscale=name).colorscale
 
 
 def _axis_ref(k: int) -> tuple[str, str]:
@@ -187,7 +280,7 @@ def _focus(i: int, theme: Theme) -> list[dict]:
 # ----------------------------------------------------------------------------------------------
 
 
-def _attention_trace(m: figure_data.AttentionMap, **kwargs) -> go.Heatmap:
+def _attention_trace(m: figure_data.AttentionMap, **kwargs) -> dict:
     """One head: x = key labels, y = query labels (escaped, distinct: the hover names them)."""
     labels = [_html(t) for t in m.labels]
     return _heatmap(m, "query: %{y}<br>key: %{x}<br>weight: %{z:.3f}"
@@ -195,10 +288,11 @@ def _attention_trace(m: figure_data.AttentionMap, **kwargs) -> go.Heatmap:
                     x=labels, y=labels, **kwargs)
 
 
-def _attention_axes(fig, m: figure_data.AttentionMap, **where) -> None:
+def _attention_axes(canvas: _Canvas, m: figure_data.AttentionMap, **where) -> None:
     """Token axes on one map: keys along x, queries down y (query 0 at the top)."""
-    fig.update_xaxes(_token_axis(m.labels, m.tokens), **where)
-    fig.update_yaxes(_token_axis(m.labels, m.tokens), autorange="reversed", **where)
+    axis = _token_axis(m.labels, m.tokens)
+    canvas.x(axis, **where)
+    canvas.y(axis, autorange="reversed", **where)
 
 
 def _height(n_tokens: int, extra: float = 0) -> float:
@@ -216,21 +310,20 @@ def attention_heatmap(result, layer: int, head: int, theme: str = "light", focus
     T = len(data.tokens)
     if focus is not None:
         focus = figure_data.checked_index(focus, T, "token")
-    fig = _figure(data, th)
-    fig.add_trace(_attention_trace(data, colorbar=dict(title="weight")))
-    _attention_axes(fig, data)
-    fig.update_xaxes(title=data.x_title)
-    fig.update_yaxes(title=data.y_title)
+    canvas = _Canvas(data, th)
+    canvas.add(_attention_trace(data, colorbar=dict(title=dict(text="weight"))))
+    _attention_axes(canvas, data)
+    canvas.x(title=data.x_title)
+    canvas.y(title=data.y_title)
     base = _boundary(data.sentence_b_start, BOUNDARY)
-    fig.update_layout(shapes=base + (_focus(focus, th) if focus is not None else []))
+    canvas.shapes += base + (_focus(focus, th) if focus is not None else [])
     # the menu swaps the shapes in the browser (plotly's relayout): no request, no JavaScript of ours
     buttons = [dict(label="highlight: none", method="relayout", args=[{"shapes": base}])]
     buttons += [dict(label=_html(f"highlight {i}: {t}"), method="relayout",
                      args=[{"shapes": base + _focus(i, th)}]) for i, t in enumerate(data.tokens)]
-    fig.update_layout(updatemenus=[dict(buttons=buttons, active=0 if focus is None else focus + 1,
-                                        x=1, xanchor="right", y=1, yanchor="bottom", pad=dict(b=6),
-                                        direction="down")])
-    return _finish(fig, "attention_heatmap", data.title, _height(T))
+    menu = dict(buttons=buttons, active=0 if focus is None else focus + 1, x=1, xanchor="right", y=1,
+                yanchor="bottom", pad=dict(b=6), direction="down")
+    return canvas.finish("attention_heatmap", data.title, _height(T), updatemenus=[menu])
 
 
 def attention_focus(result, layer: int, head: int, token_index: int, theme: str = "light") -> LabFigure:
@@ -242,28 +335,25 @@ def attention_focus(result, layer: int, head: int, token_index: int, theme: str 
     m, i = data.map, data.index
     labels = [_html(t) for t in m.labels]
     token = _html(m.labels[i])
-    fig = _figure(data, th, 2, 2, shared_xaxes=True, shared_yaxes=True, column_widths=[0.76, 0.24],
-                  row_heights=[0.76, 0.24], horizontal_spacing=0.03, vertical_spacing=0.08,
-                  specs=[[{}, {}], [{}, None]],
-                  subplot_titles=["", _html(data.attended_by_title), _html(data.attends_title)])
-    fig.add_trace(_attention_trace(m, showscale=False), row=1, col=1)    # the bars give the scale
+    canvas = _Canvas(data, th, 2, 2, shared_x=True, shared_y=True, widths=[0.76, 0.24], heights=[0.76, 0.24],
+                     hspace=0.03, vspace=0.08, empty=[(2, 2)],
+                     titles=["", _html(data.attended_by_title), _html(data.attends_title)])
+    canvas.add(_attention_trace(m, showscale=False), 1, 1)                # the bars give the scale
     # keys along the shared x (labelled under the bars), queries down the shared y; token i in red
     colors = [th.highlight if k == i else th.bar for k in range(len(labels))]
-    fig.add_trace(go.Bar(x=data.attended_by, y=labels, orientation="h", marker_color=colors,
-                         hovertemplate=f"query: %{{y}}<br>key: {token}<br>weight: %{{x:.3f}}<extra></extra>"),
-                  row=1, col=2)
-    fig.add_trace(go.Bar(x=labels, y=data.attends, marker_color=colors,
-                         hovertemplate=f"query: {token}<br>key: %{{x}}<br>weight: %{{y:.3f}}<extra></extra>"),
-                  row=2, col=1)
+    canvas.add(dict(type="bar", x=data.attended_by, y=labels, orientation="h", marker=dict(color=colors),
+                    hovertemplate=f"query: %{{y}}<br>key: {token}<br>weight: %{{x:.3f}}<extra></extra>"), 1, 2)
+    canvas.add(dict(type="bar", x=labels, y=data.attends, marker=dict(color=colors),
+                    hovertemplate=f"query: {token}<br>key: %{{x}}<br>weight: %{{y:.3f}}<extra></extra>"), 2, 1)
     axis = _token_axis(m.labels, m.tokens, keep=[i], color=th.highlight)
-    fig.update_xaxes(axis, col=1)
-    fig.update_yaxes(axis, autorange="reversed", row=1)
-    fig.update_xaxes(title=m.x_title, row=2, col=1)
-    fig.update_yaxes(title=m.y_title, row=1, col=1)
-    fig.update_xaxes(title="weight", row=1, col=2)
-    fig.update_yaxes(title="weight", row=2, col=1)
-    fig.update_layout(shapes=_boundary(m.sentence_b_start, BOUNDARY) + _focus(i, th), showlegend=False)
-    return _finish(fig, "attention_focus", data.title, _height(len(labels), extra=200))
+    canvas.x(axis, col=1)
+    canvas.y(axis, autorange="reversed", row=1)
+    canvas.x(title=m.x_title, row=2, col=1)
+    canvas.y(title=m.y_title, row=1, col=1)
+    canvas.x(title="weight", row=1, col=2)
+    canvas.y(title="weight", row=2, col=1)
+    canvas.shapes += _boundary(m.sentence_b_start, BOUNDARY) + _focus(i, th)
+    return canvas.finish("attention_focus", data.title, _height(len(labels), extra=200), showlegend=False)
 
 
 def attention_grid(result, layer: int | None = None, theme: str = "light") -> LabFigure:
@@ -277,20 +367,17 @@ def attention_grid(result, layer: int | None = None, theme: str = "light") -> La
     # one layer: every map titled "head h"; every layer: the top row names the heads (titles are
     # given to the subplots in reading order), the left column the layers
     titles = [f"head {h}" for h in range(data.n_cols)] if every_layer else [m.title for m in data.maps]
-    fig = _figure(data, th, data.n_rows, data.n_cols, shared_xaxes=True, shared_yaxes=True,
-                  subplot_titles=titles, horizontal_spacing=0.02,
-                  vertical_spacing=0.04 if every_layer else 0.08)
-    shapes = []
+    canvas = _Canvas(data, th, data.n_rows, data.n_cols, shared_x=True, shared_y=True, titles=titles,
+                     hspace=0.02, vspace=0.04 if every_layer else 0.08)
     for k, m in enumerate(data.maps):
         r, c = data.position(k)
-        fig.add_trace(_attention_trace(m, showscale=False), row=r + 1, col=c + 1)
-        _attention_axes(fig, m, row=r + 1, col=c + 1)
+        canvas.add(_attention_trace(m, showscale=False), r + 1, c + 1)
+        _attention_axes(canvas, m, row=r + 1, col=c + 1)
         if every_layer and c == 0:
-            fig.update_yaxes(title=f"layer {m.layer}", row=r + 1, col=1)
-        shapes += _boundary(m.sentence_b_start, BOUNDARY, k=r * data.n_cols + c)
-    fig.update_layout(shapes=shapes)
+            canvas.y(title=f"layer {m.layer}", row=r + 1, col=1)
+        canvas.shapes += _boundary(m.sentence_b_start, BOUNDARY, k=r * data.n_cols + c)
     cell = 90 if every_layer else 230                      # px per map row
-    return _finish(fig, "attention_grid", data.title, data.n_rows * cell + 160)
+    return canvas.finish("attention_grid", data.title, data.n_rows * cell + 160)
 
 
 def head_stats_heatmaps(stats: dict, theme: str = "light") -> LabFigure:
@@ -300,20 +387,19 @@ def head_stats_heatmaps(stats: dict, theme: str = "light") -> LabFigure:
     th = _theme(theme)
     cols = min(3, len(data.panels))
     rows = math.ceil(len(data.panels) / cols)
-    fig = _figure(data, th, rows, cols, subplot_titles=[_html(p.title) for p in data.panels],
-                  horizontal_spacing=0.08, vertical_spacing=0.25 if rows > 1 else 0.1)
+    canvas = _Canvas(data, th, rows, cols, titles=[_html(p.title) for p in data.panels],
+                     hspace=0.08, vspace=0.25 if rows > 1 else 0.1)
     scales = {}                                            # colour bar shown once per scale
     for k, p in enumerate(data.panels):
         scale = (p.colors, p.zmin, p.zmax)
-        bar = dict(title="entropy" if p.key == "entropy" else "share", len=0.45,
+        bar = dict(title=dict(text="entropy" if p.key == "entropy" else "share"), len=0.45,
                    y=1 if not scales else 0, yanchor="top" if not scales else "bottom")
-        fig.add_trace(_heatmap(p, f"layer %{{y}}, head %{{x}}<br>{_html(p.title)}: %{{z:.3f}}<extra></extra>",
-                               showscale=scale not in scales, colorbar=bar),
-                      row=k // cols + 1, col=k % cols + 1)
+        canvas.add(_heatmap(p, f"layer %{{y}}, head %{{x}}<br>{_html(p.title)}: %{{z:.3f}}<extra></extra>",
+                            showscale=scale not in scales, colorbar=bar), k // cols + 1, k % cols + 1)
         scales.setdefault(scale, k)
-    fig.update_xaxes(_integer_axis("head", data.heads))
-    fig.update_yaxes(_integer_axis("layer", data.layers), autorange="reversed")
-    return _finish(fig, "head_stats_heatmaps", data.title, rows * max(230, 26 * data.layers + 130) + 120)
+    canvas.x(_integer_axis("head", data.heads))
+    canvas.y(_integer_axis("layer", data.layers), autorange="reversed")
+    return canvas.finish("head_stats_heatmaps", data.title, rows * max(230, 26 * data.layers + 130) + 120)
 
 
 def ablation_heatmap(result, theme: str = "light") -> LabFigure:
@@ -321,14 +407,14 @@ def ablation_heatmap(result, theme: str = "light") -> LabFigure:
     cell annotated; diverging colours centred at 0, red = the model needed this head."""
     data = figure_data.ablation_heatmap(result)
     th = _theme(theme)
-    fig = _figure(data, th)
-    fig.add_trace(_heatmap(data, f"layer %{{y}}, head %{{x}}<br>change in {_html(data.metric)}: "
-                                 f"%{{z:{data.cell_format}}}<extra></extra>",
-                           colorbar=dict(title=f"change in {_html(data.metric)}")))
+    canvas = _Canvas(data, th)
+    canvas.add(_heatmap(data, f"layer %{{y}}, head %{{x}}<br>change in {_html(data.metric)}: "
+                              f"%{{z:{data.cell_format}}}<extra></extra>",
+                        colorbar=dict(title=dict(text=f"change in {_html(data.metric)}"))))
     L, A = data.values.shape
-    fig.update_xaxes(_integer_axis("head", A))
-    fig.update_yaxes(_integer_axis("layer", L), autorange="reversed")
-    return _finish(fig, "ablation_heatmap", data.title, min(800, max(320, 40 * L + 200)), data.sentence)
+    canvas.x(_integer_axis("head", A))
+    canvas.y(_integer_axis("layer", L), autorange="reversed")
+    return canvas.finish("ablation_heatmap", data.title, min(800, max(320, 40 * L + 200)), data.sentence)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -344,18 +430,18 @@ def span_probabilities(result, theme: str = "light") -> LabFigure:
     names = figure_data.axis_labels(data.tokens)
     labels = [_html(t) for t in names]
     colors = [th.highlight if i in data.span else th.bar for i in range(len(labels))]
-    fig = _figure(data, th, 2, 1, shared_xaxes=True, vertical_spacing=0.1,
-                  subplot_titles=["start probability", "end probability"])
+    canvas = _Canvas(data, th, 2, 1, shared_x=True, vspace=0.1, titles=["start probability", "end probability"])
     for row, (name, probs) in enumerate((("start", data.start), ("end", data.end)), 1):
-        fig.add_trace(go.Bar(x=labels, y=probs, marker_color=colors, name=name,
-                             hovertemplate=f"%{{x}}<br>{name}: %{{y:.3f}}<extra></extra>"), row=row, col=1)
-        fig.update_yaxes(title="probability", rangemode="tozero", row=row, col=1)
+        canvas.add(dict(type="bar", x=labels, y=probs, marker=dict(color=colors), name=name,
+                        hovertemplate=f"%{{x}}<br>{name}: %{{y:.3f}}<extra></extra>"), row, 1)
+        canvas.y(title="probability", rangemode="tozero", row=row, col=1)
         if data.span:
-            fig.add_vrect(x0=min(data.span) - 0.5, x1=max(data.span) + 0.5, fillcolor=th.highlight,
-                          opacity=0.12, line_width=0, row=row, col=1)
-    fig.update_xaxes(_token_axis(names, data.tokens, keep=data.span, color=th.highlight), tickangle=-90)
-    fig.update_layout(showlegend=False, bargap=0.2)
-    return _finish(fig, "span_probabilities", data.title, 560)
+            x, y = canvas.refs[row, 1]
+            canvas.shapes.append(dict(type="rect", x0=min(data.span) - 0.5, x1=max(data.span) + 0.5, xref=x,
+                                      y0=0, y1=1, yref=f"{y} domain", fillcolor=th.highlight, opacity=0.12,
+                                      line=dict(width=0)))
+    canvas.x(_token_axis(names, data.tokens, keep=data.span, color=th.highlight), tickangle=-90)
+    return canvas.finish("span_probabilities", data.title, 560, showlegend=False, bargap=0.2)
 
 
 def fill_mask_bars(predictions, theme: str = "light") -> LabFigure:
@@ -364,22 +450,18 @@ def fill_mask_bars(predictions, theme: str = "light") -> LabFigure:
     data = figure_data.fill_mask_bars(predictions)
     th = _theme(theme)
     height = sum(24 * len(m.tokens) + 90 for m in data.masks) + 140
-    fig = _figure(data, th, len(data.masks), 1, vertical_spacing=80 / height,      # 80 px between panels
-                  subplot_titles=[_html(m.title) for m in data.masks],
-                  row_heights=[len(m.tokens) + 1 for m in data.masks])
+    canvas = _Canvas(data, th, len(data.masks), 1, vspace=80 / height,          # 80 px between panels
+                     titles=[_html(m.title) for m in data.masks], heights=[len(m.tokens) + 1 for m in data.masks])
     for row, m in enumerate(data.masks, 1):
         labels = [_html(t) for t in m.labels]
-        fig.add_trace(go.Bar(x=m.probabilities, y=labels, orientation="h",
-                             marker_color=[th.highlight] + [th.bar] * (len(labels) - 1),
-                             text=[f"{p:.1%}" for p in m.probabilities], textposition="outside",
-                             cliponaxis=False,
-                             hovertemplate="%{y}: %{x:.3f}<extra>" + _html(m.title) + "</extra>"),
-                      row=row, col=1)
-        fig.update_yaxes(type="category", autorange="reversed", automargin=True, row=row, col=1)
-        fig.update_xaxes(range=[0, max(float(m.probabilities.max(initial=0.0)), 1e-9) * 1.25],
-                         title="probability" if row == len(data.masks) else None, row=row, col=1)
-    fig.update_layout(showlegend=False)
-    return _finish(fig, "fill_mask_bars", data.title, height)
+        canvas.add(dict(type="bar", x=m.probabilities, y=labels, orientation="h",
+                        marker=dict(color=[th.highlight] + [th.bar] * (len(labels) - 1)),
+                        text=[f"{p:.1%}" for p in m.probabilities], textposition="outside", cliponaxis=False,
+                        hovertemplate="%{y}: %{x:.3f}<extra>" + _html(m.title) + "</extra>"), row, 1)
+        canvas.y(type="category", autorange="reversed", automargin=True, row=row, col=1)
+        canvas.x(range=[0, max(float(m.probabilities.max(initial=0.0)), 1e-9) * 1.25],
+                 title="probability" if row == len(data.masks) else None, row=row, col=1)
+    return canvas.finish("fill_mask_bars", data.title, height, showlegend=False)
 
 
 def embedding_components(result, dims: int = 32, theme: str = "light") -> LabFigure:
@@ -389,21 +471,18 @@ def embedding_components(result, dims: int = 32, theme: str = "light") -> LabFig
     data = figure_data.embedding_components(result, dims)
     th = _theme(theme)
     labels = figure_data.axis_labels(data.tokens)
-    fig = _figure(data, th, 5, 1, shared_xaxes=True, vertical_spacing=0.05,
-                  subplot_titles=[_html(p.title) for p in data.panels])
+    canvas = _Canvas(data, th, 5, 1, shared_x=True, vspace=0.05, titles=[_html(p.title) for p in data.panels])
     for row, p in enumerate(data.panels, 1):
         last = row == len(data.panels)
-        bar = dict(title="value", len=0.16 if last else 0.78, y=0 if last else 1,
+        bar = dict(title=dict(text="value"), len=0.16 if last else 0.78, y=0 if last else 1,
                    yanchor="bottom" if last else "top")
-        fig.add_trace(_heatmap(p, f"token: %{{x}}<br>dim %{{y}}<br>value: %{{z:.3f}}<extra>{p.key}</extra>",
-                               x=[_html(t) for t in labels], showscale=row in (1, 5), colorbar=bar),
-                      row=row, col=1)
-        fig.update_yaxes(title="dim", autorange="reversed", row=row, col=1)
-    fig.update_xaxes(_token_axis(labels, data.tokens), tickangle=-90)
+        canvas.add(_heatmap(p, f"token: %{{x}}<br>dim %{{y}}<br>value: %{{z:.3f}}<extra>{p.key}</extra>",
+                            x=[_html(t) for t in labels], showscale=row in (1, 5), colorbar=bar), row, 1)
+        canvas.y(title="dim", autorange="reversed", row=row, col=1)
+    canvas.x(_token_axis(labels, data.tokens), tickangle=-90)
     # black: the dashed line falls on the scale's white middle whatever the theme
-    fig.update_layout(shapes=[s for k in range(len(data.panels))
-                              for s in _boundary(data.sentence_b_start, "black", rows=False, k=k)])
-    return _finish(fig, "embedding_components", data.title, 900)
+    canvas.shapes += [s for k in range(len(data.panels)) for s in _boundary(data.sentence_b_start, "black", False, k)]
+    return canvas.finish("embedding_components", data.title, 900)
 
 
 MARKERS = {"o": "circle", "s": "square"}      # figure_data markers -> plotly symbols
@@ -414,20 +493,18 @@ def training_curves(run_or_records, x: str = "time", title: str | None = None, t
     (x="step"): thin lines for the training loss at every logged step, points for evaluations."""
     data = figure_data.training_curves(run_or_records, x, title)
     th = _theme(theme)
-    fig = _figure(data, th, 1, 2, horizontal_spacing=0.1)
+    canvas = _Canvas(data, th, 1, 2, hspace=0.1)
     for s in data.series:
         col = 1 if s.panel == "loss" else 2
         style = (dict(mode="lines", line=dict(width=1), opacity=0.6) if s.marker is None else
                  dict(mode="lines+markers", marker=dict(symbol=MARKERS[s.marker], size=6)))
-        fig.add_trace(go.Scatter(x=s.x, y=s.y, name=_html(s.name), **style,
-                                 hovertemplate=f"{_html(data.x_title)}: %{{x:.4g}}<br>%{{y:.4f}}"),
-                      row=1, col=col)
+        canvas.add(dict(type="scatter", x=s.x, y=s.y, name=_html(s.name), **style,
+                        hovertemplate=f"{_html(data.x_title)}: %{{x:.4g}}<br>%{{y:.4f}}"), 1, col)
     for col, panel in ((1, "loss"), (2, "accuracy")):
-        fig.update_xaxes(title=data.x_title, row=1, col=col)
-        fig.update_yaxes(title=data.y_titles[panel], row=1, col=col)
-    fig.update_yaxes(range=[0, 1], row=1, col=2)
-    fig.update_layout(legend=dict(orientation="h", y=-0.2))
-    return _finish(fig, "training_curves", data.title, 440)
+        canvas.x(title=data.x_title, row=1, col=col)
+        canvas.y(title=data.y_titles[panel], row=1, col=col)
+    canvas.y(range=[0, 1], row=1, col=2)
+    return canvas.finish("training_curves", data.title, 440, legend=dict(orientation="h", y=-0.2))
 
 
 # ----------------------------------------------------------------------------------------------

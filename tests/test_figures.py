@@ -394,3 +394,25 @@ def test_figures_from_explore_results(tiny):
 
     emb = explore.embeddings(mlm, tok, "the cat sat .", "the dog ran .")
     np.testing.assert_allclose(z(figures.embedding_components(emb).data[3]), emb.total.T.numpy(), rtol=1e-6)
+
+
+def _plain(value):
+    """A figure's JSON with typed arrays ({"dtype", "bdata"}) decoded to lists of numbers."""
+    if isinstance(value, dict):
+        if "bdata" in value:
+            return decoded(value).reshape([int(n) for n in value["shape"].split(",")] if "shape" in value else -1).tolist()
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fast_json_is_plotlys_json(kind):
+    """LabFigure.to_json() (what gr.Plot sends, written by orjson) is the figure plotly's own
+    to_json() writes, also after the figure is changed."""
+    fig = build(kind)
+    fig.update_layout(title_text="changed <b>")
+    fast, slow = json.loads(fig.to_json()), json.loads(fig.to_json(pretty=False))
+    assert _plain(fast) == _plain(slow)
+    assert fast["layout"]["title"]["text"] == "changed <b>" and fast["config"]["displaylogo"] is False
