@@ -84,29 +84,38 @@ def _label(text: str) -> str:
     return str(text).replace("$", r"\$")
 
 
-def _tick_plan(n: int, length_in: float, keep=()) -> tuple[list[int], float]:
-    """Which of n token positions to label along an axis length_in inches long, and the font size.
+def _tick_plan(n: int, length_in: float, keep=()) -> tuple[list[int], float, dict[int, int]]:
+    """Which of n token positions to label along an axis length_in inches long, the font size,
+    and the runs of `keep` positions labelled as one ({first: last}).
 
     Labels sit one per token while the font can stay >= MIN_FONT; beyond that every step-th
-    token is labelled (plus the `keep` positions, with their crowding neighbours dropped).
-    Worked example on an 8-inch axis: 40 tokens -> pitch 14.4 pt, all labelled at 9 pt;
-    200 tokens -> pitch 2.9 pt, step 3, 67 labels at 7.8 pt.
+    token is labelled (plus the `keep` positions, with their crowding neighbours dropped; `keep`
+    positions closer than a step to each other, e.g. an answer span in a long window, share one
+    label at the first of them). Worked example on an 8-inch axis: 40 tokens -> pitch 14.4 pt,
+    all labelled at 9 pt; 200 tokens -> pitch 2.9 pt, step 3, 67 labels at 7.8 pt.
     """
     pitch = length_in * 72 / max(n, 1)                      # points between neighbouring tokens
     step = max(1, math.ceil(MIN_FONT / (0.9 * pitch)))       # label every step-th token
     size = min(MAX_FONT, 0.9 * pitch * step)
-    keep = sorted({k for k in keep if 0 <= k < n})
-    shown = set(keep)
+    runs: dict[int, int] = {}                                # first -> last of each run of kept tokens
+    for k in sorted({k for k in keep if 0 <= k < n}):
+        first = max(runs) if runs else None
+        if first is not None and k - runs[first] < step:
+            runs[first] = k                                  # too close: joins the run's label
+        else:
+            runs[k] = k
+    shown = set(runs)
     for i in range(0, n, step):
-        if all(abs(i - k) >= step for k in keep):
+        if all(i - last >= step or first - i >= step for first, last in runs.items()):
             shown.add(i)
-    return sorted(shown), size
+    return sorted(shown), size, {first: last for first, last in runs.items() if last > first}
 
 
 def _token_ticks(ax, tokens, axis: str, length_in: float, keep=()) -> list[int]:
-    """Token labels on the x axis (rotated 90 degrees) or the y axis; returns the labelled indexes."""
-    shown, size = _tick_plan(len(tokens), length_in, keep)
-    labels = [_label(tokens[i]) for i in shown]
+    """Token labels on the x axis (rotated 90 degrees) or the y axis; returns the labelled indexes.
+    A crowded run of `keep` tokens is labelled once, its tokens joined ("ulysses s . grant")."""
+    shown, size, runs = _tick_plan(len(tokens), length_in, keep)
+    labels = [_label(" ".join(tokens[i:runs[i] + 1]) if i in runs else tokens[i]) for i in shown]
     if axis == "x":
         ax.set_xticks(shown, labels, rotation=90, fontsize=size)
         if len(shown) < len(tokens):
