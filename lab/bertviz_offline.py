@@ -1,10 +1,19 @@
-"""bertviz's head view and model view, drawn with no network: in the dashboard and in JupyterLab.
+"""bertviz's head view, model view and neuron view, drawn with no network: in the dashboard and
+in JupyterLab.
 
     from lab import bertviz_offline, explore
     r = explore.attention(model, tokenizer, "the cat sat on the mat .", "it was tired .")
     page = bertviz_offline.head_view_html(r.attentions, r.tokens, r.sentence_b_start)  # an HTML document
     frame = bertviz_offline.iframe(page, bertviz_offline.frame_height("head", r.attentions))
     bertviz_offline.show_head_view(r.attentions, r.tokens, r.sentence_b_start)        # in a notebook
+    bertviz_offline.show_neuron_view(model, tokenizer, "the cat sat on the mat .", layer=1, head=0)
+
+The neuron view (Vig 2019) also shows each head's query and key vectors, their element-wise
+product and its sum q.k / sqrt(d) for the token under the mouse. bertviz computes those with its
+own patched copies of Hugging Face's model classes (bertviz.transformers_neuron_view), which a
+lab model is not: here explore.queries_and_keys() reads them from the lab's model (forward hooks
+on its query and key projections) and neuron_view_data() arranges them as bertviz 1.4's
+neuron_view.get_attention() does; bertviz's neuron_view.js then draws them unchanged.
 
 Why: bertviz's page loads require.js 2.3.6 from cdnjs and its script asks require.js for d3 5.7
 and jQuery 2.0 from cdnjs too, so without internet it draws nothing. Here the page is
@@ -26,7 +35,10 @@ Size: bertviz sends every attention weight (layers x heads x tokens², twice for
 pair) as JSON numbers, and the model view draws tokens² lines per head. Weights are rounded to
 3 decimals here (0.001 of opacity is invisible) and each view has a cap on layers x heads x
 tokens² (HEAD_VIEW_LIMIT, MODEL_VIEW_LIMIT) above which it refuses with a ValueError that says
-how many tokens would fit.
+how many tokens would fit. The neuron view sends, per layer and head, the T² weights and T
+query and T key vectors of d numbers (a sentence pair: 2T² weights and 6T vectors, as bertviz
+repeats them for its A/B filters), query and key elements rounded to 3 decimals too; its cap
+(NEURON_VIEW_LIMIT) counts all of those numbers.
 
 In the dashboard and in JupyterLab the page goes into an <iframe srcdoc> (iframe()): Gradio's
 gr.HTML runs no <script>, JupyterLab's HTML output runs scripts only in trusted notebooks, and
@@ -38,8 +50,11 @@ import html
 import importlib.util
 import json
 import math
+import numbers
 import re
 from pathlib import Path
+
+import torch
 
 # layers x heads x tokens² above which a view refuses. Measured with 3 decimals: about 5 bytes
 # of page per weight for one sentence, 10 for a pair (bertviz also sends the A/B blocks), plus
@@ -49,10 +64,18 @@ from pathlib import Path
 # headless chromium) at its limit: 1.6 / 2.8 MB, BERT-base up to 41 tokens, 2 x 2 up to 250.
 HEAD_VIEW_LIMIT = 500_000
 MODEL_VIEW_LIMIT = 250_000
+# Neuron view: numbers sent (weights + query and key elements), about 6.3 bytes each with 3
+# decimals: 6.6 MB at the limit; BERT-base (12 x 12, d = 64) up to 41 tokens, 16 for a pair (bertviz
+# repeats the data for its pair filters). And tokens: it draws one head at a time but about 8 x
+# tokens² SVG elements for it (lines and boxes for every query-key pair): in headless chromium
+# on a busy 2-core machine 100 tokens made 92k elements in 1.8 s, 150 tokens 191k in 4.3 s, 200
+# tokens 325k and 7.5 s to switch heads. 128 = BERT's pre-training sequence length.
+NEURON_VIEW_LIMIT = 1_000_000
+NEURON_VIEW_MAX_TOKENS = 128
 DECIMALS = 3                          # digits kept of each attention weight
 MAX_FRAME_HEIGHT = 900                # px; a taller view scrolls inside its iframe
 
-_VIEWS = ("head", "model")
+_VIEWS = ("head", "model", "neuron")
 _PARAMS_MARKER = "PYTHON_PARAMS"      # bertviz's placeholder for its data in {head,model}_view.js
 _SCRIPT_OPEN = '\n<script type="text/javascript">\n'   # how bertviz 1.4 wraps its script
 _SCRIPT_CLOSE = "\n</script>\n"
@@ -74,6 +97,28 @@ _REQUIRE_SHIM = """
   window.require = window.requirejs = require;
 })();
 """
+# bertviz 1.4's neuron_view.show() markup (its root div, the layer / head / filter menus, #vis),
+# with a fixed id (one view per page) and #vis as wide as the expanded view's drawing (about
+# 1,005 px: tokens, query, key, q x k, q.k, tokens), so a narrower frame scrolls instead of
+# cutting off its right-hand side
+_NEURON_ROOT = "bertviz-neuron"
+_NEURON_MARKUP = """
+<div id="{root}" style="padding:8px;font-family:'Helvetica Neue', Helvetica, Arial, sans-serif;">
+  <span style="user-select:none">
+    <span class="dropdown-label">Layer: </span><select id="layer"></select>
+    <span class="dropdown-label">Head: </span> <select id="att_head"></select>
+    {filters}
+  </span>
+  <div id="vis" style="min-width:1010px"></div>
+</div>
+"""
+_NEURON_FILTERS = """<span class="dropdown-label">Attention: </span><select id="filter">
+      <option value="all">All</option>
+      <option value="aa">Sentence A -> Sentence A</option>
+      <option value="ab">Sentence A -> Sentence B</option>
+      <option value="ba">Sentence B -> Sentence A</option>
+      <option value="bb">Sentence B -> Sentence B</option>
+    </select>"""
 # an error inside bertviz would otherwise leave a blank frame: say it on the page (as text)
 _ERROR_NOTE = """
 window.addEventListener("error", function (e) {
@@ -117,15 +162,125 @@ def _page(view: str, attentions, tokens, sentence_b_start, decimals: int, limit:
     # float64 rounded: json writes 0.123, not float32's 0.12300000339746475 (a 4x smaller page)
     rounded = [a.detach().cpu().double().round(decimals=decimals) for a in attentions]
     markup, template, params = _bertviz_parts(view, rounded, tokens, sentence_b_start, **options)
+    # the data once, where the script reads it (the comment keeps its word PYTHON_PARAMS)
+    return _document(view, markup, template.replace(_PARAMS_MARKER, json_for_script(params), 1))
+
+
+def _document(view: str, markup: str, view_js: str) -> str:
+    """The page: the local libraries and the shim, bertviz's markup, then its script."""
     d3, jquery = library_sources()
     scripts = "".join(_script(js) for js in (_ERROR_NOTE, jquery, d3, _REQUIRE_SHIM))
-    # the data once, where the script reads it (the comment keeps its word PYTHON_PARAMS)
-    view_js = template.replace(_PARAMS_MARKER, json_for_script(params), 1)
     return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
             f"<title>bertviz {view} view</title></head>\n"
             f'<body style="margin:8px;background:white">\n{scripts}{markup}{_script(view_js)}'
             f"</body></html>\n")
+
+
+def neuron_view_html(queries, keys, attentions, tokens: list[str], sentence_b_start: int | None = None, *,
+                     layer: int | None = None, head: int | None = None, display_mode: str = "light",
+                     decimals: int = DECIMALS, limit: int = NEURON_VIEW_LIMIT,
+                     max_tokens: int = NEURON_VIEW_MAX_TOKENS) -> str:
+    """bertviz's neuron view (one head: its attention as lines; click + beside a token to see its
+    query, every key, their element-wise products and q.k / sqrt(d)) as a complete HTML document
+    that draws with no network. queries, keys: L x [1, heads, T, d], attentions: L x [1, heads,
+    T, T] (explore.queries_and_keys()); layer, head: shown first (default 0, 0; both can be
+    changed in the page's menus); display_mode "light" (default here) or "dark" (bertviz's).
+    Refuses more than `limit` numbers or `max_tokens` tokens (NEURON_VIEW_LIMIT, ..._MAX_TOKENS)."""
+    attentions, tokens = _checked(attentions, tokens, sentence_b_start)
+    queries, keys = _checked_vectors(queries, keys, attentions)
+    L, A, T, d = len(attentions), attentions[0].shape[1], len(tokens), queries[0].shape[-1]
+    for name, value, count in (("layer", layer, L), ("head", head, A)):
+        if value is not None and not (isinstance(value, numbers.Integral) and 0 <= value < count):
+            raise ValueError(f"{name} must be one of 0..{count - 1} (this model has {count} {name}s), "
+                             f"got {value!r}")
+    layer, head = (None if v is None else int(v) for v in (layer, head))      # numpy ints -> JSON
+    if display_mode not in ("light", "dark"):
+        raise ValueError(f"display_mode must be 'light' or 'dark', got {display_mode!r}")
+    pair = sentence_b_start is not None
+    _check_neuron_size(L, A, T, d, pair, limit, max_tokens)
+    params = {"attention": neuron_view_data(queries, keys, attentions, tokens, sentence_b_start, decimals),
+              "default_filter": "all", "root_div_id": _NEURON_ROOT, "bidirectional": True,
+              "display_mode": display_mode, "layer": layer, "head": head}
+    template = _package_file("bertviz", "neuron_view.js", pip="bertviz").read_text(encoding="utf-8")
+    found = re.search(r"require\.config\(\{.*?\}\);", template, flags=re.S)
+    if not found or "const params = window.bertviz_params" not in template:
+        import bertviz
+        raise RuntimeError(f"bertviz {getattr(bertviz, '__version__', '?')} builds its neuron view "
+                           f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating")
+    # bertviz's show() sets window.bertviz_params in a script of its own, then runs neuron_view.js
+    view_js = (f"window.bertviz_params = {json_for_script(params)};\n"
+               f"{template[:found.start()]}{template[found.end():]}")
+    markup = _NEURON_MARKUP.format(root=_NEURON_ROOT, filters=_NEURON_FILTERS if pair else "")
+    return _document("neuron", markup, view_js)
+
+
+def neuron_view_data(queries, keys, attentions, tokens: list[str], sentence_b_start: int | None = None,
+                     decimals: int | None = DECIMALS) -> dict:
+    """What neuron_view.js reads as params["attention"], as bertviz 1.4's neuron_view.get_attention(
+    ..., include_queries_and_keys=True) builds it from its own models:
+        "all": {"left_text": tokens, "right_text": tokens, "attn": [L][A][T][T],
+                "queries": [L][A][T][d], "keys": [L][A][T][d]}
+    and for a pair one entry per filter "aa", "bb", "ab", "ba" (source sentence, target sentence):
+    left_text and queries of the source, right_text and keys of the target, attn the block of
+    source rows x target columns; e.g. "ab": sentence A's queries looking at sentence B's keys.
+    Numbers rounded to `decimals` (None: as they are)."""
+    attentions, tokens = _checked(attentions, tokens, sentence_b_start)
+    queries, keys = _checked_vectors(queries, keys, attentions)
+    attn, q, k = (torch.stack([x[0] for x in xs]).detach().cpu().double()          # (L, A, T, T | d)
+                  for xs in (attentions, queries, keys))
+    if decimals is not None:
+        attn, q, k = (x.round(decimals=decimals) for x in (attn, q, k))
+    everything = slice(0, len(tokens))
+    blocks = {"all": (everything, everything)}
+    if sentence_b_start is not None:
+        a, b = slice(0, sentence_b_start), slice(sentence_b_start, len(tokens))
+        blocks.update(aa=(a, a), bb=(b, b), ab=(a, b), ba=(b, a))
+    return {name: {"attn": attn[:, :, rows, cols].tolist(),
+                   "left_text": tokens[rows], "right_text": tokens[cols],
+                   "queries": q[:, :, rows].tolist(), "keys": k[:, :, cols].tolist()}
+            for name, (rows, cols) in blocks.items()}
+
+
+def _check_neuron_size(L: int, A: int, T: int, d: int, pair: bool, limit: int, max_tokens: int) -> None:
+    """The neuron view's two caps: the numbers sent (the page's size) and the tokens (what the
+    browser draws for one head); a ValueError says which and how many tokens would fit."""
+    sent = _neuron_numbers(L, A, T, d, pair)
+    if sent <= limit and T <= max_tokens:
+        return
+    fits = next((t for t in range(min(T, max_tokens), 0, -1) if _neuron_numbers(L, A, t, d, pair) <= limit), 0)
+    if sent > limit:
+        what = (f"2 x {T}² attention weights + 3 x ({T} query and {T} key vectors of {d} numbers): "
+                f"bertviz repeats them for its sentence-pair filters" if pair else
+                f"{T}² attention weights + {T} query and {T} key vectors of {d} numbers")
+        why = f"{L} layers x {A} heads x ({what}) = {sent:,} numbers, above its limit of {limit:,}"
+    else:
+        why = (f"{T} tokens, above its limit of {max_tokens} (it draws about 8 x tokens² lines and "
+               f"boxes for the head shown)")
+    raise ValueError(f"this input is too large for bertviz's neuron view: {why}. Use a shorter text "
+                     f"(at most about {fits} tokens{' for a pair' * pair} with this model) or the head view.")
+
+
+def _neuron_numbers(L: int, A: int, T: int, d: int, pair: bool) -> int:
+    """Numbers the neuron view sends: per layer and head T² weights and T query and T key
+    vectors of d numbers; a pair adds the A/B blocks (T² weights in all) and 4 more vectors per
+    token (aa and ab repeat A's queries, bb and ba B's; the keys likewise)."""
+    return L * A * (2 * T * T + 6 * T * d if pair else T * T + 2 * T * d)
+
+
+def _checked_vectors(queries, keys, attentions) -> tuple[list, list]:
+    """Queries and keys that match the attention maps: L x [1, heads, T, d] each."""
+    queries, keys = list(queries), list(keys)
+    L, (_, A, T, _) = len(attentions), attentions[0].shape
+    for name, vectors in (("queries", queries), ("keys", keys)):
+        if len(vectors) != L:
+            raise ValueError(f"{len(vectors)} layers of {name} for {L} layers of attention: pass "
+                             f"explore.queries_and_keys(...).{name}")
+        for i, v in enumerate(vectors):
+            if v.dim() != 4 or tuple(v.shape[:3]) != (1, A, T) or v.shape[-1] != queries[0].shape[-1]:
+                raise ValueError(f"{name} of layer {i} have shape {tuple(v.shape)}; the neuron view needs "
+                                 f"[1, heads, T, d] = [1, {A}, {T}, d] with one d for all")
+    return queries, keys
 
 
 def _checked(attentions, tokens, sentence_b_start) -> tuple[list, list[str]]:
@@ -243,6 +398,8 @@ def frame_height(view: str, attentions) -> int:
     L, A, T = len(attentions), attentions[0].shape[1], attentions[0].shape[-1]
     if view == "head":
         needed = 22.5 * T + 110
+    elif view == "neuron":        # 26 px per token + 100 (bertviz), menus, a horizontal scroll bar
+        needed = 26 * T + 100 + 75
     else:
         needed = max(L * (T * 7 * 12 / A + 10) + 50, 18 * T + 70) + 60
     return int(min(needed, MAX_FRAME_HEIGHT))
@@ -267,6 +424,18 @@ def show_head_view(attentions, tokens: list[str], sentence_b_start: int | None =
 def show_model_view(attentions, tokens: list[str], sentence_b_start: int | None = None, **options) -> None:
     """Display the model view in a notebook with no network; options as model_view_html."""
     _show("model", model_view_html(attentions, tokens, sentence_b_start, **options), attentions)
+
+
+def show_neuron_view(model, tokenizer, text_a: str, text_b: str | None = None, layer: int | None = None,
+                     head: int | None = None, **options) -> None:
+    """Display the neuron view of `text_a` (and `text_b`) through `model` in a notebook with no
+    network: explore.queries_and_keys() then neuron_view_html() (options: display_mode,
+    decimals, limit)."""
+    from . import explore
+    r = explore.queries_and_keys(model, tokenizer, text_a, text_b)
+    page = neuron_view_html(r.queries, r.keys, r.attentions, r.tokens, r.sentence_b_start,
+                            layer=layer, head=head, **options)
+    _show("neuron", page, r.attentions)
 
 
 def _show(view: str, page: str, attentions) -> None:

@@ -11,6 +11,8 @@ What lives here, in the order of the paper:
     next_sentence(model, tokenizer, a, b)    P(IsNext) from the NSP head
     attention(model, tokenizer, a, b)        every head's attention map (bertviz format) and
                                              AttentionResult.head_stats() (Clark et al. 2019)
+    queries_and_keys(model, tokenizer, a, b) the same plus every head's query and key vectors
+                                             (bertviz's neuron view, Vig 2019)
     ablate_heads(model, tokenizer, text)     silence each head in turn (Michel et al. 2019)
     classify(model, tokenizer, text, pair)   {label: probability} from a classification head
     answer(model, tokenizer, question, ctx)  extractive QA spans over doc-stride windows
@@ -35,6 +37,7 @@ import torch
 from .checkpoint import load
 from .device import autocast, autocast_dtype, cpu_has_fast_bf16
 from .instances import SpecialIds, mask_tokens
+from .model import BertSelfAttention
 from .runs import checkpoints
 from .squad import Example, Span, collate_features, decode_spans, make_features
 from .tokenizer import Tokenizer, clean_text
@@ -101,6 +104,15 @@ class AttentionResult:
             "next": p.diagonal(offset=1, dim1=-2, dim2=-1).mean(-1) if T > 1 else torch.zeros(p.shape[:2]),
         }
         return {k: v.numpy().astype(np.float64) for k, v in stats.items()}
+
+
+@dataclass
+class QueryKeyResult(AttentionResult):
+    """An AttentionResult plus what each head's attention is computed from: for layer l, head h,
+    attentions[l][0, h] = softmax(queries[l][0, h] @ keys[l][0, h].T / sqrt(d)), d = head size
+    (no mask term: one unpadded text)."""
+    queries: tuple[torch.Tensor, ...] = ()    # L x [1, heads, T, d] float32 cpu, before the 1/sqrt(d)
+    keys: tuple[torch.Tensor, ...] = ()       # L x [1, heads, T, d] float32 cpu
 
 
 @dataclass
@@ -366,6 +378,44 @@ def attention(model, tokenizer, text_a: str, text_b: str | None = None) -> Atten
     return AttentionResult(tokens=list(enc.tokens), attentions=attentions,
                            sentence_b_start=enc.sentence_b_start if text_b is not None else None,
                            truncated=enc.num_truncated)
+
+
+def queries_and_keys(model, tokenizer, text_a: str, text_b: str | None = None) -> QueryKeyResult:
+    """attention() plus every head's query and key vectors (bertviz's neuron view shows them).
+
+    They are read, in the same forward pass that gives the attention maps, from the outputs of
+    each layer's `query` and `key` projections (nn.Linear, H -> H) through forward hooks, which
+    are removed afterwards (the model is not changed). Each output (1, T, H) is split into heads
+    as BertSelfAttention splits it: (1, T, A, d) -> (1, A, T, d), head h = features h*d..(h+1)*d-1.
+    """
+    text_a = clean_text(text_a, "text_a")
+    text_b = clean_text(text_b, "text_b") if text_b is not None else None
+    enc, ids, types = _encode(model, tokenizer, text_a, text_b)
+    encoder = getattr(model, "bert", model)
+    layers = [m for m in encoder.modules() if isinstance(m, BertSelfAttention)]    # in layer order
+    outputs: dict[str, list[torch.Tensor]] = {"query": [], "key": []}
+    hooks = [getattr(layer, name).register_forward_hook(
+                 lambda module, inputs, output, kept=kept: kept.append(output.detach()))
+             for layer in layers for name, kept in outputs.items()]
+    try:
+        with _inference(model) as device:
+            out = encoder(ids.to(device), types.to(device), output_attentions=True)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    if not (len(outputs["query"]) == len(outputs["key"]) == len(layers) == len(out.attentions)):
+        raise RuntimeError(f"{type(model).__name__}: expected one query and one key projection per "
+                           f"attention layer, got {len(outputs['query'])} and {len(outputs['key'])} "
+                           f"for {len(out.attentions)} layers")
+
+    def heads(x, layer):                                                 # (1, T, H) -> (1, A, T, d)
+        return x.float().cpu().view(1, x.shape[1], layer.num_heads, layer.head_size).transpose(1, 2)
+
+    return QueryKeyResult(tokens=list(enc.tokens), attentions=tuple(a.float().cpu() for a in out.attentions),
+                          sentence_b_start=enc.sentence_b_start if text_b is not None else None,
+                          truncated=enc.num_truncated,
+                          queries=tuple(heads(q, m) for q, m in zip(outputs["query"], layers)),
+                          keys=tuple(heads(k, m) for k, m in zip(outputs["key"], layers)))
 
 
 def ablate_heads(model, tokenizer, text: str, metric: str = "loss", targets: list[str] | None = None,

@@ -3,9 +3,11 @@
 The unit tests read the HTML (no CDN, d3 + jQuery inlined from the installed packages, tokens
 only as escaped JSON, the size cap); the `slow` ones open the pages in Debian's chromium with
 every non-local request aborted and wait for bertviz's SVG (skipped when chromium is absent,
-except under CI with BERT_LAB_REQUIRE_BROWSER=1, as tests/test_browser.py).
+except under CI with BERT_LAB_REQUIRE_BROWSER=1, as tests/test_browser.py). The neuron view's
+queries and keys (explore.queries_and_keys) are checked against the model's own attention.
 """
 import json
+import math
 import re
 import subprocess
 import sys
@@ -208,7 +210,9 @@ def test_frame_height_follows_the_tokens(result):
     assert bertviz_offline.frame_height("model", fake_attention(12, 12, 200)[0]) == \
         bertviz_offline.MAX_FRAME_HEIGHT
     with pytest.raises(ValueError, match="view must be"):
-        bertviz_offline.frame_height("neuron", attentions)
+        bertviz_offline.frame_height("graph", attentions)
+    assert 200 < bertviz_offline.frame_height("neuron", attentions) < \
+        bertviz_offline.frame_height("neuron", fake_attention(2, 4, 20)[0])
 
 
 @pytest.mark.parametrize("view", VIEWS)
@@ -220,6 +224,231 @@ def test_show_displays_an_iframe_in_a_notebook(monkeypatch, result, view):
     assert show(result.attentions, result.tokens, result.sentence_b_start) is None
     (obj,) = shown
     assert "<iframe" in obj.data and "srcdoc=" in obj.data and "cdnjs" not in obj.data
+
+
+# ----------------------------------------------------------------------------------------
+# The neuron view: queries and keys from the lab's model, bertviz's data format
+# ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def qk(mlm):
+    """explore.queries_and_keys on the same pair as `result`: d = 32 hidden / 4 heads = 8."""
+    model, tok = mlm
+    return explore.queries_and_keys(model, tok, "the cat sat on the mat .", "the dog ran .")
+
+
+def neuron_page(r, tokens=None, **options):
+    return bertviz_offline.neuron_view_html(r.queries, r.keys, r.attentions, tokens or r.tokens,
+                                            r.sentence_b_start, **options)
+
+
+def neuron_params(page: str) -> dict:
+    """The data bertviz's neuron_view.js reads: `window.bertviz_params = {...};`."""
+    return json.loads(re.search(r"window\.bertviz_params = (\{.*?\});\n", page).group(1))
+
+
+def test_queries_and_keys_reproduce_the_models_attention(mlm, qk, result):
+    model, tok = mlm
+    L, A = model.config.num_hidden_layers, model.config.num_attention_heads
+    d = model.config.hidden_size // A
+    T = len(qk.tokens)
+    assert qk.tokens == result.tokens and qk.sentence_b_start == result.sentence_b_start
+    assert len(qk.queries) == len(qk.keys) == L
+    assert all(x.shape == (1, A, T, d) and x.dtype == torch.float32 for x in qk.queries + qk.keys)
+    for l in range(L):
+        assert torch.equal(qk.attentions[l], result.attentions[l])
+        q, k = qk.queries[l][0], qk.keys[l][0]                          # (A, T, d)
+        # one unpadded text: the mask term is 0 everywhere
+        scores = q @ k.transpose(-1, -2) / math.sqrt(d)
+        assert torch.allclose(scores.softmax(-1), qk.attentions[l][0], atol=1e-6)
+    # the vectors are the projections of the layer's input, head h = features h*d..(h+1)*d-1
+    with torch.no_grad():
+        enc = tok.encode("the cat sat on the mat .", "the dog ran .")
+        out = model.bert(torch.tensor([enc.input_ids]), torch.tensor([enc.token_type_ids]),
+                         output_hidden_states=True)
+        for l, layer in enumerate(model.bert.encoder.layer):
+            x = out.hidden_states[l][0]                                   # (T, H) the input of layer l
+            for h in range(A):
+                assert torch.allclose(qk.queries[l][0, h], layer.attention.self.query(x)[:, h * d:(h + 1) * d], atol=1e-6)
+                assert torch.allclose(qk.keys[l][0, h], layer.attention.self.key(x)[:, h * d:(h + 1) * d], atol=1e-6)
+
+
+def test_queries_and_keys_leave_the_model_as_it_was(mlm):
+    model, tok = mlm
+    model.train()                                        # dropout on: the result must still be eval's
+    try:
+        r = explore.queries_and_keys(model, tok, "the cat sat .")
+        assert model.training
+    finally:
+        model.eval()
+    assert all(not m._forward_hooks for m in model.modules())
+    assert r.sentence_b_start is None
+    again = explore.queries_and_keys(model, tok, "the cat sat .")
+    assert all(torch.equal(a, b) for a, b in zip(r.queries + r.keys + r.attentions,
+                                                 again.queries + again.keys + again.attentions))
+
+
+class ReplayModel:
+    """Stands in for bertviz's patched model classes: its output's last element is, per layer,
+    {"attn", "queries", "keys"} ([1, heads, T, T | d] each), here tensors computed beforehand."""
+    def __init__(self, layers):
+        self.layers = layers
+
+    def eval(self):
+        return self
+
+    def __call__(self, input_ids, token_type_ids=None):
+        return (None, self.layers)
+
+
+def test_neuron_data_is_bertviz_own_format(mlm, qk):
+    """bertviz 1.4's neuron_view.get_attention, fed the same tensors through a stand-in for its
+    patched model, builds exactly what neuron_view_data builds."""
+    from types import SimpleNamespace
+
+    from bertviz import neuron_view
+    model, tok = mlm
+    stand_in = ReplayModel([{"attn": a, "queries": q, "keys": k}
+                            for a, q, k in zip(qk.attentions, qk.queries, qk.keys)])
+    tokenizer = SimpleNamespace(cls_token="[CLS]", sep_token="[SEP]", tokenize=tok.tokenize,
+                                convert_tokens_to_ids=tok.convert_tokens_to_ids)
+    theirs = neuron_view.get_attention(stand_in, "bert", tokenizer, "the cat sat on the mat .", "the dog ran .",
+                                       include_queries_and_keys=True)
+    ours = bertviz_offline.neuron_view_data(qk.queries, qk.keys, qk.attentions, qk.tokens, qk.sentence_b_start,
+                                            decimals=None)
+    assert set(ours) == {"all", "aa", "bb", "ab", "ba"}
+    assert ours == theirs
+
+
+def test_neuron_data_blocks_hold_the_rounded_numbers(qk):
+    data = bertviz_offline.neuron_view_data(qk.queries, qk.keys, qk.attentions, qk.tokens, qk.sentence_b_start)
+    b, T = qk.sentence_b_start, len(qk.tokens)
+    a_, b_ = slice(0, b), slice(b, T)
+    attn = torch.stack([x[0] for x in qk.attentions])                   # (L, A, T, T)
+    q, k = (torch.stack([x[0] for x in xs]) for xs in (qk.queries, qk.keys))
+    for name, rows, cols in (("all", slice(0, T), slice(0, T)), ("aa", a_, a_), ("bb", b_, b_),
+                             ("ab", a_, b_), ("ba", b_, a_)):
+        block = data[name]
+        assert block["left_text"] == qk.tokens[rows] and block["right_text"] == qk.tokens[cols]
+        for key, expected in (("attn", attn[:, :, rows, cols]), ("queries", q[:, :, rows]), ("keys", k[:, :, cols])):
+            sent = torch.tensor(block[key], dtype=torch.float64)
+            assert sent.shape == expected.shape, (name, key)
+            assert torch.allclose(sent, expected.double(), atol=5e-4 + 1e-9), (name, key)
+    single = bertviz_offline.neuron_view_data([x[..., :b, :] for x in qk.queries], [x[..., :b, :] for x in qk.keys],
+                                              [x[..., :b, :b] for x in qk.attentions], qk.tokens[:b])
+    assert list(single) == ["all"]
+
+
+def test_neuron_page_needs_no_network(qk):
+    page = neuron_page(qk)
+    assert page.startswith("<!DOCTYPE html>") and "default-src 'none'" in page
+    assert "cdnjs" not in page and "require.config(" not in page and "require.min" not in page
+    for tag, attrs in Tags(page).tags:
+        for name in ("src", "href"):
+            assert not re.match(r"\s*(https?:)?//", attrs.get(name) or ""), (tag, attrs)
+    # URLs occur only as text of the inlined libraries (licence comments, the SVG namespace) and
+    # in bertviz's header comment: nothing that would be fetched
+    d3, jquery = bertviz_offline.library_sources()
+    rest = page.replace(d3, "").replace(jquery, "")
+    rest = re.sub(r"/\*.*?\*/", "", rest, flags=re.S)
+    assert not re.search(r"https?:|//[a-z0-9.-]+\.[a-z]{2,}/", rest, flags=re.I)
+
+
+def test_neuron_page_runs_bertviz_script_with_the_data(qk):
+    page = neuron_page(qk, layer=1, head=3)
+    import bertviz
+    own = (Path(bertviz.__file__).parent / "neuron_view.js").read_text()
+    assert own[-3000:] in page                       # bertviz's drawing code, unchanged
+    assert len(Tags(page).scripts) == 5              # error note, jQuery, d3, require shim, bertviz
+    params = neuron_params(page)
+    assert params["layer"] == 1 and params["head"] == 3 and params["bidirectional"] is True
+    assert params["display_mode"] == "light" and params["default_filter"] == "all"
+    assert f'id="{params["root_div_id"]}"' in page and 'id="filter"' in page
+    assert params["attention"] == bertviz_offline.neuron_view_data(qk.queries, qk.keys, qk.attentions,
+                                                                   qk.tokens, qk.sentence_b_start)
+    # numpy integers (np.unravel_index) are accepted as layer and head
+    import numpy as np
+    assert neuron_params(neuron_page(qk, layer=np.int64(1), head=np.int64(0)))["layer"] == 1
+
+
+def test_neuron_tokens_cannot_break_out_of_the_script(qk):
+    tokens = [EVIL if i == 2 else t for i, t in enumerate(qk.tokens)]
+    page = neuron_page(qk, tokens)
+    assert EVIL not in page and "<img" not in page and "onerror=alert" in page
+    parsed = Tags(page)
+    assert [t for t, _ in parsed.tags if t not in ("html", "head", "meta", "title", "body", "script",
+                                                   "div", "span", "select", "option")] == []
+    assert len(parsed.scripts) == 5
+    params = neuron_params(page)
+    assert params["attention"]["all"]["left_text"][2] == EVIL == params["attention"]["aa"]["right_text"][2]
+
+
+@pytest.mark.parametrize("pair", [False, True])
+def test_neuron_view_too_large_is_refused_with_the_limit(pair):
+    # BERT-base's shape: 12 layers x 12 heads of d = 64, 128 tokens
+    L, A, T, d = 12, 12, 128, 64
+    attentions, tokens = fake_attention(L, A, T)
+    vectors = tuple(torch.zeros(1, A, T, d) for _ in range(L))
+    b = 60 if pair else None
+    limit = bertviz_offline.NEURON_VIEW_LIMIT
+    with pytest.raises(ValueError, match=f"limit of {limit:,}") as e:
+        bertviz_offline.neuron_view_html(vectors, vectors, attentions, tokens, b)
+    message = str(e.value)
+    sent = L * A * (2 * T * T + 6 * T * d if pair else T * T + 2 * T * d)
+    assert f"{L} layers x {A} heads x (" in message and f"= {sent:,} numbers" in message
+    assert "shorter text" in message and message.endswith("or the head view.")
+    fits = int(re.search(r"at most about (\d+) tokens", message).group(1))
+
+    def numbers(t):
+        return L * A * (2 * t * t + 6 * t * d if pair else t * t + 2 * t * d)
+    assert numbers(fits) <= limit < numbers(fits + 1)
+    # just under the limit is drawn
+    attentions, tokens = fake_attention(L, A, fits)
+    vectors = tuple(torch.zeros(1, A, fits, d) for _ in range(L))
+    page = bertviz_offline.neuron_view_html(vectors, vectors, attentions, tokens, fits // 2 if pair else None)
+    assert page.startswith("<!DOCTYPE html>")
+
+
+def test_neuron_view_refuses_more_tokens_than_it_can_draw():
+    # a small model: few numbers, but the browser draws ~8 x tokens² elements for one head
+    cap = bertviz_offline.NEURON_VIEW_MAX_TOKENS
+    attentions, tokens = fake_attention(2, 2, cap + 1)
+    vectors = tuple(torch.zeros(1, 2, cap + 1, 8) for _ in range(2))
+    with pytest.raises(ValueError, match=f"{cap + 1} tokens, above its limit of {cap} .*at most about {cap} tokens"):
+        bertviz_offline.neuron_view_html(vectors, vectors, attentions, tokens)
+    with pytest.raises(ValueError, match="above its limit of 20"):
+        bertviz_offline.neuron_view_html(vectors, vectors, attentions, tokens, max_tokens=20)
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(layer=2), r"layer must be one of 0\.\.1 \(this model has 2 layers\), got 2"),
+    (dict(head=-1), r"head must be one of 0\.\.3"),
+    (dict(head=1.0), r"head must be one of"),
+    (dict(display_mode="blue"), "display_mode"),
+    (dict(queries=lambda r: r.queries[:1]), r"1 layers of queries for 2 layers"),
+    (dict(keys=lambda r: [k[..., :4] for k in r.keys]), r"keys of layer 0 have shape \(1, 4, 14, 4\)"),
+    (dict(keys=lambda r: [k[:, :2] for k in r.keys]), r"\[1, 4, 14, d\]"),
+])
+def test_neuron_view_bad_input_is_refused_with_a_message(qk, change, message):
+    change = dict(change)
+    vectors = {name: change.pop(name, lambda r: getattr(r, name))(qk) for name in ("queries", "keys")}
+    with pytest.raises(ValueError, match=message):
+        bertviz_offline.neuron_view_html(vectors["queries"], vectors["keys"], qk.attentions, qk.tokens,
+                                         qk.sentence_b_start, **change)
+
+
+def test_show_neuron_view_displays_an_iframe(monkeypatch, mlm):
+    import IPython.display
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    model, tok = mlm
+    assert bertviz_offline.show_neuron_view(model, tok, "the cat sat .", "the dog ran .", layer=1, head=2) is None
+    (obj,) = shown
+    (tag, attrs), = Tags(obj.data).tags[1:]          # <div><iframe srcdoc=...></div>
+    assert tag == "iframe" and "cdnjs" not in obj.data
+    params = neuron_params(attrs["srcdoc"])
+    assert params["layer"] == 1 and params["head"] == 2 and set(params["attention"]) == {"all", "aa", "bb", "ab", "ba"}
+    with pytest.raises(ValueError, match="text_a"):
+        bertviz_offline.show_neuron_view(model, tok, "   ")
 
 
 # ----------------------------------------------------------------------------------------
@@ -306,4 +535,58 @@ def test_bertviz_own_page_is_blank_offline(browser, result, tmp_path):
     page.wait_for_timeout(500)
     assert any("cdnjs.cloudflare.com" in url for url in aborted)
     assert page.locator("svg").count() == 0
+    page.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_neuron_view_draws_svg_with_the_network_blocked(browser, qk, tmp_path):
+    """The neuron view in chromium with no network: it draws the tokens, and after a click on the +
+    beside a token its q.k boxes hold q.k / sqrt(d) of our rounded data (bertviz's own arithmetic
+    on the vectors we sent); the menus redraw."""
+    tokens = [EVIL if i == 2 else t for i, t in enumerate(qk.tokens)]
+    path = tmp_path / "neuron.html"
+    path.write_text(neuron_page(qk, tokens, layer=1, head=2), encoding="utf-8")
+    page, aborted, errors, dialogs = offline_page(browser)
+    page.goto(path.as_uri())
+    # each token on the left and on the right, in both the collapsed and the expanded drawing
+    page.wait_for_function(SVG_DRAWN, arg=4 * len(tokens))
+    assert EVIL in page.locator("#collapsed").text_content()
+    assert page.locator("img").count() == 0
+    i = 3
+    page.locator("#collapsed #leftText text").nth(i).hover()
+    page.locator("#collapsed #leftText g").nth(i).locator("rect").last.click(force=True)   # the + sign
+    page.locator("#expanded #leftText text").nth(i).hover()
+    assert page.locator("#expanded").get_attribute("visibility") == "visible"
+    shown = [float(v) for v in page.locator("#dotproducts rect").evaluate_all(
+        "rects => rects.map(r => r.getAttribute('data-value'))")]
+    data = neuron_params(path.read_text(encoding="utf-8"))["attention"]["all"]
+    q, k = torch.tensor(data["queries"][1][2][i]), torch.tensor(data["keys"][1][2])
+    expected = (k @ q / math.sqrt(q.shape[-1])).tolist()
+    assert shown == pytest.approx(expected, abs=1e-6)
+    # the model's own attention row follows from them (softmax), up to the rounding
+    assert torch.allclose(torch.tensor(expected).softmax(-1), qk.attentions[1][0, 2, i], atol=5e-3)
+    page.select_option("#att_head", "0")
+    page.select_option("#filter", "ab")
+    page.wait_for_function(SVG_DRAWN, arg=2 * len(tokens))
+    assert page.locator("#expanded #rightText text").count() == len(tokens) - qk.sentence_b_start
+    assert aborted == [] and errors == [] and dialogs == []
+    page.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_neuron_view_draws_inside_a_sandboxed_srcdoc_iframe(browser, qk, tmp_path):
+    """As show_neuron_view shows it in a notebook: the page inside iframe(srcdoc)."""
+    host = tmp_path / "host.html"
+    frame_html = bertviz_offline.iframe(neuron_page(qk), bertviz_offline.frame_height("neuron", qk.attentions))
+    host.write_text(f"<!DOCTYPE html><html><body>{frame_html}</body></html>", encoding="utf-8")
+    page, aborted, errors, dialogs = offline_page(browser)
+    page.goto(host.as_uri())
+    frame = page.frame_locator("iframe")
+    frame.locator("#collapsed line").first.wait_for(state="attached")
+    assert frame.locator("#collapsed #leftText text").count() == len(qk.tokens)
+    frame.locator("#layer").select_option("1")
+    frame.locator("#collapsed line").first.wait_for(state="attached")
+    assert aborted == [] and errors == [] and dialogs == []
     page.close()
