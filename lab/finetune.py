@@ -101,7 +101,9 @@ def read_classification(path, text_columns: tuple[str, ...] | None = None, label
             header = [h.strip() for h in next(reader)]
         except StopIteration:
             raise ValueError(f"{path} is empty (expected a header line such as 'sentence\\tlabel')") from None
-        cols = text_columns or next((c for c in TEXT_COLUMNS if all(x in header for x in c)), None)
+        # the header's pair of columns if it has one (GLUE QNLI: question, sentence, label), else one column
+        found = [c for c in TEXT_COLUMNS if all(x in header for x in c)]
+        cols = text_columns or (max(found, key=len) if found else None)
         if cols is None or label_column not in header:
             raise ValueError(f"{path}: the header {header} needs a '{label_column}' column and text columns "
                              f"such as 'sentence' or 'sentence1','sentence2'")

@@ -19,6 +19,9 @@ The figures, one function each:
                                                tokens, the best span highlighted
     embedding_components(embeddings)           the paper's Figure 2: token + segment + position
                                                embeddings, their sum and the LayerNorm output
+    occurrence_similarity(occurrences)         lab.contextual: one word in many sentences, the
+                                               cosine similarity of its vectors at chosen depths
+    sense_separation({name: occurrences})      within- minus across-sense similarity by depth
 
 What each figure shows (its numbers, labels, titles, colour scales) comes from the function of
 the same name in lab.figure_data, which lab.figures (the dashboard's browser-drawn versions)
@@ -35,6 +38,7 @@ each other's plots: every function may be called from several threads at once.
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -322,4 +326,49 @@ def embedding_components(result, dims: int = 32) -> Figure:
     fig.colorbar(images[0], ax=list(axes[:4]), shrink=0.6, label="value")
     fig.colorbar(images[4], ax=axes[4], label="value")
     fig.suptitle(data.title, fontsize=11)
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------
+# Contextual vectors (notebook 07)
+# ----------------------------------------------------------------------------------------------
+
+
+def occurrence_similarity(occ, layers: Sequence[int | str] = ("token embedding", -1), title: str = "") -> Figure:
+    """lab.contextual.word_vectors' occurrences: one heatmap per depth, the cosine similarity of
+    every occurrence with every other, each annotated, on one colour scale from -1 to 1 (so
+    that depths compare)."""
+    labels, n = occ.labels, len(occ.labels)
+    fig = Figure(figsize=(4.4 * len(layers) + 1.2, 5.8), layout="constrained")
+    axes = fig.subplots(1, len(layers), squeeze=False)[0]
+    for ax, layer in zip(axes, layers):
+        sim = occ.similarity(layer)
+        image = ax.imshow(sim, vmin=-1, vmax=1, cmap="RdBu_r")
+        for i in range(n):
+            for j in range(n):
+                ax.text(j, i, f"{sim[i, j]:.2f}", ha="center", va="center", fontsize=6,
+                        color="white" if abs(sim[i, j]) > 0.6 else "black")
+        ax.set_xticks(range(n), labels, rotation=90, fontsize=7)
+        ax.set_yticks(range(n), labels if ax is axes[0] else [""] * n, fontsize=7)
+        ax.set_title(occ.layer_names[occ.layer_index(layer)], fontsize=9)
+    fig.colorbar(image, ax=list(axes), shrink=0.6, label="cosine similarity")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def sense_separation(curves) -> Figure:
+    """{model name: lab.contextual.word_vectors(...)}: within-sense minus across-sense similarity
+    at each depth, one line per model."""
+    fig = Figure(figsize=(7, 3.6), layout="constrained")
+    ax = fig.subplots()
+    longest = max(curves.values(), key=lambda o: len(o.layer_names)).layer_names
+    for name, occ in curves.items():
+        ax.plot(range(len(occ.layer_names)), occ.separation(), marker="o", label=name)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xticks(range(len(longest)), ["token\nembedding", "embeddings"] + [n.split()[-1] for n in longest[2:]],
+                  fontsize=8)
+    ax.set_xlabel("depth (layer)")
+    ax.set_ylabel("within-sense minus\nacross-sense similarity")
+    ax.legend(fontsize=8)
     return fig

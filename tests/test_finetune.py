@@ -54,6 +54,11 @@ def test_read_formats_and_errors(tmp_path):
     data = read_classification(tmp_path / "pairs.csv")
     assert data.pairs == ["he moved .", "the sun, it shone ."] and data.labels == ["entailment", "contradiction"]
     assert label_names(["10", "2", "1"]) == ["1", "2", "10"] and label_names(["neg", "pos"]) == ["neg", "pos"]
+    # GLUE QNLI's header holds "sentence" too: the pair is read, not the sentence alone
+    (tmp_path / "qnli.tsv").write_text("index\tquestion\tsentence\tlabel\n0\twho ran ?\the ran .\tentailment\n")
+    data = read_classification(tmp_path / "qnli.tsv")
+    assert (data.texts, data.pairs) == (["who ran ?"], ["he ran ."])
+    assert read_classification(tmp_path / "qnli.tsv", text_columns=("sentence",)).pairs is None
     (tmp_path / "bad.tsv").write_text("sentence\tlabel\nfine\t1\nmissing its label\n")
     with pytest.raises(ValueError, match=r"bad.tsv, line 3: 1 column\(s\), expected 2"):
         read_classification(tmp_path / "bad.tsv")

@@ -22,7 +22,8 @@ from tests.conftest import ROOT
 NOTEBOOKS = ROOT / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 EXPECTED = ["01_tokens_and_input_embeddings", "02_pretraining_mlm_and_nsp", "03_attention_heads",
-            "04_fine_tuning_classification", "05_question_answering", "06_bert_gpt_elmo"]
+            "04_fine_tuning_classification", "05_question_answering", "06_bert_gpt_elmo",
+            "07_contextual_vectors_and_sentence_pairs"]
 CELL_TIMEOUT = 900        # seconds per cell: the training cells of 02, 04 and 06 take minutes on one thread
 
 # Overrides per notebook; every notebook also gets THREADS=1 and RUNS=<a temporary directory>.
@@ -36,6 +37,7 @@ QUICK = {
     # QA_MODEL=None: always exercise the fine-tuning path, even once models/bert-lab-squad exists
     "05_question_answering": dict(QA_MODEL=None, TRAIN_ARTICLES=1, EPOCHS=1, EVAL_QUESTIONS=40),
     "06_bert_gpt_elmo": {},
+    "07_contextual_vectors_and_sentence_pairs": {},
 }
 COMMON = dict(THREADS=1)
 # Without the real corpora (../shared/data, e.g. a fresh clone in CI) the notebooks read the small
@@ -49,7 +51,8 @@ SAMPLE_QUICK = {
     "04_fine_tuning_classification": dict(TRAIN_ROWS=320, EPOCHS=1),
     "06_bert_gpt_elmo": dict(STEPS=40, BATCH_SIZE=64, CLOZE_BLANKS=200),
 }
-DATA_INDEPENDENT = {"01_tokens_and_input_embeddings"}     # checks that hold on the samples too
+# checks that hold on the samples too (07's accuracy checks need the real SQuAD: _check_07 reads "shared_data")
+DATA_INDEPENDENT = {"01_tokens_and_input_embeddings", "07_contextual_vectors_and_sentence_pairs"}
 
 # Values read from the kernel after the run (a Python dict expression evaluated in the notebook).
 PROBES = {
@@ -62,6 +65,12 @@ PROBES = {
                                       '"dev": len(dev.labels)}'),
     "06_bert_gpt_elmo": ('{"blanks": result.blanks, "accuracy": result.accuracy, "intervals": intervals, '
                          '"correct": {k: len(v) for k, v in result.correct.items()}}'),
+    "07_contextual_vectors_and_sentence_pairs": (
+        '{"shared_data": is_shared(data), "token_similarity": token_similarity, '
+        '"separation": {k: v.tolist() for k, v in separation.items()}, "nearest": nearest, "chance": chance, '
+        '"majority": majority, "accuracy": accuracy, "dev_pairs": len(dev_pairs), '
+        '"balanced": [2 * sum(p.label == "entailment" for p in ps) == len(ps) for ps in (train_pairs, dev_pairs)], '
+        '"pairs_read": [task_settings(run)["pair"] for run in runs.values()]}'),
 }
 
 
@@ -99,9 +108,27 @@ def _check_06(v):
         assert v["correct"][name] == v["blanks"]
 
 
+def _check_07(v):
+    # section 1 (bundled models, the notebook's own sentences): the token embedding is context-free,
+    # position alone says nothing about sense, and at the last layer the senses separate in every model
+    assert v["token_similarity"] > 0.9999, v["token_similarity"]
+    for name, sep in v["separation"].items():
+        assert abs(sep[0]) < 1e-6 and abs(sep[1]) < 0.05, (name, sep)
+        assert sep[-1] > 0.02 and v["nearest"][name] > v["chance"], (name, sep, v["nearest"])
+    # section 2: balanced pairs, read as pairs by every run
+    assert all(v["balanced"]) and all(v["pairs_read"]) and v["majority"] == 0.5, v
+    if v["shared_data"]:
+        acc = v["accuracy"]
+        assert v["dev_pairs"] >= 3000, v
+        assert acc["tiny, fine-tuned"] > v["majority"] + 0.05, acc
+        assert acc["word overlap (a threshold)"] > acc["tiny, fine-tuned"] + 0.1, acc
+        qa = acc.get("MiniLM-SQuAD, no QNLI training")
+        assert qa is None or qa > acc["tiny, fine-tuned"] + 0.1, acc
+
+
 CHECKS = {"01_tokens_and_input_embeddings": _check_01, "02_pretraining_mlm_and_nsp": _check_02,
           "03_attention_heads": _check_03, "04_fine_tuning_classification": _check_04,
-          "06_bert_gpt_elmo": _check_06}
+          "06_bert_gpt_elmo": _check_06, "07_contextual_vectors_and_sentence_pairs": _check_07}
 
 
 def _read(path: Path):

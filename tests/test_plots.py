@@ -104,7 +104,8 @@ def tick_texts(labels):
 # ----------------------------------------------------------------------------------------------
 
 FIGURES = ["training_curves", "attention_heatmap", "attention_grid", "head_stats_heatmaps",
-           "ablation_heatmap", "span_probabilities", "embedding_components"]
+           "ablation_heatmap", "span_probabilities", "embedding_components",
+           "occurrence_similarity", "sense_separation"]          # the last two: tests/test_contextual.py
 
 
 def test_docstring_lists_every_figure_function_and_pyplot_is_never_imported():
