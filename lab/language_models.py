@@ -19,9 +19,15 @@ What lives here
   is hidden.
 - `cloze`: fill in a blanked word from both sides (BERT) or from one (GPT, right-to-left), or
   with two one-directional models combined at the output (ELMo, "shallowly").
+- Whole-word masking and the masked-LM perplexity (notebook 2): `compare_masking` shows one
+  sentence masked by tokens and by whole words, `count_masking` counts the words token-level
+  masking splits, `continuation_piece_accuracy` measures how much easier a "##" piece is when
+  the rest of its word stays visible, and `masked_lm_perplexity` gives exp(cross-entropy at
+  [MASK]) for a model or a context-free baseline (`unigram_log_probs`).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -335,3 +341,280 @@ def paired_difference(correct_a, correct_b, z: float = 1.96) -> tuple[float, flo
     var = sum((x - mean) ** 2 for x in d) / (n - 1)
     half = z * (var / n) ** 0.5
     return mean, mean - half, mean + half
+
+
+# ----------------------------------------------------------------------------------------
+# Evaluation 3: whole-word masking, and the masked-LM perplexity
+# ----------------------------------------------------------------------------------------
+# Token-level masking chooses WordPiece tokens, so a word split into pieces can be half hidden:
+#     un ##believ ##ably  ->  un [MASK] ##ably      (the visible pieces nearly give it away)
+# Whole-word masking (Google's BERT repository, README update of 31 May 2019; the flag
+# --do_whole_word_mask of create_pretraining_data.py) always chooses all pieces of a word:
+#     un ##believ ##ably  ->  [MASK] [MASK] [MASK]
+# lab.instances.mask_tokens(..., whole_word=True) implements it; the functions below show it on
+# text and measure what it changes for a trained model.
+def word_spans(ids, special: SpecialIds, maskable=None) -> list[tuple[int, int]]:
+    """[start, end) of each word of one sequence of ids: a piece plus the "##" pieces right
+    after it, the same grouping whole-word masking uses. Positions that are not maskable
+    ([CLS], [SEP], [PAD], [MASK] by default) belong to no word.
+
+    Example: [CLS] the un ##believ ##ably cat [SEP] -> [(1, 2), (2, 5), (5, 6)].
+    """
+    ids = [int(i) for i in (ids.tolist() if torch.is_tensor(ids) else ids)]
+    if maskable is None:
+        specials = {special.pad_id, special.cls_id, special.sep_id, special.mask_id}
+        maskable = [i not in specials for i in ids]
+    else:
+        maskable = [bool(m) for m in (maskable.tolist() if torch.is_tensor(maskable) else maskable)]
+    subword = special.subword_table()
+    spans: list[tuple[int, int]] = []
+    for t, (i, ok) in enumerate(zip(ids, maskable)):
+        if not ok:
+            continue
+        if bool(subword[i]) and t > 0 and maskable[t - 1] and spans and spans[-1][1] == t:
+            spans[-1] = (spans[-1][0], t + 1)               # a ## piece continues the word
+        else:
+            spans.append((t, t + 1))
+    return spans
+
+
+def _encode_sentences(tokenizer, sentences, max_length: int) -> list[list[int]]:
+    """[CLS] sentence [SEP] ids of each sentence, cut to max_length."""
+    encodings = tokenizer.backend.encode_batch(list(sentences), add_special_tokens=False)
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    return [[cls] + e.ids[:max_length - 2] + [sep] for e in encodings]
+
+
+def _pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids [B, T], attention_mask [B, T]) of rows padded to the longest."""
+    T = max(len(r) for r in rows)
+    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(rows), T), dtype=torch.long)
+    for b, r in enumerate(rows):
+        ids[b, :len(r)] = torch.tensor(r)
+        attn[b, :len(r)] = 1
+    return ids, attn
+
+
+@dataclass
+class MaskingCounts:
+    """What one masking of some text chose: how many predicted tokens sit in a word that is
+    only partly chosen (its other pieces visible, or at least not predicted)."""
+    predicted: int               # tokens chosen for prediction
+    in_split_words: int          # of those: pieces of a word whose other pieces were not all chosen
+    words_split: int             # words of which some, but not all, pieces were chosen
+    multi_piece_words: int       # words of two or more pieces in the text
+
+    @property
+    def split_share(self) -> float:
+        return self.in_split_words / max(1, self.predicted)
+
+
+def masking_counts(input_ids: torch.Tensor, labels: torch.Tensor, special: SpecialIds,
+                   maskable: torch.Tensor | None = None) -> MaskingCounts:
+    """Count, in a masked batch ([B, T] ids before corruption and their mlm_labels), the words
+    that the masking split: some pieces chosen (label set), some not. Whole-word masking never
+    splits a word; token-level masking does whenever it picks a piece of a longer word."""
+    chosen = labels != IGNORE_INDEX                                          # (B, T)
+    predicted = in_split = split = multi = 0
+    for b in range(input_ids.shape[0]):
+        row_chosen = chosen[b].tolist()
+        for start, end in word_spans(input_ids[b], special, None if maskable is None else maskable[b]):
+            picks = sum(row_chosen[start:end])
+            multi += end - start > 1
+            if 0 < picks < end - start:
+                split += 1
+                in_split += picks
+        predicted += sum(row_chosen)
+    return MaskingCounts(predicted, in_split, split, multi)
+
+
+def count_masking(tokenizer, sentences, whole_word: bool = False, seed: int = 0,
+                  max_length: int = 128) -> MaskingCounts:
+    """Mask each sentence once ([CLS] sentence [SEP], 15%, as pre-training does) and count the
+    words split (MaskingCounts)."""
+    special = SpecialIds.from_vocab(tokenizer.vocab)
+    ids, _ = _pad(_encode_sentences(tokenizer, sentences, max_length), special.pad_id)
+    _, labels = mask_tokens(ids, None, special, torch.Generator().manual_seed(seed), whole_word=whole_word)
+    return masking_counts(ids, labels, special)
+
+
+@dataclass
+class MaskingComparison:
+    """One sentence masked at the token level and by whole words, with the same seed."""
+    tokens: list[str]            # [CLS] ... [SEP]
+    token_level: list[str]       # the tokens with the chosen ones shown as [MASK]
+    whole_word: list[str]
+    split_words: list[str]       # the words token-level masking split ("un ##believ ##ably")
+    seed: int                    # the seed that gave this pair
+
+
+def compare_masking(tokenizer, sentences, seed: int = 0, min_pieces: int = 3, tries: int = 500,
+                    max_length: int = 64) -> MaskingComparison:
+    """Show token-level and whole-word masking on one sentence: the first sentence holding a word
+    of at least `min_pieces` pieces (else the one with the longest word), masked with the first seed (from `seed` on) under which
+    token-level masking chose some but not all pieces of one of its words; whole-word masking
+    gets the same seed. Chosen tokens are shown as [MASK] (in pre-training 10% of them would be
+    a random token and 10% stay unchanged: lab.instances.mask_tokens)."""
+    special = SpecialIds.from_vocab(tokenizer.vocab)
+    rows = _encode_sentences(tokenizer, sentences, max_length)
+    longest = [max((e - s for s, e in word_spans(r, special)), default=0) for r in rows]
+    pick = next((r for r, n in zip(rows, longest) if n >= min_pieces), None)
+    if pick is None:                        # a short text: the sentence with the longest word
+        pick = rows[max(range(len(rows)), key=longest.__getitem__)] if rows and max(longest) > 1 else None
+    if pick is None:
+        raise ValueError("no sentence holds a word of two or more pieces: nothing for whole-word masking to change")
+    ids = torch.tensor([pick])                                                 # (1, T)
+    tokens = tokenizer.convert_ids_to_tokens(pick)
+
+    def shown(labels):
+        return [("[MASK]" if lab != IGNORE_INDEX else t) for t, lab in zip(tokens, labels[0].tolist())]
+
+    for s in range(seed, seed + tries):
+        _, token_labels = mask_tokens(ids, None, special, torch.Generator().manual_seed(s))
+        chosen = (token_labels[0] != IGNORE_INDEX).tolist()
+        split = [" ".join(tokens[a:b]) for a, b in word_spans(pick, special) if 0 < sum(chosen[a:b]) < b - a]
+        if split:
+            _, word_labels = mask_tokens(ids, None, special, torch.Generator().manual_seed(s), whole_word=True)
+            return MaskingComparison(tokens, shown(token_labels), shown(word_labels), split, s)
+    raise ValueError(f"no seed in [{seed}, {seed + tries}) split a word of this sentence")
+
+
+@dataclass
+class PieceAccuracy:
+    """Accuracy at "##" continuation pieces: hidden alone (the rest of the word visible) or with
+    their whole word hidden. Both on the same pieces, in the same sentences."""
+    pieces: int                                 # continuation pieces scored
+    words: int                                  # the multi-piece words they belong to
+    sentences: int                              # sentences read
+    partial: float                              # top-1 accuracy, only the piece masked
+    whole: float                                # top-1 accuracy, the whole word masked
+    partial_correct: list[bool] = field(default_factory=list)
+    whole_correct: list[bool] = field(default_factory=list)
+    examples: list[dict] = field(default_factory=list)   # the first `show` distinct pieces: word, piece, both guesses
+
+
+@torch.no_grad()
+def continuation_piece_accuracy(model, tokenizer, sentences, max_length: int = 64, batch_size: int = 128,
+                                show: int = 8) -> PieceAccuracy:
+    """For every "##" piece of every multi-piece word of the sentences, predict it twice:
+    with only that piece replaced by [MASK] (what token-level masking often asks: the word's
+    other pieces stay visible) and with every piece of its word replaced by [MASK] (what
+    whole-word masking always asks). Nothing else in the sentence is masked.
+
+    Example, "he was un ##believ ##ably rude": for the piece ##believ the two inputs are
+        he was un [MASK] ##ably rude         and       he was [MASK] [MASK] [MASK] rude
+    and the model's top guess at that position is compared with ##believ.
+    """
+    special = SpecialIds.from_vocab(tokenizer.vocab)
+    rows = _encode_sentences(tokenizer, sentences, max_length)
+    cases = []                               # (row, piece position, word span) per piece
+    words = 0
+    for r, ids in enumerate(rows):
+        for start, end in word_spans(ids, special):
+            if end - start > 1:
+                words += 1
+                cases.extend((r, p, (start, end)) for p in range(start + 1, end))
+    mask_id = tokenizer.mask_token_id
+    model.eval()
+    hits = {"partial": [], "whole": []}
+    guesses = {"partial": [], "whole": []}
+    for kind in ("partial", "whole"):
+        for i in range(0, len(cases), batch_size):
+            part = cases[i:i + batch_size]
+            inputs, targets = [], []
+            for r, p, (start, end) in part:
+                ids = list(rows[r])
+                for q in ([p] if kind == "partial" else range(start, end)):
+                    ids[q] = mask_id
+                inputs.append(ids)
+                targets.append(rows[r][p])
+            ids, attn = _pad(inputs, special.pad_id)                             # (b, T)
+            labels = torch.full_like(ids, IGNORE_INDEX)
+            labels[torch.arange(len(part)), torch.tensor([p for _, p, _ in part])] = torch.tensor(targets)
+            device = next(model.parameters()).device
+            out = model(input_ids=ids.to(device), attention_mask=attn.to(device), mlm_labels=labels.to(device))
+            top = out.mlm_logits.argmax(-1).cpu()                                 # (b,) in row order
+            hits[kind].extend((top == torch.tensor(targets)).tolist())
+            guesses[kind].extend(top.tolist())
+    n = len(cases)
+    result = PieceAccuracy(n, words, len(rows), sum(hits["partial"]) / max(1, n), sum(hits["whole"]) / max(1, n),
+                           hits["partial"], hits["whole"])
+    shown = set()
+    for k, (r, p, (start, end)) in enumerate(cases):
+        word, piece = " ".join(tokenizer.convert_ids_to_tokens(rows[r][start:end])), tokenizer.convert_ids_to_tokens(rows[r][p])
+        if len(result.examples) == show:
+            break
+        if (word, piece) in shown:                 # one example per piece of a word
+            continue
+        shown.add((word, piece))
+        result.examples.append({"word": word, "piece": piece,
+                                "guess, piece alone masked": tokenizer.convert_ids_to_tokens(guesses["partial"][k]),
+                                "guess, whole word masked": tokenizer.convert_ids_to_tokens(guesses["whole"][k])})
+    return result
+
+
+def unigram_log_probs(tokenizer, sentences, smoothing: float = 1.0) -> torch.Tensor:
+    """[V] log-probabilities of each piece by its frequency in the sentences (add-`smoothing`
+    counts, so an unseen piece is unlikely but possible): the "unigram" model that guesses
+    without reading any context. [PAD], [CLS], [SEP] and [MASK] get probability 0."""
+    ids = [i for e in tokenizer.backend.encode_batch(list(sentences), add_special_tokens=False) for i in e.ids]
+    counts = torch.bincount(torch.tensor(ids, dtype=torch.long), minlength=tokenizer.vocab_size).double()
+    counts += float(smoothing)
+    for i in (tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id):
+        counts[i] = 0.0
+    return (counts / counts.sum()).log().float()
+
+
+@dataclass
+class MaskedLMScore:
+    """Masked-LM cross-entropy at [MASK] positions and its exponential, the perplexity."""
+    loss: float                  # mean cross-entropy in nats per masked piece
+    accuracy: float              # top-1 accuracy at the same positions
+    predictions: int             # [MASK] positions scored
+    sentences: int
+
+    @property
+    def perplexity(self) -> float:
+        """exp(loss): the model is as unsure as a uniform choice among this many pieces."""
+        return math.exp(self.loss)
+
+
+@torch.no_grad()
+def masked_lm_perplexity(predictor, tokenizer, sentences, seed: int = 0, whole_word: bool = False,
+                         max_length: int = 64, batch_size: int = 64) -> MaskedLMScore:
+    """The masked-LM perplexity: exp(mean cross-entropy at the positions replaced by [MASK]).
+
+    Each sentence ([CLS] sentence [SEP]) is masked once as pre-training masks (15%, 80/10/10,
+    seeded: the same seed and tokenizer give the same positions for every predictor) and
+    scored at the positions that show [MASK] (the 10% unchanged ones could simply be copied).
+    predictor: a model with a masked-LM head, or a [V] tensor of log-probabilities used at
+    every position (a context-free baseline: `unigram_log_probs`; a uniform tensor gives
+    exactly V). Each hidden piece is predicted from both sides: this is not the left-to-right
+    perplexity of a GPT-style model and does not compare with it; nor do perplexities over
+    different vocabularies (other pieces) compare with each other.
+    """
+    special = SpecialIds.from_vocab(tokenizer.vocab)
+    rows = _encode_sentences(tokenizer, sentences, max_length)
+    generator = torch.Generator().manual_seed(seed)
+    total, hits, n = 0.0, 0, 0
+    is_model = not torch.is_tensor(predictor)
+    if is_model:
+        predictor.eval()
+        device = next(predictor.parameters()).device
+    for i in range(0, len(rows), batch_size):
+        ids, attn = _pad(rows[i:i + batch_size], special.pad_id)                # (b, T)
+        masked, labels = mask_tokens(ids, None, special, generator, whole_word=whole_word)
+        labels = labels.masked_fill(masked != special.mask_id, IGNORE_INDEX)     # score at [MASK] only
+        targets = labels[labels != IGNORE_INDEX]                                 # (N,)
+        if len(targets) == 0:
+            continue
+        if is_model:
+            out = predictor(input_ids=masked.to(device), attention_mask=attn.to(device), mlm_labels=labels.to(device))
+            logp = out.mlm_logits.float().log_softmax(-1).cpu()                  # (N, V)
+        else:
+            logp = predictor.float().log_softmax(-1).expand(len(targets), -1)     # (N, V)
+        total -= float(logp[torch.arange(len(targets)), targets].sum())
+        hits += int((logp.argmax(-1) == targets).sum())
+        n += len(targets)
+    return MaskedLMScore(total / max(1, n), hits / max(1, n), n, len(rows))

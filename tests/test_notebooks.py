@@ -59,7 +59,13 @@ PROBES = {
     "01_tokens_and_input_embeddings": '{"split": split, "whole": whole}',
     "02_pretraining_mlm_and_nsp": ('{"mask_acc": mask_acc, "unigram_acc": unigram_acc, "bi_visible": bi_visible, '
                                    '"bi_hidden": bi_hidden, "l2r_hidden": l2r_hidden, '
-                                   '"kinds": sorted({i.is_random_next for i in shown})}'),
+                                   '"kinds": sorted({i.is_random_next for i in shown}), '
+                                   '"piece_partial": piece_partial, "piece_whole": piece_whole, "pieces": pieces.pieces, '
+                                   '"split_token": split_counts["token-level"].words_split, '
+                                   '"split_whole": split_counts["whole-word"].words_split, '
+                                   '"ppl_mine": ppl_mine, "ppl_unigram_mine": ppl_unigram_mine, "ppl_bundled": ppl_bundled, '
+                                   '"ppl_unigram_bundled": ppl_unigram_bundled, "vocab_mine": mine_tok.vocab_size, '
+                                   '"vocab_bundled": tok.vocab_size}'),
     "03_attention_heads": '{"effects": effects.tolist(), "big": big}',
     "04_fine_tuning_classification": ('{"majority": majority, "accuracy": {k: v["accuracy"] for k, v in results.items()}, '
                                       '"dev": len(dev.labels)}'),
@@ -85,6 +91,12 @@ def _check_02(v):
     assert v["mask_acc"] > v["unigram_acc"] + 0.05, v
     assert v["bi_visible"] >= 0.90 and v["bi_hidden"] <= 0.10, v
     assert v["kinds"] == [False, True], "both IsNext and NotNext pairs are shown"
+    # section 6: whole-word masking never splits a word, token masking does; a ## piece is far
+    # easier with the rest of its word visible; context beats the unigram guess (masked-LM perplexity)
+    assert v["split_whole"] == 0 and v["split_token"] > 0, v
+    assert v["pieces"] >= 100 and v["piece_partial"] > v["piece_whole"] + 0.15, v
+    assert v["ppl_bundled"] < v["ppl_unigram_bundled"] / 5 < v["vocab_bundled"], v
+    assert v["ppl_mine"] < v["ppl_unigram_mine"] < v["vocab_mine"], v
 
 
 def _check_03(v):
