@@ -27,15 +27,14 @@ EXPECTED = ["01_tokens_and_input_embeddings", "02_pretraining_mlm_and_nsp", "03_
 CELL_TIMEOUT = 900        # seconds per cell: the training cells of 02, 04 and 06 take minutes on one thread
 
 # Overrides per notebook; every notebook also gets THREADS=1 and RUNS=<a temporary directory>.
-# 01-04 and 06 run at their shipped defaults (their lessons are asserted below).
+# Every notebook runs at its shipped defaults (their lessons are asserted below).
 # Without ../shared/data the notebooks fall back to notebooks/data/ (the CORPUS names then do not matter).
 QUICK = {
     "01_tokens_and_input_embeddings": {},
     "02_pretraining_mlm_and_nsp": {},
     "03_attention_heads": {},
     "04_fine_tuning_classification": {},
-    # QA_MODEL=None: always exercise the fine-tuning path, even once models/bert-lab-squad exists
-    "05_question_answering": dict(QA_MODEL=None, TRAIN_ARTICLES=1, EPOCHS=1, EVAL_QUESTIONS=40),
+    "05_question_answering": {},
     "06_bert_gpt_elmo": {},
     "07_contextual_vectors_and_sentence_pairs": {},
 }
@@ -50,6 +49,8 @@ SAMPLE_QUICK = {
     "03_attention_heads": dict(STAT_SENTENCES=20),
     "04_fine_tuning_classification": dict(TRAIN_ROWS=320, EPOCHS=1),
     "06_bert_gpt_elmo": dict(STEPS=40, BATCH_SIZE=64, CLOZE_BLANKS=200),
+    # QA_MODEL=None: the samples exercise the fine-tuning path (with the real data 05 runs the bundled models)
+    "05_question_answering": dict(QA_MODEL=None, TRAIN_ARTICLES=1, EPOCHS=1, EVAL_QUESTIONS=40),
 }
 # checks that hold on the samples too (07's accuracy checks need the real SQuAD: _check_07 reads "shared_data")
 DATA_INDEPENDENT = {"01_tokens_and_input_embeddings", "07_contextual_vectors_and_sentence_pairs"}
@@ -69,6 +70,9 @@ PROBES = {
     "03_attention_heads": '{"effects": effects.tolist(), "big": big}',
     "04_fine_tuning_classification": ('{"majority": majority, "accuracy": {k: v["accuracy"] for k, v in results.items()}, '
                                       '"dev": len(dev.labels)}'),
+    "05_question_answering": ('{"count": scores["count"], "articles": len({e.article_index for e in eval_ex}), '
+                              '"held_out_articles": n_articles - n_train, '
+                              '"scores": {name: [r[3]["exact_match"], r[3]["f1"]] for name, r in results.items()}}'),
     "06_bert_gpt_elmo": ('{"blanks": result.blanks, "accuracy": result.accuracy, "intervals": intervals, '
                          '"correct": {k: len(v) for k, v in result.correct.items()}}'),
     "07_contextual_vectors_and_sentence_pairs": (
@@ -111,6 +115,15 @@ def _check_04(v):
     assert acc["pre-trained, fine-tuned"] > acc["random init, fine-tuned"] + 0.02, v
 
 
+def _check_05(v):
+    # 300 held-out questions from every held-out article; the real pre-trained model
+    # (minilm-squad) answers far better than the tiny one on the same questions
+    assert v["count"] == 300 and v["articles"] == v["held_out_articles"] == 8, v
+    (big, (em, f1)), (tiny, (tiny_em, tiny_f1)) = v["scores"].items()
+    assert (big, tiny) == ("minilm-squad", "bert-lab-squad"), v
+    assert em >= 50 and f1 >= 65 and f1 > tiny_f1 + 30, v
+
+
 def _check_06(v):
     # the cloze comparison reports its confidence intervals, on the blanks it says it used
     assert v["blanks"] >= 100
@@ -140,6 +153,7 @@ def _check_07(v):
 
 CHECKS = {"01_tokens_and_input_embeddings": _check_01, "02_pretraining_mlm_and_nsp": _check_02,
           "03_attention_heads": _check_03, "04_fine_tuning_classification": _check_04,
+          "05_question_answering": _check_05,
           "06_bert_gpt_elmo": _check_06, "07_contextual_vectors_and_sentence_pairs": _check_07}
 
 
