@@ -640,17 +640,26 @@ def ablate(model_name, text, theme="light", progress=gr.Progress()):
 
 
 @handler(1)
-def bertviz_view(model_name, text_a, text_b="", view="head"):
-    """bertviz's interactive head or model view, drawn offline: its d3 and jQuery come from
-    installed packages (lab.bertviz_offline), inside a sandboxed iframe."""
+def bertviz_view(model_name, text_a, text_b="", view="head", layer=0, head=0):
+    """bertviz's interactive head, model or neuron view, drawn offline: its d3 and jQuery come
+    from installed packages (lab.bertviz_offline), inside a sandboxed iframe. The neuron view
+    opens on the tab's layer and head (its own menus change them)."""
     model, tokenizer = model_for(model_name, "attention")
     a = text_input(text_a, "sentence A")
     b = text_input(text_b, "sentence B", required=False).strip() or None
-    result = explore.attention(model, tokenizer, a, b)
-    view = "model" if view == "model" else "head"
-    build = bertviz_offline.model_view_html if view == "model" else bertviz_offline.head_view_html
+    view = view if view in ("model", "neuron") else "head"
     try:
-        page = build(result.attentions, result.tokens, result.sentence_b_start)   # ValueError above its cap
+        if view == "neuron":
+            L, A = model.config.num_hidden_layers, model.config.num_attention_heads
+            layer = int_input(layer, f"the layer (this model has {L})", 0, L - 1)
+            head = int_input(head, f"the head (this model has {A} per layer)", 0, A - 1)
+            result = explore.queries_and_keys(model, tokenizer, a, b)
+            page = bertviz_offline.neuron_view_html(result.queries, result.keys, result.attentions, result.tokens,
+                                                    result.sentence_b_start, layer=layer, head=head)
+        else:
+            result = explore.attention(model, tokenizer, a, b)
+            build = bertviz_offline.model_view_html if view == "model" else bertviz_offline.head_view_html
+            page = build(result.attentions, result.tokens, result.sentence_b_start)   # ValueError above its cap
     except ImportError as e:
         raise UserError(f"bertviz is not available on this server: {e}") from None
     frame = bertviz_offline.iframe(page, bertviz_offline.frame_height(view, result.attentions))
@@ -1115,8 +1124,10 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                     abl_plot = gr.Plot(label="loss change when each head is silenced")
                     abl_csv = data_box()
                     abl_status = status_box()
-                with gr.Accordion("bertviz: the head and model views (Vig 2019), drawn offline", open=False):
-                    view = gr.Radio(["head", "model"], value="head", label="view")
+                with gr.Accordion("bertviz: the head, model and neuron views (Vig 2019), drawn offline", open=False):
+                    view = gr.Radio(["head", "model", "neuron"], value="head", label="view",
+                                    info="neuron: the layer and head above, their query and key vectors "
+                                         "(click ⊕ beside a token)")
                     viz_btn = gr.Button("Show bertviz")
                     viz = gr.HTML()
                     viz_status = status_box()
@@ -1132,7 +1143,8 @@ def build(args: argparse.Namespace) -> gr.Blocks:
                 abl_in, abl_out = [att_model, abl_text, theme], [abl_plot, abl_csv, abl_status]
                 abl_btn.click(ablate, abl_in, abl_out, api_name="ablate", **Q)
                 submit_and_clear([abl_text], ablate, abl_in, abl_out, Q)
-                viz_btn.click(bertviz_view, [att_model, att_a, att_b, view], [viz, viz_status], api_name="bertviz", **Q)
+                viz_btn.click(bertviz_view, [att_model, att_a, att_b, view, layer, head], [viz, viz_status],
+                              api_name="bertviz", **Q)
 
             with gr.Tab("Question Answering", id=TABS["Question Answering"]):
                 gr.Markdown(HELP["qa"])

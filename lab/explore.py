@@ -383,30 +383,25 @@ def attention(model, tokenizer, text_a: str, text_b: str | None = None) -> Atten
 def queries_and_keys(model, tokenizer, text_a: str, text_b: str | None = None) -> QueryKeyResult:
     """attention() plus every head's query and key vectors (bertviz's neuron view shows them).
 
-    They are read, in the same forward pass that gives the attention maps, from the outputs of
-    each layer's `query` and `key` projections (nn.Linear, H -> H) through forward hooks, which
-    are removed afterwards (the model is not changed). Each output (1, T, H) is split into heads
-    as BertSelfAttention splits it: (1, T, A, d) -> (1, A, T, d), head h = features h*d..(h+1)*d-1.
+    They are the outputs of each layer's `query` and `key` projections (nn.Linear, H -> H)
+    applied to that layer's input (hidden_states[l], from the same forward pass that gives the
+    attention maps), computed again in the same precision: no hooks, so the model is never
+    changed and concurrent requests on one model (the dashboard) cannot see each other's
+    vectors. Each output (1, T, H) is split into heads as BertSelfAttention splits it:
+    (1, T, A, d) -> (1, A, T, d), head h = features h*d..(h+1)*d-1.
     """
     text_a = clean_text(text_a, "text_a")
     text_b = clean_text(text_b, "text_b") if text_b is not None else None
     enc, ids, types = _encode(model, tokenizer, text_a, text_b)
     encoder = getattr(model, "bert", model)
     layers = [m for m in encoder.modules() if isinstance(m, BertSelfAttention)]    # in layer order
-    outputs: dict[str, list[torch.Tensor]] = {"query": [], "key": []}
-    hooks = [getattr(layer, name).register_forward_hook(
-                 lambda module, inputs, output, kept=kept: kept.append(output.detach()))
-             for layer in layers for name, kept in outputs.items()]
-    try:
-        with _inference(model) as device:
-            out = encoder(ids.to(device), types.to(device), output_attentions=True)
-    finally:
-        for hook in hooks:
-            hook.remove()
-    if not (len(outputs["query"]) == len(outputs["key"]) == len(layers) == len(out.attentions)):
-        raise RuntimeError(f"{type(model).__name__}: expected one query and one key projection per "
-                           f"attention layer, got {len(outputs['query'])} and {len(outputs['key'])} "
-                           f"for {len(out.attentions)} layers")
+    with _inference(model) as device:
+        out = encoder(ids.to(device), types.to(device), output_attentions=True, output_hidden_states=True)
+        if not (len(layers) == len(out.attentions) == len(out.hidden_states) - 1):
+            raise RuntimeError(f"{type(model).__name__}: expected one self-attention per layer, found "
+                               f"{len(layers)} for {len(out.attentions)} layers")
+        outputs = {"query": [m.query(x) for m, x in zip(layers, out.hidden_states)],
+                   "key": [m.key(x) for m, x in zip(layers, out.hidden_states)]}
 
     def heads(x, layer):                                                 # (1, T, H) -> (1, A, T, d)
         return x.float().cpu().view(1, x.shape[1], layer.num_heads, layer.head_size).transpose(1, 2)

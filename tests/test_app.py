@@ -230,6 +230,11 @@ def test_bertviz_html_is_in_an_iframe(client):
     frame, status = client.predict(BUNDLED, "the cat sat .", "", "head", api_name="/bertviz")
     assert frame.startswith("<iframe") and "srcdoc=" in frame and "offline" in status
     assert "require.min.js" not in frame and "src=&quot;http" not in frame     # nothing from a CDN
+    frame, status = client.predict(BUNDLED, "the cat sat .", "it purred .", "neuron", 1, 1, api_name="/bertviz")
+    assert frame.startswith("<iframe") and "neuron view" in status and "src=&quot;http" not in frame
+    assert "&quot;queries&quot;" in frame                        # bertviz's neuron-view data, escaped in srcdoc
+    frame, status = client.predict(BUNDLED, "the cat sat .", "", "neuron", 9, 0, api_name="/bertviz")
+    assert "layer" in status and "has 2" in status
 
 
 def test_question_answering(client, app_models_root):

@@ -287,6 +287,19 @@ def test_queries_and_keys_leave_the_model_as_it_was(mlm):
                                                  again.queries + again.keys + again.attentions))
 
 
+def test_queries_and_keys_from_many_threads_at_once(mlm):
+    """The dashboard runs requests on one model concurrently: each gets its own text's vectors."""
+    from concurrent.futures import ThreadPoolExecutor
+    model, tok = mlm
+    texts = ["the cat sat .", "the dog ran far away .", "a b c d e f g h .", "on the mat ."] * 4
+    alone = {t: explore.queries_and_keys(model, tok, t) for t in set(texts)}
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda t: explore.queries_and_keys(model, tok, t), texts))
+    for t, r in zip(texts, together):
+        assert r.tokens == alone[t].tokens
+        assert all(torch.equal(a, b) for a, b in zip(r.queries + r.keys, alone[t].queries + alone[t].keys))
+
+
 class ReplayModel:
     """Stands in for bertviz's patched model classes: its output's last element is, per layer,
     {"attn", "queries", "keys"} ([1, heads, T, T | d] each), here tensors computed beforehand."""

@@ -116,7 +116,7 @@ def test_attention_in_the_browser(page, shots):
     page.wait_for_function("[...document.querySelectorAll('.bl-status')].some(e => e.innerText.includes('its row'))")
     page.screenshot(path=str(shots / "app_attention.png"), full_page=True)
     # bertviz's head view draws with the network blocked (d3 and jQuery come from the app)
-    page.get_by_text("bertviz: the head and model views").click()
+    page.get_by_text("bertviz: the head, model and neuron views").click()
     page.get_by_role("button", name="Show bertviz").click()
     frame = page.frame_locator("iframe[srcdoc]")
     frame.locator("svg text").first.wait_for()
