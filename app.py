@@ -572,10 +572,15 @@ def _attention_request(model_name, text_a, text_b, layer=0, head=0):
     model, tokenizer = model_for(model_name, "attention")
     a = text_input(text_a, "sentence A")
     b = text_input(text_b, "sentence B", required=False).strip() or None
-    L, A = model.config.num_hidden_layers, model.config.num_attention_heads
-    layer = int_input(layer, f"the layer (this model has {L})", 0, L - 1)
-    head = int_input(head, f"the head (this model has {A} per layer)", 0, A - 1)
+    layer, head = layer_and_head(model, layer, head)
     return model, explore.attention(model, tokenizer, a, b), layer, head
+
+
+def layer_and_head(model, layer, head) -> tuple[int, int]:
+    """The page's layer and head checked against the model's shape (a clear message if not)."""
+    L, A = model.config.num_hidden_layers, model.config.num_attention_heads
+    return (int_input(layer, f"the layer (this model has {L})", 0, L - 1),
+            int_input(head, f"the head (this model has {A} per layer)", 0, A - 1))
 
 
 @handler(5)
@@ -650,9 +655,7 @@ def bertviz_view(model_name, text_a, text_b="", view="head", layer=0, head=0):
     view = view if view in ("model", "neuron") else "head"
     try:
         if view == "neuron":
-            L, A = model.config.num_hidden_layers, model.config.num_attention_heads
-            layer = int_input(layer, f"the layer (this model has {L})", 0, L - 1)
-            head = int_input(head, f"the head (this model has {A} per layer)", 0, A - 1)
+            layer, head = layer_and_head(model, layer, head)
             result = explore.queries_and_keys(model, tokenizer, a, b)
             page = bertviz_offline.neuron_view_html(result.queries, result.keys, result.attentions, result.tokens,
                                                     result.sentence_b_start, layer=layer, head=head)

@@ -139,7 +139,8 @@ class _Canvas:
         vspace = 0.3 / rows if vspace is None else vspace
         xs = _domains(widths or [1] * cols, hspace)                        # left to right
         ys = _domains((heights or [1] * rows)[::-1], vspace)[::-1]         # row 1 at the top
-        cells = [(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1) if (r, c) not in set(empty)]
+        empty = set(empty)
+        cells = [(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1) if (r, c) not in empty]
         self.refs = {cell: _axis_ref(k) for k, cell in enumerate(cells)}
         bottom = {c: max(r for r, cc in cells if cc == c) for _, c in cells}
         left = {r: min(c for rr, c in cells if rr == r) for r, _ in cells}

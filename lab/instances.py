@@ -472,6 +472,31 @@ def mask_tokens(
     return masked, labels
 
 
+def word_spans(ids, special: SpecialIds, maskable=None) -> list[tuple[int, int]]:
+    """[start, end) of each word of one sequence of ids: a piece plus the "##" pieces right
+    after it, the same grouping whole-word masking uses. Positions that are not maskable
+    ([CLS], [SEP], [PAD], [MASK] by default) belong to no word.
+
+    Example: [CLS] the un ##believ ##ably cat [SEP] -> [(1, 2), (2, 5), (5, 6)].
+    """
+    ids = [int(i) for i in (ids.tolist() if torch.is_tensor(ids) else ids)]
+    if maskable is None:
+        specials = {special.pad_id, special.cls_id, special.sep_id, special.mask_id}
+        maskable = [i not in specials for i in ids]
+    else:
+        maskable = [bool(m) for m in (maskable.tolist() if torch.is_tensor(maskable) else maskable)]
+    subword = special.subword_table()[torch.as_tensor(ids, dtype=torch.long)].tolist() if ids else []
+    spans: list[tuple[int, int]] = []
+    for t, ok in enumerate(maskable):
+        if not ok:
+            continue
+        if subword[t] and t > 0 and maskable[t - 1] and spans and spans[-1][1] == t:
+            spans[-1] = (spans[-1][0], t + 1)               # a ## piece continues the word
+        else:
+            spans.append((t, t + 1))
+    return spans
+
+
 def _choose_whole_words(
     input_ids: torch.Tensor,
     maskable: torch.Tensor,
@@ -487,22 +512,10 @@ def _choose_whole_words(
     that would overshoot k is skipped, so a row may end with slightly fewer than k tokens.
     """
     B, T = input_ids.shape
-    is_sub = special.subword_table().to(input_ids.device)[input_ids] & maskable  # (B, T)
-    # A piece starts a new word unless it is a ## piece right after another maskable token.
-    prev_maskable = torch.zeros_like(maskable)
-    prev_maskable[:, 1:] = maskable[:, :-1]
-    starts = maskable & ~(is_sub & prev_maskable)  # (B, T)
-
     chosen = torch.zeros(B, T, dtype=torch.bool)
-    starts_l, maskable_l, scores_l, k_l = starts.tolist(), maskable.tolist(), scores.tolist(), k.tolist()
+    ids_l, maskable_l, scores_l, k_l = input_ids.tolist(), maskable.tolist(), scores.tolist(), k.tolist()
     for b in range(B):  # a plain loop per row: clear, and only used when asked for
-        # Collect words as [start, end) spans.
-        words: list[tuple[int, int]] = []
-        for t in range(T):
-            if starts_l[b][t]:
-                words.append((t, t + 1))
-            elif maskable_l[b][t] and words and words[-1][1] == t:
-                words[-1] = (words[-1][0], t + 1)  # extend the current word with its ## piece
+        words = word_spans(ids_l[b], special, maskable_l[b])
         words.sort(key=lambda w: scores_l[b][w[0]], reverse=True)  # random order
         covered = 0
         for start, end in words:

@@ -34,10 +34,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .batch import IGNORE_INDEX, Batch, step_indices
+from .batch import IGNORE_INDEX, Batch, pad_rows, step_indices
 from .config import BertConfig
 from .directions import DIRECTIONS, direction_mask, encode
-from .instances import SpecialIds, mask_tokens
+from .instances import SpecialIds, mask_tokens, word_spans
 from .model import BertForMaskedLM
 from .runs import read_metrics
 from .train import TrainConfig, train
@@ -353,47 +353,11 @@ def paired_difference(correct_a, correct_b, z: float = 1.96) -> tuple[float, flo
 #     un ##believ ##ably  ->  [MASK] [MASK] [MASK]
 # lab.instances.mask_tokens(..., whole_word=True) implements it; the functions below show it on
 # text and measure what it changes for a trained model.
-def word_spans(ids, special: SpecialIds, maskable=None) -> list[tuple[int, int]]:
-    """[start, end) of each word of one sequence of ids: a piece plus the "##" pieces right
-    after it, the same grouping whole-word masking uses. Positions that are not maskable
-    ([CLS], [SEP], [PAD], [MASK] by default) belong to no word.
-
-    Example: [CLS] the un ##believ ##ably cat [SEP] -> [(1, 2), (2, 5), (5, 6)].
-    """
-    ids = [int(i) for i in (ids.tolist() if torch.is_tensor(ids) else ids)]
-    if maskable is None:
-        specials = {special.pad_id, special.cls_id, special.sep_id, special.mask_id}
-        maskable = [i not in specials for i in ids]
-    else:
-        maskable = [bool(m) for m in (maskable.tolist() if torch.is_tensor(maskable) else maskable)]
-    subword = special.subword_table()
-    spans: list[tuple[int, int]] = []
-    for t, (i, ok) in enumerate(zip(ids, maskable)):
-        if not ok:
-            continue
-        if bool(subword[i]) and t > 0 and maskable[t - 1] and spans and spans[-1][1] == t:
-            spans[-1] = (spans[-1][0], t + 1)               # a ## piece continues the word
-        else:
-            spans.append((t, t + 1))
-    return spans
-
-
 def _encode_sentences(tokenizer, sentences, max_length: int) -> list[list[int]]:
     """[CLS] sentence [SEP] ids of each sentence, cut to max_length."""
     encodings = tokenizer.backend.encode_batch(list(sentences), add_special_tokens=False)
     cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
     return [[cls] + e.ids[:max_length - 2] + [sep] for e in encodings]
-
-
-def _pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(ids [B, T], attention_mask [B, T]) of rows padded to the longest."""
-    T = max(len(r) for r in rows)
-    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
-    attn = torch.zeros((len(rows), T), dtype=torch.long)
-    for b, r in enumerate(rows):
-        ids[b, :len(r)] = torch.tensor(r)
-        attn[b, :len(r)] = 1
-    return ids, attn
 
 
 @dataclass
@@ -434,7 +398,7 @@ def count_masking(tokenizer, sentences, whole_word: bool = False, seed: int = 0,
     """Mask each sentence once ([CLS] sentence [SEP], 15%, as pre-training does) and count the
     words split (MaskingCounts)."""
     special = SpecialIds.from_vocab(tokenizer.vocab)
-    ids, _ = _pad(_encode_sentences(tokenizer, sentences, max_length), special.pad_id)
+    ids, _ = pad_rows(_encode_sentences(tokenizer, sentences, max_length), special.pad_id, None)
     _, labels = mask_tokens(ids, None, special, torch.Generator().manual_seed(seed), whole_word=whole_word)
     return masking_counts(ids, labels, special)
 
@@ -529,7 +493,7 @@ def continuation_piece_accuracy(model, tokenizer, sentences, max_length: int = 6
                     ids[q] = mask_id
                 inputs.append(ids)
                 targets.append(rows[r][p])
-            ids, attn = _pad(inputs, special.pad_id)                             # (b, T)
+            ids, attn = pad_rows(inputs, special.pad_id, None)                             # (b, T)
             labels = torch.full_like(ids, IGNORE_INDEX)
             labels[torch.arange(len(part)), torch.tensor([p for _, p, _ in part])] = torch.tensor(targets)
             device = next(model.parameters()).device
@@ -603,7 +567,7 @@ def masked_lm_perplexity(predictor, tokenizer, sentences, seed: int = 0, whole_w
         predictor.eval()
         device = next(predictor.parameters()).device
     for i in range(0, len(rows), batch_size):
-        ids, attn = _pad(rows[i:i + batch_size], special.pad_id)                # (b, T)
+        ids, attn = pad_rows(rows[i:i + batch_size], special.pad_id, None)                # (b, T)
         masked, labels = mask_tokens(ids, None, special, generator, whole_word=whole_word)
         labels = labels.masked_fill(masked != special.mask_id, IGNORE_INDEX)     # score at [MASK] only
         targets = labels[labels != IGNORE_INDEX]                                 # (N,)

@@ -564,6 +564,43 @@ def decode_spans(
 
 
 @torch.no_grad()
+def window_logits(model, tokenizer, features: Sequence[Feature], batch_size: int = 32,
+                  max_seq_length: int | None = None, device=None, by_length: bool = False,
+                  dtype: torch.dtype | None = None, progress: bool = False) -> tuple[list[list[float]], list[list[float]]]:
+    """Start and end logits of every window (feature), each cut to its window's length, in the
+    features' order: the model runs in eval mode without gradients in batches of `batch_size`
+    (by_length=True: windows of similar length together, less padding; dtype: autocast), and its
+    train/eval mode is restored afterwards."""
+    device = torch.device(device) if device is not None else next(model.parameters()).device
+    order = sorted(range(len(features)), key=lambda k: len(features[k])) if by_length else list(range(len(features)))
+    starts: list[list[float]] = [[] for _ in features]
+    ends: list[list[float]] = [[] for _ in features]
+    was_training = model.training
+    model.eval()
+    try:
+        with autocast(device, dtype):
+            for i in tqdm(range(0, len(order), batch_size), desc="windows", unit="batch", disable=not progress):
+                rows = order[i:i + batch_size]
+                batch = collate_features([features[k] for k in rows], tokenizer.pad_token_id, max_length=max_seq_length)
+                out = model(**batch.to(device))
+                start_logits, end_logits = out.start_logits.float().cpu(), out.end_logits.float().cpu()   # (B, T)
+                for r, k in enumerate(rows):
+                    n = len(features[k].input_ids)
+                    starts[k], ends[k] = start_logits[r, :n].tolist(), end_logits[r, :n].tolist()
+    finally:
+        model.train(was_training)
+    return starts, ends
+
+
+def windows_by_example(features: Sequence[Feature]) -> dict[int, list[int]]:
+    """{example index: the indexes of its windows (features)}."""
+    by_example: dict[int, list[int]] = {}
+    for k, f in enumerate(features):
+        by_example.setdefault(f.example_index, []).append(k)
+    return by_example
+
+
+@torch.no_grad()
 def predict(
     model,
     tokenizer,
@@ -587,27 +624,8 @@ def predict(
     if null_threshold == "auto":
         null_threshold = 0.0 if any(ex.is_impossible for ex in examples) else None
     features = make_features(examples, tokenizer, max_seq_length, doc_stride, max_query_length, training=False)
-    if device is None:
-        device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    start_rows: list[list[float]] = []
-    end_rows: list[list[float]] = []
-    try:
-        for i in range(0, len(features), batch_size):
-            chunk = features[i:i + batch_size]
-            batch = collate_features(chunk, tokenizer.pad_token_id, max_length=max_seq_length).to(device)
-            out = model(**batch)
-            starts, ends = out.start_logits.float().cpu(), out.end_logits.float().cpu()  # (B, T)
-            for row, f in enumerate(chunk):
-                start_rows.append(starts[row, :len(f.input_ids)].tolist())
-                end_rows.append(ends[row, :len(f.input_ids)].tolist())
-    finally:
-        model.train(was_training)
-    # Group the windows by example and decode each example.
-    by_example: dict[int, list[int]] = {}  # example index -> indexes of its features
-    for k, f in enumerate(features):
-        by_example.setdefault(f.example_index, []).append(k)
+    start_rows, end_rows = window_logits(model, tokenizer, features, batch_size, max_seq_length, device=device)
+    by_example = windows_by_example(features)
     predictions = {}
     for ex_index, ex in enumerate(examples):
         ks = by_example.get(ex_index, [])
@@ -859,28 +877,14 @@ def answer_scores(model, tokenizer, pairs: Sequence[SentencePair], batch_size: i
     questions = [Example(id=str(i), title="", context=p.sentence, question=p.question, answers=[])
                  for i, p in enumerate(pairs)]
     features = make_features(questions, tokenizer, max_seq_length, doc_stride, max_query_length, training=False)
-    by_length = sorted(range(len(features)), key=lambda k: len(features[k]))
-    logits: dict[int, tuple[list[float], list[float]]] = {}  # feature -> (start logits, end logits)
     device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    try:
-        with autocast(device, autocast_dtype(precision, device)):
-            for i in tqdm(range(0, len(by_length), batch_size), desc="pairs", unit="batch", disable=not progress):
-                rows = by_length[i:i + batch_size]
-                out = model(**collate_features([features[k] for k in rows], tokenizer.pad_token_id).to(device))
-                for r, k in enumerate(rows):  # (B, T) logits, each row cut to its window's length
-                    n = len(features[k])
-                    logits[k] = out.start_logits[r, :n].float().tolist(), out.end_logits[r, :n].float().tolist()
-    finally:
-        model.train(was_training)
-    windows: dict[int, list[int]] = {}  # question -> its features (one unless the sentence is very long)
-    for k, f in enumerate(features):
-        windows.setdefault(f.example_index, []).append(k)
+    starts, ends = window_logits(model, tokenizer, features, batch_size, device=device, by_length=True,
+                                 dtype=autocast_dtype(precision, device), progress=progress)
+    windows = windows_by_example(features)
     scores = []
     for i, question in enumerate(questions):
         ks = windows[i]
-        spans = decode_spans([features[k] for k in ks], [logits[k][0] for k in ks], [logits[k][1] for k in ks],
+        spans = decode_spans([features[k] for k in ks], [starts[k] for k in ks], [ends[k] for k in ks],
                              question, null_threshold=0.0)  # 0.0: the null candidate is in the list
         null = next(c.score for c in spans if not c.text)
         scores.append(max((c.score for c in spans if c.text), default=null - 100.0) - null)
