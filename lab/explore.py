@@ -342,10 +342,10 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5, temperature: float = 
         raise ValueError(f"top_k must be between 1 and {tokenizer.vocab_size}, got {top_k}")
     enc, ids, types = _encode(model, tokenizer, text)
     positions = _mask_positions(ids, tokenizer, enc.truncated)
-    labels = torch.full_like(ids, -100)
-    labels[0, positions] = 0                                   # logits only where the masks are
+    at_masks = torch.zeros_like(ids, dtype=torch.bool)          # (1, T)
+    at_masks[0, positions] = True                               # logits only where the masks are
     with _inference(model) as device:
-        out = model(ids.to(device), types.to(device), mlm_labels=labels.to(device))
+        out = model(ids.to(device), types.to(device), predict_at=at_masks.to(device))
         probs = (out.mlm_logits.float().cpu() / temperature).softmax(-1)   # (masks, V)
     top = probs.topk(top_k, dim=-1)
     predictions = [[(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ix)]
@@ -450,7 +450,7 @@ def ablate_heads(model, tokenizer, text: str, metric: str = "loss", targets: lis
     with _inference(model) as device:
         ids, types = ids.to(device), types.to(device)
         # baseline: every head on; its top-1 words are the labels unless targets were given
-        base = model(ids, types, mlm_labels=torch.where(picked, 0, -100).to(device))
+        base = model(ids, types, predict_at=picked.to(device))
         base_lp = base.mlm_logits.float().cpu().log_softmax(-1)[None]   # (1, M, V)
         labels = label_ids if label_ids is not None else base_lp[0].argmax(-1)   # (M,)
         baseline = float(metric_of(base_lp, labels)[0])
@@ -461,7 +461,7 @@ def ablate_heads(model, tokenizer, text: str, metric: str = "loss", targets: lis
             head_mask = torch.ones(L, B, A)                               # (L, B, A) all heads on
             head_mask[rows // A, torch.arange(B), rows % A] = 0.0         # row r silences head r % A of layer r // A
             out = model(ids.expand(B, -1), types.expand(B, -1), head_mask=head_mask.to(device),
-                        mlm_labels=torch.where(picked, 0, -100).expand(B, -1).to(device))
+                        predict_at=picked.expand(B, -1).to(device))
             lp = out.mlm_logits.float().cpu().log_softmax(-1).view(B, M, -1)   # (B*M, V) -> (B, M, V)
             effects.append(metric_of(lp, labels) - baseline)
     return AblationResult(effect=torch.cat(effects).view(L, A), baseline=baseline, metric=metric,

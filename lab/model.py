@@ -3,6 +3,7 @@
     model = BertForPreTraining(BertConfig.preset("mini"))
     out = model(input_ids, token_type_ids, attention_mask, mlm_labels=..., nsp_label=...)
     out.loss, out.mlm_logits, out.nsp_logits
+    model(input_ids, predict_at=input_ids == mask_id).mlm_logits    # [N, V] at the [MASK]s only
 
 Reading order follows the paper:
   3.0  Input representation: token + segment + position embeddings, LayerNorm, dropout.
@@ -32,7 +33,7 @@ class ModelOutput:
     loss: torch.Tensor | None = None
     mlm_loss: torch.Tensor | None = None
     nsp_loss: torch.Tensor | None = None
-    mlm_logits: torch.Tensor | None = None      # [B, T, V], or [N, V] at the N labelled positions
+    mlm_logits: torch.Tensor | None = None      # [B, T, V], or [N, V] at the N labelled / predict_at positions
     nsp_logits: torch.Tensor | None = None      # [B, 2]: 0 = IsNext, 1 = NotNext
     logits: torch.Tensor | None = None          # [B, K] sequence classification
     start_logits: torch.Tensor | None = None    # [B, T] question answering
@@ -374,14 +375,41 @@ class _HeadModel(BertPreTrainedModel):
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
                 output_hidden_states=False, head_mask=None, **labels) -> ModelOutput:
+        """The encoder, then the head. `labels` are the model's label_names; out.loss is computed
+        only when they are given (logits always)."""
+        return self._encode_and_head(input_ids, token_type_ids, attention_mask, output_attentions,
+                                     output_hidden_states, head_mask, labels)
+
+    def _encode_and_head(self, input_ids, token_type_ids, attention_mask, output_attentions,
+                         output_hidden_states, head_mask, labels: dict, **options) -> ModelOutput:
         unknown = set(labels) - set(self.label_names)
         if unknown:
             raise TypeError(f"{type(self).__name__} takes labels {list(self.label_names)}, "
                             f"not {sorted(unknown)}")
         out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions,
                         output_hidden_states or self.head_needs_hidden_states, head_mask)
-        self.head(out, **labels)     # fills logits (and the loss when labels are given) into `out`
+        self.head(out, **labels, **options)   # fills logits (and the loss when labels are given) into `out`
         return out
+
+
+class _MaskedLMModel(_HeadModel):
+    """A model with the masked-LM head (BertForPreTraining, BertForMaskedLM)."""
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
+                output_hidden_states=False, head_mask=None, predict_at=None, **labels) -> ModelOutput:
+        """The encoder, then the heads. Where the vocabulary logits are computed (each position
+        costs a V x H product, the largest part of a small model's forward pass):
+          neither mlm_labels nor predict_at   everywhere: out.mlm_logits [B, T, V]
+          mlm_labels [B, T] (-100 = ignore)   at the labelled positions: out.mlm_logits [N, V],
+                                              and out.mlm_loss / out.loss (training, evaluation)
+          predict_at [B, T] bool              where it is True: out.mlm_logits [N, V] and no loss
+                                              (inference: e.g. only at the [MASK]s of a query)
+        The N rows come in row-major order (row 0's positions left to right, then row 1's...),
+        the order of `logits[predict_at]` on the full [B, T, V] logits. Give mlm_labels or
+        predict_at, not both: labels already say where to predict.
+        """
+        return self._encode_and_head(input_ids, token_type_ids, attention_mask, output_attentions,
+                                     output_hidden_states, head_mask, labels, predict_at=predict_at)
 
 
 # ----------------------------------------------------------------------------------------
@@ -430,24 +458,32 @@ class BertPreTrainingHeads(nn.Module):
         self.seq_relationship = nn.Linear(cfg.hidden_size, 2) if nsp else None
 
 
-def _mlm(cls_head: BertPreTrainingHeads, out: ModelOutput, mlm_labels):
-    """MLM logits and loss. With labels, logits only where a label is set (Google's gather_indexes).
+def _mlm(cls_head: BertPreTrainingHeads, out: ModelOutput, mlm_labels, predict_at=None):
+    """MLM logits, and their loss when labels are given. With labels, logits only where a label
+    is set (Google's gather_indexes); with predict_at, only where it is True (no loss).
 
     Example: T=128 with 20 masked tokens -> the V-way projection runs on 20 vectors instead of
     128, the largest saving of pre-training on a CPU.
     """
     h = out.last_hidden_state                                        # (B, T, H)
-    if mlm_labels is None:
+    if mlm_labels is not None and predict_at is not None:
+        raise ValueError("give mlm_labels or predict_at, not both: the labels already say where to predict")
+    if mlm_labels is None and predict_at is None:
         out.mlm_logits = cls_head.predictions(h)                     # (B, T, V)
         return None
-    picked = mlm_labels != -100                                      # (B, T) bool
+    if predict_at is not None and tuple(predict_at.shape) != tuple(h.shape[:2]):
+        raise ValueError(f"predict_at has shape {tuple(predict_at.shape)}, expected {tuple(h.shape[:2])} "
+                         f"like input_ids (True where vocabulary logits are wanted)")
+    picked = predict_at.bool() if mlm_labels is None else mlm_labels != -100    # (B, T) bool
     out.mlm_logits = cls_head.predictions(h[picked])                 # (N, V), N = picked.sum()
+    if mlm_labels is None:                                           # predict_at: logits only
+        return None
     if out.mlm_logits.shape[0] == 0:                                 # nothing masked: zero loss
         return out.mlm_logits.sum() * 0.0
     return F.cross_entropy(out.mlm_logits, mlm_labels[picked])
 
 
-class BertForPreTraining(_HeadModel):
+class BertForPreTraining(_MaskedLMModel):
     """BERT with both pre-training heads: masked LM + next sentence prediction."""
     label_names = ("mlm_labels", "nsp_label")
 
@@ -456,8 +492,8 @@ class BertForPreTraining(_HeadModel):
         self.cls = BertPreTrainingHeads(cfg, self.bert.embeddings.word_embeddings, nsp=True)
         self.init_weights()
 
-    def head(self, out: ModelOutput, mlm_labels=None, nsp_label=None):
-        out.mlm_loss = _mlm(self.cls, out, mlm_labels)
+    def head(self, out: ModelOutput, mlm_labels=None, nsp_label=None, predict_at=None):
+        out.mlm_loss = _mlm(self.cls, out, mlm_labels, predict_at)
         out.nsp_logits = self.cls.seq_relationship(out.pooler_output)         # (B, 2)
         if nsp_label is not None:
             out.nsp_loss = F.cross_entropy(out.nsp_logits.float(), nsp_label)
@@ -465,7 +501,7 @@ class BertForPreTraining(_HeadModel):
         out.loss = sum(losses) if losses else None                            # L = L_mlm + L_nsp
 
 
-class BertForMaskedLM(_HeadModel):
+class BertForMaskedLM(_MaskedLMModel):
     """BERT with the masked-LM head only (no pooler, as in transformers)."""
     label_names = ("mlm_labels",)
 
@@ -474,8 +510,8 @@ class BertForMaskedLM(_HeadModel):
         self.cls = BertPreTrainingHeads(cfg, self.bert.embeddings.word_embeddings, nsp=False)
         self.init_weights()
 
-    def head(self, out: ModelOutput, mlm_labels=None):
-        out.loss = out.mlm_loss = _mlm(self.cls, out, mlm_labels)
+    def head(self, out: ModelOutput, mlm_labels=None, predict_at=None):
+        out.loss = out.mlm_loss = _mlm(self.cls, out, mlm_labels, predict_at)
 
 
 # ----------------------------------------------------------------------------------------

@@ -115,6 +115,25 @@ def test_sparse_mlm_logits_match_dense(tiny_cfg):
     assert dense.loss is None                         # logits only, no labels -> no loss
 
 
+@pytest.mark.parametrize("cls", [lab.BertForPreTraining, lab.BertForMaskedLM])
+def test_predict_at_gives_logits_at_those_positions_and_no_loss(tiny_cfg, cls):
+    model = cls(tiny_cfg).eval()
+    ids, types, mask = batch(tiny_cfg)
+    where = torch.zeros_like(ids, dtype=torch.bool)
+    where[0, 2] = where[0, 7] = where[2, 1] = True
+    sparse = model(ids, types, mask, predict_at=where)
+    dense = model(ids, types, mask)
+    assert sparse.mlm_logits.shape == (3, 99)
+    torch.testing.assert_close(sparse.mlm_logits, dense.mlm_logits[where])   # row-major order
+    assert sparse.loss is None and sparse.mlm_loss is None
+    with pytest.raises(ValueError, match="not both"):
+        model(ids, types, mask, predict_at=where, mlm_labels=torch.where(where, ids, -100))
+    with pytest.raises(ValueError, match="predict_at has shape"):
+        model(ids, types, mask, predict_at=where[:, :5])
+    with pytest.raises(TypeError, match="predict_at"):       # a head without vocabulary logits
+        lab.BertForQuestionAnswering(tiny_cfg)(ids, predict_at=where)
+
+
 def test_mlm_decoder_is_tied_to_word_embeddings(tiny_cfg, tmp_path):
     model = lab.BertForMaskedLM(tiny_cfg)
     emb = model.bert.embeddings.word_embeddings.weight
