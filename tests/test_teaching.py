@@ -1,0 +1,69 @@
+"""The teacher pack's prompt lists stay true: docs/teaching/prompts.md is what the bundled models
+answer now (scripts/teaching_prompts.py --check), every task has prompts that work and prompts
+that fail, and each explanation matches the measured outcome. A few seconds on 2 CPU cores."""
+import importlib.util
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+SCRIPT = ROOT / "scripts" / "teaching_prompts.py"
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    spec = importlib.util.spec_from_file_location("teaching_prompts", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module                     # (its dataclasses look themselves up there)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def results(prompts):
+    return prompts.measure()
+
+
+def test_the_script_says_how_to_run_it(prompts):
+    assert prompts.__doc__ and "python scripts/teaching_prompts.py --check" in prompts.__doc__
+
+
+def test_the_page_matches_what_the_models_give_now(prompts, results):
+    page = prompts.PAGE.read_text()
+    diff = prompts.differences(prompts.render(results), page)
+    assert not diff, "docs/teaching/prompts.md is out of date (python scripts/teaching_prompts.py):\n" + "\n".join(diff[:40])
+
+
+def test_the_check_command_passes_and_fails(prompts, tmp_path, monkeypatch):
+    assert prompts.main(["--check"]) == 0
+    stale = tmp_path / "prompts.md"
+    stale.write_text(prompts.PAGE.read_text().replace("| Works", "| Fails", 1).replace("### Works", "### Fails", 1))
+    monkeypatch.setattr(prompts, "PAGE", stale)
+    assert prompts.main(["--check"]) == 1
+
+
+def test_the_check_tolerates_rounding_but_not_a_changed_number(prompts):
+    line = "| `not bad at all .` | positive | negative 0.94, positive 0.06 | why |"
+    assert prompts.differences(line, line.replace("0.94", "0.95").replace("0.06", "0.05")) == []
+    assert prompts.differences(line, line.replace("0.94", "0.90"))
+    assert prompts.differences(line, line.replace("negative 0.94", "positive 0.94"))
+
+
+def test_every_task_has_prompts_that_work_and_prompts_that_fail(prompts, results):
+    for task in prompts.TASKS:
+        verdicts = {bool(p.works) for p in results if p.task == task}
+        assert verdicts == {True, False}, f"{task}: only {'working' if True in verdicts else 'failing'} prompts"
+
+
+def test_each_explanation_matches_the_measured_outcome(prompts, results):
+    wrong = [(p.task, p.inputs, p.shown) for p in prompts.surprises(results)]
+    assert not wrong, f"these prompts changed outcome; revise their why in {SCRIPT.name}: {wrong}"
+    assert all(p.why for p in results)
+
+
+def test_the_dashboard_examples_are_among_the_measured_prompts(prompts, results):
+    texts = {p.inputs[0] for p in results}
+    for example in ("he opened the [MASK] and walked into the garden .", "a charming and often moving film .",
+                    "What did Mr. Bingley rent?", "Who built the Nautilus?"):
+        assert example in texts
