@@ -29,6 +29,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from lab.files import META_NAME  # noqa: E402
 from lab.instances import PretrainingData, SpecialIds  # noqa: E402
 from lab.prepare import PreparedCorpus  # noqa: E402
 from lab.tokenizer import Tokenizer  # noqa: E402
@@ -92,7 +93,7 @@ def main() -> None:
                             "--out", str(folder)], cwd=ROOT, check=True, capture_output=True,
                            env={**os.environ, "TQDM_DISABLE": "1"})
             prep = time.perf_counter() - t0
-            meta = json.loads((folder / "meta.json").read_text())
+            meta = json.loads((folder / META_NAME).read_text())
             rss = peak_rss_mb([py, "-m", "lab", "pretrain", "--corpus", str(folder), "--preset", "tiny",
                                "--steps", "2", "--eval-every", "0", "--out", str(tmp / f"run-x{factor}"),
                                "--no-progress"])

@@ -9,7 +9,7 @@ directory written here loads with `BertForPreTraining.from_pretrained` and one w
 `save_pretrained` loads here.  Older names are translated on load (LayerNorm `gamma`/`beta`).
 `pytorch_model.bin` files are read with `torch.load(weights_only=True)`: tensors only, never
 arbitrary pickled objects.  Nothing here ever writes a half-finished file: each file goes to a
-temporary name first and is renamed into place.
+temporary name first and is renamed into place.  The file names are lab.files'.
 """
 from __future__ import annotations
 
@@ -26,17 +26,14 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from .config import BertConfig
+from .files import (CONFIG_NAME, INDEX_NAME, TORCH_WEIGHTS_NAME, WEIGHTS_NAME,
+                    has_model_files, has_tokenizer_files)
 from .hub import resolve_model
 from .model import (MODEL_CLASSES, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
                     BertForSequenceClassification, BertModel, BertPreTrainedModel)
 from .tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
-
-WEIGHTS_NAME = "model.safetensors"
-TORCH_WEIGHTS_NAME = "pytorch_model.bin"
-INDEX_NAME = "model.safetensors.index.json"           # a sharded safetensors checkpoint
-WEIGHT_FILES = (WEIGHTS_NAME, INDEX_NAME, TORCH_WEIGHTS_NAME)
 
 
 def aliases(model) -> dict[str, str]:
@@ -108,7 +105,7 @@ def save(model: BertPreTrainedModel, tokenizer, directory, dtype: torch.dtype | 
     config["architectures"] = [type(model).__name__]
     config["torch_dtype"] = str(dtype or torch.float32).replace("torch.", "")
     _atomic_write(directory / WEIGHTS_NAME, lambda p: save_file(tensors, p, metadata={"format": "pt"}))
-    _atomic_write(directory / "config.json",
+    _atomic_write(directory / CONFIG_NAME,
                   lambda p: Path(p).write_text(json.dumps(config, indent=2) + "\n"))
     if tokenizer is not None:
         tokenizer.save(directory)
@@ -165,7 +162,7 @@ def saved_model_class(directory) -> str:
     `architectures` (written by lab.save and by transformers' save_pretrained), else inferred
     from the tensor names."""
     directory = resolve_model(directory, weights=False)        # a path, or a Hub id -> its cached folder
-    arch = json.loads((directory / "config.json").read_text()).get("architectures") or []
+    arch = json.loads((directory / CONFIG_NAME).read_text()).get("architectures") or []
     if arch and arch[0] in {cls.__name__ for cls in MODEL_CLASSES.values()}:
         return arch[0]
     return infer_model_class(read_state_dict(directory)).__name__
@@ -224,7 +221,7 @@ def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, 
     model.to(device).eval()
 
     tokenizer = None
-    if (directory / "vocab.txt").is_file() or (directory / "tokenizer.json").is_file():
+    if has_tokenizer_files(directory):
         tokenizer = Tokenizer.load(directory)
         if tokenizer.vocab_size > config.vocab_size:
             raise ValueError(f"{directory}: the tokenizer has {tokenizer.vocab_size} tokens but the "
@@ -324,7 +321,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]       # lab/.. : models/ lives 
 def bundled_model(name: str) -> Path | None:
     """models/<name> when that bundled checkpoint exists (config.json and weights), else None."""
     path = REPOSITORY / "models" / name
-    return path if (path / "config.json").is_file() and any((path / f).is_file() for f in WEIGHT_FILES) else None
+    return path if has_model_files(path) else None
 
 
 def minilm_dir() -> Path | None:
@@ -334,4 +331,4 @@ def minilm_dir() -> Path | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     path = Path(list(spec.submodule_search_locations)[0]) / "model"
-    return path if (path / "config.json").is_file() else None
+    return path if (path / CONFIG_NAME).is_file() else None

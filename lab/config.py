@@ -17,6 +17,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .files import CONFIG_NAME
+
 # name -> (layers L, hidden H, heads A)
 PRESETS: dict[str, tuple[int, int, int]] = {
     "tiny": (2, 128, 2),
@@ -158,16 +160,16 @@ class BertConfig:
     def save(self, path) -> None:
         path = Path(path)
         if path.is_dir():
-            path = path / "config.json"
+            path = path / CONFIG_NAME
         path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def load(cls, path) -> "BertConfig":
         path = Path(path)
         if path.is_dir():
-            path = path / "config.json"
+            path = path / CONFIG_NAME
         if not path.is_file():
-            raise FileNotFoundError(f"no config.json at {path}")
+            raise FileNotFoundError(f"no {CONFIG_NAME} at {path}")
         try:
             d = json.loads(path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:

@@ -36,6 +36,7 @@ import torch
 
 from .checkpoint import load
 from .device import autocast, autocast_dtype, cpu_has_fast_bf16
+from .files import has_tokenizer_files
 from .instances import SpecialIds, mask_tokens
 from .model import BertSelfAttention
 from .runs import checkpoints
@@ -565,8 +566,7 @@ def checkpoint_predictions(run_dir, text: str, top_k: int = 3, progress=None) ->
         raise ValueError(f"{run_dir} keeps no checkpoints (checkpoints/step-NNNNNNN/): pick a pre-training "
                          f"run (python -m lab pretrain keeps snapshots) or the bundled bert-lab-classroom")
     # the run's own vocabulary for every checkpoint (all phases of a run share it)
-    has_vocab = (run_dir / "vocab.txt").is_file() or (run_dir / "tokenizer.json").is_file()
-    tokenizer = Tokenizer.load(run_dir) if has_vocab else None
+    tokenizer = Tokenizer.load(run_dir) if has_tokenizer_files(run_dir) else None
     results = []
     for step, directory in (progress(found) if progress else found):
         model, own = load(directory)

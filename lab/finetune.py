@@ -26,6 +26,7 @@ from .batch import Batch, pad_rows, step_indices
 from .checkpoint import load
 from .config import BertConfig
 from .datasets import resolve_corpus
+from .files import TASK_CONFIG_NAME
 from .hub import resolve_model
 from .model import BertForQuestionAnswering, BertForSequenceClassification
 from .runs import refuse_existing_run, write_json
@@ -303,7 +304,7 @@ def finetune_classification(task: ClassificationConfig, tc: TrainConfig, resume:
     log("train config: " + str(tc.to_dict()))
     objective = ClassificationObjective(train_enc, dev_enc, tokenizer.pad_token_id, tc.batch_size, tc.seed,
                                         frozen=task.mode == "features")
-    write_json(Path(tc.out_dir) / "task_config.json", {
+    write_json(Path(tc.out_dir) / TASK_CONFIG_NAME, {
         "task": "classification", **{k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(task).items()},
         "trainable_parameters": trainable, "total_parameters": total,
         "pair": train_data.pairs is not None})       # sentence pairs (MNLI-style) or single sentences
@@ -340,7 +341,7 @@ def finetune_qa(task: QAConfig, tc: TrainConfig, resume: bool = False, log=print
         f"questions (the other articles); {len(features)} training windows; {tc.steps} steps")
     log("train config: " + str(tc.to_dict()))
     objective = QAObjective(features, dev_ex, tokenizer, tc.batch_size, tc.seed, **feature_args)
-    write_json(Path(tc.out_dir) / "task_config.json",
+    write_json(Path(tc.out_dir) / TASK_CONFIG_NAME,
                {"task": "squad", **dataclasses.asdict(task), "data": str(path)})
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
@@ -351,7 +352,7 @@ QA_LENGTHS = ("max_seq_length", "doc_stride", "max_query_length")
 def task_settings(model_dir) -> dict:
     """A fine-tuned model's task_config.json (what `finetune-cls` / `finetune-qa` wrote: the
     data, the lengths, the articles it trained on), or {} for a model without one (a Hub model)."""
-    file = Path(model_dir) / "task_config.json"
+    file = Path(model_dir) / TASK_CONFIG_NAME
     return json.loads(file.read_text()) if file.is_file() else {}
 
 

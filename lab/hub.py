@@ -37,7 +37,12 @@ import re
 from pathlib import Path
 from typing import Callable, Union
 
-CONFIG_NAME = "config.json"
+from .config import BertConfig
+from .files import CONFIG_NAME, INDEX_NAME, TOKENIZER_FILES, WEIGHT_FILES
+
+# huggingface_hub is imported inside the functions that use it: it is an optional dependency of
+# the library core (pyproject.toml's dependencies: torch, tokenizers, safetensors, numpy, tqdm,
+# matplotlib, pooch), which comes with the [app] extra (and Gradio); only a Hub id needs it.
 
 # ORG/NAME as the Hub spells repository ids: letters, digits, '-', '_', '.', each part starting
 # and ending with a letter or digit, at most 96 characters. No '--' or '..' (the Hub forbids
@@ -95,10 +100,7 @@ def hub_snapshot(repo_id: str, revision: str | None = None, download: bool = Tru
     if not is_hub_id(repo_id):
         raise ValueError(f"{repo_id!r} is not a Hugging Face Hub id (ORG/NAME, e.g. google-bert/bert-base-uncased)")
     try:
-        # huggingface_hub is an optional dependency of the library core (torch, tokenizers,
-        # safetensors, numpy, tqdm, matplotlib, pooch): it comes with the [app] extra (gradio),
-        # and only resolving a Hub id needs it
-        from huggingface_hub import constants
+        from huggingface_hub import constants          # optional: see the note at the imports
     except ImportError:
         raise FileNotFoundError(f"{repo_id} looks like a Hugging Face Hub id, but huggingface_hub is not "
                                 f"installed: pip install huggingface_hub, or pass a local directory") from None
@@ -118,11 +120,9 @@ def hub_snapshot(repo_id: str, revision: str | None = None, download: bool = Tru
     if model_type != "bert":
         raise ValueError(f"{repo_id} is not a BERT checkpoint: its config.json has model_type {model_type!r}, "
                          f"and the lab loads only model_type 'bert' (no weights were downloaded)")
-    from .config import BertConfig
     BertConfig.from_dict(config, source=f"{repo_id} (config.json)")   # a BERT the lab cannot build: refused now too
 
     # 2. the weights, in the order lab.checkpoint.read_state_dict prefers them
-    from .checkpoint import INDEX_NAME, WEIGHT_FILES
     if weights:
         for name in WEIGHT_FILES:
             found = fetch(name, commit)
@@ -143,8 +143,7 @@ def hub_snapshot(repo_id: str, revision: str | None = None, download: bool = Tru
                              f"TensorFlow/Flax-only checkpoints are not supported)")
 
     # 3. the tokenizer: whichever of these the repository has
-    from .tokenizer import CONFIG_FILE, TOKENIZER_FILE, VOCAB_FILE
-    for name in (VOCAB_FILE, TOKENIZER_FILE, CONFIG_FILE):
+    for name in TOKENIZER_FILES:
         fetch(name, commit)
     return snapshot
 

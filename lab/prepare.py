@@ -49,17 +49,17 @@ from tqdm.auto import tqdm
 
 from .corpus import held_out_indices, list_files, read_documents
 from .datasets import default_cache_dir
+from .files import DOCUMENTS_NAME, META_NAME, SENTENCES_NAME, TOKENS_NAME
 from .tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
-META = "meta.json"
 
 
 # ----------------------------------------------------------------------------------------
 # Reading a prepared corpus
 # ----------------------------------------------------------------------------------------
 def is_prepared(path) -> bool:
-    return (Path(path) / META).is_file()
+    return (Path(path) / META_NAME).is_file()
 
 
 class PreparedCorpus:
@@ -73,15 +73,15 @@ class PreparedCorpus:
     def __init__(self, path, split: str = "all", held_out: float | int = 0.02, seed: int = 0):
         path = Path(path)
         if not is_prepared(path):
-            raise FileNotFoundError(f"{path} is not a prepared corpus (no {META}); "
+            raise FileNotFoundError(f"{path} is not a prepared corpus (no {META_NAME}); "
                                     f"make one with python -m lab prepare --corpus ... --out {path}")
-        self.path, self.meta = path, json.loads((path / META).read_text())
+        self.path, self.meta = path, json.loads((path / META_NAME).read_text())
         if self.meta.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"{path} was prepared by another version of the lab (format "
                              f"{self.meta.get('format_version')}, this one reads {FORMAT_VERSION}): prepare it again")
-        self.token_ids = np.memmap(path / "tokens.bin", dtype=self.meta["dtype"], mode="r")
-        self.sentence_offsets = np.load(path / "sentences.npy", mmap_mode="r")
-        self.document_offsets = np.load(path / "documents.npy", mmap_mode="r")
+        self.token_ids = np.memmap(path / TOKENS_NAME, dtype=self.meta["dtype"], mode="r")
+        self.sentence_offsets = np.load(path / SENTENCES_NAME, mmap_mode="r")
+        self.document_offsets = np.load(path / DOCUMENTS_NAME, mmap_mode="r")
         n = len(self.document_offsets) - 1
         if split == "all":
             self.documents = np.arange(n)
@@ -180,7 +180,7 @@ def prepare(corpus, tokenizer: Tokenizer, out, workers: int | None = None, progr
     workers = max(1, workers or os.cpu_count() or 1)
     # the pool first, before the tokenizer runs anything (a fork after it did would be unsafe)
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with ctx.Pool(workers) as pool, open(tmp / "tokens.bin", "wb") as sink, \
+    with ctx.Pool(workers) as pool, open(tmp / TOKENS_NAME, "wb") as sink, \
             tqdm(total=sum(f.stat().st_size for f in files), unit="B", unit_scale=True, desc="prepare",
                  disable=not progress) as bar:
         for file, docs in zip(files, pool.imap(_read_file, files, chunksize=1)):
@@ -199,8 +199,8 @@ def prepare(corpus, tokenizer: Tokenizer, out, workers: int | None = None, progr
             size = file.stat().st_size
             n_bytes += size
             bar.update(size)
-    np.save(tmp / "sentences.npy", np.frombuffer(sentence_offsets, dtype=np.int64))
-    np.save(tmp / "documents.npy", np.frombuffer(document_offsets, dtype=np.int64))
+    np.save(tmp / SENTENCES_NAME, np.frombuffer(sentence_offsets, dtype=np.int64))
+    np.save(tmp / DOCUMENTS_NAME, np.frombuffer(document_offsets, dtype=np.int64))
     seconds = time.perf_counter() - t0
     meta = {"format_version": FORMAT_VERSION, "dtype": np.dtype(dtype).name, "vocab_size": tokenizer.vocab_size,
             "documents": len(document_offsets) - 1, "sentences": len(sentence_offsets) - 1, "tokens": n_tokens,
@@ -209,9 +209,9 @@ def prepare(corpus, tokenizer: Tokenizer, out, workers: int | None = None, progr
     if meta["documents"] < 2:
         shutil.rmtree(tmp, ignore_errors=True)
         raise ValueError(f"{corpus}: {meta['documents']} usable document(s); pre-training needs at least 2")
-    (tmp / META).write_text(json.dumps(meta, indent=2) + "\n")
+    (tmp / META_NAME).write_text(json.dumps(meta, indent=2) + "\n")
     tokenizer.save(tmp)                                   # the vocabulary the ids belong to
-    if (out / META).is_file() and json.loads((out / META).read_text()).get("key") == meta["key"]:
+    if (out / META_NAME).is_file() and json.loads((out / META_NAME).read_text()).get("key") == meta["key"]:
         shutil.rmtree(tmp, ignore_errors=True)            # another process prepared the same, meanwhile
     else:
         shutil.rmtree(out, ignore_errors=True)
@@ -227,7 +227,7 @@ def prepared(corpus, tokenizer: Tokenizer, cache_dir=None, log=print) -> Path:
     folder, else the cached one (prepared now if it is not there yet)."""
     corpus = Path(corpus)
     if is_prepared(corpus):
-        meta = json.loads((corpus / META).read_text())
+        meta = json.loads((corpus / META_NAME).read_text())
         if meta.get("vocab_size") != tokenizer.vocab_size:
             raise ValueError(f"{corpus} was prepared with a vocabulary of {meta.get('vocab_size')} tokens, "
                              f"not this one ({tokenizer.vocab_size}): prepare it again with this tokenizer")

@@ -26,6 +26,7 @@ from .config import BertConfig
 from .corpus import read_documents, split_documents
 from .datasets import resolve_corpus
 from .device import init_distributed, pick_device
+from .files import CHECKPOINTS_DIR, PRETRAIN_CONFIG_NAME, VOCAB_NAME
 from .hub import resolve_model
 from .instances import PretrainingData, SpecialIds, collate, create_instances
 from .model import BertForPreTraining
@@ -242,7 +243,7 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
     quiet = log if dist.main else (lambda *_: None)
     if tokenizer_dir is not None:
         tokenizer_dir = resolve_model(tokenizer_dir, weights=False)   # a path, or a Hub id's vocabulary
-    source = tokenizer_dir or (run if resume and (run / "vocab.txt").is_file() else init_from)
+    source = tokenizer_dir or (run if resume and (run / VOCAB_NAME).is_file() else init_from)
     if source is None and is_prepared(corpus):
         source = corpus                   # a prepared corpus carries its vocabulary
     if source is None:                    # rank 0 trains the vocabulary; the others read its vocab.txt
@@ -283,7 +284,7 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
         if init_from is not None:
             recorded["preset"] = None            # the shape comes from init_from, not from a preset
         recorded["init_from"] = str(init_from) if init_from else None
-        write_json(run / "pretrain_config.json", recorded)
+        write_json(run / PRETRAIN_CONFIG_NAME, recorded)
         log(f"model: {model.config.summary()}")
         log("pretrain config: " + json.dumps(recorded))
         log("train config: " + json.dumps(tc.to_dict()))
@@ -347,7 +348,7 @@ def run_recipe(name: str, corpus, out, pre_overrides: dict, train_overrides: dic
         if resume and is_complete(run_dir):
             log(f"phase {phase.name} already finished; skipping")
         else:
-            resuming = resume and run_dir.joinpath("checkpoints").is_dir()
+            resuming = resume and run_dir.joinpath(CHECKPOINTS_DIR).is_dir()
             result = pretrain(corpus, pc, tc, resume=resuming, log=log,
                               tokenizer_dir=tokenizer_dir if previous is None else None,
                               init_from=previous)
@@ -365,7 +366,7 @@ def evaluate_model(model_dir, corpus, split: str = "all", limit: int | None = No
     """
     model_dir = Path(model_dir)
     if pc is None:
-        saved = model_dir / "pretrain_config.json"
+        saved = model_dir / PRETRAIN_CONFIG_NAME
         names = {f.name for f in dataclasses.fields(PretrainConfig)}
         pc = PretrainConfig(**{k: v for k, v in json.loads(saved.read_text()).items() if k in names}) \
             if saved.is_file() else PretrainConfig()

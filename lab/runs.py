@@ -11,7 +11,7 @@
 A recipe's phases are one run to every reader: `read_metrics` and `checkpoints` put the earlier
 phases first and shift the later ones by the steps, time and tokens before them. Writers
 (lab.train) and readers (lab.explore, lab.plots, app.py, scripts/bundle_model.py) all go through
-this module, so the layout is defined once.
+this module, so the layout is defined once; the names of its files and folders are lab.files'.
 """
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import WEIGHT_FILES, save as save_model
+from .checkpoint import save as save_model
+from .files import (CHECKPOINT_GLOB, CHECKPOINTS_DIR, METRICS_NAME, PHASE_GLOB, STATE_NAME, TRAIN_CONFIG_NAME,
+                    checkpoint_name, checkpoint_step, has_model_files, phase_name)
 
-STATE_NAME = "trainer_state.pt"          # optimizer, scheduler, RNG, step: only in resume points
 SHIFTED = ("time", "step", "tokens")     # what a later phase continues counting from
 
 
@@ -34,38 +35,32 @@ SHIFTED = ("time", "step", "tokens")     # what a later phase continues counting
 # ----------------------------------------------------------------------------------------
 def is_model_dir(path) -> bool:
     """config.json and weights: something lab.load can read."""
-    path = Path(path)
-    return (path / "config.json").is_file() and any((path / f).is_file() for f in WEIGHT_FILES)
+    return has_model_files(path)
 
 
 def phases(run_dir) -> list[Path]:
     """The parts of a run in order: earlier recipe phases (run/phase<i>-<name>), then the run."""
     run_dir = Path(run_dir)
-    return sorted(p for p in run_dir.glob("phase*-*") if p.is_dir()) + [run_dir]
+    return sorted(p for p in run_dir.glob(PHASE_GLOB) if p.is_dir()) + [run_dir]
 
 
 def phase_dirs(out, names: list[str]) -> list[Path]:
     """Where a recipe with these phase names writes: out/phase<i>-<name> for all but the last
     phase, which is the run directory itself (so lab.load(out) gives the final model)."""
     out = Path(out)
-    return [out / f"phase{i + 1}-{name}" for i, name in enumerate(names[:-1])] + [out]
+    return [out / phase_name(i + 1, name) for i, name in enumerate(names[:-1])] + [out]
 
 
 def has_metrics(path) -> bool:
-    return any((p / "metrics.jsonl").is_file() for p in phases(path))
+    return any((p / METRICS_NAME).is_file() for p in phases(path))
 
 
 def checkpoint_dirs(run_dir) -> list[Path]:
     """checkpoints/step-N directories that are complete (not a .tmp being written), in order."""
-    d = Path(run_dir) / "checkpoints"
+    d = Path(run_dir) / CHECKPOINTS_DIR
     if not d.is_dir():
         return []
-    return sorted(p for p in d.glob("step-*") if p.is_dir() and not p.name.endswith(".tmp"))
-
-
-def checkpoint_step(path) -> int:
-    """checkpoints/step-0000500 -> 500."""
-    return int(Path(path).name.split("-")[1])
+    return sorted(p for p in d.glob(CHECKPOINT_GLOB) if p.is_dir() and not p.name.endswith(".tmp"))
 
 
 def latest_resumable(run_dir) -> Path | None:
@@ -77,7 +72,7 @@ def latest_resumable(run_dir) -> Path | None:
 def is_complete(run_dir) -> bool:
     """True when the run reached its planned number of steps."""
     run_dir = Path(run_dir)
-    last, cfg = latest_resumable(run_dir), run_dir / "train_config.json"
+    last, cfg = latest_resumable(run_dir), run_dir / TRAIN_CONFIG_NAME
     return last is not None and cfg.is_file() and \
         checkpoint_step(last) >= json.loads(cfg.read_text())["total_steps"]
 
@@ -145,7 +140,7 @@ def merge_histories(parts: list[Path], names: list[str] | None = None) -> list[d
     names = names or [Path(p).name for p in parts]
     records, offset = [], dict.fromkeys(SHIFTED, 0)
     for part, name in zip(parts, names):
-        file = Path(part) / "metrics.jsonl" if Path(part).is_dir() else Path(part)
+        file = Path(part) / METRICS_NAME if Path(part).is_dir() else Path(part)
         if not file.is_file():
             continue
         mine = _records(file)
@@ -161,8 +156,8 @@ def read_metrics(path) -> list[dict]:
     if path.is_file():
         return _records(path)
     parts = phases(path)
-    if not any((p / "metrics.jsonl").is_file() for p in parts):
-        raise FileNotFoundError(f"no metrics.jsonl in {path}")
+    if not any((p / METRICS_NAME).is_file() for p in parts):
+        raise FileNotFoundError(f"no {METRICS_NAME} in {path}")
     return merge_histories(parts, [p.name for p in parts[:-1]] + ["final"])
 
 
@@ -184,7 +179,7 @@ def checkpoints(parts) -> list[tuple[int, Path]]:
             found.setdefault(offset + step, d)                           # an earlier part wins a tie
         # the next part starts where this one ended: its last logged step, which may lie after
         # its last checkpoint
-        logged = _records(part / "metrics.jsonl") if (part / "metrics.jsonl").is_file() else []
+        logged = _records(part / METRICS_NAME) if (part / METRICS_NAME).is_file() else []
         offset += max([*steps, *(r.get("step", 0) for r in logged)], default=0)
     return sorted(found.items())
 
@@ -205,7 +200,7 @@ def write_checkpoint(run_dir, model, tokenizer, state: dict, keep_steps: set[int
     files to the run root, and prune checkpoints that are neither snapshots nor the newest."""
     run_dir = Path(run_dir)
     step = state["step"]
-    final = run_dir / "checkpoints" / f"step-{step:07d}"
+    final = run_dir / CHECKPOINTS_DIR / checkpoint_name(step)
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     save_model(model, tokenizer, tmp)

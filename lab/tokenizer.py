@@ -72,16 +72,14 @@ import torch
 from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from tokenizers import Tokenizer as _Backend
 
+from .files import TOKENIZER_CONFIG_NAME, TOKENIZER_NAME, VOCAB_NAME
+
 # The five special tokens, in the order a freshly trained vocabulary gives them ids 0..4.
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
 SUBWORD_PREFIX = "##"  # marks a piece that continues a word: "playing" -> "play", "##ing"
 MAX_INPUT_CHARS_PER_WORD = 100  # longer "words" become [UNK] outright (as in BERT)
 MODEL_MAX_LENGTH = 512  # BERT's position-embedding table size, written to tokenizer_config.json
-
-VOCAB_FILE = "vocab.txt"
-TOKENIZER_FILE = "tokenizer.json"
-CONFIG_FILE = "tokenizer_config.json"
 
 
 @dataclass
@@ -275,14 +273,14 @@ class Tokenizer:
         """
         path = Path(path)
         if path.is_dir():
-            directory, vocab_file = path, path / VOCAB_FILE
+            directory, vocab_file = path, path / VOCAB_NAME
         elif path.is_file():
             directory, vocab_file = path.parent, path
         else:
             raise FileNotFoundError(f"Tokenizer.load: no such file or directory: '{path}'")
 
         if lowercase is None:
-            lowercase = _read_do_lower_case(directory / CONFIG_FILE)
+            lowercase = _read_do_lower_case(directory / TOKENIZER_CONFIG_NAME)
 
         if path.is_file() and path.suffix == ".json":  # a tokenizer.json named directly
             tok = cls._load_tokenizer_json(path, lowercase)
@@ -291,12 +289,12 @@ class Tokenizer:
             return tok
 
         if path.is_dir():
-            tok = cls._load_tokenizer_json(directory / TOKENIZER_FILE, lowercase)
+            tok = cls._load_tokenizer_json(directory / TOKENIZER_NAME, lowercase)
             if tok is not None:
                 return tok
             if not vocab_file.is_file():
                 raise FileNotFoundError(
-                    f"Tokenizer.load: '{path}' has neither a usable {TOKENIZER_FILE} nor a {VOCAB_FILE}"
+                    f"Tokenizer.load: '{path}' has neither a usable {TOKENIZER_NAME} nor a {VOCAB_NAME}"
                 )
         vocab = _read_vocab_txt(vocab_file)
         return cls(vocab, lowercase=True if lowercase is None else lowercase)
@@ -346,8 +344,8 @@ class Tokenizer:
                     f"Tokenizer.save: the vocabulary has no token with id {i}; ids must be 0..{len(self) - 1}"
                 )
             lines.append(token)
-        (directory / VOCAB_FILE).write_text("\n".join(lines) + "\n", encoding="utf-8")
-        self._backend.save(str(directory / TOKENIZER_FILE))
+        (directory / VOCAB_NAME).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        self._backend.save(str(directory / TOKENIZER_NAME))
         config: dict[str, Any] = {
             "do_lower_case": self._lowercase,
             "tokenizer_class": "BertTokenizer",
@@ -358,7 +356,7 @@ class Tokenizer:
             config["strip_accents"] = self._normalizer_options["strip_accents"]
         if not self._normalizer_options.get("handle_chinese_chars", True):
             config["tokenize_chinese_chars"] = False
-        (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        (directory / TOKENIZER_CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         return directory
 
     # ------------------------------------------------------------------ vocabulary

@@ -40,7 +40,8 @@ from tqdm.auto import tqdm
 
 from .checkpoint import load_weights
 from .device import Dist, autocast, autocast_dtype, init_distributed, pick_device
-from .runs import (STATE_NAME, MetricsLog, latest_resumable, refuse_existing_run, snapshot_steps,
+from .files import METRICS_NAME, STATE_NAME, TRAIN_CONFIG_NAME
+from .runs import ( MetricsLog, latest_resumable, refuse_existing_run, snapshot_steps,
                    write_checkpoint, write_json)
 
 
@@ -327,9 +328,9 @@ def train(model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=No
     if dist.world_size > 1:
         wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
-    metrics = MetricsLog(run_dir / "metrics.jsonl", dist.main)
+    metrics = MetricsLog(run_dir / METRICS_NAME, dist.main)
     if dist.main:
-        write_json(run_dir / "train_config.json", {
+        write_json(run_dir / TRAIN_CONFIG_NAME, {
             **cfg.to_dict(), "total_steps": total, "warmup_steps": warm, "world_size": dist.world_size,
             "device": str(device), "autocast": str(dtype)})
         metrics.truncate_after(step)

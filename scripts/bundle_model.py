@@ -30,9 +30,11 @@ sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402
 from lab.__main__ import main as lab_main  # noqa: E402
 from lab.datasets import data_dir  # noqa: E402
+from lab.files import (CHECKPOINTS_DIR, EVALUATIONS_NAME, METRICS_NAME, MODEL_CARD_NAME,  # noqa: E402
+                       PRETRAIN_CONFIG_NAME, TASK_CONFIG_NAME, checkpoint_name)
 from lab.runs import checkpoints, merge_histories, phases  # noqa: E402
 
-SIDE_FILES = ("pretrain_config.json", "task_config.json", "metrics.jsonl")
+SIDE_FILES = (PRETRAIN_CONFIG_NAME, TASK_CONFIG_NAME, METRICS_NAME)
 
 
 def main() -> None:
@@ -65,12 +67,12 @@ def main() -> None:
     parts = [p for run in args.snapshots for p in phases(run)]   # each run with its recipe phases
     if parts:                                                # one training history for the Training tab
         history = merge_histories(parts)
-        (tmp / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in history))
+        (tmp / METRICS_NAME).write_text("".join(json.dumps(r) + "\n" for r in history))
     kept = []
     for global_step, directory in checkpoints(parts):        # later parts continue earlier ones
         if args.keep_steps is None or global_step in args.keep_steps:
             snap, _ = lab.load(directory)
-            lab.save(snap, None, tmp / "checkpoints" / f"step-{global_step:07d}", dtype=torch.float16)
+            lab.save(snap, None, tmp / CHECKPOINTS_DIR / checkpoint_name(global_step), dtype=torch.float16)
             kept.append(global_step)
     if kept:
         print(f"snapshots at steps {sorted(kept)}")
@@ -86,10 +88,10 @@ def main() -> None:
         evaluations.append({"args": ["--model", str(args.dst.relative_to(ROOT) if args.dst.is_absolute() else args.dst),
                                      *shlex.split(spec)], "metrics": metrics})
         print(f"eval {spec}: {json.dumps(metrics)}")
-    (tmp / "metrics.json").write_text(json.dumps({"evaluations": evaluations}, indent=2) + "\n")
-    card = args.dst / "README.md"
+    (tmp / EVALUATIONS_NAME).write_text(json.dumps({"evaluations": evaluations}, indent=2) + "\n")
+    card = args.dst / MODEL_CARD_NAME
     if card.is_file():                                       # the card is written by hand: keep it
-        shutil.copy(card, tmp / "README.md")
+        shutil.copy(card, tmp / MODEL_CARD_NAME)
     shutil.rmtree(args.dst, ignore_errors=True)
     tmp.rename(args.dst)
     size = sum(f.stat().st_size for f in args.dst.rglob("*") if f.is_file())
