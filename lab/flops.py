@@ -20,6 +20,7 @@ import torch
 from .batch import IGNORE_INDEX, Batch
 from .config import BertConfig
 from .device import autocast, autocast_dtype
+from .fast_dropout import use_fast_dropout
 
 # The paper's pre-training (Appendix A.2): batch 256 sequences, 1,000,000 steps, 90% of them at
 # length 128 and 10% at 512; Google's scripts predict at most 20 tokens per 128 (80 per 512).
@@ -80,7 +81,8 @@ def random_batch(cfg: BertConfig, batch_size: int = 8, seq_len: int = 128, predi
 
 def measure_flop_rate(model, batch: Batch, steps: int = 3, precision: str = "auto", threads: int | None = None) -> dict:
     """Time forward + backward of `batch` (a lab.batch.Batch) as the training loop runs it
-    (same autocast), after one untimed step; FLOPs from `training_flops` of the batch's shape.
+    (same autocast, the same dropout: lab.fast_dropout, swapped into the model here as train()
+    does), after one untimed step; FLOPs from `training_flops` of the batch's shape.
 
     -> {"flops_per_step", "seconds_per_step", "flop_per_s"}. No optimizer step: the model's
     weights are not changed (gradients are cleared afterwards).
@@ -92,6 +94,7 @@ def measure_flop_rate(model, batch: Batch, steps: int = 3, precision: str = "aut
     batch = batch.to(device)
     B, T = batch.input_ids.shape
     flops = training_flops(model.config, B, T, int((batch.mlm_labels != IGNORE_INDEX).sum()))
+    use_fast_dropout(model)
     was_training = model.training
     model.train()
     times = []

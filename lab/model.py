@@ -14,6 +14,8 @@ Reading order follows the paper:
 Module and parameter names are those of Hugging Face's `modeling_bert.py` (`bert.encoder.layer.0.
 attention.self.query.weight`, `cls.predictions.transform.dense.weight`, ...), so a checkpoint moves
 between the two without renaming.  Shapes: B batch, T tokens, H hidden, A heads, d = H / A.
+Dropout is plain nn.Dropout here; lab.train.train() swaps in a faster CPU version for training
+(lab.fast_dropout: same arithmetic, no parameters, so checkpoints are the same).
 """
 from __future__ import annotations
 
@@ -54,38 +56,6 @@ ACT = {"gelu": F.gelu, "relu": F.relu,
        "gelu_new": lambda x: F.gelu(x, approximate="tanh")}
 
 
-class Dropout(nn.Module):
-    """nn.Dropout (zero each value with probability p, scale the rest by 1 / (1 - p)), with a
-    faster random mask on the CPU.
-
-    torch draws a CPU dropout mask one float per value (bernoulli_): for the attention
-    probabilities of BERT fine-tuning (16 x 12 heads x 256 x 256 values per layer) that took
-    longer than the layer's matrix products. Here the mask comes from random 32-bit words read
-    as two 16-bit numbers each (16x fewer draws), kept where the number is at or above
-    round(p * 65536): p is then exact to 1/65536 (0.1 -> 0.100006), and the kept values are
-    scaled by the exact 1 / (1 - p'). On a GPU, F.dropout's fused kernel is used as it is.
-    """
-
-    def __init__(self, p: float):
-        super().__init__()
-        self.p = p
-
-    def forward(self, x):
-        if not self.training or self.p == 0:
-            return x
-        if x.device.type != "cpu":
-            return F.dropout(x, self.p, True)
-        n = x.numel()
-        words = torch.empty((n + 1) // 2, dtype=torch.int32).random_(-2**31, 2**31 - 1)
-        r = words.view(torch.int16)[:n].view(x.shape)        # uniform in [-32768, 32767]
-        cut = round(self.p * 65536)                            # values below -32768 + cut are dropped
-        scale = (r >= cut - 32768).to(x.dtype).mul_(65536 / (65536 - cut))   # 0 or 1 / (1 - p')
-        return x * scale
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}"
-
-
 # ----------------------------------------------------------------------------------------
 # 3.0 Input representation
 # ----------------------------------------------------------------------------------------
@@ -98,7 +68,7 @@ class BertEmbeddings(nn.Module):
         self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, cfg.hidden_size)
         self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, cfg.hidden_size)
         self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
-        self.dropout = Dropout(cfg.hidden_dropout_prob)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
 
     def forward(self, input_ids, token_type_ids):
         T = input_ids.shape[1]
@@ -126,7 +96,7 @@ class BertSelfAttention(nn.Module):
         self.query = nn.Linear(cfg.hidden_size, cfg.hidden_size)
         self.key = nn.Linear(cfg.hidden_size, cfg.hidden_size)
         self.value = nn.Linear(cfg.hidden_size, cfg.hidden_size)
-        self.dropout = Dropout(cfg.attention_probs_dropout_prob)
+        self.dropout = nn.Dropout(cfg.attention_probs_dropout_prob)
 
     def forward(self, x, mask=None, head_mask=None, output_attentions=False):
         # x (B, T, H); mask (B, 1, 1, T) bool, True = may attend; head_mask 1 keep / 0 silence,
@@ -170,7 +140,7 @@ class BertAddNorm(nn.Module):
         super().__init__()
         self.dense = nn.Linear(d_in, cfg.hidden_size)
         self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
-        self.dropout = Dropout(cfg.hidden_dropout_prob)
+        self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
 
     def forward(self, x, residual):
         return self.LayerNorm(residual + self.dropout(self.dense(x)))
@@ -529,7 +499,7 @@ class BertForSequenceClassification(_HeadModel):
     def __init__(self, cfg: BertConfig):
         super().__init__(cfg)
         p = cfg.classifier_dropout if cfg.classifier_dropout is not None else cfg.hidden_dropout_prob
-        self.dropout = Dropout(p)
+        self.dropout = nn.Dropout(p)
         self.classifier = nn.Linear(cfg.classifier_layers * cfg.hidden_size, cfg.num_labels)
         self.head_needs_hidden_states = cfg.classifier_layers > 1
         self.init_weights()

@@ -9,7 +9,10 @@ gradient accumulation and clipping, bf16 autocast with fp32 master weights, held
 every N steps appended to `metrics.jsonl`, a tqdm bar, atomic checkpoints that resume exactly
 (model + optimizer + scheduler + RNG + data position), a clean stop on a NaN loss, a handful of
 snapshots spread over the run, and DistributedDataParallel under torchrun (gloo on CPU, NCCL
-on GPUs; rank 0 writes). The run directory's layout is lab.runs'.
+on GPUs; rank 0 writes). The run directory's layout is lab.runs'. Before training, the model's
+nn.Dropout modules are replaced by lab.fast_dropout.FastDropout (the same dropout with a faster
+random mask on a CPU; they stay after train() returns): dropout has no parameters, so the
+checkpoints are exactly those of the model as lab.model builds it.
 
 The loop itself (`train`) reads top to bottom like nanoGPT's: set up, resume, then for each
 step: micro-batches forward/backward, clip, optimizer step, and at the log / eval / checkpoint
@@ -40,6 +43,7 @@ from tqdm.auto import tqdm
 
 from .checkpoint import load_weights
 from .device import Dist, autocast, autocast_dtype, init_distributed, pick_device
+from .fast_dropout import use_fast_dropout
 from .files import METRICS_NAME, STATE_NAME, TRAIN_CONFIG_NAME
 from .runs import ( MetricsLog, latest_resumable, refuse_existing_run, snapshot_steps,
                    write_checkpoint, write_json)
@@ -305,6 +309,7 @@ def train(model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=No
     device, dist, dtype = setup(cfg)
     resume_from, state = find_resume_state(run_dir, resume, dist, log)
     model.to(device)
+    use_fast_dropout(model)            # nn.Dropout -> FastDropout (faster CPU masks; no parameters)
     total = int(state["total_steps"]) if state else plan_steps(model, objective, cfg, device, dtype, dist, log)
     warm, keep = warmup_steps(cfg, total), snapshot_steps(total, cfg.snapshots)
     torch.manual_seed(cfg.seed)

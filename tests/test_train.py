@@ -303,6 +303,56 @@ def test_nan_loss_stops_with_a_clear_error(corpus, tokenizer_dir, tmp_path):
     assert all(torch.isfinite(p).all() for p in root.parameters())
 
 
+def test_train_swaps_in_fast_dropout_and_checkpoints_stay_plain(corpus, tokenizer_dir, tmp_path):
+    """lab.model builds plain nn.Dropout; train() trains with lab.fast_dropout.FastDropout (same p),
+    and what it saves loads into a plain model with the very same tensors."""
+    from torch import nn
+
+    from lab.fast_dropout import FastDropout
+    from lab.instances import PretrainingData, SpecialIds
+    from lab.pretrain import PretrainConfig, PretrainObjective, fixed_batches, load_corpus
+
+    pc = PretrainConfig(preset="tiny", eval_instances=16)
+    tokenizer = lab.Tokenizer.load(tokenizer_dir)
+    train_docs, held_inst = load_corpus(corpus, pc, tokenizer, log=lambda *_: None)
+    special = SpecialIds.from_vocab(tokenizer.vocab)
+    objective = PretrainObjective(PretrainingData(train_docs, special, batch_size=4, seed=0),
+                                  fixed_batches(held_inst, special, pc), special.mask_id)
+    model = lab.BertForPreTraining(lab.BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
+    dropouts = lambda m: {n: x for n, x in m.named_modules() if isinstance(x, nn.Dropout)}
+    before = dropouts(model)
+    assert before and all(type(d) is nn.Dropout for d in before.values())
+    run = tmp_path / "fast"
+    train(model, objective, TrainConfig(out_dir=str(run), steps=2, batch_size=4, eval_every=0, log_every=1,
+                                        precision="fp32", progress=False, threads=1), tokenizer, log=lambda *_: None)
+    after = dropouts(model)
+    assert after.keys() == before.keys() and all(type(d) is FastDropout for d in after.values())
+    assert [d.p for d in after.values()] == [d.p for d in before.values()]
+    saved, _ = lab.load(run)
+    assert all(type(d) is nn.Dropout for d in dropouts(saved).values())
+    assert saved.state_dict().keys() == model.state_dict().keys()
+    assert all(torch.equal(v, model.state_dict()[k].cpu()) for k, v in saved.state_dict().items())
+
+
+def test_fast_dropout_is_dropout():
+    """FastDropout: a p share of zeros, the rest scaled by 1 / (1 - p'), identity in eval mode."""
+    from lab.fast_dropout import FastDropout, use_fast_dropout
+
+    torch.manual_seed(0)
+    drop, x = FastDropout(0.1), torch.ones(400_000)
+    y = drop.train()(x)
+    zero = (y == 0).float().mean().item()
+    assert zero == pytest.approx(0.1, abs=0.003)
+    cut = round(0.1 * 65536)
+    torch.testing.assert_close(y[y != 0], torch.full_like(y[y != 0], 65536 / (65536 - cut)))
+    assert torch.equal(drop.eval()(x), x) and torch.equal(FastDropout(0.0).train()(x), x)
+    assert y.dtype == x.dtype and FastDropout(0.5).train()(torch.ones(3, 5, dtype=torch.bfloat16)).shape == (3, 5)
+    seq = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.2), torch.nn.Sequential(torch.nn.Dropout(0.3)))
+    keys = seq.state_dict().keys()
+    assert use_fast_dropout(seq) == 2 and [type(m).__name__ for m in (seq[1], seq[2][0])] == ["FastDropout"] * 2
+    assert (seq[1].p, seq[2][0].p) == (0.2, 0.3) and seq.state_dict().keys() == keys
+
+
 # ----------------------------------------------------------------------------------------
 # 5. torchrun with 2 processes == one process with the global batch
 # ----------------------------------------------------------------------------------------
