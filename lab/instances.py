@@ -62,7 +62,8 @@ import array
 import random
 import tempfile
 from dataclasses import dataclass
-from typing import Callable, Mapping, Protocol, Sequence
+from enum import IntEnum
+from typing import Callable, Mapping, NamedTuple, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -180,11 +181,35 @@ class Instance:
         return len(self.tokens_a) + len(self.tokens_b) + 3
 
 
-# A pair "recipe": which sentences become A and B and where they are cut, before any token is read
-# (ints only): (doc_a, a_start, a_end, doc_b, b_start, b_end, target_length, is_short,
-# is_random_next, a_lo, a_hi, b_lo, b_hi): sentences [start, end) of a document (document-local
-# indices), of whose tokens A keeps [a_lo, a_hi) and B keeps [b_lo, b_hi) (see `truncation`).
-Pair = tuple
+class Pair(NamedTuple):
+    """A pair "recipe": which sentences become A and B and where they are cut, before any token
+    is read (13 ints). A = sentences [a_start, a_end) of document doc_a (document-local indices),
+    of whose tokens A keeps [a_lo, a_hi); B likewise (see `truncation`).
+
+    Example, a budget of 125 tokens: A = sentences 0..2 of doc 0 (60 tokens), B = sentences 5..9
+    of doc 4 (80 tokens, NotNext); 140 > 125, so B, the longer, loses 15 tokens, 7 at the front
+    and 8 at the back: Pair(0, 0, 3, 4, 5, 10, 125, False, True, 0, 60, 7, 72).
+    """
+
+    doc_a: int  # the document A comes from
+    a_start: int  # A = sentences [a_start, a_end) of doc_a
+    a_end: int
+    doc_b: int  # the document B comes from (== doc_a when IsNext)
+    b_start: int  # B = sentences [b_start, b_end) of doc_b
+    b_end: int
+    target_length: int  # the token budget the chunk was collected for
+    is_short: bool  # target_length was drawn at random (probability short_seq_prob)
+    is_random_next: bool  # True: B comes from another document (NotNext)
+    a_lo: int  # A keeps tokens [a_lo, a_hi) of its sentences
+    a_hi: int
+    b_lo: int  # B keeps tokens [b_lo, b_hi) of its sentences
+    b_hi: int
+
+
+# The columns of an epoch's pair table (PretrainingData.pairs: int32 [N, PAIR_WIDTH], one Pair a
+# row, in Pair's field order): table[:, PairColumn.A_HI] is every pair's a_hi.
+PairColumn = IntEnum("PairColumn", {name.upper(): i for i, name in enumerate(Pair._fields)})
+PAIR_WIDTH = len(Pair._fields)  # 13
 
 
 class DocumentView(Protocol):
@@ -271,13 +296,17 @@ def pair_document(lengths_of, d: int, num_docs: int, max_num_tokens: int, short_
                     end += 1
                     if len_b >= target - len_a:
                         break
-                pair = (d, chunk_start, chunk_start + a_end, other, start, end, target, short, True)
+                b = (other, start, end, True)
                 # "Put back" the chunk's unused sentences: the walk resumes right after A.
                 i = chunk_start + a_end - 1
             else:
                 len_b = chunk_len - len_a
-                pair = (d, chunk_start, chunk_start + a_end, d, chunk_start + a_end, i + 1, target, short, False)
-            pairs.append(pair + truncation(len_a, len_b, max_num_tokens, rng))
+                b = (d, chunk_start + a_end, i + 1, False)
+            doc_b, b_start, b_end, random_next = b
+            a_lo, a_hi, b_lo, b_hi = truncation(len_a, len_b, max_num_tokens, rng)
+            pairs.append(Pair(doc_a=d, a_start=chunk_start, a_end=chunk_start + a_end,
+                              doc_b=doc_b, b_start=b_start, b_end=b_end, target_length=target, is_short=short,
+                              is_random_next=random_next, a_lo=a_lo, a_hi=a_hi, b_lo=b_lo, b_hi=b_hi))
             # Start a fresh chunk after whatever was consumed.
             chunk_start, chunk_len = i + 1, 0
             target, short = draw_target()
@@ -309,13 +338,14 @@ def truncation(n_a: int, n_b: int, max_num_tokens: int, rng: random.Random) -> t
     return a_lo, a_hi, b_lo, b_hi
 
 
-def materialize(view: DocumentView, pair: Pair) -> Instance:
-    """A pair's tokens, read and cut as its recipe says."""
-    d, a0, a1, o, b0, b1, target, short, random_next, a_lo, a_hi, b_lo, b_hi = pair
-    tokens_a, tokens_b = view.tokens(d, a0, a1), view.tokens(o, b0, b1)
-    return Instance(tokens_a=tokens_a[a_lo:a_hi], tokens_b=tokens_b[b_lo:b_hi], is_random_next=bool(random_next),
-                    doc_a=d, doc_b=o, sentences_a=(a0, a1), sentences_b=(b0, b1), target_length=target,
-                    is_short=bool(short))
+def materialize(view: DocumentView, pair: Sequence[int]) -> Instance:
+    """A pair's tokens, read and cut as its recipe says (a Pair, or a row of the pair table)."""
+    p = Pair(*pair)
+    tokens_a, tokens_b = view.tokens(p.doc_a, p.a_start, p.a_end), view.tokens(p.doc_b, p.b_start, p.b_end)
+    return Instance(tokens_a=tokens_a[p.a_lo:p.a_hi], tokens_b=tokens_b[p.b_lo:p.b_hi],
+                    is_random_next=bool(p.is_random_next), doc_a=p.doc_a, doc_b=p.doc_b,
+                    sentences_a=(p.a_start, p.a_end), sentences_b=(p.b_start, p.b_end),
+                    target_length=p.target_length, is_short=bool(p.is_short))
 
 
 def create_instances(
@@ -668,22 +698,23 @@ class PretrainingData:
         return self.batch_size * self.world_size
 
     def pairs(self, epoch: int) -> np.ndarray:
-        """Epoch `epoch`'s pair recipes: int32 [N, 13], one row per Pair (52 bytes a pair),
-        written to a temporary file and memory-mapped, so a process's memory does not grow with
-        the corpus (a step reads only its rows). The latest epoch is kept."""
+        """Epoch `epoch`'s pair recipes: int32 [N, PAIR_WIDTH], one row per Pair, columns named by
+        `PairColumn` (52 bytes a pair), written to a temporary file and memory-mapped, so a process's
+        memory does not grow with the corpus (a step reads only its rows). The latest epoch is kept."""
         if self._index is None or self._index[0] != epoch:
             rng = random.Random(mix_seed("pairs", self.seed, epoch))
             file = tempfile.TemporaryFile(prefix="bert-lab-pairs-")       # gone when closed
             chunk = array.array("i")
             for pair in epoch_pairs(self.view, rng, self.max_seq_length - 3, self.short_seq_prob):
                 chunk.extend(pair)
-                if len(chunk) >= 13 * 65536:
+                if len(chunk) >= PAIR_WIDTH * 65536:
                     chunk.tofile(file)
                     chunk = array.array("i")
             chunk.tofile(file)
             file.flush()
-            n = file.tell() // (13 * 4)
-            table = np.memmap(file, dtype=np.int32, mode="r", shape=(n, 13)) if n else np.zeros((0, 13), np.int32)
+            n = file.tell() // (PAIR_WIDTH * chunk.itemsize)
+            table = np.memmap(file, dtype=np.int32, mode="r", shape=(n, PAIR_WIDTH)) if n else \
+                np.zeros((0, PAIR_WIDTH), np.int32)
             release = getattr(self.view, "release", None)
             if release is not None:
                 release()                         # the walk touched every offset: let them go
@@ -709,12 +740,14 @@ class PretrainingData:
         table = self.pairs(epoch)
         everyone = self.global_indices(step)
         first = self.rank * self.batch_size
-        rows = table[np.sort(everyone)]                                   # (G, 13) read in file order
+        rows = table[np.sort(everyone)]                                   # (G, PAIR_WIDTH) in file order
         # T: the global batch's longest pair, [CLS] A [SEP] B [SEP] after the cuts
-        longest = int((rows[:, 10] - rows[:, 9] + rows[:, 12] - rows[:, 11]).max()) + 3
+        C = PairColumn
+        kept = rows[:, C.A_HI] - rows[:, C.A_LO] + rows[:, C.B_HI] - rows[:, C.B_LO]     # (G,) tokens of A + B
+        longest = int(kept.max()) + 3
         T = padded_length(longest, self.pad_to_multiple_of, self.max_seq_length)
         mine = everyone[first:first + self.batch_size]
-        instances = [materialize(self.view, tuple(row)) for row in table[mine].tolist()]
+        instances = [materialize(self.view, row) for row in table[mine].tolist()]
         release = getattr(self.view, "release", None)
         if release is not None and step % 256 == 0:
             release()                             # resident memory stays flat over a long run

@@ -17,6 +17,8 @@ from lab.instances import (
     Instance,
     ListView,
     materialize,
+    Pair,
+    PairColumn,
     PretrainingData,
     SpecialIds,
     collate,
@@ -375,6 +377,18 @@ def test_epochs_re_pair_reshuffle_and_remask(view, special):
     fixed = PretrainingData(view, special, batch_size=32, seed=0, shuffle=False)
     assert fixed.indices(0) == fixed.indices(fixed.batches_per_epoch) == list(range(32))
     assert not torch.equal(fixed.batch(0).mlm_labels, fixed.batch(fixed.batches_per_epoch).mlm_labels)
+
+
+def test_pair_table_columns_are_named_by_pair_fields(view, special):
+    """The pair table's columns are Pair's fields in order; PairColumn names them."""
+    data = PretrainingData(view, special, batch_size=32, seed=0)
+    table = np.array(data.pairs(0))
+    assert [c.name.lower() for c in PairColumn] == list(Pair._fields) and table.shape[1] == len(Pair._fields)
+    for row in table[:50].tolist():
+        pair, inst = Pair(*row), materialize(view, row)
+        assert len(inst.tokens_a) == row[PairColumn.A_HI] - row[PairColumn.A_LO] == pair.a_hi - pair.a_lo
+        assert len(inst.tokens_b) == pair.b_hi - pair.b_lo and inst.is_random_next == bool(pair.is_random_next)
+        assert (inst.doc_a, inst.doc_b) == (row[PairColumn.DOC_A], row[PairColumn.DOC_B])
 
 
 def test_statistics_match_the_in_memory_instances(docs, view, special):
