@@ -14,18 +14,19 @@ Every command prints its configuration at start; `python -m lab COMMAND --help` 
 
 The options of pretrain / finetune-cls / finetune-qa are generated from the settings dataclasses
 (TrainConfig, PretrainConfig, ClassificationConfig, QAConfig): one flag per field, named after
-it (`batch_size` -> `--batch-size`), its help text the field's trailing comment in the source,
-its default the dataclass's (or the recipe's). Settings are declared once, there.
+it (`batch_size` -> `--batch-size`), typed by its annotation, its help text the field's
+`setting(default, help)` (lab.config: the field's metadata["help"]), its default the
+dataclass's (or the recipe's). Settings are declared once, there.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import json
 import os
-import re
 import sys
+import types
+import typing
 
 from . import explore
 from .checkpoint import load, saved_model_class
@@ -51,29 +52,15 @@ REQUIRED = {"out_dir"}                   # a run always says where it goes
 # ----------------------------------------------------------------------------------------
 # Settings dataclasses <-> command-line flags
 # ----------------------------------------------------------------------------------------
-def field_comments(cls) -> dict[str, str]:
-    """Each field's trailing comment in the class source (continued on comment-only lines):
-        lr: float = 1e-4          # peak learning rate      ->  {"lr": "peak learning rate"}"""
-    comments, last = {}, None
-    for line in inspect.getsource(cls).splitlines():
-        field = re.match(r"\s+(\w+)\s*:[^#]*?(?:#\s*(.*))?$", line)
-        if field and not line.strip().startswith("#"):
-            last = field.group(1)
-            if field.group(2):
-                comments[last] = field.group(2).strip()
-        elif last and line.strip().startswith("#"):            # a comment continuing the field's
-            comments[last] = comments.get(last, "") + " " + line.strip().lstrip("#").strip()
-    return comments
-
-
-def _parse_type(annotation: str):
-    """A field's argparse type and nargs from its annotation string ("int | None" -> int)."""
-    kinds = {"int": int, "float": float, "str": str, "bool": bool}
-    tuple_of = re.fullmatch(r"tuple\[(\w+), (\w+)\]", annotation)
-    if tuple_of:
-        return kinds[tuple_of.group(1)], 2
-    name = annotation.replace(" | None", "").strip()
-    return kinds.get(name, str), None
+def arg_type(hint) -> tuple[type, int | None]:
+    """A field's argparse type and nargs from its type: int | None -> (int, None),
+    tuple[float, float] -> (float, 2)."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) is tuple:
+        return args[0], len(args)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = args[0]
+    return (hint if hint in (int, float, str, bool) else str), None
 
 
 def add_config_args(parser: argparse.ArgumentParser, cls, base=None, title: str | None = None,
@@ -81,15 +68,19 @@ def add_config_args(parser: argparse.ArgumentParser, cls, base=None, title: str 
     """One flag per field of the dataclass `cls`; the default shown is `base`'s value. Flags
     default to None (bools: None too), so that only the options given explicitly override."""
     group = parser.add_argument_group(title or cls.__name__)
-    taken = {a.dest for a in parser._actions}
-    comments = field_comments(cls)
+    taken = {a.dest: a for a in parser._actions}
+    hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
-        if f.name in skip or f.name in taken:
-            continue                                 # e.g. --seed sets every config that has one
-        typ, nargs = _parse_type(str(f.type))
+        meaning = f.metadata.get("help", "")
+        if f.name in skip:
+            continue
+        if f.name in taken:                          # e.g. --seed sets every config that has one
+            taken[f.name].help += f"; also {cls.__name__}'s: {meaning}"
+            continue
+        typ, nargs = arg_type(hints[f.name])
         required = f.name in REQUIRED or (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
         shown = getattr(base, f.name, None) if base is not None else (None if required else f.default)
-        help_text = comments.get(f.name, "") + ("" if required else f" (default: {shown})")
+        help_text = meaning + ("" if required else f" (default: {shown})")
         flag = "--" + RENAMED.get(f.name, f.name).replace("_", "-")
         if typ is bool:
             group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text)

@@ -8,7 +8,9 @@ and its named presets.
 The presets follow the names of Google's released models (Turc et al. 2019 for the small ones,
 Devlin et al. 2019 for base and large); the feed-forward size is always 4H.  `num_parameters()`
 counts what the paper counts (the encoder with its embeddings and pooler): base 110M, large 335M.
-Training configurations live next to the code that uses them (lab.train, lab.pretrain, lab.finetune).
+Training configurations live next to the code that uses them (lab.train, lab.pretrain, lab.finetune);
+each of their fields is a `setting(default, "what it means")`, whose text `python -m lab ... --help`
+shows.
 """
 from __future__ import annotations
 
@@ -18,6 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .files import CONFIG_NAME
+
+def setting(default=dataclasses.MISSING, help: str = ""):
+    """A field of a settings dataclass with its one-line meaning, declared once: the reader sees
+    it beside the default, and the command line (lab.__main__) shows it as the option's help.
+
+        lr: float = setting(1e-4, "peak learning rate")        # --lr, "peak learning rate (default: 0.0001)"
+        model: str = setting(help="HF-layout BERT directory")   # no default: a required option
+    """
+    return dataclasses.field(default=default, metadata={"help": help})
+
 
 # name -> (layers L, hidden H, heads A)
 PRESETS: dict[str, tuple[int, int, int]] = {

@@ -24,7 +24,7 @@ import torch
 
 from .batch import Batch, pad_rows, step_indices
 from .checkpoint import load
-from .config import BertConfig
+from .config import BertConfig, setting
 from .datasets import resolve_corpus
 from .files import TASK_CONFIG_NAME
 from .hub import resolve_model
@@ -41,30 +41,30 @@ FINETUNE_TRAINING = TrainConfig(lr=5e-5, batch_size=32, warmup=0.1, eval_every=0
 
 @dataclass
 class ClassificationConfig:
-    model: str                             # HF-layout BERT directory (a run, a bundled model, bert-base-uncased...)
-    train: str                             # TSV/CSV with a header: sentence<TAB>label, or sentence1, sentence2, label
-    dev: str                               # evaluation file, same format
-    mode: str = "finetune"                 # finetune: every parameter trains; features: the encoder is frozen
-    feature_layers: int = 1                # features mode: 1 = pooled [CLS]; N = [CLS] of the last N layers, concatenated
-    epochs: float = 2.0                    # passes over the training rows (unless --steps is given)
-    max_seq_length: int = 128              # tokens per example, [CLS] text [SEP]
-    limit: int | None = None               # use only the first N training rows
-    random_init: bool = False              # same shape, random weights (the no-pre-training baseline)
-    dropout: float | None = 0.1            # dropout while fine-tuning (BERT: 0.1); None keeps the model's
+    model: str = setting(help="HF-layout BERT directory (a run, a bundled model, bert-base-uncased...)")
+    train: str = setting(help="TSV/CSV with a header: sentence<TAB>label, or sentence1, sentence2, label")
+    dev: str = setting(help="evaluation file, same format")
+    mode: str = setting("finetune",             "finetune: every parameter trains; features: the encoder is frozen")
+    feature_layers: int = setting(1,            "features mode: 1 = pooled [CLS]; N = [CLS] of the last N layers, concatenated")
+    epochs: float = setting(2.0,                "passes over the training rows (unless --steps is given)")
+    max_seq_length: int = setting(128,          "tokens per example, [CLS] text [SEP]")
+    limit: int | None = setting(None,           "use only the first N training rows")
+    random_init: bool = setting(False,          "same shape, random weights (the no-pre-training baseline)")
+    dropout: float | None = setting(0.1,        "dropout while fine-tuning (BERT: 0.1); None keeps the model's")
 
 
 @dataclass
 class QAConfig:
-    model: str                             # HF-layout BERT directory
-    data: str = "squad-v1.1"               # SQuAD JSON (or .zip), a folder, or the catalog name squad-v1.1
-    train_articles: int = 40               # the first N articles train, the rest evaluate
-    epochs: float = 2.0                    # passes over the training windows (unless --steps is given)
-    max_seq_length: int = 384              # tokens per window, [CLS] question [SEP] context [SEP]
-    doc_stride: int = 128                  # context tokens between the starts of two windows
-    max_query_length: int = 64             # the question is cut to this many tokens
-    eval_limit: int | None = None          # evaluate only the first N held-out questions
-    random_init: bool = False              # same shape, random weights
-    dropout: float | None = 0.1            # dropout while fine-tuning (BERT: 0.1); None keeps the model's
+    model: str = setting(help="HF-layout BERT directory")
+    data: str = setting("squad-v1.1",           "SQuAD JSON (or .zip), a folder, or the catalog name squad-v1.1")
+    train_articles: int = setting(40,           "the first N articles train, the rest evaluate")
+    epochs: float = setting(2.0,                "passes over the training windows (unless --steps is given)")
+    max_seq_length: int = setting(384,          "tokens per window, [CLS] question [SEP] context [SEP]")
+    doc_stride: int = setting(128,              "context tokens between the starts of two windows")
+    max_query_length: int = setting(64,         "the question is cut to this many tokens")
+    eval_limit: int | None = setting(None,      "evaluate only the first N held-out questions")
+    random_init: bool = setting(False,          "same shape, random weights")
+    dropout: float | None = setting(0.1,        "dropout while fine-tuning (BERT: 0.1); None keeps the model's")
 
 
 # ----------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from .batch import Batch, mix_seed, step_indices
 from .checkpoint import load
-from .config import BertConfig
+from .config import BertConfig, setting
 from .corpus import read_documents, split_documents
 from .datasets import resolve_corpus
 from .device import init_distributed, pick_device
@@ -41,20 +41,20 @@ POSITION_INITS = ("normal", "sinusoidal")   # how the (learned) position table s
 
 @dataclass
 class PretrainConfig:
-    preset: str = "mini"                   # model shape (BertConfig.preset)
-    vocab_size: int = 8192                 # WordPiece vocabulary trained on the corpus
-    max_seq_length: int = 128              # tokens per instance, [CLS] A [SEP] B [SEP]
-    short_seq_prob: float = 0.1            # share of instances with a shorter random length
-    mlm_probability: float = 0.15          # share of tokens predicted
-    max_predictions_per_seq: int = 20      # cap on predictions per sequence (20 per 128)
-    whole_word: bool = False               # mask all pieces of a word together
-    held_out: float = 0.02                 # share of documents kept for evaluation
-    eval_instances: int = 1024             # held-out instances evaluated (fixed masks)
-    eval_seq_length: int | None = None     # held-out instance length (None: max_seq_length)
-    dropout: float | None = None           # override both dropouts (None: BERT's 0.1)
-    initializer_range: float | None = None # override the init std (None: BERT's 0.02)
-    position_init: str = "normal"          # normal (BERT) | sinusoidal (same scale, smooth in position)
-    seed: int = 0
+    preset: str = setting("mini",               "model shape (BertConfig.preset)")
+    vocab_size: int = setting(8192,             "WordPiece vocabulary trained on the corpus")
+    max_seq_length: int = setting(128,          "tokens per instance, [CLS] A [SEP] B [SEP]")
+    short_seq_prob: float = setting(0.1,        "share of instances with a shorter random length")
+    mlm_probability: float = setting(0.15,      "share of tokens predicted")
+    max_predictions_per_seq: int = setting(20,  "cap on predictions per sequence (20 per 128)")
+    whole_word: bool = setting(False,           "mask all pieces of a word together")
+    held_out: float = setting(0.02,             "share of documents kept for evaluation")
+    eval_instances: int = setting(1024,         "held-out instances evaluated (fixed masks)")
+    eval_seq_length: int | None = setting(None, "held-out instance length (None: max_seq_length)")
+    dropout: float | None = setting(None,       "override both dropouts (None: BERT's 0.1)")
+    initializer_range: float | None = setting(None, "override the init std (None: BERT's 0.02)")
+    position_init: str = setting("normal",      "normal (BERT) | sinusoidal (same scale, smooth in position)")
+    seed: int = setting(0,                      "seed of the data: held-out documents, NSP pairs, masks")
 
     def to_dict(self):
         return dataclasses.asdict(self)

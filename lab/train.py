@@ -42,6 +42,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from .checkpoint import load_weights
+from .config import setting
 from .device import Dist, autocast, autocast_dtype, init_distributed, pick_device
 from .fast_dropout import use_fast_dropout
 from .files import METRICS_NAME, STATE_NAME, TRAIN_CONFIG_NAME
@@ -51,28 +52,28 @@ from .runs import ( MetricsLog, latest_resumable, refuse_existing_run, snapshot_
 
 @dataclass
 class TrainConfig:
-    out_dir: str = "runs/run"              # run directory (checkpoints, metrics.jsonl)
-    steps: int | None = None               # optimizer steps; None -> derived from minutes
-    minutes: float | None = None           # wall-clock budget; sets steps from a speed probe
-    batch_size: int = 32                   # sequences per micro-batch (per process)
-    grad_accum: int = 1                    # micro-batches per optimizer step
-    lr: float = 1e-4                       # peak learning rate
-    weight_decay: float = 0.01             # AdamW decay (not on biases / LayerNorm)
-    adam_betas: tuple[float, float] = (0.9, 0.999)  # AdamW betas (BERT's)
-    adam_eps: float = 1e-6                 # AdamW epsilon (BERT's)
-    warmup: float = 0.1                    # warm-up: a fraction of the steps (<1) or a step count
-    min_lr_ratio: float = 0.0              # linear decay ends at lr * min_lr_ratio
-    clip_norm: float = 1.0                 # gradient clipping (global L2 norm); 0 = off
-    precision: str = "auto"                # auto | bf16 | fp32 (auto: bf16 where it is fast)
-    device: str = "auto"                   # auto | cpu | cuda | cuda:N | mps
-    seed: int = 0                          # one seed for init, data order, masks, dropout
-    eval_every: int = 200                  # steps between held-out evaluations; 0 = only at the end
-    ckpt_every: int = 500                  # steps between resume checkpoints; 0 = only at the end
-    snapshots: int = 5                     # model snapshots kept, spread over the run
-    log_every: int = 10                    # steps between training records; 0 = only at eval/checkpoints
-    threads: int | None = None             # torch CPU threads (None: torch's default)
-    compile: bool = False                  # torch.compile the model (fuses small ops; 10-40 s warm-up)
-    progress: bool = True                  # tqdm bar
+    out_dir: str = setting("runs/run",          "run directory (checkpoints, metrics.jsonl)")
+    steps: int | None = setting(None,           "optimizer steps; None -> derived from minutes")
+    minutes: float | None = setting(None,       "wall-clock budget; sets steps from a speed probe")
+    batch_size: int = setting(32,               "sequences per micro-batch (per process)")
+    grad_accum: int = setting(1,                "micro-batches per optimizer step")
+    lr: float = setting(1e-4,                   "peak learning rate")
+    weight_decay: float = setting(0.01,         "AdamW decay (not on biases / LayerNorm)")
+    adam_betas: tuple[float, float] = setting((0.9, 0.999), "AdamW betas (BERT's)")
+    adam_eps: float = setting(1e-6,             "AdamW epsilon (BERT's)")
+    warmup: float = setting(0.1,                "warm-up: a fraction of the steps (<1) or a step count")
+    min_lr_ratio: float = setting(0.0,          "linear decay ends at lr * min_lr_ratio")
+    clip_norm: float = setting(1.0,             "gradient clipping (global L2 norm); 0 = off")
+    precision: str = setting("auto",            "auto | bf16 | fp32 (auto: bf16 where it is fast)")
+    device: str = setting("auto",               "auto | cpu | cuda | cuda:N | mps")
+    seed: int = setting(0,                      "one seed for init, data order, masks, dropout")
+    eval_every: int = setting(200,              "steps between held-out evaluations; 0 = only at the end")
+    ckpt_every: int = setting(500,              "steps between resume checkpoints; 0 = only at the end")
+    snapshots: int = setting(5,                 "model snapshots kept, spread over the run")
+    log_every: int = setting(10,                "steps between training records; 0 = only at eval/checkpoints")
+    threads: int | None = setting(None,         "torch CPU threads (None: torch's default)")
+    compile: bool = setting(False,              "torch.compile the model (fuses small ops; a compilation warm-up first)")
+    progress: bool = setting(True,              "tqdm bar")
 
     def to_dict(self):
         return dataclasses.asdict(self)

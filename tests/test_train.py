@@ -125,6 +125,31 @@ def test_lr_schedule_snapshots_and_weight_decay_groups(tiny_cfg):
 # ----------------------------------------------------------------------------------------
 # 2. CLI smoke run: files, metrics, checkpoints, refusal to overwrite a run
 # ----------------------------------------------------------------------------------------
+def test_cli_options_and_help_come_from_the_settings_dataclasses(capsys):
+    """Every field of the settings dataclasses is an option whose help is its setting(..., help)."""
+    import dataclasses
+
+    from lab.__main__ import build_parser
+    from lab.finetune import ClassificationConfig, QAConfig
+    from lab.pretrain import PretrainConfig
+
+    for command, classes in (("pretrain", (PretrainConfig, TrainConfig)),
+                             ("finetune-cls", (ClassificationConfig, TrainConfig)),
+                             ("finetune-qa", (QAConfig, TrainConfig))):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())                 # argparse wraps lines
+        for cls in classes:
+            for f in dataclasses.fields(cls):
+                meaning = f.metadata["help"]
+                assert meaning, f"{cls.__name__}.{f.name} has no help"
+                flag = "--out" if f.name == "out_dir" else "--" + f.name.replace("_", "-")
+                assert flag in text and " ".join(meaning.split()) in text, (command, f.name)
+    args = build_parser().parse_args(["pretrain", "--corpus", "c", "--out", "o", "--adam-betas", "0.8", "0.9",
+                                      "--threads", "2", "--no-progress", "--dropout", "0"])
+    assert (args.adam_betas, args.threads, args.progress, args.dropout, args.lr) == ([0.8, 0.9], 2, False, 0.0, None)
+
+
 def test_cli_pretrain_smoke(corpus, tmp_path, capsys):
     run = tmp_path / "run"
     args = ["pretrain", "--corpus", str(corpus), "--out", str(run), *SMALL, "--vocab-size", "200",
