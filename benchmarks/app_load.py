@@ -106,8 +106,9 @@ def main() -> None:
     # the dashboard runs in its own process, as in class; this process only plays the students
     sys.path.insert(0, str(ROOT))
     import app                                               # for the tabs' default models
-    app.configure(app.parser().parse_args([]))               # the models roots app.py would serve
-    defaults = {task: app.default_model(task) for task in ("fill_mask", "answer", "classify")}
+    from dashboard import Settings
+    store = Settings.from_args(app.parser().parse_args([])).store()    # the models app.py would serve
+    defaults = {task: store.default_model(task) for task in ("fill_mask", "answer", "classify")}
     server, url = None, args.url
     if url is None:
         port = 7870

@@ -74,24 +74,37 @@ def app_args(app, app_models_root):
 
 
 @pytest.fixture(scope="session")
-def app(app_models_root):
-    """The app module, its handlers' settings pointing at the temporary models root."""
+def app():
+    """The app module (app.py: the command line, build(), main())."""
     sys.path.insert(0, str(ROOT))
     try:
-        module = importlib.import_module("app")
+        return importlib.import_module("app")
     finally:
         sys.path.remove(str(ROOT))
-    module.configure(app_args(module, app_models_root))
-    return module
+
+
+def make_dashboard(app, app_models_root, *argv):
+    """A dashboard for app.py's command line (the temporary models root besides models/ and
+    runs/), its page built: its tabs' handlers are dash.tab("mlm").fill_mask, ..."""
+    from dashboard import Dashboard, Settings
+    dash = Dashboard(Settings.from_args(app.parser().parse_args(["--models-root", str(app_models_root), *argv])))
+    dash.build()
+    return dash
 
 
 @pytest.fixture(scope="session")
-def app_url(app, app_models_root):
-    demo = app.build(app_args(app, app_models_root))
-    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=None,
-                            quiet=True, **app.LAUNCH_OPTIONS)
+def dash(app, app_models_root):
+    """The dashboard the tests serve (app_url) and call directly."""
+    return make_dashboard(app, app_models_root)
+
+
+@pytest.fixture(scope="session")
+def app_url(dash):
+    from dashboard import LAUNCH_OPTIONS
+    _, url, _ = dash.demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=None,
+                                 quiet=True, **LAUNCH_OPTIONS)
     yield url
-    demo.close()
+    dash.demo.close()
 
 
 # ----------------------------------------------------------------------------------------------

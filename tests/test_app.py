@@ -82,16 +82,18 @@ argparse.ArgumentParser.parse_known_args = lambda self, *a, **k: seen.append("ar
 init = gr.Blocks.__init__
 gr.Blocks.__init__ = lambda self, *a, **k: seen.append(type(self).__name__) or init(self, *a, **k)
 import app
-print(json.dumps({"seen": seen, "loaded": len(app._CACHE), "demo": hasattr(app, "demo")}))
+print(json.dumps({"seen": seen, "loaded": "dashboard" in sys.modules or "torch" in sys.modules,
+                  "demo": "demo" in vars(app)}))
 """, "--no-such-option")
-    assert json.loads(effects.splitlines()[-1]) == {"seen": [], "loaded": 0, "demo": False}
+    assert json.loads(effects.splitlines()[-1]) == {"seen": [], "loaded": False, "demo": False}
     app_s, gradio_s = import_seconds("app", "gradio")
     assert app_s - gradio_s < 0.5, f"import app {app_s:.2f} s, import gradio {gradio_s:.2f} s"
 
 
 def test_settings_from_the_command_line_and_the_environment(app, monkeypatch, tmp_path):
+    from dashboard import Settings
     monkeypatch.setenv("BERT_LAB_MODELS", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
-    settings = app.Settings.from_args(app.parser().parse_args(
+    settings = Settings.from_args(app.parser().parse_args(
         ["--models-root", "~/mine", "--model", "runs/x", "--cache-models", "2", "--concurrency", "3"]))
     assert settings.model_roots == [ROOT / "models", ROOT / "runs", Path("~/mine").expanduser(),
                                     tmp_path / "a", tmp_path / "b"]
@@ -106,11 +108,11 @@ def test_every_event_has_an_api_name(app, client):
     assert expected <= names, expected - names
 
 
-def test_default_models_serve_their_tabs(app, app_models_root):
-    assert app.default_model("fill_mask") == BUNDLED
-    assert app.default_model("answer") in (str(app_models_root / "tiny-squad"), "models/bert-lab-squad") or \
-        "squad" in app.default_model("answer")
-    assert "sst2" in app.default_model("classify")
+def test_default_models_serve_their_tabs(dash, app_models_root):
+    assert dash.store.default_model("fill_mask") == BUNDLED
+    assert dash.store.default_model("answer") in (str(app_models_root / "tiny-squad"), "models/bert-lab-squad") or \
+        "squad" in dash.store.default_model("answer")
+    assert "sst2" in dash.store.default_model("classify")
 
 
 def test_fill_mask_good_input(client):
@@ -252,7 +254,7 @@ def test_question_answering(client, app_models_root):
     assert "context is empty" in status
 
 
-def test_question_answering_uses_the_models_own_windows_and_says_what_it_read(client, app, app_models_root,
+def test_question_answering_uses_the_models_own_windows_and_says_what_it_read(client, dash, app_models_root,
                                                                               tmp_path_factory):
     """A model's task_config.json (from finetune-qa) gives its window lengths and its training data;
     the status explains the [CLS] probability."""
@@ -263,7 +265,7 @@ def test_question_answering_uses_the_models_own_windows_and_says_what_it_read(cl
         (qa / "task_config.json").write_text(json.dumps({
             "task": "squad", "model": "/somewhere/bert-lab-classroom", "data": "/data/squad/dev-v1.1.json.zip",
             "train_articles": 40, "max_seq_length": 32, "doc_stride": 8, "max_query_length": 8}))
-    lengths, trained = app.qa_training(str(qa))
+    lengths, trained = dash.tab("qa").training(str(qa))
     assert lengths == {"max_seq_length": 32, "doc_stride": 8, "max_query_length": 8}
     assert "bert-lab-classroom" in trained and "articles 1-40" in trained and "/somewhere" not in trained
     context = "The Nautilus was built by Captain Nemo on a desert island. " * 4
@@ -316,38 +318,43 @@ def test_server_still_serves_after_everything(client):
     assert bars and not status.startswith("⚠️")
 
 
-def test_each_tab_opens_with_its_example_computed_once(app, app_models_root):
+def test_each_tab_opens_with_its_example_computed_once(dash, app_models_root):
     """What a page computes when it opens: every tab's example (no error), cached for the next page."""
-    defaults = [app.default_model("fill_mask"), "he opened the [MASK] .", app.default_model("next_sentence"),
-                "she sat down .", "she read .", app.default_model("attention"), "the cat sat .", "", 0, 0,
+    store, links = dash.store, dash.ctx.links
+    defaults = [store.default_model("fill_mask"), "he opened the [MASK] .", store.default_model("next_sentence"),
+                "she sat down .", "she read .", store.default_model("attention"), "the cat sat .", "", 0, 0,
                 str(app_models_root / "tiny-squad"), "Who built it?", "Nemo built it.",
                 str(app_models_root / "tiny-sst2"), "a charming film .", ""]
-    views = app.opening_views(*defaults, "light")
-    statuses = [views[i] for i in (3, 5, 11, 16, 18)]
-    assert len(views) == 19 and all(s and not s.startswith("⚠️") for s in statuses), statuses
-    assert app.opening_views(*defaults, "light") is views        # the next page: from the cache
+    views = links.opening_views(*defaults, "light")
+    # the status of Masked LM, Next Sentence, Attention (its maps, then the head statistics), QA, Classify
+    statuses = [views[i] for i in (3, 5, 11, 18, 20)]
+    assert len(views) == 21 and all(s and not s.startswith("⚠️") for s in statuses), statuses
+    again = links.opening_views(*defaults, "light")              # the next page: from the cache
+    assert all(a is b for a, b in zip(again, views))
 
 
-def test_help_where_students_look(app):
-    for tab, text in app.HELP.items():
+def test_help_where_students_look():
+    from dashboard.help import HELP
+    for tab, text in HELP.items():
         assert "What you are looking at" in text and ("Section" in text or "metrics.jsonl" in text), tab
-    assert "Temperature" in app.HELP["mlm"] and "Entropy" in app.HELP["attention"]
-    assert "[CLS] score" in app.HELP["qa"] and "Clark et al." in app.HELP["attention"]
+    assert "Temperature" in HELP["mlm"] and "Entropy" in HELP["attention"]
+    assert "[CLS] score" in HELP["qa"] and "Clark et al." in HELP["attention"]
 
 
-def test_a_shared_link_restores_the_tab_and_its_inputs(app):
+def test_a_shared_link_restores_the_tab_and_its_inputs(dash):
     from types import SimpleNamespace
     from urllib.parse import parse_qsl, urlsplit
     values = ["models/bert-lab-classroom", "the [MASK] & the <sea>", None, "", "", "", "", "", 1, 0,
               "minilm", "Who?", "Nemo did.", "", "", ""]
-    url = app.share_link("qa", *values, request=SimpleNamespace(headers={"referer": "http://h:7860/?tab=mlm"}))
+    links = dash.ctx.links
+    url = links.share_link("qa", *values, request=SimpleNamespace(headers={"referer": "http://h:7860/?tab=mlm"}))
     assert url.startswith("http://h:7860/?tab=qa&")
     query = dict(parse_qsl(urlsplit(url).query))
-    selected, *updates = app.restore_from_link(SimpleNamespace(query_params=query))
+    selected, *updates = links.restore(SimpleNamespace(query_params=query))
     assert selected.selected == "qa" if hasattr(selected, "selected") else selected["selected"] == "qa"
-    restored = dict(zip(app.SHARED_INPUTS, updates))
+    restored = dict(zip(links.inputs, updates))
     assert restored["mlm_text"]["value"] == "the [MASK] & the <sea>" and restored["att_layer"]["value"] == 1
     assert restored["qa_c"]["value"] == "Nemo did." and "value" not in restored["nsp_a"]
     # a bad value is ignored, not trusted
-    _, *updates = app.restore_from_link(SimpleNamespace(query_params={"att_head": "99999", "tab": "nowhere"}))
+    _, *updates = links.restore(SimpleNamespace(query_params={"att_head": "99999", "tab": "nowhere"}))
     assert all("value" not in u for u in updates)

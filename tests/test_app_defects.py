@@ -44,7 +44,7 @@ def test_1_a_damaged_model_is_refused_naming_what_is_missing(client, app_models_
     assert "damaged or partial" in status
 
 
-def test_2_a_failed_add_keeps_the_menu_and_its_message(client, app, app_models_root):
+def test_2_a_failed_add_keeps_the_menu_and_its_message(client, dash, app_models_root):
     """Typing /etc and clicking Add: the menu keeps its model and the page shows why."""
     good = str(app_models_root / "tiny-squad")
     menu, status = client.predict(good, api_name="/add_model")
@@ -52,7 +52,7 @@ def test_2_a_failed_add_keeps_the_menu_and_its_message(client, app, app_models_r
     menu, status = client.predict("/etc", api_name="/add_model")
     assert status.startswith("⚠️") and "outside the models roots" in status
     # the error leaves the menu as it is (an update without a value), not blank
-    update = app.add_model("/etc")[0]
+    update = dash.tab("model").add_model("/etc")[0]
     assert isinstance(update, dict) and "value" not in update
 
 
@@ -65,19 +65,20 @@ def test_3_tokens_are_shown_apart(client):
     assert "".join(words) != "".join(shown) and len(words) == int(status.split()[0])
 
 
-def test_4_the_80_10_10_colours_do_not_depend_on_the_seed(app, app_models_root):
+def test_4_the_80_10_10_colours_do_not_depend_on_the_seed(app, dash, app_models_root):
     """The legend's colours are fixed: [MASK] is the same colour for every seed."""
+    from dashboard.help import CORRUPTION_COLORS
     demo = app.build(app_args(app, app_models_root))
     maps = [c.color_map for c in demo.blocks.values() if getattr(c, "label", "") and "15% chosen" in c.label]
-    assert maps == [app.CORRUPTION_COLORS]
-    assert set(app.CORRUPTION_COLORS) == {"[MASK] (80%)", "random (10%)", "kept (10%)"}
+    assert maps == [CORRUPTION_COLORS]
+    assert set(CORRUPTION_COLORS) == {"[MASK] (80%)", "random (10%)", "kept (10%)"}
     # and the preview uses exactly those kinds
     for seed in (0, 7):
-        out, _ = app.corrupt(BUNDLED, "it was the best of times , it was the worst of times .", seed)
-        assert {label for _, label in out if label} <= set(app.CORRUPTION_COLORS)
+        out, _ = dash.tab("mlm").corrupt(BUNDLED, "it was the best of times , it was the worst of times .", seed)
+        assert {label for _, label in out if label} <= set(CORRUPTION_COLORS)
 
 
-def test_5_wrong_sizes_fail_fast_and_the_failure_is_remembered(client, app, app_models_root, monkeypatch):
+def test_5_wrong_sizes_fail_fast_and_the_failure_is_remembered(client, app_models_root, monkeypatch):
     """config.json declaring BERT-large sizes over tiny weights: refused from the header (no
     allocation), and not retried until the model's files change."""
     large = copy_model(ROOT / BUNDLED, app_models_root / "claims-to-be-large")
@@ -88,8 +89,9 @@ def test_5_wrong_sizes_fail_fast_and_the_failure_is_remembered(client, app, app_
     *_, status = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert "config.json does not match the weights" in status and time.perf_counter() - t0 < 4
     calls = []
-    real_load = app.lab.load
-    monkeypatch.setattr("lab.load", lambda *a, **k: calls.append(a) or real_load(*a, **k))
+    import lab.model_store
+    real_load = lab.model_store.load                              # what the model store loads with
+    monkeypatch.setattr(lab.model_store, "load", lambda *a, **k: calls.append(a) or real_load(*a, **k))
     for _ in range(3):
         *_, again = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
         assert again == status
@@ -107,8 +109,9 @@ def test_6_training_tab_messages_use_relative_paths_and_suggest_nothing_harmful(
     assert str(ROOT) not in status and "--out" not in status and "models/bert-lab-classroom" in status
 
 
-def test_7_model_cards_render_safely(app):
-    card = app.safe_card("| field | value |\n|---|---|\n| a | b |\n\nNSP\n>= 90% is not met.\n"
+def test_7_model_cards_render_safely():
+    from dashboard.common import safe_card
+    card = safe_card("| field | value |\n|---|---|\n| a | b |\n\nNSP\n>= 90% is not met.\n"
                          "![pixel](https://tracker.example/p.png) <img src=x onerror=alert(1)> <b>bold</b>")
     assert "\n\\&gt;= 90%" in card                                  # not a quote: a sentence
     assert "![" not in card and "[image: pixel](https://tracker.example/p.png)" in card
@@ -118,14 +121,15 @@ def test_7_model_cards_render_safely(app):
         assert "| | |" not in text, name
 
 
-def test_8_user_and_model_text_is_escaped(client, app, app_models_root):
+def test_8_user_and_model_text_is_escaped(client, app_models_root):
     """A QA answer, a label name and a typed model name reach the page as text."""
     context = "The <b>Nautilus</b> was built by <img src=x onerror=alert(1)> on an island."
     *_, status = client.predict(str(app_models_root / "tiny-squad"), "Who built it?", context, 3, api_name="/answer")
     assert "<b>" not in status and "<img" not in status
     _, status = client.predict("<img src=x onerror=alert(1)>", api_name="/add_model")
     assert "<img" not in status and "&lt;img" in status
-    info = app.md_escape("![x](http://tracker/p.png) <b>name</b>")
+    from dashboard.common import md_escape
+    info = md_escape("![x](http://tracker/p.png) <b>name</b>")
     assert "![" not in info and "<b>" not in info
 
 
@@ -138,7 +142,7 @@ def test_9_files_of_a_model_folder_are_confined_to_the_roots(client, app_models_
     assert "points outside the models roots" in status and "/etc/passwd" not in status
 
 
-def test_10_none_wrong_types_and_huge_numbers_get_messages(client, app):
+def test_10_none_wrong_types_and_huge_numbers_get_messages(client, dash):
     text = "it was the best of times , it was the worst of times ."
     for seed in (None, 2**70, -3):                               # (the seed box rounds 1.5 itself)
         out, status = client.predict(BUNDLED, text, seed, api_name="/corrupt")
@@ -146,9 +150,10 @@ def test_10_none_wrong_types_and_huge_numbers_get_messages(client, app):
     *_, status = client.predict("m" * 5000, "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert "at most 300" in status and len(status) < 300
     # (the page's sliders refuse values out of their range themselves; the handlers check too)
-    assert app.fill_mask(BUNDLED, "a [MASK] .", 10**9, 1.0)[-1].startswith("⚠️ top k")
-    assert app.fill_mask(BUNDLED, "a [MASK] .", 5, None)[-1].startswith("⚠️ the temperature")
-    assert app.fill_mask(BUNDLED, "a [MASK] .", 5, float("nan"))[-1].startswith("⚠️ the temperature")
+    fill_mask = dash.tab("mlm").fill_mask
+    assert fill_mask(BUNDLED, "a [MASK] .", 10**9, 1.0)[-1].startswith("⚠️ top k")
+    assert fill_mask(BUNDLED, "a [MASK] .", 5, None)[-1].startswith("⚠️ the temperature")
+    assert fill_mask(BUNDLED, "a [MASK] .", 5, float("nan"))[-1].startswith("⚠️ the temperature")
 
 
 def test_11_smaller_ones(client, app, app_models_root):

@@ -396,16 +396,13 @@ def test_finetune_commands_take_an_id(hub, tiny, tmp_path, capsys):
 # The dashboard: the Model tab's Add with downloads on (local bind) and off (public bind)
 # ------------------------------------------------------------------------------------------------
 @pytest.fixture
-def configure(app, app_models_root, monkeypatch):
-    """A function setting app.py's handlers up as for a command line (local bind by default),
-    with no Hugging Face models added yet."""
-    monkeypatch.setattr(app, "_HUB", {})
+def configure(app, app_models_root):
+    """A function making a dashboard as for a command line (local bind by default), with no
+    Hugging Face models added yet."""
+    from tests.conftest import make_dashboard
 
     def configure(*argv):
-        settings = app.Settings.from_args(app.parser().parse_args(["--models-root", str(app_models_root), *argv]))
-        monkeypatch.setattr(app, "SETTINGS", settings)
-        return settings
-    configure()
+        return make_dashboard(app, app_models_root, *argv)
     return configure
 
 
@@ -424,59 +421,68 @@ def values(dropdown) -> list[str]:
 
 
 def test_downloads_are_on_for_a_local_bind_only(app):
+    from dashboard import Settings
+
     def downloads(*argv):
-        return app.Settings.from_args(app.parser().parse_args(list(argv))).downloads
+        return Settings.from_args(app.parser().parse_args(list(argv))).downloads
     assert downloads() and downloads("--host", "localhost") and downloads("--host", "::1")
     assert not downloads("--host", "0.0.0.0") and not downloads("--share") and not downloads("--host", "10.0.0.7")
     assert downloads("--host", "0.0.0.0", "--allow-downloads") and downloads("--share", "--allow-downloads")
 
 
-def test_dashboard_adds_a_hub_model_with_progress_when_local(app, configure, hub, tiny, tmp_path):
+def test_dashboard_adds_a_hub_model_with_progress_when_local(configure, hub, tiny, tmp_path):
+    dash = configure()
+    add_model = dash.tab("model").add_model
     hub.publish(ID, tiny)
     progress = RecordProgress()
-    choice, status = app.add_model(ID, progress=progress)
-    assert status == f"added {ID}" and choice.value == ID and ID in values(choice)
+    choice, status = add_model(ID, progress=progress)
+    assert status.startswith(f"added {ID}") and choice.value == ID and ID in values(choice)
     assert any(desc and "model.safetensors" in desc for _, desc in progress.calls)     # bytes of the weights
-    assert all(ID in values(menu) for menu in app.model_menus())                       # every model menu
-    assert all(ID in values(menu) for menu in app.model_menus_on_open())
-    filled, bars, _, status = app.fill_mask(ID, "the cat sat on the [MASK] .", 3, 1.0)
+    # every model menu whose tab it serves lists it (a pre-training model: not QA or Classify)
+    tasks = [task for _, task in dash.ctx.menus]
+    for menus in (dash.ctx.menu_updates(), dash.tab("model").menus_on_open()):
+        listed = [task for menu, task in zip(menus, tasks) if ID in values(menu)]
+        assert listed == [t for t in tasks if t not in ("answer", "classify")], listed
+    filled, bars, _, status = dash.tab("mlm").fill_mask(ID, "the cat sat on the [MASK] .", 3, 1.0)
     assert bars and not status.startswith("⚠️")
-    info, card, _ = app.model_info(ID)
+    info, card, _ = dash.tab("model").model_info(ID)
     assert "BertForPreTraining" in info and f"huggingface.co/{ID}" in card
     # failures are status messages: no server path, no raw exception
     hub.publish("lab-test/distil", {"config.json": json.dumps({"model_type": "distilbert"}).encode()})
     for name, expected in [("lab-test/no-such-model", "no model lab-test/no-such-model"),
                            ("lab-test/distil", "not a BERT checkpoint")]:
-        _, status = app.add_model(name, progress=RecordProgress())
+        _, status = add_model(name, progress=RecordProgress())
         assert status.startswith("⚠️") and expected in status and str(tmp_path) not in status, status
     # an id typed in another tab loads from the cache only; paths keep the models-root rule
-    *_, status = app.fill_mask("lab-test/elsewhere", "a [MASK] .", 3, 1.0)
+    *_, status = dash.tab("mlm").fill_mask("lab-test/elsewhere", "a [MASK] .", 3, 1.0)
     assert "add it in the Model tab first" in status and hub.asked("lab-test/elsewhere") == []
     for path in ("lab/checkpoint.py", "tests/conftest.py", "/etc/passwd"):
-        _, status = app.add_model(path, progress=RecordProgress())
+        _, status = add_model(path, progress=RecordProgress())
         assert "outside the models roots" in status
 
 
-def test_dashboard_downloads_are_off_on_a_public_bind(app, configure, hub, tiny):
-    assert not configure("--host", "0.0.0.0").downloads
+def test_dashboard_downloads_are_off_on_a_public_bind(configure, hub, tiny):
+    dash = configure("--host", "0.0.0.0")
+    assert not dash.store.downloads
     hub.publish(ID, tiny)
-    _, status = app.add_model(ID, progress=RecordProgress())
+    _, status = dash.tab("model").add_model(ID, progress=RecordProgress())
     assert status.startswith("⚠️") and "downloads are off on a public server" in status
     assert "--allow-downloads" in status and hub.requests == []
     # an id already in the server's cache (fetched beforehand) still loads, offline
     hub_snapshot(ID, progress=False)
     seen = len(hub.requests)
-    choice, status = app.add_model(ID, progress=RecordProgress())
-    assert status == f"added {ID}" and len(hub.requests) == seen
+    choice, status = dash.tab("model").add_model(ID, progress=RecordProgress())
+    assert status.startswith(f"added {ID}") and len(hub.requests) == seen
     # --allow-downloads turns them on
-    assert configure("--share", "--allow-downloads").downloads
+    dash = configure("--share", "--allow-downloads")
+    assert dash.store.downloads
     hub.publish("lab-test/other", tiny)
-    _, status = app.add_model("lab-test/other", progress=RecordProgress())
-    assert status == "added lab-test/other"
+    _, status = dash.tab("model").add_model("lab-test/other", progress=RecordProgress())
+    assert status.startswith("added lab-test/other")
 
 
 def test_dashboard_add_model_api(configure, hub, tiny, app_url):
     from gradio_client import Client
     hub.publish(ID, tiny)
     choice, status = Client(app_url, verbose=False).predict(ID, api_name="/add_model")
-    assert status == f"added {ID}"
+    assert status.startswith(f"added {ID}")

@@ -1,0 +1,209 @@
+"""What every tab's handlers share: checking what the page sends, turning every failure into a
+status line, the CSV files behind the download buttons, and the small components every tab uses.
+
+A handler returns (*outputs, status). Wrapped with @handler(n), a problem the user can fix
+(UserError, lab.model_store.ModelError, ValueError from the library) clears its n outputs and
+becomes the status line; a bug is logged and reported by its type only, and the server keeps
+serving. Status lines are escaped: a model's label or a typed name shows as text, never as HTML.
+"""
+from __future__ import annotations
+
+import functools
+import html
+import logging
+import os
+import re
+import tempfile
+import threading
+from pathlib import Path
+
+import gradio as gr
+from gradio.utils import get_upload_folder
+
+from lab import figures
+from lab.model_store import short
+from lab.tokenizer import clean_text
+
+log = logging.getLogger("bert-lab.app")
+MAX_TEXT_CHARS = 20_000        # longer inputs are cut (with a notice) before tokenizing
+THEMES = ("light", "dark")
+
+
+class UserError(ValueError):
+    """A problem with the request that the user can fix; shown in the page."""
+
+
+def notice(message: str) -> str:
+    return f"⚠️ {message}"
+
+
+def status_html(text) -> str:
+    """A status line for a gr.HTML status box: the text escaped."""
+    return html.escape(str(text or ""), quote=False)
+
+
+def handler(n_outputs: int, keep: bool = False, hide=()):
+    """Wrap a handler returning (*outputs, status): the status is escaped; on an error the
+    outputs are cleared (n_outputs Nones; keep=True: left as they are, e.g. a menu) and the
+    message becomes the status. Messages carry display names, never server paths; an unexpected
+    error shows only its type. `hide`: absolute paths to cut out of messages (the repository)."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def safe(*args, **kwargs):
+            try:
+                *outputs, status = fn(*args, **kwargs)
+                return (*outputs, status if isinstance(status, dict) else status_html(status))
+            except (ValueError, KeyError, FileNotFoundError, NotADirectoryError, OverflowError) as e:
+                message = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+                for path in hide:
+                    message = message.replace(str(path) + os.sep, "")
+            except Exception as e:                               # a bug: keep serving, say what happened
+                log.exception("handler %s failed", fn.__name__)
+                message = (f"internal error ({type(e).__name__}) in {fn.__name__}; the server keeps running "
+                           f"and its log has the details")
+            cleared = gr.update() if keep else None
+            return (*[cleared] * n_outputs, status_html(notice(message)))
+        return safe
+    return wrap
+
+
+def int_input(value, name: str, lo: int, hi: int) -> int:
+    """A whole number from the page (None, text, 2**70 and 1.5 get a message saying what is allowed)."""
+    allowed = f"a whole number from {lo:,} to {hi:,}"
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise UserError(f"{name} is missing: give {allowed}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{name} must be {allowed}, not “{short(value, 40)}”") from None
+    if not number.is_integer() or not lo <= number <= hi:
+        raise UserError(f"{name} must be {allowed}, not {short(value, 40)}")
+    return int(number)
+
+
+def float_input(value, name: str, lo: float, hi: float) -> float:
+    """A number from the page within [lo, hi]."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{name} must be a number from {lo:g} to {hi:g}, not “{short(value, 40)}”") from None
+    if not lo <= number <= hi:                                   # also refuses nan
+        raise UserError(f"{name} must be a number from {lo:g} to {hi:g}, not {short(value, 40)}")
+    return number
+
+
+def text_input(value, name: str, required: bool = True) -> str:
+    """Browser text -> a clean str (invalid UTF-8 replaced, control characters dropped, empty
+    refused when required), cut at MAX_TEXT_CHARS."""
+    return clean_text(value, name, required=required, max_chars=MAX_TEXT_CHARS)
+
+
+def optional_text(value, name: str) -> str | None:
+    """An optional second sentence: None when empty."""
+    return text_input(value, name, required=False).strip() or None
+
+
+ANY_CASE_MASK = re.compile(r"\[\s*mask\s*\]", re.IGNORECASE)
+
+
+def masked_text(value, name: str = "the sentence") -> str:
+    """Text for a masked-word request: [mask], [Mask] and [ MASK ] all mean [MASK]."""
+    return ANY_CASE_MASK.sub("[MASK]", text_input(value, name))
+
+
+def theme_input(theme) -> str:
+    """The page's theme (read from the browser on load): figures follow it."""
+    return theme if theme in THEMES else "light"
+
+
+def truncation_note(cut: int, limit: int, pair: bool = False) -> str:
+    """Said whenever a model's window cut the input: nothing is dropped silently. A pair loses
+    tokens from the end of the longer sentence first (lab.tokenizer)."""
+    if not cut:
+        return ""
+    where = "from the end of the longer sentence" if pair else "at the end"
+    return f"Note: the {'pair' if pair else 'text'} was longer than the model's {limit} tokens; {cut} tokens " \
+           f"{where} were cut. "
+
+
+def cut_tokens(model, tokenizer, text_a: str, text_b: str | None = None) -> int:
+    """How many tokens the model's window cuts from [CLS] a [SEP] (b [SEP]) (lab.explore cuts
+    them the same way)."""
+    return tokenizer.encode(text_a, text_b, max_length=model.config.max_position_embeddings).num_truncated
+
+
+class CsvFolder:
+    """The numbers a figure draws, as a CSV file for a download button: one file per request in
+    a folder of this server's inside Gradio's cache, which Gradio serves as it is (no hash and
+    copy per request)."""
+
+    def __init__(self):
+        self._folder: Path | None = None
+        self._lock = threading.Lock()
+
+    def folder(self) -> Path:
+        with self._lock:
+            if self._folder is None or not self._folder.is_dir():
+                cache = Path(get_upload_folder())
+                cache.mkdir(parents=True, exist_ok=True)
+                self._folder = Path(tempfile.mkdtemp(prefix="bert-lab-csv-", dir=cache))
+            return self._folder
+
+    def write(self, fig) -> str:
+        name = figures.figure_name(fig) if hasattr(figures, "figure_name") else fig.layout.meta["figure"]  # TODO
+        handle, path = tempfile.mkstemp(prefix=f"{name}-", suffix=".csv", dir=self.folder())
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as f:
+            f.write(figures.figure_csv(fig))
+        return path
+
+
+def cleared(n: int):
+    """An input changed: its old results go (n outputs emptied)."""
+    return lambda *_: [None] * n if n > 1 else None
+
+
+def submit_and_clear(boxes, fn, inputs, outputs, queue: dict) -> None:
+    """Enter in any of these boxes runs fn (as its button does); typing in one clears the old
+    results (they no longer match the input)."""
+    for box in boxes:
+        box.submit(fn, inputs, outputs, api_visibility="private", **queue)
+        box.input(cleared(len(outputs)), None, outputs, api_visibility="private", queue=False,
+                  show_progress="hidden")
+
+
+def data_box(value: str | None = None) -> gr.DownloadButton:
+    """Where a figure's numbers can be downloaded as CSV (its PNG: the camera in the figure)."""
+    return gr.DownloadButton("⬇ the figure's data (CSV)", value=value, size="sm", variant="secondary")
+
+
+def status_box(elem_id: str | None = None, value: str = "") -> gr.HTML:
+    """A status line: handlers write escaped text into it (status_html)."""
+    return gr.HTML(value=status_html(value), elem_id=elem_id, padding=False, elem_classes="bl-status")
+
+
+def plot(label: str, value=None, elem_id: str | None = None) -> gr.Plot:
+    """A figure: its label is the alt text, not drawn over the figure (each figure has a title)."""
+    return gr.Plot(value=value, label=label, show_label=False, elem_id=elem_id)
+
+
+def word_chips(text: str, label: str | None = None) -> list[tuple[str, str | None]]:
+    """Text as HighlightedText pieces, one per word with its following spaces: a long text wraps
+    between words, never inside one."""
+    return [(m.group(), label) for m in re.finditer(r"\s*\S+\s*", text)] if text else []
+
+
+MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
+
+
+def md_escape(text: str) -> str:
+    """Text shown literally inside Markdown (a model name: no links, images or HTML)."""
+    return MD_SPECIAL.sub(r"\\\1", html.escape(str(text), quote=False))
+
+
+def safe_card(text: str) -> str:
+    """A model card (README.md, written by whoever made the model) made safe to render: raw HTML
+    is shown as text, images become links (nothing remote loads for every student), and a line
+    that starts with '>=' or '<=' stays a sentence instead of turning into a quote."""
+    text = html.escape(text, quote=False)                        # <img>, <script>: text
+    text = re.sub(r"!\[", "[image: ", text)                       # ![alt](url) -> a link, not loaded
+    return re.sub(r"^(\s*)&gt;", r"\1\\&gt;", text, flags=re.MULTILINE)

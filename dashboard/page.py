@@ -1,0 +1,68 @@
+"""The page: a title, the link button, and the tabs (dashboard.tabs), composed on one Context.
+
+    from dashboard import Dashboard, Settings
+    dash = Dashboard(Settings())              # the bundled models; dash.store is the model store
+    demo = dash.build()                       # gr.Blocks; launch it with demo.launch(**LAUNCH_OPTIONS)
+    dash.tab("mlm").fill_mask("models/bert-lab-classroom", "the [MASK] sat .")   # a handler, directly
+
+Each tab computes its first view while the page is built (the server starts with every tab's
+default model loaded), so a page shows results as soon as it opens; a link's inputs or the dark
+theme recompute only what differs (dashboard.links).
+"""
+from __future__ import annotations
+
+import gradio as gr
+
+from .context import Context, Settings
+from .help import ABSOLUTE_LINK_JS, CURRENT_TAB_JS, THEME_JS
+from .tabs import TABS
+
+
+class Dashboard:
+    def __init__(self, settings: Settings | None = None):
+        self.ctx = Context(settings or Settings())
+        self.store = self.ctx.store
+        self.tabs = [tab(self.ctx) for tab in TABS]
+
+    def tab(self, tab_id: str):
+        """A tab's object (its handlers) by id: mlm, nsp, attention, qa, classify, training, model."""
+        return next(t for t in self.tabs if t.id == tab_id)
+
+    def build(self) -> gr.Blocks:
+        ctx, settings = self.ctx, self.ctx.settings
+        with gr.Blocks(title="BERT Lab") as demo:
+            # the page's light/dark theme, read from the browser when the page opens: figures follow it
+            ctx.theme = gr.Radio(["light", "dark"], value="light", visible=False)
+            gr.Markdown("# BERT Lab\nEvery idea of the BERT paper (Devlin et al. 2019), live: masked words, next "
+                        "sentences, attention heads, answer spans. Pick a model in each tab; the **Model** tab "
+                        "describes it.")
+            with gr.Row():
+                link_btn = gr.Button("Link to this tab and its inputs", size="sm", scale=1)
+                link = gr.Textbox(show_label=False, placeholder="a link that opens this tab with these inputs",
+                                  interactive=False, buttons=["copy"], scale=4, elem_id="share-link")
+            current_tab = gr.Textbox(self.tabs[0].id, visible=False)   # filled in by the browser (CURRENT_TAB_JS)
+            with gr.Tabs() as tabs:
+                for tab in self.tabs:
+                    with ctx.links.tab(tab.id, tab.name):
+                        tab.build()
+            self._wire(demo, tabs, link_btn, link, current_tab)
+        # Bounded memory and CPU: `concurrency` requests run at once, the rest wait in a bounded queue.
+        demo.queue(default_concurrency_limit=settings.concurrency, max_size=settings.queue_size)
+        self.demo = demo
+        return demo
+
+    def _wire(self, demo, tabs, link_btn, link, current_tab) -> None:
+        """The page-wide events: a page opens (the browser's theme, a link's inputs, the views
+        that differ from the start-up ones, Hub models added since), and the link button."""
+        ctx, links = self.ctx, self.ctx.links
+        shared = list(links.inputs.values())
+        demo.load(self.tab("model").menus_on_open, None, [m for m, _ in ctx.menus], api_visibility="private",
+                  queue=False)
+        opened = demo.load(None, None, ctx.theme, js=THEME_JS).then(
+            links.restore, None, [tabs, *shared], api_visibility="private", queue=False)
+        for fn, inputs, outputs in ctx.page_opens:
+            opened = opened.then(fn, inputs, outputs, api_visibility="private", queue=False)
+        opened.then(links.opening_views, [*links.opening_inputs(), ctx.theme], links.opening_outputs(),
+                    api_visibility="private", **ctx.queue)
+        link_btn.click(links.share_link, [current_tab, *shared], link, api_visibility="private", queue=False,
+                       js=CURRENT_TAB_JS).then(None, link, link, js=ABSOLUTE_LINK_JS)

@@ -1,0 +1,192 @@
+"""Attention: one head and the layer's heads as heatmaps, click a token to follow it, Clark et al.'s
+head statistics, silencing each head (Michel et al.), and bertviz's views drawn offline."""
+from __future__ import annotations
+
+import functools
+
+import gradio as gr
+
+from lab import bertviz_offline, explore, figures
+
+from ..common import (UserError, data_box, handler, int_input, masked_text, notice, optional_text, plot,
+                      status_box, status_html, submit_and_clear, text_input, theme_input, truncation_note)
+from ..help import HELP, MLM_EXAMPLES, NSP_EXAMPLES
+
+STAT_NAMES = {"cls": "[CLS]", "sep": "[SEP]", "self": "itself", "prev": "previous token",
+              "next": "next token", "entropy": "entropy (nats)"}
+
+
+def layer_and_head(model, layer, head) -> tuple[int, int]:
+    """The page's layer and head checked against the model's shape (a clear message if not)."""
+    L, A = model.config.num_hidden_layers, model.config.num_attention_heads
+    return (int_input(layer, f"the layer (this model has {L})", 0, L - 1),
+            int_input(head, f"the head (this model has {A} per layer)", 0, A - 1))
+
+
+class Attention:
+    name, id = "Attention", "attention"
+
+    def __init__(self, ctx):
+        self.ctx, self.store = ctx, ctx.store
+        # the same request (a class on the tab's example) is answered from a small cache of this
+        # page's: the figures are the costly part
+        self._views = functools.lru_cache(maxsize=64)(self._compute_views)
+
+    def _request(self, model_name, text_a, text_b, layer=0, head=0):
+        model, tokenizer = self.store.model_for(model_name, "attention")
+        a = text_input(text_a, "sentence A")
+        b = optional_text(text_b, "sentence B")
+        layer, head = layer_and_head(model, layer, head)
+        return model, explore.attention(model, tokenizer, a, b), layer, head
+
+    # handlers ------------------------------------------------------------------------------
+    @handler(5)
+    def attention(self, model_name, text_a, text_b="", layer=0, head=0, theme="light"):
+        """-> (heatmap of one head, grid of the layer's heads, head statistics table, the tokens to
+        click, the head's CSV, status)."""
+        return self._views(*(str(v) if v is not None else "" for v in (model_name, text_a, text_b, layer, head)),
+                           theme_input(theme))
+
+    def _compute_views(self, model_name, text_a, text_b, layer, head, theme):
+        model, result, layer, head = self._request(model_name, text_a, text_b, layer, head)
+        stats = result.head_stats()
+        L, A = stats["entropy"].shape
+        table = [[f"{i}", f"{h}"] + [round(float(stats[k][i, h]), 3) for k in STAT_NAMES]
+                 for i in range(L) for h in range(A)]
+        one = figures.attention_heatmap(result, layer, head, theme=theme)
+        chips = [c for t in result.tokens for c in ((t, None), (" ", None))]
+        note = truncation_note(result.truncated, model.config.max_position_embeddings, pair=bool(text_b.strip()))
+        return (one, figures.attention_grid(result, layer, theme=theme),
+                {"headers": ["layer", "head", *STAT_NAMES.values()], "data": table}, chips, self.ctx.csv.write(one),
+                note or f"{len(result.tokens)} tokens, {L} layers x {A} heads; click a token below the maps to follow it")
+
+    @handler(1)
+    def attention_token(self, model_name, text_a, text_b, layer, head, theme, evt: gr.SelectData):
+        """A click on a token: the head with that token's row (where it attends) and column (what
+        attends to it) outlined, and both as bars."""
+        index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+        if not isinstance(index, int) or index % 2:              # a space between two tokens
+            return gr.update(), ""
+        _, result, layer, head = self._request(model_name, text_a, text_b, layer, head)
+        token = index // 2
+        if token >= len(result.tokens):
+            raise UserError("that token is no longer in the text: press Show attention again")
+        return (figures.attention_focus(result, layer, head, token, theme=theme_input(theme)),
+                f"token {token} “{result.tokens[token]}”: its row is where it attends, its column what attends to it")
+
+    @handler(2)
+    def head_stats(self, model_name, text_a, text_b="", theme="light"):
+        """Clark et al.'s statistics of every head as small [layers x heads] heatmaps (and their CSV)."""
+        _, result, _, _ = self._request(model_name, text_a, text_b)
+        fig = figures.head_stats_heatmaps(result.head_stats(), theme=theme_input(theme))
+        return fig, self.ctx.csv.write(fig), ""
+
+    @handler(2)
+    def ablate(self, model_name, text, theme="light", progress=gr.Progress()):
+        """Silence each head in turn: the change in masked-token loss (L x heads heatmap)."""
+        model, tokenizer = self.store.model_for(model_name, "fill_mask")
+        text = masked_text(text)
+        progress(0, desc="silencing each head")
+        result = explore.ablate_heads(model, tokenizer, text)
+        worst = divmod(int(result.effect.argmax()), result.effect.shape[1])
+        fig = figures.ablation_heatmap(result, theme=theme_input(theme))
+        return fig, self.ctx.csv.write(fig), (
+            f"baseline loss {result.baseline:.3f}; silencing layer {worst[0]} head {worst[1]} hurts most "
+            f"(+{float(result.effect.max()):.3f})")
+
+    @handler(1)
+    def bertviz_view(self, model_name, text_a, text_b="", view="head", layer=0, head=0):
+        """bertviz's interactive head, model or neuron view, drawn offline (lab.bertviz_offline) in
+        a sandboxed iframe. The neuron view opens on the tab's layer and head."""
+        model, tokenizer = self.store.model_for(model_name, "attention")
+        a = text_input(text_a, "sentence A")
+        b = optional_text(text_b, "sentence B")
+        view = view if view in ("model", "neuron") else "head"
+        try:
+            if view == "neuron":
+                layer, head = layer_and_head(model, layer, head)
+                result = explore.queries_and_keys(model, tokenizer, a, b)
+                page = bertviz_offline.neuron_view_html(result.queries, result.keys, result.attentions,
+                                                        result.tokens, result.sentence_b_start, layer=layer,
+                                                        head=head)
+            else:
+                result = explore.attention(model, tokenizer, a, b)
+                draw = bertviz_offline.model_view_html if view == "model" else bertviz_offline.head_view_html
+                page = draw(result.attentions, result.tokens, result.sentence_b_start)   # ValueError above its cap
+        except ImportError as e:
+            raise UserError(f"bertviz is not available on this server: {e}") from None
+        frame = bertviz_offline.iframe(page, bertviz_offline.frame_height(view, result.attentions))
+        return frame, f"bertviz {view} view of {len(result.tokens)} tokens, drawn offline"
+
+    def shape(self, model_name, layer=0, head=0):
+        """The layer and head sliders follow the chosen model's shape (keeping a position it has)."""
+        try:
+            cfg = self.store.get(model_name)[0].config
+        except Exception as e:                                   # reported by the Show button too
+            return gr.update(), gr.update(), status_html(notice(str(e)))
+        L, A = cfg.num_hidden_layers, cfg.num_attention_heads
+        keep = [v if isinstance(v, (int, float)) and 0 <= v < n else 0 for v, n in ((layer, L), (head, A))]
+        return gr.Slider(maximum=L - 1, value=keep[0]), gr.Slider(maximum=A - 1, value=keep[1]), ""
+
+    def opening(self, model_name, a, b, layer, head, theme):
+        """The example's maps and the head statistics."""
+        return (*self.attention(model_name, a, b, layer, head, theme), *self.head_stats(model_name, a, b, theme)[:2])
+
+    # layout --------------------------------------------------------------------------------
+    def build(self):
+        ctx, Q = self.ctx, self.ctx.queue
+        gr.Markdown(HELP["attention"])
+        with gr.Row():
+            model = ctx.model_menu("attention")
+            # BERT-base's shape; each page sets the model's own (shape(), when the page opens and
+            # when the model changes): the handlers check the numbers themselves
+            layer = gr.Slider(0, 11, value=0, step=1, label="layer")
+            head = gr.Slider(0, 11, value=0, step=1, label="head")
+        a0, b0 = NSP_EXAMPLES[0]
+        first = self.opening(model.value, a0, b0, 0, 0, "light")
+        a = gr.Textbox(label="Sentence A", value=a0)
+        b = gr.Textbox(label="Sentence B (optional)", value=b0)
+        btn = gr.Button("Show attention", variant="primary")
+        status = status_box(value=first[5])
+        with gr.Row():
+            heatmap = plot("one head: hover for the weight; highlight a token from the figure's menu", first[0])
+            grid = plot("all heads of the layer", first[1])
+        tokens = gr.HighlightedText(first[3], label="Click a token: where it attends (its row) and what attends to "
+                                                    "it (its column)", interactive=False, elem_id="att-tokens")
+        csv = data_box(first[4])
+        table = gr.Dataframe(first[2], label="what each head looks at: mean attention to ... (Clark et al. 2019)",
+                             interactive=False)
+        stats_btn = gr.Button("Plot the head statistics")
+        stats_plot = plot("head statistics (Clark et al. 2019)", first[6], elem_id="att-stats")
+        stats_csv = data_box(first[7])
+        with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
+            abl_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[1][0])
+            abl_btn = gr.Button("Silence each head")
+            abl_plot = plot("loss change when each head is silenced", elem_id="att-ablation")
+            abl_csv = data_box()
+            abl_status = status_box(elem_id="abl-status")
+        with gr.Accordion("bertviz: the head, model and neuron views (Vig 2019), drawn offline", open=False):
+            view = gr.Radio(["head", "model", "neuron"], value="head", label="view",
+                            info="neuron: the layer and head above, their query and key vectors "
+                                 "(click ⊕ beside a token)")
+            viz_btn = gr.Button("Show bertviz")
+            viz = gr.HTML()
+            viz_status = status_box()
+        inputs = [model, a, b, layer, head, ctx.theme]
+        outputs = [heatmap, grid, table, tokens, csv, status]
+        btn.click(self.attention, inputs, outputs, api_name="attention", **Q)
+        submit_and_clear([a, b], self.attention, inputs, outputs, Q)
+        for slider in (layer, head):
+            slider.release(self.attention, inputs, outputs, api_visibility="private", **Q)
+        tokens.select(self.attention_token, inputs, [heatmap, status], api_visibility="private", **Q)
+        stats_btn.click(self.head_stats, [model, a, b, ctx.theme], [stats_plot, stats_csv, status],
+                        api_name="head_stats", **Q)
+        abl_in, abl_out = [model, abl_text, ctx.theme], [abl_plot, abl_csv, abl_status]
+        abl_btn.click(self.ablate, abl_in, abl_out, api_name="ablate", **Q)
+        submit_and_clear([abl_text], self.ablate, abl_in, abl_out, Q)
+        viz_btn.click(self.bertviz_view, [model, a, b, view, layer, head], [viz, viz_status], api_name="bertviz", **Q)
+        model.change(self.shape, [model, layer, head], [layer, head, status], api_visibility="private")
+        ctx.on_open(self.shape, [model, layer, head], [layer, head, status])
+        ctx.links.share(att_model=model, att_a=a, att_b=b, att_layer=layer, att_head=head)
+        ctx.links.opening(self.opening, inputs[:-1], [*outputs, stats_plot, stats_csv], first,
+                          (model.value, a0, b0, 0, 0))

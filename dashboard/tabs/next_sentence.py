@@ -1,0 +1,46 @@
+"""Next Sentence: P(IsNext) for a pair of sentences, with examples that say what each pair is."""
+from __future__ import annotations
+
+import gradio as gr
+
+from lab import explore
+
+from ..common import cut_tokens, handler, status_box, submit_and_clear, text_input, truncation_note
+from ..help import HELP, NSP_EXAMPLE_LABELS, NSP_EXAMPLES
+
+
+class NextSentence:
+    name, id = "Next Sentence", "nsp"
+
+    def __init__(self, ctx):
+        self.ctx, self.store = ctx, ctx.store
+
+    @handler(1)
+    def next_sentence(self, model_name, sentence_a, sentence_b):
+        model, tokenizer = self.store.model_for(model_name, "next_sentence")
+        a, b = text_input(sentence_a, "sentence A"), text_input(sentence_b, "sentence B")
+        note = truncation_note(cut_tokens(model, tokenizer, a, b), model.config.max_position_embeddings, pair=True)
+        p = explore.next_sentence(model, tokenizer, a, b)
+        return {"IsNext": p, "NotNext": 1 - p}, f"{note}P(IsNext) = {p:.3f}"
+
+    def opening(self, model_name, a, b, theme):
+        return self.next_sentence(model_name, a, b)
+
+    def build(self):
+        ctx, Q = self.ctx, self.ctx.queue
+        gr.Markdown(HELP["nsp"])
+        model = ctx.model_menu("next_sentence")
+        a0, b0 = NSP_EXAMPLES[0]
+        first = self.opening(model.value, a0, b0, "light")
+        a = gr.Textbox(label="Sentence A", value=a0)
+        b = gr.Textbox(label="Sentence B", value=b0)
+        btn = gr.Button("Score", variant="primary")
+        label = gr.Label(first[0], label="Next sentence?")
+        status = status_box(value=first[1])
+        gr.Examples(NSP_EXAMPLES, [a, b], cache_examples=False, example_labels=[
+            f"{label}: {a} / {b}" for label, (a, b) in zip(NSP_EXAMPLE_LABELS, NSP_EXAMPLES)])
+        inputs, outputs = [model, a, b], [label, status]
+        btn.click(self.next_sentence, inputs, outputs, api_name="next_sentence", **Q)
+        submit_and_clear([a, b], self.next_sentence, inputs, outputs, Q)
+        ctx.links.share(nsp_model=model, nsp_a=a, nsp_b=b)
+        ctx.links.opening(self.opening, inputs, outputs, first, (model.value, a0, b0))

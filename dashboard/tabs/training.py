@@ -1,0 +1,84 @@
+"""Training: a run's loss and held-out accuracy curves, and "watch BERT learn": one masked
+sentence through the run's checkpoints."""
+from __future__ import annotations
+
+import gradio as gr
+
+from lab import explore, figures, runs
+
+from ..common import (UserError, cleared, data_box, handler, int_input, masked_text, plot, status_box,
+                      submit_and_clear, theme_input)
+from ..help import HELP, MLM_EXAMPLES
+
+
+class Training:
+    name, id = "Training", "training"
+
+    def __init__(self, ctx):
+        self.ctx, self.store = ctx, ctx.store
+
+    def _run(self, run_name):
+        return self.store.confined(self.store.resolve(run_name, "run"))
+
+    @handler(2)
+    def training_curves(self, run_name, x="time", theme="light"):
+        path = self._run(run_name)
+        records = runs.read_metrics(path) if runs.has_metrics(path) else []
+        if not records:
+            raise UserError(f"{self.store.display(path)} has no metrics.jsonl records")
+        if x not in ("time", "step"):
+            raise UserError("the x axis is time or step")
+        fig = figures.training_curves(records, x=x, title=self.store.display(path), theme=theme_input(theme))
+        return fig, self.ctx.csv.write(fig), f"{len(records)} records"
+
+    @handler(1)
+    def watch_learning(self, run_name, text, top_k=3, progress=gr.Progress()):
+        """The same masked sentence through a run's checkpoints: how the guesses sharpen."""
+        path = self._run(run_name)
+        text = masked_text(text)
+        if not runs.checkpoints(path):
+            with_snapshots = [r for r in self.store.list_runs() if runs.checkpoints(self.store.resolve(r, "run"))]
+            raise UserError(f"{self.store.display(path)} keeps no checkpoints to replay (fine-tuned models keep none); "
+                            + (f"choose one that does: {', '.join(with_snapshots[:5])}" if with_snapshots else
+                               "pre-training runs and the bundled bert-lab-classroom do"))
+        rows = []
+        for step, result in explore.checkpoint_predictions(
+                path, text, top_k=int_input(top_k, "top k", 1, 20),
+                progress=(lambda items: progress.tqdm(items, desc="checkpoints")) if progress else None):
+            rows.append([step] + [", ".join(f"{t} {p:.0%}" for t, p in preds) for preds in result])
+        masks = max((len(r) - 1 for r in rows), default=0)
+        return ({"headers": ["step"] + [f"[MASK] {k}" for k in range(1, masks + 1)], "data": rows},
+                f"{len(rows)} checkpoints")
+
+    def default_run(self) -> str | None:
+        """A bundled model with checkpoints first: it keeps snapshots of its training."""
+        names = self.store.list_runs()
+        return next((r for r in names if r.startswith("models/") and runs.checkpoints(self.store.resolve(r, "run"))),
+                    names[0] if names else None)
+
+    def build(self):
+        ctx, Q = self.ctx, self.ctx.queue
+        gr.Markdown(HELP["training"])
+        first_run, example = self.default_run(), MLM_EXAMPLES[0][0]
+        curves0 = self.training_curves(first_run, "time") if first_run else (None, None, "no training runs yet")
+        watch0 = self.watch_learning(first_run, example, progress=None) if first_run else (None, "")
+        with gr.Row():
+            run = gr.Dropdown(choices=self.store.list_runs(), value=first_run, label="Run", allow_custom_value=True)
+            x_axis = gr.Radio(["time", "step"], value="time", label="x axis")
+        curves_btn = gr.Button("Show curves", variant="primary")
+        curves = plot("training curves", curves0[0], elem_id="training-curves")
+        curves_csv = data_box(curves0[1])
+        curves_status = status_box(value=curves0[2])
+        watch_text = gr.Textbox(label="Sentence with [MASK]", value=example)
+        watch_btn = gr.Button("Predict at every checkpoint")
+        watch_table = gr.Dataframe(watch0[0], label="the best guesses at each checkpoint", interactive=False,
+                                   elem_id="training-watch")
+        watch_status = status_box(value=watch0[1])
+        curves_btn.click(self.training_curves, [run, x_axis, ctx.theme], [curves, curves_csv, curves_status],
+                         api_name="training_curves", **Q)
+        watch_btn.click(self.watch_learning, [run, watch_text], [watch_table, watch_status],
+                        api_name="watch_learning", **Q)
+        submit_and_clear([watch_text], self.watch_learning, [run, watch_text], [watch_table, watch_status], Q)
+        # another run: the old run's curves, title and replay go
+        run.change(cleared(5), None, [curves, curves_csv, curves_status, watch_table, watch_status],
+                   api_visibility="private", queue=False, show_progress="hidden")
