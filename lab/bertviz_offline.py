@@ -60,16 +60,16 @@ import torch
 # of page per weight for one sentence, 10 for a pair (bertviz also sends the A/B blocks), plus
 # 325 KB of d3 + jQuery. Head view at its limit: 2.8 MB (one sentence), 5.3 MB (a pair); fits
 # BERT-base (12 x 12) up to 58 tokens, the bundled 2 x 2 model up to 353. Model view (every
-# head drawn at once, tokens² lines each: 12 x 12 x 58² took 8.5 s and 490k SVG elements in
-# headless chromium) at its limit: 1.6 / 2.8 MB, BERT-base up to 41 tokens, 2 x 2 up to 250.
+# head drawn at once, tokens² lines each: 12 x 12 x 58² made 490k SVG elements in headless
+# chromium, slow to draw) at its limit: 1.6 / 2.8 MB, BERT-base up to 41 tokens, 2 x 2 up to 250.
 HEAD_VIEW_LIMIT = 500_000
 MODEL_VIEW_LIMIT = 250_000
 # Neuron view: numbers sent (weights + query and key elements), about 6.3 bytes each with 3
 # decimals: 6.6 MB at the limit; BERT-base (12 x 12, d = 64) up to 41 tokens, 16 for a pair (bertviz
 # repeats the data for its pair filters). And tokens: it draws one head at a time but about 8 x
-# tokens² SVG elements for it (lines and boxes for every query-key pair): in headless chromium
-# on a busy 2-core machine 100 tokens made 92k elements in 1.8 s, 150 tokens 191k in 4.3 s, 200
-# tokens 325k and 7.5 s to switch heads. 128 = BERT's pre-training sequence length.
+# tokens² SVG elements for it (lines and boxes for every query-key pair), drawn again at each
+# switch of head: 100 tokens made 92k elements, 150 tokens 191k, 200 tokens 325k, the last ones
+# slow to switch on a busy 2-core machine. 128 = BERT's pre-training sequence length.
 NEURON_VIEW_LIMIT = 1_000_000
 NEURON_VIEW_MAX_TOKENS = 128
 DECIMALS = 3                          # digits kept of each attention weight

@@ -227,8 +227,9 @@ _FAST = False           # use_bf16(True): forward passes under bf16 autocast whe
 
 def use_bf16(enabled: bool = True) -> bool:
     """Run every forward pass of this module under bf16 autocast (weights stay fp32) on hardware
-    with fast bf16 (CPUs with AVX512-BF16/AMX, recent GPUs): 2-3x faster for BERT-base-sized
-    models on a CPU; probabilities change in the second or third digit. The dashboard turns it
+    with fast bf16 (CPUs with AVX512-BF16/AMX, recent GPUs): faster for BERT-base-sized models
+    on a CPU (benchmarks/explore_speed.py measures it); probabilities change in the second or
+    third digit. The dashboard turns it
     on; the default (and the notebooks, and the tests) compute in fp32. Returns whether it is on:
     False where the hardware has no fast bf16 (then fp32 is kept)."""
     global _FAST
@@ -241,7 +242,7 @@ def _inference(model):
     """eval mode + no gradients (+ bf16 autocast after use_bf16()) for the block; yields the
     model's device; restores the mode."""
     was_training = model.training
-    if was_training:                     # (walking the module tree costs ~1 ms: only when needed)
+    if was_training:                     # (eval() walks the module tree: only when needed)
         model.eval()
     device = next(model.parameters()).device
     try:

@@ -178,7 +178,7 @@ class _Fetcher:
 
     def check_reachable(self, revision: str) -> None:
         """Fail at once when the Hub cannot be reached and config.json is not cached: with nothing
-        to fall back on, hf_hub_download retries with backoff (about 25 s) before giving up. One
+        to fall back on, hf_hub_download retries with backoff for a long while before giving up. One
         HEAD request without retries, only before a first download."""
         from huggingface_hub import get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
         if self.offline or isinstance(try_to_load_from_cache(self.repo_id, CONFIG_NAME, revision=revision), str):

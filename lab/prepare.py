@@ -138,7 +138,7 @@ def _files(corpus: Path) -> list[Path]:
 
 def corpus_key(corpus: Path, tokenizer: Tokenizer) -> str:
     """What a prepared corpus depends on: the files' names and bytes, the vocabulary (and its
-    lowercasing), and the format version. Hashing 450 MB takes about a second."""
+    lowercasing), and the format version. Hashing the files is quick next to tokenizing them."""
     digest = hashlib.sha256(f"bert-lab prepared v{FORMAT_VERSION} lower={tokenizer.lowercase}".encode())
     for token, i in sorted(tokenizer.vocab.items(), key=lambda kv: kv[1]):
         digest.update(f"{i}\t{token}\n".encode())

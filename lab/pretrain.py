@@ -308,8 +308,8 @@ RECIPES: dict[str, list[Phase]] = {
     # at length 128 sits for thousands of steps on the unigram plateau (~7% at [MASK]);
     # at length 32 it learns to use the neighbouring words within a few hundred steps, and
     # what it learned carries over to length 128. Every epoch draws new NSP pairs. (Batches of
-    # 64 in the length-128 phase were tried on the faster loop: half the steps in the same 12
-    # minutes, and worse: 29.7% / 24.0% / NSP 74.2% against the batch-32 figures in README.)
+    # 64 in the length-128 phase were tried: half the steps in the same time budget, and worse:
+    # 29.7% / 24.0% / NSP 74.2% against the batch-32 figures in README.)
     "classroom": [
         Phase("len32", PretrainConfig(preset="tiny", vocab_size=8192, max_seq_length=32, eval_seq_length=128,
                                       dropout=0.0),
