@@ -38,20 +38,21 @@ $(VENV)/.torch:
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.torch pyproject.toml
-	$(PIP) install -e .
+	$(PIP) install -q -e .
 	touch $@
 
 $(VENV)/.installed-app: $(VENV)/.installed
-	$(PIP) install -e ".[app]"
+	$(PIP) install -q -e ".[app]"
 	touch $@
 
 $(VENV)/.installed-notebooks: $(VENV)/.installed
-	$(PIP) install -e ".[notebooks]"
+	$(PIP) install -q -e ".[notebooks]"
 	touch $@
 
+# [dev] includes [app] and [notebooks]: after `make test`, `make demo` and `make lab` install nothing
 $(VENV)/.installed-dev: $(VENV)/.installed
-	$(PIP) install -e ".[dev]"
-	touch $@
+	$(PIP) install -q -e ".[dev]"
+	touch $@ $(VENV)/.installed-app $(VENV)/.installed-notebooks
 
 browser:                           ## Debian's chromium for the real-browser test (needs root: apt-get)
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && \

@@ -37,3 +37,34 @@ def test_the_core_does_not_need_the_extras():
             "print(sorted(extras & {m.split('.')[0] for m in sys.modules}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+
+def test_make_demo_after_make_test_installs_nothing(tmp_path):
+    """[dev] contains [app] and [notebooks]: once `make test` installed it, `make demo` goes
+    straight to the app (no pip run, no screens of pip output before the URL). The Makefile's
+    own recipes run here, with PIP=true standing in for pip."""
+    import os
+    import shutil
+    import subprocess
+    import time
+
+    import pytest
+    if not shutil.which("make"):
+        pytest.skip("make is not installed")
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    since = (ROOT / "pyproject.toml").stat().st_mtime
+    for i, stamp in enumerate((".torch", ".installed")):        # torch and the core, newer than pyproject.toml
+        (venv / stamp).touch()
+        os.utime(venv / stamp, (since + 0.1 * (i + 1), since + 0.1 * (i + 1)))
+    time.sleep(0.5)                                              # the stamps make writes come later
+
+    def make(*targets, dry=False):
+        return subprocess.run(["make", *(["-n"] if dry else []), "-C", str(ROOT), f"VENV={venv}", "PIP=true",
+                               *targets], capture_output=True, text=True, check=True).stdout
+
+    make(f"{venv}/.installed-dev")                               # what `make test` installs first
+    demo, lab = make("demo", dry=True), make("lab", dry=True)
+    assert "install" not in demo and "app.py" in demo, demo
+    assert "install" not in lab and "jupyter lab" in lab, lab
