@@ -5,13 +5,14 @@
     fig = figures.attention_heatmap(att, layer=0, head=3, theme="dark")   # a plotly Figure
     figures.attention_focus(att, 0, 3, token_index=2)     # the same head from token 2's side
     figures.figure_csv(fig)                                # what it draws, as CSV text
+    figures.figure_name(fig)                               # "attention_heatmap": file names
 
-In app.py a handler returns the figure as the value of a gr.Plot: Gradio sends the data (not
-pixels) and draws it with the plotly.js it serves itself, so it works offline. Hovering a cell
-shows the query token, the key token and the weight; the one-head map has a "highlight" menu
-that outlines a token's row (where it attends) and column (what attends to it) in the browser,
-and attention_focus draws that token's row and column as bars too (the dashboard calls it when
-a token is picked). The modebar's camera button downloads the figure (PNG, or SVG after
+In the dashboard a handler returns the figure as the value of a gr.Plot: Gradio sends the data
+(not pixels) and draws it with the plotly.js it serves itself, so it works offline. Hovering a
+cell shows the query token, the key token and the weight; the one-head map has a "highlight"
+menu that outlines a token's row (where it attends) and column (what attends to it) in the
+browser, and attention_focus draws that token's row and column as bars too (the dashboard calls
+it when a token is picked). The modebar's camera button downloads the figure (PNG, or SVG after
 download_as(fig, "svg")), and figure_csv gives its numbers for a CSV download.
 
 The figures, named as in lab.plots (the matplotlib versions, for notebooks and static exports):
@@ -25,26 +26,46 @@ The figures, named as in lab.plots (the matplotlib versions, for notebooks and s
     span_probabilities(answer)                  QA start / end probabilities, the best span red
     fill_mask_bars(predictions)                 the best guesses at each [MASK]
     embedding_components(embeddings)           the paper's Figure 2
-    figure_csv(fig_or_data), download_as(fig, image_format)
+    figure_csv(fig_or_data), figure_name(fig), download_as(fig, image_format)
 
 Every builder takes theme="light" (template plotly_white) or "dark" (plotly_dark). What each
 figure shows comes from lab.figure_data, as lab.plots' figures do, so the two never disagree.
 Text from users and models is escaped before plotly sees it: plotly renders tags such as <b>
 in titles, tick labels and hover text, so a token "<img src=x>" is shown as those characters.
+
+How a figure is made, and why (only public API of plotly and Gradio):
+- A figure is plotly's documented JSON format, {"data": [traces], "layout": {...}} plus the
+  plotly.js "config", assembled here as plain dicts and numpy arrays (_Canvas).
+- gr.Plot documents what it takes: "a plotly.Figure" (gradio/components/plot.py: it calls the
+  figure's to_json() and sends that string). So the builders return a LabFigure, a subclass of
+  plotly.graph_objects.Figure, and LabFigure.to_json() writes the plain data with orjson,
+  numpy arrays as plotly.js typed arrays ({"dtype", "bdata", "shape"}): 0.1 ms.
+- plotly's own constructor validates every property: 8 ms for one attention map (5 ms of it
+  for the template), 14 ms for the two maps of an attention request whose whole budget is
+  30 ms of server CPU. So a LabFigure runs that constructor (go.Figure.__init__, public) only
+  when it is first used as a plotly object: reading or changing fig.data or fig.layout,
+  fig.show(), fig.to_dict(), copies, ... From then on it is an ordinary, validated plotly
+  Figure and to_json() is plotly's own (plus the config). The dashboard never needs it:
+  figure_name and figure_csv read what the LabFigure carries. tests/test_figures.py checks that
+  both ways give the same JSON for every builder; benchmarks/figure_speed.py times both.
+- Cell numbers are formatted here, in Python (texttemplate "%{text}"): the plotly.js that
+  Gradio 6 serves (3.x) cannot read a d3 format with a sign, "+.3f", and drew the raw float32
+  instead ("0.23746109008789062"; it prefixes "~" to the format, which d3 then rejects).
 """
 from __future__ import annotations
 
+import base64
 import functools
 import html
 import json
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 import orjson
 import plotly.graph_objects as go
 import plotly.io as pio
-from _plotly_utils.utils import to_typed_array_spec
 
 from . import figure_data
 
@@ -63,40 +84,86 @@ THEMES = {"light": Theme("plotly_white", bar="#4c72b0", highlight="#d62728"),
           "dark": Theme("plotly_dark", bar="#7aa6e0", highlight="#ff6b6b")}
 BOUNDARY = "white"      # where sentence B starts, over attention maps (dark at both ends of viridis)
 
+_BUILDING = threading.RLock()   # one figure's plotly objects are built by one thread at a time
+
 
 class LabFigure(go.Figure):
-    """A plotly Figure that carries the figure_data object it draws (figure_csv reads it) and
-    its plotly.js config (the download button's format), which gr.Plot takes from to_json().
-    Copies (copy.deepcopy, pickle, go.Figure(fig)) keep the drawing but not these two."""
-    _lab_data = None
-    _lab_config: dict = {}
+    """A plotly Figure made from its plain JSON (`lab_json`: {"data": [...], "layout": {...}}),
+    carrying the figure_data object it draws (`lab_data`: figure_csv reads it) and its plotly.js
+    config (`lab_config`: the download button's format), which gr.Plot takes from to_json().
+    plotly's constructor runs at the figure's first use as a plotly object (see the module
+    docstring); copies (copy.deepcopy, pickle, go.Figure(fig)) keep the drawing, not the rest."""
+    lab_json: dict = {}
+    lab_data = None
+    lab_config: dict = {}
+    lab_state = "built"     # "plain": plotly's objects not made yet; "building"; "built"
+
+    def __init__(self, figure: dict, data=None, config: dict | None = None):
+        # vars(): straight into the instance, past plotly's __setattr__ (which needs its objects)
+        vars(self).update(lab_json=figure, lab_data=data, lab_config=config or {}, lab_state="plain")
+
+    def __getattr__(self, name: str):
+        """Python calls this only for an attribute the object lacks: before plotly's constructor
+        has run, that is every one of plotly's own (fig.data reads one). Run the constructor
+        (once, validating the plain JSON) and look again."""
+        state = vars(self)
+        if state.get("lab_state", "built") == "built":
+            raise AttributeError(name)
+        with _BUILDING:                     # a second thread waits here until the figure is built
+            if state["lab_state"] == "building":
+                raise AttributeError(name)  # plotly's constructor itself, probing (this thread)
+            if state["lab_state"] == "plain":
+                state["lab_state"] = "building"
+                try:
+                    go.Figure.__init__(self, state["lab_json"])
+                except BaseException:
+                    state["lab_state"] = "plain"
+                    raise
+                state["lab_state"] = "built"
+        return object.__getattribute__(self, name)
 
     def to_json(self, *args, **kwargs) -> str:
         """plotly's JSON with a "config" entry: {"data": [...], "layout": {...}, "config": {...}}.
-        Without arguments (as gr.Plot calls it) the figure's current traces and layout are
-        written by orjson, arrays as plotly's typed arrays ({"dtype", "bdata"}): 0.05 ms instead
-        of plotly's 1-2 ms (which first deep-copies the figure); tests/test_figures.py checks
-        that both give the same figure."""
-        if args or kwargs:
+        Without arguments (as gr.Plot calls it) and before plotly's objects exist, the plain JSON
+        written by orjson, arrays as plotly.js typed arrays: 0.1 ms. Otherwise plotly's own
+        to_json (1-2 ms), which holds any change made to the figure since."""
+        if args or kwargs or self.lab_state != "plain":
             text = super().to_json(*args, **kwargs).rstrip()    # '{"data": ..., "layout": ...}'
-            return f'{text[:-1]}, "config": {json.dumps(self._lab_config)}}}'
-        return orjson.dumps({"data": self._data, "layout": self._layout, "config": self._lab_config},
-                            default=_typed_array).decode()
+            return f'{text[:-1]}, "config": {json.dumps(self.lab_config)}}}'
+        return orjson.dumps({**self.lab_json, "config": self.lab_config}, default=_typed_array).decode()
 
     def show(self, *args, **kwargs):
-        kwargs.setdefault("config", self._lab_config)
+        kwargs.setdefault("config", self.lab_config)
         return super().show(*args, **kwargs)
 
 
 # ----------------------------------------------------------------------------------------------
-# Helpers: escaping, layout, axes, heatmaps
+# Helpers: JSON, escaping, layout, axes, heatmaps
 # ----------------------------------------------------------------------------------------------
+
+# numpy dtype -> plotly.js typed array type (plotly.js has no 64-bit integers)
+TYPED_ARRAYS = {"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4", "uint32": "u4",
+                "float32": "f4", "float64": "f8"}
 
 
 def _typed_array(value):
-    """orjson's fallback: numpy arrays as plotly.js typed arrays, numpy scalars as numbers."""
+    """orjson's fallback: a numpy array as a plotly.js typed array, as plotly writes one
+    (np.float32([[.5, 1], [0, 0]]) -> {"dtype": "f4", "bdata": "AAAAPwAAgD8AAAAAAAAAAA==",
+    "shape": "2, 2"}: the raw bytes in base64, about 5.3 characters a number); 64-bit integers
+    as the smallest type that holds them; other arrays (strings, ...) as lists; numpy scalars as
+    numbers."""
     if isinstance(value, np.ndarray):
-        return to_typed_array_spec(value) if value.size else []
+        if value.dtype.name in ("int64", "uint64") and value.size:
+            kinds = (np.int8, np.int16, np.int32) if value.dtype.kind == "i" else (np.uint8, np.uint16, np.uint32)
+            fits = [k for k in kinds if np.iinfo(k).min <= value.min() and value.max() <= np.iinfo(k).max]
+            value = value.astype(fits[0]) if fits else value
+        if not value.size or value.dtype.name not in TYPED_ARRAYS:
+            return value.tolist()
+        spec = {"dtype": TYPED_ARRAYS[value.dtype.name],
+                "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii")}
+        if value.ndim > 1:
+            spec["shape"] = ", ".join(map(str, value.shape))
+        return spec
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
@@ -121,19 +188,20 @@ def _theme(theme: str) -> Theme:
 
 
 class _Canvas:
-    """A figure assembled as plain dicts (traces, axes, shapes, annotations) and made a LabFigure
-    once, at the end (`finish`). plotly's make_subplots, add_trace(row=, col=) and update_xaxes
-    cost 8-17 ms of CPU for each attention figure, the requests a class sends most; this way the
-    same figure takes about 1 ms. The subplot grid follows make_subplots: rows from the top,
-    `hspace` / `vspace` between cells (fractions of the plotting area), shared x axes show their
-    tick labels on the bottom row only and shared y axes on the left column only, titles above
-    each cell. Axis properties may give title as a string (made {"text": ...})."""
+    """A figure assembled as plain dicts (traces, axes, shapes, annotations) in plotly's JSON
+    format and made a LabFigure at the end (`finish`). plotly's make_subplots, add_trace(row=,
+    col=) and update_xaxes cost 8-17 ms of CPU for each attention figure, the requests a class
+    sends most; this way the same figure takes about 0.1 ms. The subplot grid follows
+    make_subplots: rows from the top, `hspace` / `vspace` between cells (fractions of the plotting
+    area), shared x axes show their tick labels on the bottom row only and shared y axes on the
+    left column only, titles above each cell. Axis properties may give title as a string (made
+    {"text": ...})."""
 
     def __init__(self, data, theme: Theme, rows: int = 1, cols: int = 1, *, titles=(), shared_x: bool = False,
                  shared_y: bool = False, hspace: float | None = None, vspace: float | None = None,
                  widths=None, heights=None, empty=()):
         self.data, self.traces, self.shapes, self.annotations = data, [], [], []
-        self.layout: dict = {"template": pio.templates[theme.template]}   # the object: plotly.js knows no names
+        self.layout: dict = {"template": _template(theme.template)}
         self.config = {"displaylogo": False, "toImageButtonOptions": {"format": "png"}}
         hspace = 0.2 / cols if hspace is None else hspace
         vspace = 0.3 / rows if vspace is None else vspace
@@ -183,12 +251,17 @@ class _Canvas:
         self.layout.update(title=dict(text=text, x=0.5, xanchor="center", y=1, yanchor="top", yref="container",
                                       pad=dict(t=40)),
                            height=round(height + extra), margin=dict(t=TOP_MARGIN + extra, l=60, r=30, b=50),
-                           meta={"figure": name}, shapes=self.shapes, annotations=self.annotations, **layout)
-        # _validate=False: the values come from figure_data, already checked (tests/test_figures.py
-        # renders every figure), and plotly need not check each property again
-        fig = LabFigure({"data": self.traces, "layout": self.layout}, _validate=False)
-        fig._lab_data, fig._lab_config = self.data, self.config
-        return fig
+                           meta={"figure": name}, **layout)
+        # as plotly writes a figure: no empty lists of shapes or annotations
+        self.layout.update({k: v for k, v in (("shapes", self.shapes), ("annotations", self.annotations)) if v})
+        return LabFigure({"data": self.traces, "layout": self.layout}, self.data, self.config)
+
+
+@functools.lru_cache(maxsize=None)
+def _template(name: str) -> dict:
+    """A plotly template as plain JSON, the whole of it: plotly.js knows no template names.
+    Made once; figures share it (nothing changes it: plotly's constructor copies what it gets)."""
+    return pio.templates[name].to_plotly_json()
 
 
 def _domains(sizes, space: float) -> list[tuple[float, float]]:
@@ -237,15 +310,28 @@ def _heatmap(panel: figure_data.Panel, hovertemplate: str, **kwargs) -> dict:
     """The panel's values on its colour scale, each cell's number written in where it says so.
     Sent as float32, the precision the model computed them in: half the bytes of float64 (12
     heads of 128 x 128 tokens: 1.3 MB of JSON instead of 2.5)."""
-    text = dict(texttemplate=f"%{{z:{panel.cell_format}}}") if panel.cell_format else {}
     return dict(type="heatmap", z=panel.values.astype(np.float32), zmin=panel.zmin, zmax=panel.zmax,
-                colorscale=_colorscale(panel.colors), hovertemplate=hovertemplate, **text, **kwargs)
+                colorscale=_colorscale(panel.colors), hovertemplate=hovertemplate,
+                **_cell_text(panel.values, panel.cell_format), **kwargs)
+
+
+def _cell_text(values: np.ndarray, cell_format: str | None) -> dict:
+    """Each cell's number as text, formatted by Python as lab.plots writes it (0.23746 with
+    "+.3f" -> "+0.237"), drawn by texttemplate "%{text}" (a hovertemplate may show it too).
+    Not texttemplate "%{z:+.3f}": plotly.js 3 (served by Gradio 6) turns a format that starts
+    with a sign into "~+.3f", which d3-format rejects, and then draws the raw float32 as
+    "0.23746109008789062". A format without a sign (".2f") works in every plotly.js, but one
+    way for all keeps the browser's cells the very strings lab.plots draws."""
+    if not cell_format:
+        return {}
+    return dict(text=[[format(v, cell_format) for v in row] for row in np.atleast_2d(values).tolist()],
+                texttemplate="%{text}")
 
 
 @functools.lru_cache(maxsize=None)
 def _colorscale(name: str) -> tuple:
     """A named colour scale as plotly.py's stops (plotly.js knows only some names, and some
-    differently): the figures skip plotly's validation, which would otherwise expand it."""
+    differently): what plotly's validation makes of the name, which the plain JSON must hold."""
     return go.Heatmap(colorscale=name).colorscale
 
 
@@ -409,8 +495,9 @@ def ablation_heatmap(result, theme: str = "light") -> LabFigure:
     data = figure_data.ablation_heatmap(result)
     th = _theme(theme)
     canvas = _Canvas(data, th)
+    # the hover shows the cell's text: plotly.js 3 cannot format "%{z:+.3f}" (see _cell_text)
     canvas.add(_heatmap(data, f"layer %{{y}}, head %{{x}}<br>change in {_html(data.metric)}: "
-                              f"%{{z:{data.cell_format}}}<extra></extra>",
+                              "%{text}<extra></extra>",
                         colorbar=dict(title=dict(text=f"change in {_html(data.metric)}"))))
     L, A = data.values.shape
     canvas.x(_integer_axis("head", A))
@@ -517,18 +604,28 @@ def figure_csv(figure) -> str:
     """The numbers a figure draws as CSV text (a header, then one line per drawn value), from a
     figure made here or from a lab.figure_data object. In a Gradio handler, write it to a file
     for a gr.DownloadButton / gr.File next to the gr.Plot."""
-    data = getattr(figure, "_lab_data", None) if isinstance(figure, go.Figure) else figure
+    data = getattr(figure, "lab_data", None) if isinstance(figure, go.Figure) else figure
     if not hasattr(data, "csv"):
         raise ValueError("no figure data: pass a figure made by lab.figures (not a copy) "
                          "or an object of lab.figure_data")
     return data.csv()
 
 
+def figure_name(fig) -> str:
+    """The figure's name, its builder's ("attention_heatmap"), for file names: the CSV download
+    and the image download. Read from the figure's JSON without making plotly's objects (see
+    the module docstring); for another plotly figure, its layout.meta["figure"], else "figure"."""
+    if isinstance(fig, LabFigure):
+        meta = fig.lab_json.get("layout", {}).get("meta")
+    else:
+        meta = fig.layout.meta if isinstance(fig, go.Figure) else None
+    return str((meta or {}).get("figure", "figure"))
+
+
 def download_as(fig: LabFigure, image_format: str = "svg") -> LabFigure:
     """Make the modebar's camera button download `image_format` ("png", "svg", "jpeg", "webp")."""
     if image_format not in ("png", "svg", "jpeg", "webp"):
         raise ValueError(f"image_format must be png, svg, jpeg or webp, got {image_format!r}")
-    fig._lab_config = {**fig._lab_config,
-                       "toImageButtonOptions": {**fig._lab_config.get("toImageButtonOptions", {}),
-                                                "format": image_format}}
+    fig.lab_config = {**fig.lab_config, "toImageButtonOptions": {**fig.lab_config.get("toImageButtonOptions", {}),
+                                                                 "format": image_format}}
     return fig

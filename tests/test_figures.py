@@ -6,13 +6,18 @@ The hand-built results and the tiny model are tests/test_plots.py's, so both kin
 are checked on the same inputs.
 """
 import base64
+import copy
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import orjson
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
@@ -123,7 +128,9 @@ def test_attention_heatmap_draws_the_heads_probabilities_and_hover_names_query_k
     assert fig.layout.xaxis.ticktext == tuple(att.tokens) and fig.layout.xaxis.tickvals == tuple(labels)
     assert fig.layout.yaxis.autorange == "reversed"                   # query 0 at the top
     assert heat.hovertemplate.startswith("query: %{y}<br>key: %{x}<br>weight: %{z:.3f}")
-    assert heat.texttemplate == "%{z:.2f}"                             # short: the weights written in
+    # short: the weights written in, formatted as lab.plots writes them
+    assert heat.texttemplate == "%{text}"
+    assert [list(row) for row in heat.text] == [[format(w, ".2f") for w in row] for row in z(heat).astype(np.float32)]
     assert fig.layout.title.text == "layer 1, head 2"
     assert "key" in fig.layout.xaxis.title.text and "query" in fig.layout.yaxis.title.text
     # sentence B starts at token 3: dashed lines between keys 2 | 3 and queries 2 | 3
@@ -218,7 +225,8 @@ def test_matplotlib_and_plotly_draw_the_same_figure_data():
     [ax], [trace] = image_axes(plots.ablation_heatmap(abl)), figures.ablation_heatmap(abl).data
     np.testing.assert_allclose(z(trace), data.values)
     assert [t.get_text() for t in ax.texts] == [format(v, data.cell_format) for v in data.values.flat]
-    assert trace.texttemplate == f"%{{z:{data.cell_format}}}"          # the same numbers, d3-formatted
+    assert [t for row in trace.text for t in row] == [t.get_text() for t in ax.texts]   # the same texts
+    assert trace.texttemplate == "%{text}" and "%{text}" in trace.hovertemplate
     assert ax.images[0].get_cmap().name == data.colors                 # red = the model needed the head
     assert trace.colorscale == go.Heatmap(colorscale=data.colors).colorscale
 
@@ -409,10 +417,114 @@ def _plain(value):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_fast_json_is_plotlys_json(kind):
-    """LabFigure.to_json() (what gr.Plot sends, written by orjson) is the figure plotly's own
-    to_json() writes, also after the figure is changed."""
+    """LabFigure.to_json() as gr.Plot calls it (the plain JSON written by orjson, no plotly object
+    made) is the JSON plotly itself writes for the figure once its constructor has validated it;
+    plotly reads it back (plotly.io.from_json) as the same figure; after a change the JSON is
+    plotly's own, with the change."""
     fig = build(kind)
+    fast = json.loads(fig.to_json())
+    assert fig.lab_state == "plain"                                    # no plotly objects made to send it
+    built = build(kind)
+    assert built.data and built.lab_state == "built"                   # first use: plotly's constructor ran
+    slow = json.loads(built.to_json())                                 # plotly's to_json, validated figure
+    assert _plain(fast) == _plain(slow) and fast["config"] == slow["config"]
+    again = pio.from_json(json.dumps({k: v for k, v in fast.items() if k != "config"}))
+    assert _plain(json.loads(pio.to_json(again))) == _plain({k: v for k, v in fast.items() if k != "config"})
     fig.update_layout(title_text="changed <b>")
-    fast, slow = json.loads(fig.to_json()), json.loads(fig.to_json(pretty=False))
-    assert _plain(fast) == _plain(slow)
-    assert fast["layout"]["title"]["text"] == "changed <b>" and fast["config"]["displaylogo"] is False
+    changed = json.loads(fig.to_json())
+    assert changed["layout"]["title"]["text"] == "changed <b>" and changed["config"]["displaylogo"] is False
+    assert _plain(changed) == _plain(json.loads(fig.to_json(pretty=False)))
+
+
+def test_figures_use_only_plotlys_public_api():
+    """No private plotly module, no attribute with a leading underscore (plotly's private state,
+    e.g. fig._data), no switched-off validation: a plotly upgrade cannot break them."""
+    source = (ROOT / "lab" / "figures.py").read_text()
+    assert re.findall(r"\._[A-Za-z]\w*", source) == []
+    for path in sorted((ROOT / "lab").rglob("*.py")):
+        text = path.read_text()
+        assert "_plotly_utils" not in text and "_validate" not in text, path
+
+
+def test_the_dashboards_path_makes_no_plotly_objects_and_names_the_figure():
+    """What the dashboard does with a figure (gr.Plot's to_json, its name, its CSV, the download
+    format) reads the plain JSON: plotly's 8 ms constructor never runs on a request."""
+    gr = pytest.importorskip("gradio")
+    for kind in KINDS:
+        fig = build(kind)
+        sent = json.loads(gr.Plot().postprocess(fig).plot)
+        assert figures.figure_name(fig) == kind == sent["layout"]["meta"]["figure"]
+        figures.figure_csv(fig)
+        figures.download_as(fig, "svg")
+        assert fig.lab_state == "plain", kind
+        assert fig.layout.meta["figure"] == kind                       # plotly's API still works (now built)
+        assert figures.figure_name(go.Figure(fig)) == kind             # a copy: from its layout.meta
+    assert figures.figure_name(go.Figure()) == "figure"
+
+
+def test_plotly_objects_are_made_once_when_threads_race_for_them():
+    fig = build("attention_grid")
+    start = threading.Barrier(8)
+
+    def first_use(_):
+        start.wait()
+        return [t.z for t in fig.data], fig.layout.meta["figure"]
+
+    with ThreadPoolExecutor(8) as pool:
+        seen = list(pool.map(first_use, range(8)))
+    assert fig.lab_state == "built" and len(fig.data) == 3
+    for zs, name in seen:
+        assert name == "attention_grid" and len(zs) == 3
+        for a, b in zip(zs, seen[0][0]):
+            np.testing.assert_array_equal(a, b)
+    copied = copy.deepcopy(build("ablation_heatmap"))                  # copies keep the drawing
+    assert copied.data[0].texttemplate == "%{text}" and figures.figure_name(copied) == "ablation_heatmap"
+
+
+# plotly.js 3.x (what Gradio 6 serves) before formatting a number with d3-format: its
+# Lib.adjustFormat, and the d3-format specifier grammar. A format d3 rejects is drawn raw.
+def _plotly_js_3_adjust(fmt: str) -> str:
+    if not fmt or re.match(r"\d[.]\df", fmt) or re.search(r"[.]\d%", fmt):
+        return fmt
+    if fmt == "0.f":
+        return "~f"
+    if re.match(r"\d%", fmt):
+        return "~%"
+    if re.match(r"\ds", fmt):
+        return "~s"
+    return "~" + fmt if not re.match(r"[~,.0$]", fmt) and re.search(r"[&fps]", fmt) else fmt
+
+
+D3_FORMAT = re.compile(r"^(?:(.)?([<>=^]))?([+\-( ])?([$#])?(0)?(\d+)?(,)?(\.\d+)?(~)?([a-z%])?$", re.I)
+
+
+def _strings(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, str):
+        yield value
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_number_format_is_one_the_dashboards_plotly_js_reads(kind):
+    """Every %{value:format} in the figure's templates is a format plotly.js 3 passes to d3 in a
+    form d3 accepts ("+.3f" is not: plotly.js 3 makes it "~+.3f" and draws the raw float)."""
+    assert not D3_FORMAT.match(_plotly_js_3_adjust("+.3f"))           # the defect this guards against
+    assert D3_FORMAT.match(_plotly_js_3_adjust(".3f")) and D3_FORMAT.match(_plotly_js_3_adjust(".4g"))
+    formats = [f for text in _strings(json.loads(build(kind).to_json()))
+               for f in re.findall(r"%\{[^}:]*:([^}]*)\}", text)]
+    for fmt in formats:
+        assert D3_FORMAT.match(_plotly_js_3_adjust(fmt)), fmt
+
+
+@pytest.mark.parametrize("array", [np.float32([[0.5, 1], [0, 0]]), np.arange(5), np.arange(5) * 10**6,
+                                   np.array([2**40]), np.uint64([3]), np.array(["a", "b"]),
+                                   np.array([True, False]), np.zeros(0), np.arange(6.0).reshape(3, 2)[:, 1]])
+def test_arrays_are_written_as_plotly_writes_them(array):
+    """Typed arrays ({"dtype", "bdata", "shape"}) where plotly.js has the type, lists otherwise."""
+    ours = json.loads(orjson.dumps({"x": array}, default=figures._typed_array))["x"]
+    assert ours == json.loads(go.Figure(go.Scatter(x=array)).to_json())["data"][0]["x"]
