@@ -1,6 +1,7 @@
 """The teacher pack's prompt lists stay true: docs/teaching/prompts.md is what the bundled models
 answer now (scripts/teaching_prompts.py --check), every task has prompts that work and prompts
 that fail, and each explanation matches the measured outcome. A few seconds on 2 CPU cores."""
+import ast
 import importlib.util
 import sys
 
@@ -62,8 +63,27 @@ def test_each_explanation_matches_the_measured_outcome(prompts, results):
     assert all(p.why for p in results)
 
 
+def dashboard_examples() -> dict:
+    """The example constants of dashboard/help.py (its assignments of literals, run alone: no gradio)."""
+    help_py = ROOT / "dashboard" / "help.py"
+    if not help_py.is_file():
+        pytest.skip("dashboard/help.py not found")
+    wanted = {"MLM_EXAMPLES", "NSP_EXAMPLES", "QA_CONTEXT", "QA_CONTEXT_2", "QA_EXAMPLES", "CLS_EXAMPLES"}
+    tree = ast.parse(help_py.read_text())
+    assigns = [node for node in tree.body if isinstance(node, ast.Assign)
+               and any(isinstance(t, ast.Name) and t.id in wanted for t in node.targets)]
+    namespace: dict = {}
+    exec(compile(ast.Module(body=assigns, type_ignores=[]), str(help_py), "exec"), namespace)
+    return namespace
+
+
 def test_the_dashboard_examples_are_among_the_measured_prompts(prompts, results):
-    texts = {p.inputs[0] for p in results}
-    for example in ("he opened the [MASK] and walked into the garden .", "a charming and often moving film .",
-                    "What did Mr. Bingley rent?", "Who built the Nautilus?"):
-        assert example in texts
+    ex = dashboard_examples()
+    assert prompts.CONTEXTS == {"Longbourn": ex["QA_CONTEXT"], "Nautilus": ex["QA_CONTEXT_2"]}, \
+        "the QA paragraphs of scripts/teaching_prompts.py must be the dashboard's"
+    measured = {p.inputs for p in results}
+    assert (ex["MLM_EXAMPLES"][0][0],) in measured            # the Masked LM and Training tabs open on it
+    assert tuple(ex["NSP_EXAMPLES"][0]) in measured            # the Next Sentence and Attention tabs
+    assert (ex["CLS_EXAMPLES"][0][0],) in measured
+    questions = {p.inputs[0] for p in results if p.task.startswith("answer:")}
+    assert {q for q, _ in ex["QA_EXAMPLES"][:2]} <= questions
