@@ -45,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--models-root", action="append", default=[],
                    help="another folder whose model directories may be served (repeatable)")
     p.add_argument("--host", default="127.0.0.1",
-                   help="interface to bind (0.0.0.0 or ::: every interface, IPv4 and IPv6: the classroom's network)")
+                   help="interface to bind (0.0.0.0: every IPv4 interface, the classroom's network; ::: every IPv6 one)")
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--share", action="store_true", help="also publish a temporary gradio.live link")
     p.add_argument("--allow-downloads", action="store_true",
@@ -70,21 +70,22 @@ def build(args: argparse.Namespace):
 
 
 def addresses(host: str, port: int) -> list[str]:
-    """The addresses students type: for a bind to every interface, one per non-loopback IPv4
-    and IPv6 address of this machine; else the bound host."""
+    """The addresses students type. Bound to every interface: one per non-loopback address of
+    this machine, of the family served (0.0.0.0: IPv4; ::: IPv6 — Gradio's server binds one
+    family, asyncio making an IPv6 socket IPv6-only); else the bound host."""
     if host not in ALL_INTERFACES:
         return [f"http://{'[' + host + ']' if ':' in host else host}:{port}/"]
     import socket
 
     import psutil
+    family = socket.AF_INET6 if host == "::" else socket.AF_INET
     found = []
-    for name, addrs in psutil.net_if_addrs().items():
+    for addrs in psutil.net_if_addrs().values():
         for a in addrs:
             ip = a.address.split("%")[0]
-            if a.family == socket.AF_INET and not ip.startswith("127."):
-                found.append(f"http://{ip}:{port}/")
-            elif a.family == socket.AF_INET6 and ip != "::1" and not ip.startswith("fe80"):
-                found.append(f"http://[{ip}]:{port}/")
+            if a.family != family or ip.startswith("127.") or ip == "::1" or ip.lower().startswith("fe80"):
+                continue                                         # loopback, and IPv6 link-local (needs %interface)
+            found.append(f"http://[{ip}]:{port}/" if family == socket.AF_INET6 else f"http://{ip}:{port}/")
     return found
 
 
@@ -100,6 +101,8 @@ def banner(args: argparse.Namespace, downloads: bool) -> str:
         found = addresses(args.host, args.port)
         lines.append("  students type one of:" if found else "  no network address found: is the network up?")
         lines += [f"    {url}" for url in found]
+        if args.host == "0.0.0.0":
+            lines.append("  (IPv4; for students on IPv6 only, start with --host ::)")
     lines.append("  Hugging Face downloads: " + ("on (the Model tab can add Hub models)" if downloads else
                                                  "off on a public server (--allow-downloads turns them on)"))
     if not args.share:
@@ -112,6 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     precision, build the page (every tab's default model loaded) and serve it."""
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO)
+    logging.getLogger("httpx").setLevel(logging.WARNING)       # not a line per health check
     import torch
 
     from dashboard import LAUNCH_OPTIONS, Dashboard, Settings
@@ -123,7 +127,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = Settings.from_args(args)
     print("BERT Lab: loading the models and computing each tab's first view ...", flush=True)
     demo = Dashboard(settings).build()
-    host = "::" if args.host in ALL_INTERFACES else args.host      # "::" serves IPv4 and IPv6 (dual stack)
+    host = f"[{args.host}]" if ":" in args.host else args.host      # Gradio writes an IPv6 address in brackets
     demo.launch(server_name=host, server_port=args.port, share=args.share, quiet=True, prevent_thread_lock=True,
                 **LAUNCH_OPTIONS)
     print(banner(args, settings.downloads) + (f"  public link: {demo.share_url}\n" if demo.share_url else ""), flush=True)

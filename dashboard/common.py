@@ -150,8 +150,7 @@ class CsvFolder:
             return self._folder
 
     def write(self, fig) -> str:
-        name = figures.figure_name(fig) if hasattr(figures, "figure_name") else fig.layout.meta["figure"]  # TODO
-        handle, path = tempfile.mkstemp(prefix=f"{name}-", suffix=".csv", dir=self.folder())
+        handle, path = tempfile.mkstemp(prefix=f"{figures.figure_name(fig)}-", suffix=".csv", dir=self.folder())
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as f:
             f.write(figures.figure_csv(fig))
         return path

@@ -73,7 +73,9 @@ MODEL_VIEW_LIMIT = 250_000
 NEURON_VIEW_LIMIT = 1_000_000
 NEURON_VIEW_MAX_TOKENS = 128
 DECIMALS = 3                          # digits kept of each attention weight
-MAX_FRAME_HEIGHT = 900                # px; a taller view scrolls inside its iframe
+MAX_FRAME_HEIGHT = 2400               # px; a taller view scrolls inside its iframe
+_THUMBNAIL_ROW = "config.thumbnailBoxHeight = 7 * (12 / config.totalHeads);"    # bertviz 1.4's model view
+THUMBNAIL_ROW_JS = "Math.min(7, 7 * (12 / config.totalHeads))"                     # px per token, here
 
 _VIEWS = ("head", "model", "neuron")
 _PARAMS_MARKER = "PYTHON_PARAMS"      # bertviz's placeholder for its data in {head,model}_view.js
@@ -339,6 +341,13 @@ def _bertviz_parts(view: str, attentions: list, tokens: list[str], sentence_b_st
     markup = re.sub(r"<script\b[^>]*\bsrc=[^>]*>\s*</script>", "", page[:start])
     # `require.config({paths: {d3: CDN, jquery: CDN}});` -> nothing (the shim has the modules)
     template = re.sub(r"require\.config\(\{.*?\}\);", "", template, count=1, flags=re.S)
+    if view == "model":
+        # bertviz sizes a thumbnail row at 7 * 12 / heads px per token: 42 px for a 2-head model,
+        # so one layer of a sentence fills a screen. At most 7 px (BERT-base's size) here.
+        if _THUMBNAIL_ROW not in template:
+            raise RuntimeError(f"bertviz {getattr(bertviz, '__version__', '?')} sizes its model view "
+                               f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating")
+        template = template.replace(_THUMBNAIL_ROW, f"config.thumbnailBoxHeight = {THUMBNAIL_ROW_JS};", 1)
     return markup, template, json.loads(data)
 
 
@@ -392,7 +401,8 @@ def _package_file(package: str, *parts: str, pip: str) -> Path:
 def frame_height(view: str, attentions) -> int:
     """Pixels the view needs (bertviz's own layout arithmetic), at most MAX_FRAME_HEIGHT.
     Head view: 22.5 px per token + ~110 px of menus and head checkboxes. Model view: each layer a
-    row of thumbnails 7 * 12 / heads px per token high, or the enlarged head, whichever is taller."""
+    row of thumbnails min(7, 7 * 12 / heads) px per token high, or the enlarged head, whichever is
+    taller."""
     if view not in _VIEWS:
         raise ValueError(f"view must be one of {_VIEWS}, got {view!r}")
     L, A, T = len(attentions), attentions[0].shape[1], attentions[0].shape[-1]
@@ -401,7 +411,7 @@ def frame_height(view: str, attentions) -> int:
     elif view == "neuron":        # 26 px per token + 100 (bertviz), menus, a horizontal scroll bar
         needed = 26 * T + 100 + 75
     else:
-        needed = max(L * (T * 7 * 12 / A + 10) + 50, 18 * T + 70) + 60
+        needed = max(L * (T * min(7, 7 * 12 / A) + 10) + 50, 18 * T + 70) + 60
     return int(min(needed, MAX_FRAME_HEIGHT))
 
 

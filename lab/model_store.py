@@ -29,6 +29,7 @@ from pathlib import Path
 
 from . import explore, hub, runs
 from .checkpoint import load, saved_model_class
+from .files import CONFIG_NAME
 
 log = logging.getLogger("bert-lab.models")
 MAX_NAME_CHARS = 300            # a model or run name longer than this is refused
@@ -159,8 +160,8 @@ class ModelStore:
         if self.is_hub_name(name):
             return self._hub_dir(name, download, progress), name
         path = self.resolve(name)
-        if not (path / "config.json").is_file():
-            raise ModelError(f"{self.display(path)} is not a model directory (no config.json)")
+        if not (path / CONFIG_NAME).is_file():
+            raise ModelError(f"{self.display(path)} is not a model directory (no {CONFIG_NAME})")
         return path, self.display(path)
 
     def _hub_dir(self, repo_id: str, download: bool, progress) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 from lab import explore, figures
+from lab.files import MODEL_CARD_NAME
 
 from ..common import (data_box, handler, md_escape, optional_text, plot, safe_card, status_box, submit_and_clear,
                       text_input, theme_input)
@@ -27,7 +28,7 @@ class Model:
         tasks = sorted(explore.model_tasks(model))
         path, shown = self.store.model_dir(model_name)
         hub_model = self.store.is_hub_name(model_name)
-        card = (path if hub_model else self.store.confined(path)) / "README.md"
+        card = (path if hub_model else self.store.confined(path)) / MODEL_CARD_NAME
         text = (f"### {md_escape(shown)}\n`{type(model).__name__}`: {cfg.summary()}\n\n"
                 f"- parameters: **{sum(p.numel() for p in model.parameters()):,}**\n"
                 f"- layers L = {cfg.num_hidden_layers}, hidden H = {cfg.hidden_size}, heads A = "
