@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import explore, hub, runs
 from .checkpoint import load, saved_model_class
-from .files import CONFIG_NAME
+from .files import CONFIG_NAME, WEIGHTS_NAME
 
 log = logging.getLogger("bert-lab.models")
 MAX_NAME_CHARS = 300            # a model or run name longer than this is refused
@@ -230,6 +230,7 @@ class ModelStore:
                     return frozenset()
             key = (path, _signature(path))
             if key not in self._classes:
+                _check_weights_header(path)                          # a damaged file serves nothing
                 self._classes[key] = saved_model_class(path)
             return CLASS_TASKS.get(self._classes[key], ANY_BERT)
         except Exception:                                        # unreadable: it serves nothing
@@ -310,3 +311,13 @@ def _signature(path: Path) -> tuple:
     this changes."""
     return tuple(sorted((f.name, st.st_size, st.st_mtime_ns) for f in path.iterdir()
                         if f.is_file() for st in [f.stat()]))
+
+
+def _check_weights_header(path: Path) -> None:
+    """Read the safetensors header (names, shapes: a few KB, no tensor data): raises for a file
+    that is not one. Other weight formats are checked when the model loads."""
+    weights = path / WEIGHTS_NAME
+    if weights.is_file():
+        from safetensors import safe_open
+        with safe_open(str(weights), framework="pt") as f:
+            f.keys()
