@@ -292,7 +292,7 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
 
 
 # ----------------------------------------------------------------------------------------
-# Recipes: named settings, found by measurement (README, "Pre-training")
+# Recipes: named settings, found by measurement (docs/pretraining.md)
 # ----------------------------------------------------------------------------------------
 @dataclass
 class Phase:
@@ -304,12 +304,12 @@ class Phase:
 
 
 RECIPES: dict[str, list[Phase]] = {
-    # Sequence-length warm-up, measured on the ten novels (README, "Pre-training"): a tiny BERT
+    # Sequence-length warm-up, measured on the ten novels (docs/pretraining.md): a tiny BERT
     # at length 128 sits for thousands of steps on the unigram plateau (~7% at [MASK]);
     # at length 32 it learns to use the neighbouring words within a few hundred steps, and
     # what it learned carries over to length 128. Every epoch draws new NSP pairs. (Batches of
     # 64 in the length-128 phase were tried: half the steps in the same time budget, and worse:
-    # 29.7% / 24.0% / NSP 74.2% against the batch-32 figures in README.)
+    # 29.7% / 24.0% / NSP 74.2% against the batch-32 figures in docs/pretraining.md.)
     "classroom": [
         Phase("len32", PretrainConfig(preset="tiny", vocab_size=8192, max_seq_length=32, eval_seq_length=128,
                                       dropout=0.0),
