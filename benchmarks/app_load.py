@@ -20,6 +20,7 @@ process used is printed too (per request: with --only, per request of that endpo
 Targets with the bundled models on 2 CPU cores: p95 <= 1 s and 0 errors for 30 x 10 (no think
 time, issue 5; --users 30 --think 2, the dashboard issue), server CPU per attention request <= 30 ms.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,11 +41,21 @@ def requests_for(app_defaults: dict, tag: str = "") -> list[tuple[str, tuple]]:
     """The classroom mix: (api_name, arguments) pairs, cycled through by every client (`tag`:
     a word added to each text, to make it new)."""
     mlm, qa, cls = app_defaults["fill_mask"], app_defaults["answer"], app_defaults["classify"]
-    context = ("The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by "
-               "electricity, and Nemo used it to explore the oceans of the world for many years.")
+    context = (
+        "The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by "
+        "electricity, and Nemo used it to explore the oceans of the world for many years."
+    )
     mix = [
-        ("/fill_mask", (mlm, f"it is a truth universally [MASK] , that a single man must be in want of a wife {tag}.",
-                        5, 1.0, "light")),
+        (
+            "/fill_mask",
+            (
+                mlm,
+                f"it is a truth universally [MASK] , that a single man must be in want of a wife {tag}.",
+                5,
+                1.0,
+                "light",
+            ),
+        ),
         ("/next_sentence", (mlm, "she opened the letter with trembling hands .", f"it was from her sister {tag}.")),
         ("/fill_mask", (mlm, f"the captain of the [MASK] looked at me and [MASK] {tag}.", 5, 1.0, "light")),
         ("/attention", (mlm, f"the cat sat on the mat because it was tired {tag}.", "", 1, 0, "light")),
@@ -58,8 +69,9 @@ def requests_for(app_defaults: dict, tag: str = "") -> list[tuple[str, tuple]]:
 def http_predict(url: str, api_name: str, args: tuple, timeout: float = 120) -> list:
     """One call of a Gradio event over plain HTTP: submit, then read the event stream."""
     body = json.dumps({"data": list(args)}).encode()
-    req = urllib.request.Request(f"{url.rstrip('/')}/gradio_api/call{api_name}", data=body,
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{url.rstrip('/')}/gradio_api/call{api_name}", data=body, headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=timeout) as r:
         event_id = json.loads(r.read())["event_id"]
     with urllib.request.urlopen(f"{url.rstrip('/')}/gradio_api/call{api_name}/{event_id}", timeout=timeout) as r:
@@ -105,29 +117,36 @@ def main() -> None:
 
     # the dashboard runs in its own process, as in class; this process only plays the students
     sys.path.insert(0, str(ROOT))
-    import app                                               # for the tabs' default models
+    import app  # for the tabs' default models
     from dashboard import Settings
-    store = Settings.from_args(app.parser().parse_args([])).store()    # the models app.py would serve
+
+    store = Settings.from_args(app.parser().parse_args([])).store()  # the models app.py would serve
     defaults = {task: store.default_model(task) for task in ("fill_mask", "answer", "classify")}
     server, url = None, args.url
     if url is None:
         port = 7870
-        server = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port),
-                                   "--concurrency", str(args.concurrency)], cwd=ROOT,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [sys.executable, str(ROOT / "app.py"), "--port", str(port), "--concurrency", str(args.concurrency)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         url = f"http://127.0.0.1:{port}/"
-        for _ in range(120):                                 # wait until it answers
+        for _ in range(120):  # wait until it answers
             try:
                 urllib.request.urlopen(url, timeout=1)
                 break
             except OSError:
                 time.sleep(0.5)
+
     def mix_for(tag: str = "") -> list[tuple[str, tuple]]:
         return [(name, call) for name, call in requests_for(defaults, tag) if not args.only or name in args.only]
 
     mix = mix_for()
-    print(f"{args.clients} clients x {args.requests} requests against {url}, think {args.think} s"
-          f"{', every text new' if args.distinct else ''}; models: {defaults}")
+    print(
+        f"{args.clients} clients x {args.requests} requests against {url}, think {args.think} s"
+        f"{', every text new' if args.distinct else ''}; models: {defaults}"
+    )
 
     if args.client == "gradio_client":
         clients = [Client(url, verbose=False) for _ in range(args.clients)]
@@ -140,8 +159,9 @@ def main() -> None:
 
     def student(k: int) -> None:
         import random
+
         rng = random.Random(k)
-        start.wait()                                         # everyone clicks at once
+        start.wait()  # everyone clicks at once
         for i in range(args.requests):
             if i and args.think:
                 time.sleep(rng.uniform(0.5, 1.5) * args.think)
@@ -151,7 +171,7 @@ def main() -> None:
                 out = predict[k](call, name)
                 status = out[-1] if isinstance(out, (tuple, list)) else ""
                 problem = status if isinstance(status, str) and status.startswith("⚠️") else None
-            except Exception as e:                           # a refused or failed request
+            except Exception as e:  # a refused or failed request
                 problem = f"{type(e).__name__}: {e}"
             elapsed = time.perf_counter() - t
             with lock:
@@ -159,7 +179,7 @@ def main() -> None:
                 if problem:
                     errors.append(f"{name}: {problem}")
 
-    for name, call in mix:                                   # warm-up: load each model once (as before a class)
+    for name, call in mix:  # warm-up: load each model once (as before a class)
         predict[0](call, name)
     cpu0 = server_cpu(server)
     t0 = time.perf_counter()
@@ -173,16 +193,22 @@ def main() -> None:
     every = [x for xs in latencies.values() for x in xs]
     print(f"{'endpoint':<16} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     for name, xs in sorted(latencies.items()):
-        print(f"{name:<16} {len(xs):>4} {1000 * statistics.median(xs):>8.0f} {1000 * percentile(xs, 0.95):>8.0f} "
-              f"{1000 * max(xs):>8.0f}")
+        print(
+            f"{name:<16} {len(xs):>4} {1000 * statistics.median(xs):>8.0f} {1000 * percentile(xs, 0.95):>8.0f} "
+            f"{1000 * max(xs):>8.0f}"
+        )
     p95 = percentile(every, 0.95)
-    print(f"{'all':<16} {len(every):>4} {1000 * statistics.median(every):>8.0f} {1000 * p95:>8.0f} "
-          f"{1000 * max(every):>8.0f}")
+    print(
+        f"{'all':<16} {len(every):>4} {1000 * statistics.median(every):>8.0f} {1000 * p95:>8.0f} "
+        f"{1000 * max(every):>8.0f}"
+    )
     print(f"{len(every)} requests in {wall:.1f} s ({len(every) / wall:.1f}/s); errors: {len(errors)}")
     if server is not None:
         cpu = server_cpu(server) - cpu0
-        print(f"server CPU: {cpu:.2f} s, {1000 * cpu / len(every):.1f} ms per request"
-              + (f" ({', '.join(args.only)})" if args.only else " (the mix)"))
+        print(
+            f"server CPU: {cpu:.2f} s, {1000 * cpu / len(every):.1f} ms per request"
+            + (f" ({', '.join(args.only)})" if args.only else " (the mix)")
+        )
     for e in errors[:10]:
         print("  ", e)
     verdict = "met" if p95 <= 1.0 and not errors else "MISSED"

@@ -13,6 +13,7 @@ of text read from 6.9 MB on disk), then, each in its own process:
      128) after the epoch's pair index is built (its build time is printed too).
 Prints a Markdown table (README, "Corpora of any size").
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,9 @@ def peak_rss_mb(cmd: list[str]) -> int:
     """Peak RSS of one command, as GNU time measures it (Debian package `time`)."""
     if not Path("/usr/bin/time").exists():
         raise SystemExit("this benchmark needs GNU time at /usr/bin/time (apt-get install time)")
-    proc = subprocess.run(["/usr/bin/time", "-v", *cmd], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "TQDM_DISABLE": "1"})
+    proc = subprocess.run(
+        ["/usr/bin/time", "-v", *cmd], cwd=ROOT, capture_output=True, text=True, env={**os.environ, "TQDM_DISABLE": "1"}
+    )
     if proc.returncode:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
     line = next(l for l in proc.stderr.splitlines() if "Maximum resident set size" in l)
@@ -78,7 +80,7 @@ def main() -> None:
     ap.add_argument("--tokenizer", type=Path, default=ROOT / "models" / "bert-lab-classroom")
     ap.add_argument("--factors", type=int, nargs="+", default=[1, 8, 64])
     args = ap.parse_args()
-    torch.set_num_threads(1)                          # the loader is one process's share of a core
+    torch.set_num_threads(1)  # the loader is one process's share of a core
     tokenizer = Tokenizer.load(args.tokenizer)
     py = sys.executable
     rows = []
@@ -89,34 +91,98 @@ def main() -> None:
             size = sum(f.stat().st_size for f in corpus.rglob("*") if f.is_file())
             folder = tmp / f"prepared-x{factor}"
             t0 = time.perf_counter()
-            subprocess.run([py, "-m", "lab", "prepare", "--corpus", str(corpus), "--tokenizer", str(args.tokenizer),
-                            "--out", str(folder)], cwd=ROOT, check=True, capture_output=True,
-                           env={**os.environ, "TQDM_DISABLE": "1"})
+            subprocess.run(
+                [
+                    py,
+                    "-m",
+                    "lab",
+                    "prepare",
+                    "--corpus",
+                    str(corpus),
+                    "--tokenizer",
+                    str(args.tokenizer),
+                    "--out",
+                    str(folder),
+                ],
+                cwd=ROOT,
+                check=True,
+                capture_output=True,
+                env={**os.environ, "TQDM_DISABLE": "1"},
+            )
             prep = time.perf_counter() - t0
             meta = json.loads((folder / META_NAME).read_text())
-            rss = peak_rss_mb([py, "-m", "lab", "pretrain", "--corpus", str(folder), "--preset", "tiny",
-                               "--steps", "2", "--eval-every", "0", "--out", str(tmp / f"run-x{factor}"),
-                               "--no-progress"])
-            ddp = peak_rss_mb([py, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "lab",
-                               "pretrain", "--corpus", str(folder), "--preset", "tiny", "--steps", "2",
-                               "--eval-every", "0", "--threads", "1", "--out", str(tmp / f"ddp-x{factor}"),
-                               "--no-progress"])
+            rss = peak_rss_mb(
+                [
+                    py,
+                    "-m",
+                    "lab",
+                    "pretrain",
+                    "--corpus",
+                    str(folder),
+                    "--preset",
+                    "tiny",
+                    "--steps",
+                    "2",
+                    "--eval-every",
+                    "0",
+                    "--out",
+                    str(tmp / f"run-x{factor}"),
+                    "--no-progress",
+                ]
+            )
+            ddp = peak_rss_mb(
+                [
+                    py,
+                    "-m",
+                    "torch.distributed.run",
+                    "--standalone",
+                    "--nproc_per_node=2",
+                    "-m",
+                    "lab",
+                    "pretrain",
+                    "--corpus",
+                    str(folder),
+                    "--preset",
+                    "tiny",
+                    "--steps",
+                    "2",
+                    "--eval-every",
+                    "0",
+                    "--threads",
+                    "1",
+                    "--out",
+                    str(tmp / f"ddp-x{factor}"),
+                    "--no-progress",
+                ]
+            )
             build, rate, pairs = loader_rate(folder, tokenizer)
             rows.append((factor, size, meta["tokens"], prep, meta["seconds"], rss, ddp, build, rate, pairs))
-            print(f"x{factor}: {size / 2**20:.1f} MB, prepared in {meta['seconds']:.1f} s ({prep:.1f} s with start-up), "
-                  f"pretrain peak RSS {rss} MB (2 processes: {ddp} MB each at most), "
-                  f"index {build:.2f} s for {pairs:,} pairs, loader {rate:,.0f} sequences/s", flush=True)
+            print(
+                f"x{factor}: {size / 2**20:.1f} MB, prepared in {meta['seconds']:.1f} s ({prep:.1f} s with start-up), "
+                f"pretrain peak RSS {rss} MB (2 processes: {ddp} MB each at most), "
+                f"index {build:.2f} s for {pairs:,} pairs, loader {rate:,.0f} sequences/s",
+                flush=True,
+            )
             shutil.rmtree(folder)
     print()
-    print("| corpus | text | tokens | preparation (command with start-up) | MB/s | pretrain peak RSS | "
-          "torchrun x2: largest process | epoch index build | loader (1 process) |")
+    print(
+        "| corpus | text | tokens | preparation (command with start-up) | MB/s | pretrain peak RSS | "
+        "torchrun x2: largest process | epoch index build | loader (1 process) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for factor, size, tokens, prep, inside, rss, ddp, build, rate, pairs in rows:
-        print(f"| {args.corpus.name} x{factor} | {size / 2**20:.1f} MB | {tokens / 1e6:.1f}M | {inside:.1f} s ({prep:.1f} s) | "
-              f"{size / 2**20 / inside:.1f} | {rss} MB | {ddp} MB | {build:.2f} s ({pairs:,} pairs) | "
-              f"{rate:,.0f} sequences/s |")
-    print(f"\npeak RSS relative to x{rows[0][0]}: " + ", ".join(f"x{r[0]} {r[5] / rows[0][5]:.2f}" for r in rows)
-          + "; torchrun: " + ", ".join(f"x{r[0]} {r[6] / rows[0][6]:.2f}" for r in rows))
+        print(
+            f"| {args.corpus.name} x{factor} | {size / 2**20:.1f} MB | {tokens / 1e6:.1f}M | "
+            f"{inside:.1f} s ({prep:.1f} s) | "
+            f"{size / 2**20 / inside:.1f} | {rss} MB | {ddp} MB | {build:.2f} s ({pairs:,} pairs) | "
+            f"{rate:,.0f} sequences/s |"
+        )
+    print(
+        f"\npeak RSS relative to x{rows[0][0]}: "
+        + ", ".join(f"x{r[0]} {r[5] / rows[0][5]:.2f}" for r in rows)
+        + "; torchrun: "
+        + ", ".join(f"x{r[0]} {r[6] / rows[0][6]:.2f}" for r in rows)
+    )
 
 
 if __name__ == "__main__":

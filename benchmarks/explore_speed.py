@@ -13,6 +13,7 @@ both see the same machine. The pipeline runs in fp32 (its default) in both rows.
 (issue 5): fill-mask + attention <= 20 ms for mini and <= 200 ms for base on 2 CPU cores; lab
 fill-mask / pipeline ratio <= 1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -35,8 +37,10 @@ TARGET_MS = {"mini": 20.0, "base": 200.0}
 
 def text_of_length(tokenizer, n_tokens: int) -> str:
     """A novel-style text that encodes to exactly n_tokens tokens ([CLS] and [SEP] included), one [MASK]."""
-    words = ("it was a bright cold day in april and the clocks were striking thirteen while the "
-             "captain walked along the shore of the little harbour thinking of the voyage ahead").split()
+    words = (
+        "it was a bright cold day in april and the clocks were striking thirteen while the "
+        "captain walked along the shore of the little harbour thinking of the voyage ahead"
+    ).split()
     out, i = ["[MASK]"], 0
     while len(tokenizer.encode(" ".join(out)).input_ids) < n_tokens:
         out.append(words[i % len(words)])
@@ -67,15 +71,20 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     from transformers import BertForMaskedLM, BertTokenizerFast, pipeline
     from transformers.utils import logging as hf_logging
+
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
 
-    _, tokenizer = lab.load(ROOT / "models" / "bert-lab-classroom")      # any vocabulary will do
+    _, tokenizer = lab.load(ROOT / "models" / "bert-lab-classroom")  # any vocabulary will do
     text = text_of_length(tokenizer, args.tokens)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; text of "
-          f"{len(tokenizer.encode(text).input_ids)} tokens with one [MASK]; medians of {args.repeats} calls")
-    print(f"{'model, lab':<11} {'params':>7} {'lab fill-mask':>14} {'lab attention':>14} {'lab both':>10} "
-          f"{'HF pipeline':>12} {'lab/HF':>7} {'target':>8}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads; text of "
+        f"{len(tokenizer.encode(text).input_ids)} tokens with one [MASK]; medians of {args.repeats} calls"
+    )
+    print(
+        f"{'model, lab':<11} {'params':>7} {'lab fill-mask':>14} {'lab attention':>14} {'lab both':>10} "
+        f"{'HF pipeline':>12} {'lab/HF':>7} {'target':>8}"
+    )
     for preset in args.presets:
         torch.manual_seed(0)
         cfg = lab.BertConfig.preset(preset, vocab_size=tokenizer.vocab_size)
@@ -83,7 +92,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             lab.save(model, tokenizer, tmp)
             hf_model = BertForMaskedLM.from_pretrained(tmp).eval()
-            vocab = str(Path(tmp) / "vocab.txt")        # transformers 5 takes `vocab=`, 4 `vocab_file=`
+            vocab = str(Path(tmp) / "vocab.txt")  # transformers 5 takes `vocab=`, 4 `vocab_file=`
             hf_tok = BertTokenizerFast(vocab=vocab, do_lower_case=True)
             if len(hf_tok) != tokenizer.vocab_size:
                 hf_tok = BertTokenizerFast(vocab_file=vocab, do_lower_case=True)
@@ -93,16 +102,21 @@ def main() -> None:
         lab_best = explore.fill_mask(model, tokenizer, text)[0][0][0]
         assert hf_best == lab_best, (hf_best, lab_best)
 
-        lab_calls = {"fill": lambda: explore.fill_mask(model, tokenizer, text, top_k=5),
-                     "attention": lambda: explore.attention(model, tokenizer, text)}
-        lab_calls["both"] = lambda: (lab_calls["fill"](), lab_calls["attention"]())
+        # partial binds this preset's model now (a lambda would look `model` up when called)
+        lab_fill = partial(explore.fill_mask, model, tokenizer, text, top_k=5)
+        lab_attention = partial(explore.attention, model, tokenizer, text)
+        lab_calls = {
+            "fill": lab_fill,
+            "attention": lab_attention,
+            "both": lambda lab_fill=lab_fill, lab_attention=lab_attention: (lab_fill(), lab_attention()),
+        }
         ms = {}
         for precision in ("fp32", "bf16"):
             if not explore.use_bf16(precision == "bf16") and precision == "bf16":
                 print(f"{preset:<6} bf16: this machine has no fast bf16, skipped")
                 continue
-            runs = {**lab_calls, "hf": lambda: fill(text)}
-            for fn in runs.values():                                      # warm-up
+            runs = {**lab_calls, "hf": partial(fill, text)}
+            for fn in runs.values():  # warm-up
                 for _ in range(3):
                     fn()
             # alternate blocks so that both sides see the same machine state
@@ -114,8 +128,10 @@ def main() -> None:
             target = TARGET_MS.get(preset)
             verdict = "" if target is None else f"<= {target:.0f} {'ok' if ms['both'] <= target else 'MISSED'}"
             name = f"{preset} {precision}"
-            print(f"{name:<11} {cfg.num_parameters() / 1e6:>6.1f}M {ms['fill']:>11.1f} ms {ms['attention']:>11.1f} ms "
-                  f"{ms['both']:>7.1f} ms {ms['hf']:>9.1f} ms {ms['fill'] / ms['hf']:>7.2f} {verdict:>8}")
+            print(
+                f"{name:<11} {cfg.num_parameters() / 1e6:>6.1f}M {ms['fill']:>11.1f} ms {ms['attention']:>11.1f} ms "
+                f"{ms['both']:>7.1f} ms {ms['hf']:>9.1f} ms {ms['fill'] / ms['hf']:>7.2f} {verdict:>8}"
+            )
         explore.use_bf16(False)
 
 

@@ -11,6 +11,7 @@ to_json), with the ratio. For scale, the model forward (explore.attention) and t
 Target (the dashboard): the attention request's whole server CPU <= 30 ms, which the forward,
 attention_heatmap + attention_grid, the CSV and Gradio (~12 ms) share.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,7 @@ TEXT_B = "it purred and then fell asleep in the warm sun ."
 
 
 def median_ms(fn, repeats: int) -> float:
-    fn()                                                   # warm-up: caches, first allocations
+    fn()  # warm-up: caches, first allocations
     times = []
     for _ in range(repeats):
         t = time.perf_counter()
@@ -55,23 +56,27 @@ def main() -> None:
     guesses = explore.fill_mask(model, tokenizer, "the [MASK] sat on the [MASK] .", top_k=5)
     L, A = len(att.attentions), att.attentions[0].shape[1]
     layer, head = L - 1, A - 1
-    builders = {"attention_heatmap": lambda: figures.attention_heatmap(att, layer, head),
-                "attention_grid (one layer)": lambda: figures.attention_grid(att, layer),
-                "attention_grid (all layers)": lambda: figures.attention_grid(att),
-                "head_stats_heatmaps": lambda: figures.head_stats_heatmaps(stats),
-                "ablation_heatmap": lambda: figures.ablation_heatmap(ablation),
-                "fill_mask_bars": lambda: figures.fill_mask_bars(guesses)}
+    builders = {
+        "attention_heatmap": lambda: figures.attention_heatmap(att, layer, head),
+        "attention_grid (one layer)": lambda: figures.attention_grid(att, layer),
+        "attention_grid (all layers)": lambda: figures.attention_grid(att),
+        "head_stats_heatmaps": lambda: figures.head_stats_heatmaps(stats),
+        "ablation_heatmap": lambda: figures.ablation_heatmap(ablation),
+        "fill_mask_bars": lambda: figures.fill_mask_bars(guesses),
+    }
     print(f"{Path(args.model).name}: {len(att.tokens)} tokens, {L} layers x {A} heads; medians of {args.repeats}")
     print(f"{'figure':28s} {'lab build+json':>15s} {'plotly route':>13s} {'ratio':>7s}")
     for name, build in builders.items():
         plain = build().lab_json
-        lab_ms = median_ms(lambda: build().to_json(), args.repeats)
-        plotly_ms = median_ms(lambda: go.Figure(plain).to_json(), max(10, args.repeats // 10))
+        lab_ms = median_ms(lambda build=build: build().to_json(), args.repeats)
+        plotly_ms = median_ms(lambda plain=plain: go.Figure(plain).to_json(), max(10, args.repeats // 10))
         print(f"{name:28s} {lab_ms:12.3f} ms {plotly_ms:10.2f} ms {lab_ms / plotly_ms:7.3f}")
     one = builders["attention_heatmap"]()
     forward = median_ms(lambda: explore.attention(model, tokenizer, TEXT_A, TEXT_B), 30)
-    print(f"for scale: explore.attention (the forward) {forward:.2f} ms, "
-          f"figure_csv(attention_heatmap) {median_ms(lambda: figures.figure_csv(one), args.repeats):.2f} ms")
+    print(
+        f"for scale: explore.attention (the forward) {forward:.2f} ms, "
+        f"figure_csv(attention_heatmap) {median_ms(lambda: figures.figure_csv(one), args.repeats):.2f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ says whether the last Markdown cell before it announces the time ("about ... her
 notebooks promise for long cells.
 Issue 15's goal: each notebook at most 3 minutes on the lab's 2 cores when the machine is quiet.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
-LONG = 20.0                 # seconds: cells above this must show progress and say how long they take
+LONG = 20.0  # seconds: cells above this must show progress and say how long they take
 
 
 def cell_seconds(cell) -> float | None:
@@ -36,7 +37,7 @@ def cell_seconds(cell) -> float | None:
     start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
     if not (start and end):
         return None
-    parse = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))   # noqa: E731
+    parse = lambda s: datetime.fromisoformat(s.replace("Z", "+00:00"))  # noqa: E731
     return (parse(end) - parse(start)).total_seconds()
 
 
@@ -45,8 +46,13 @@ def run(path: Path, threads: int | None) -> tuple[float, list[tuple[int, float, 
     at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
     with tempfile.TemporaryDirectory() as runs:
         nb.cells.insert(at + 1, nbformat.v4.new_code_cell(f"THREADS = {threads!r}\nRUNS = {runs!r}"))
-        client = NotebookClient(nb, kernel_name="python3", timeout=1800, record_timing=True,
-                                resources={"metadata": {"path": str(NOTEBOOKS)}})
+        client = NotebookClient(
+            nb,
+            kernel_name="python3",
+            timeout=1800,
+            record_timing=True,
+            resources={"metadata": {"path": str(NOTEBOOKS)}},
+        )
         t0 = time.perf_counter()
         client.execute()
         total = time.perf_counter() - t0
@@ -55,7 +61,9 @@ def run(path: Path, threads: int | None) -> tuple[float, list[tuple[int, float, 
         seconds = cell_seconds(cell) if cell.cell_type == "code" else None
         if seconds is not None and seconds > LONG:
             before = next((c for c in reversed(nb.cells[:i]) if c.cell_type == "markdown"), None)
-            announced = bool(before is not None and "about" in before.source.lower() and "here" in before.source.lower())
+            announced = bool(
+                before is not None and "about" in before.source.lower() and "here" in before.source.lower()
+            )
             # numbered as in the notebook file (the inserted settings cell not counted)
             long.append((i - (i > at), seconds, cell.source.strip().splitlines()[0][:70], announced))
     return total, long
@@ -76,7 +84,8 @@ def main(argv=None) -> None:
         total, long = run(path, args.threads)
         print(f"{path.stem}: {total:.0f} s{'  (over 3 minutes)' if total > 180 else ''}")
         for i, seconds, first, announced in long:
-            print(f"    cell {i}: {seconds:.0f} s  {first}{'' if announced else '   <- no “about ... here” line before it'}")
+            warning = "" if announced else "   <- no “about ... here” line before it"
+            print(f"    cell {i}: {seconds:.0f} s  {first}{warning}")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ One process, the same batches, alternating blocks of steps so that both see the 
      of a large bf16 matmul's FLOP/s measured in the same process ("MFU").
 A training step = forward + backward + gradient clipping + AdamW step.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lab  # noqa: E402
-from lab.instances import SpecialIds, mask_tokens  # noqa: E402
 from lab.device import autocast_dtype  # noqa: E402
 from lab.fast_dropout import use_fast_dropout  # noqa: E402
+from lab.instances import SpecialIds, mask_tokens  # noqa: E402
 from lab.train import TrainConfig, make_optimizer  # noqa: E402
 
 
@@ -44,10 +45,17 @@ def make_batches(vocab: int, batch: int, seq: int, n: int, seed: int = 0):
         ids = torch.randint(1000, vocab, (batch, seq), generator=g)
         ids[:, 0], ids[:, seq // 2], ids[:, -1] = 101, 102, 102
         types = torch.zeros_like(ids)
-        types[:, seq // 2 + 1:] = 1
+        types[:, seq // 2 + 1 :] = 1
         masked, labels = mask_tokens(ids, None, special, g)
-        out.append(dict(input_ids=masked, token_type_ids=types, attention_mask=torch.ones_like(ids),
-                        mlm_labels=labels, nsp_label=torch.randint(0, 2, (batch,), generator=g)))
+        out.append(
+            dict(
+                input_ids=masked,
+                token_type_ids=types,
+                attention_mask=torch.ones_like(ids),
+                mlm_labels=labels,
+                nsp_label=torch.randint(0, 2, (batch,), generator=g),
+            )
+        )
     return out
 
 
@@ -57,7 +65,7 @@ class Runner:
     def __init__(self, name, model, call, dtype):
         self.name, self.model, self.call, self.dtype = name, model.train(), call, dtype
         if isinstance(model, lab.model.BertPreTrainedModel):
-            use_fast_dropout(model)           # the lab's models as lab.train.train() runs them
+            use_fast_dropout(model)  # the lab's models as lab.train.train() runs them
         self.opt = make_optimizer(model, TrainConfig(lr=1e-4))
         self.seconds, self.tokens, self.steps, self.flops = 0.0, 0, 0, 0.0
 
@@ -92,8 +100,13 @@ def lab_call(model, b):
 
 
 def qa_call(model, b):
-    return model(input_ids=b["input_ids"], token_type_ids=b["token_type_ids"], attention_mask=b["attention_mask"],
-                 start_positions=b["start_positions"], end_positions=b["end_positions"]).loss
+    return model(
+        input_ids=b["input_ids"],
+        token_type_ids=b["token_type_ids"],
+        attention_mask=b["attention_mask"],
+        start_positions=b["start_positions"],
+        end_positions=b["end_positions"],
+    ).loss
 
 
 def qa_batches(vocab: int, batch: int, seq: int, n: int, seed: int = 0):
@@ -109,24 +122,35 @@ def qa_batches(vocab: int, batch: int, seq: int, n: int, seed: int = 0):
         mask = torch.ones_like(ids)
         mask[::2, 200:] = 0
         start = torch.randint(32, 190, (batch,), generator=g)
-        out.append(dict(input_ids=ids, token_type_ids=types, attention_mask=mask, start_positions=start,
-                        end_positions=start + torch.randint(0, 8, (batch,), generator=g)))
+        out.append(
+            dict(
+                input_ids=ids,
+                token_type_ids=types,
+                attention_mask=mask,
+                start_positions=start,
+                end_positions=start + torch.randint(0, 8, (batch,), generator=g),
+            )
+        )
     return out
 
 
 def hf_call(model, b):
-    return model(input_ids=b["input_ids"], token_type_ids=b["token_type_ids"],
-                 attention_mask=b["attention_mask"], labels=b["mlm_labels"],
-                 next_sentence_label=b["nsp_label"]).loss
+    return model(
+        input_ids=b["input_ids"],
+        token_type_ids=b["token_type_ids"],
+        attention_mask=b["attention_mask"],
+        labels=b["mlm_labels"],
+        next_sentence_label=b["nsp_label"],
+    ).loss
 
 
 def compare(runners, batches, rounds):
-    for r in runners:                         # warm-up: one-off allocations, kernels
+    for r in runners:  # warm-up: one-off allocations, kernels
         for b in batches[:2]:
             r.step(b)
     per = max(1, len(batches) // rounds)
-    for i in range(rounds):                   # alternate blocks so both see the same machine state
-        chunk = batches[i * per:(i + 1) * per]
+    for i in range(rounds):  # alternate blocks so both see the same machine state
+        chunk = batches[i * per : (i + 1) * per]
         for r in runners:
             r.measure(chunk)
 
@@ -137,11 +161,12 @@ def matmul_flops(dtype=torch.bfloat16, n=4096, reps=5) -> float:
     t0 = time.perf_counter()
     for _ in range(reps):
         a @ b
-    return 2 * n ** 3 * reps / (time.perf_counter() - t0)
+    return 2 * n**3 * reps / (time.perf_counter() - t0)
 
 
 def step_flops(runner, batch) -> float:
     from torch.utils.flop_counter import FlopCounterMode
+
     with FlopCounterMode(display=False) as counter:
         ctx = torch.autocast("cpu", dtype=runner.dtype) if runner.dtype else contextlib.nullcontext()
         with ctx:
@@ -163,6 +188,7 @@ def main(argv=None):
     ap.add_argument("--no-qa", action="store_true", help="skip the MiniLM-shape fine-tuning rows")
     args = ap.parse_args(argv)
     import transformers
+
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -171,19 +197,25 @@ def main(argv=None):
     torch.manual_seed(0)
     ours = lab.BertForPreTraining(cfg)
     theirs = transformers.BertForPreTraining(hf_cfg)
-    theirs.load_state_dict(ours.state_dict(), strict=False)     # same weights (decoder tied)
-    no_dropout = lab.BertForPreTraining(lab.BertConfig.preset(
-        args.preset, vocab_size=args.vocab, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0))
+    theirs.load_state_dict(ours.state_dict(), strict=False)  # same weights (decoder tied)
+    no_dropout = lab.BertForPreTraining(
+        lab.BertConfig.preset(
+            args.preset, vocab_size=args.vocab, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+        )
+    )
     no_dropout.load_state_dict(ours.state_dict())
     batches = make_batches(args.vocab, args.batch, args.seq, args.steps + 2)
     bf16 = autocast_dtype("auto", torch.device("cpu"))
-    print(f"BERT-{args.preset} shape (L={cfg.num_hidden_layers} H={cfg.hidden_size} A={cfg.num_attention_heads}), "
-          f"vocab {args.vocab}, batch {args.batch} x {args.seq} tokens, {torch.get_num_threads()} CPU threads, "
-          f"torch {torch.__version__}, transformers {transformers.__version__}")
+    print(
+        f"BERT-{args.preset} shape (L={cfg.num_hidden_layers} H={cfg.hidden_size} A={cfg.num_attention_heads}), "
+        f"vocab {args.vocab}, batch {args.batch} x {args.seq} tokens, {torch.get_num_threads()} CPU threads, "
+        f"torch {torch.__version__}, transformers {transformers.__version__}"
+    )
     print(f"lab default precision on this CPU: {bf16 or 'fp32'}\n")
 
-    hf_default = Runner("transformers at its defaults (fp32, MLM logits at every position, dropout 0.1)",
-                        theirs, hf_call, None)
+    hf_default = Runner(
+        "transformers at its defaults (fp32, MLM logits at every position, dropout 0.1)", theirs, hf_call, None
+    )
     lab_same = Runner("lab, same model (dropout 0.1), its defaults: autocast, sparse MLM", ours, lab_call, bf16)
     lab_recipe = Runner("lab, as the classroom recipe runs it (no dropout)", no_dropout, lab_call, bf16)
     compare([lab_same, lab_recipe, hf_default], batches, rounds=4)
@@ -205,7 +237,7 @@ def main(argv=None):
     rows.append((lab_bf16, hf_bf16))
 
     peak = matmul_flops()
-    flops = step_flops(lab_recipe, batches[0])        # the same FLOPs for every pre-training row
+    flops = step_flops(lab_recipe, batches[0])  # the same FLOPs for every pre-training row
     for a, _ in rows:
         a.flops = flops
     if not args.no_qa:
@@ -215,27 +247,31 @@ def main(argv=None):
     print("|---|---:|---:|---|---:|---:|")
     for a, b in rows:
         achieved = a.flops * a.steps_per_s
-        print(f"| {a.name} | {a.tokens_per_s:,.0f} | {achieved / peak:.2f} | {b.name} | {b.tokens_per_s:,.0f} | "
-              f"{a.tokens_per_s / b.tokens_per_s:.1f}x |")
+        print(
+            f"| {a.name} | {a.tokens_per_s:,.0f} | {achieved / peak:.2f} | {b.name} | {b.tokens_per_s:,.0f} | "
+            f"{a.tokens_per_s / b.tokens_per_s:.1f}x |"
+        )
     print(f"\nMFU = model FLOP/s (FlopCounterMode: {flops / 1e9:.2f} GFLOP per pre-training step) / the matmul rate")
 
 
 def qa_rows(args):
     """Fine-tuning rows at the MiniLM shape (see the module docstring)."""
     import transformers
+
     torch.manual_seed(0)
-    shape = dict(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
-                 intermediate_size=1536)
+    shape = dict(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536)
     ours = lab.BertForQuestionAnswering(lab.BertConfig(**shape))
-    no_dropout = lab.BertForQuestionAnswering(lab.BertConfig(**shape, hidden_dropout_prob=0.0,
-                                                            attention_probs_dropout_prob=0.0))
+    no_dropout = lab.BertForQuestionAnswering(
+        lab.BertConfig(**shape, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    )
     no_dropout.load_state_dict(ours.state_dict())
     theirs = transformers.BertForQuestionAnswering(transformers.BertConfig(**shape))
     theirs.load_state_dict(ours.state_dict(), strict=False)
     batches = qa_batches(30522, 16, 256, max(6, args.steps // 2) + 2)
     bf16 = autocast_dtype("auto", torch.device("cpu"))
-    lab_ft = Runner("MiniLM shape, QA fine-tuning, 16 x 256: lab at its defaults (dropout 0.1, bf16)",
-                    ours, qa_call, bf16)
+    lab_ft = Runner(
+        "MiniLM shape, QA fine-tuning, 16 x 256: lab at its defaults (dropout 0.1, bf16)", ours, qa_call, bf16
+    )
     lab_nd = Runner("MiniLM shape, QA fine-tuning: lab without dropout", no_dropout, qa_call, bf16)
     hf = Runner("transformers BertForQuestionAnswering at its defaults (fp32, dropout 0.1)", theirs, qa_call, None)
     compare([lab_ft, lab_nd, hf], batches, rounds=2)

@@ -9,6 +9,7 @@ On a GPU machine many CPU-sized runs fit side by side: give each the number of s
 the same settings reach in 15 minutes on a 2-core CPU (measured with
 benchmarks/pretrain_speed.py), and the table predicts the CPU result step for step.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,14 +21,27 @@ from pathlib import Path
 
 
 def summarise(run: Path) -> dict:
-    evals = [json.loads(l) for l in (run / "metrics.jsonl").read_text().splitlines()
-             if l.strip() and json.loads(l)["split"] == "eval"] if (run / "metrics.jsonl").is_file() else []
+    evals = (
+        [
+            json.loads(l)
+            for l in (run / "metrics.jsonl").read_text().splitlines()
+            if l.strip() and json.loads(l)["split"] == "eval"
+        ]
+        if (run / "metrics.jsonl").is_file()
+        else []
+    )
     if not evals:
         return {}
     last = evals[-1]
     curve = " ".join(f"{e['step']}:{e['mlm_acc_masked']:.3f}" for e in evals)
-    return {"step": last["step"], "mlm_acc": last["mlm_acc"], "mlm_acc_masked": last["mlm_acc_masked"],
-            "nsp_acc": last.get("nsp_acc", float("nan")), "mlm_loss": last["mlm_loss"], "curve": curve}
+    return {
+        "step": last["step"],
+        "mlm_acc": last["mlm_acc"],
+        "mlm_acc_masked": last["mlm_acc_masked"],
+        "nsp_acc": last.get("nsp_acc", float("nan")),
+        "mlm_loss": last["mlm_loss"],
+        "curve": curve,
+    }
 
 
 def main(argv=None) -> int:
@@ -47,9 +61,24 @@ def main(argv=None) -> int:
     while pending or running:
         while pending and len(running) < args.parallel:
             job = pending.pop(0)
-            cmd = [sys.executable, "-m", "lab", "pretrain", "--corpus", args.corpus, "--tokenizer", args.tokenizer,
-                   "--out", str(args.out / job["name"]), "--device", args.device, "--threads", str(args.threads),
-                   "--no-progress", *job["args"]]
+            cmd = [
+                sys.executable,
+                "-m",
+                "lab",
+                "pretrain",
+                "--corpus",
+                args.corpus,
+                "--tokenizer",
+                args.tokenizer,
+                "--out",
+                str(args.out / job["name"]),
+                "--device",
+                args.device,
+                "--threads",
+                str(args.threads),
+                "--no-progress",
+                *job["args"],
+            ]
             log = open(args.out / f"{job['name']}.log", "w")
             running.append((job, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT), log))
             print(f"[{time.time() - t0:6.0f}s] start {job['name']}: {' '.join(job['args'])}", flush=True)
@@ -65,8 +94,10 @@ def main(argv=None) -> int:
     for job in grid:
         s = summarise(args.out / job["name"])
         if s:
-            print(f"| {job['name']} | `{' '.join(job['args'])}` | {s['step']} | {s['mlm_acc']:.3f} | "
-                  f"{s['mlm_acc_masked']:.3f} | {s['nsp_acc']:.3f} | {s['mlm_loss']:.3f} |")
+            print(
+                f"| {job['name']} | `{' '.join(job['args'])}` | {s['step']} | {s['mlm_acc']:.3f} | "
+                f"{s['mlm_acc_masked']:.3f} | {s['nsp_acc']:.3f} | {s['mlm_loss']:.3f} |"
+            )
         else:
             print(f"| {job['name']} | `{' '.join(job['args'])}` | failed | | | | |")
     print("\ncurves (step:MLM acc at [MASK]):")

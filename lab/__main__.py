@@ -18,6 +18,7 @@ it (`batch_size` -> `--batch-size`), typed by its annotation, its help text the 
 `setting(default, help)` (lab.config: the field's metadata["help"]), its default the
 dataclass's (or the recipe's). Settings are declared once, there.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,14 @@ from .checkpoint import load, saved_model_class
 from .config import PRESETS
 from .datasets import resolve_corpus
 from .device import PRECISIONS
-from .finetune import (FINETUNE_TRAINING, ClassificationConfig, QAConfig, evaluate_saved,
-                       finetune_classification, finetune_qa)
+from .finetune import (
+    FINETUNE_TRAINING,
+    ClassificationConfig,
+    QAConfig,
+    evaluate_saved,
+    finetune_classification,
+    finetune_qa,
+)
 from .hub import resolve_model
 from .plots import training_curves
 from .prepare import prepare
@@ -43,10 +50,14 @@ from .tokenizer import Tokenizer
 from .train import TrainConfig
 
 # Fields whose values come from a fixed set (the modules that use them define the sets).
-CHOICES = {"precision": PRECISIONS, "preset": tuple(PRESETS), "position_init": POSITION_INITS,
-           "mode": ("finetune", "features")}
-RENAMED = {"out_dir": "out"}             # TrainConfig.out_dir is --out on the command line
-REQUIRED = {"out_dir"}                   # a run always says where it goes
+CHOICES = {
+    "precision": PRECISIONS,
+    "preset": tuple(PRESETS),
+    "position_init": POSITION_INITS,
+    "mode": ("finetune", "features"),
+}
+RENAMED = {"out_dir": "out"}  # TrainConfig.out_dir is --out on the command line
+REQUIRED = {"out_dir"}  # a run always says where it goes
 
 
 # ----------------------------------------------------------------------------------------
@@ -63,8 +74,9 @@ def arg_type(hint) -> tuple[type, int | None]:
     return (hint if hint in (int, float, str, bool) else str), None
 
 
-def add_config_args(parser: argparse.ArgumentParser, cls, base=None, title: str | None = None,
-                    skip: tuple[str, ...] = ()) -> None:
+def add_config_args(
+    parser: argparse.ArgumentParser, cls, base=None, title: str | None = None, skip: tuple[str, ...] = ()
+) -> None:
     """One flag per field of the dataclass `cls`; the default shown is `base`'s value. Flags
     default to None (bools: None too), so that only the options given explicitly override."""
     group = parser.add_argument_group(title or cls.__name__)
@@ -74,7 +86,7 @@ def add_config_args(parser: argparse.ArgumentParser, cls, base=None, title: str 
         meaning = f.metadata.get("help", "")
         if f.name in skip:
             continue
-        if f.name in taken:                          # e.g. --seed sets every config that has one
+        if f.name in taken:  # e.g. --seed sets every config that has one
             taken[f.name].help += f"; also {cls.__name__}'s: {meaning}"
             continue
         typ, nargs = arg_type(hints[f.name])
@@ -85,14 +97,25 @@ def add_config_args(parser: argparse.ArgumentParser, cls, base=None, title: str 
         if typ is bool:
             group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         else:
-            group.add_argument(flag, dest=f.name, type=typ, nargs=nargs, default=None, required=required,
-                               choices=CHOICES.get(f.name), help=help_text)
+            group.add_argument(
+                flag,
+                dest=f.name,
+                type=typ,
+                nargs=nargs,
+                default=None,
+                required=required,
+                choices=CHOICES.get(f.name),
+                help=help_text,
+            )
 
 
 def given(args, cls) -> dict:
     """The fields of `cls` that were given on the command line."""
-    return {f.name: (tuple(v) if isinstance(v, list) else v) for f in dataclasses.fields(cls)
-            if (v := getattr(args, f.name, None)) is not None}
+    return {
+        f.name: (tuple(v) if isinstance(v, list) else v)
+        for f in dataclasses.fields(cls)
+        if (v := getattr(args, f.name, None)) is not None
+    }
 
 
 def train_config(args, base: TrainConfig) -> TrainConfig:
@@ -115,44 +138,70 @@ def cmd_pretrain(args) -> int:
         train = given(args, TrainConfig)
         if "steps" in train:
             train["minutes"] = None
-        result = run_recipe(args.recipe, args.corpus, args.out_dir, given(args, PretrainConfig), train,
-                            resume=args.resume, tokenizer_dir=args.tokenizer, init_from=args.init_from, log=_log)
+        result = run_recipe(
+            args.recipe,
+            args.corpus,
+            args.out_dir,
+            given(args, PretrainConfig),
+            train,
+            resume=args.resume,
+            tokenizer_dir=args.tokenizer,
+            init_from=args.init_from,
+            log=_log,
+        )
     else:
         tc = train_config(args, TrainConfig())
         if tc.steps is None and tc.minutes is None:
             raise ValueError("give --steps or --minutes (or a --recipe)")
-        result = pretrain(args.corpus, PretrainConfig(**given(args, PretrainConfig)), tc, resume=args.resume,
-                          tokenizer_dir=args.tokenizer, init_from=args.init_from, log=_log)
+        result = pretrain(
+            args.corpus,
+            PretrainConfig(**given(args, PretrainConfig)),
+            tc,
+            resume=args.resume,
+            tokenizer_dir=args.tokenizer,
+            init_from=args.init_from,
+            log=_log,
+        )
     _log("final held-out evaluation: " + json.dumps({k: round(v, 4) for k, v in result.items()}))
     return 0
 
 
 def cmd_prepare(args) -> int:
     corpus = resolve_corpus(args.corpus)
-    tokenizer = Tokenizer.load(resolve_model(args.tokenizer, weights=False))   # a path or a Hub id
+    tokenizer = Tokenizer.load(resolve_model(args.tokenizer, weights=False))  # a path or a Hub id
     prepare(corpus, tokenizer, args.out, workers=args.workers, log=_log)
     return 0
 
 
 def cmd_finetune_cls(args) -> int:
-    result = finetune_classification(ClassificationConfig(**given(args, ClassificationConfig)),
-                                     train_config(args, FINETUNE_TRAINING), resume=args.resume, log=_log)
+    result = finetune_classification(
+        ClassificationConfig(**given(args, ClassificationConfig)),
+        train_config(args, FINETUNE_TRAINING),
+        resume=args.resume,
+        log=_log,
+    )
     _log("final dev evaluation: " + json.dumps({k: round(v, 4) for k, v in result.items()}))
     return 0
 
 
 def cmd_finetune_qa(args) -> int:
-    result = finetune_qa(QAConfig(**given(args, QAConfig)), train_config(args, FINETUNE_TRAINING),
-                         resume=args.resume, log=_log)
+    result = finetune_qa(
+        QAConfig(**given(args, QAConfig)), train_config(args, FINETUNE_TRAINING), resume=args.resume, log=_log
+    )
     _log("final evaluation (held-out articles): " + json.dumps({k: round(v, 4) for k, v in result.items()}))
     return 0
 
 
 def cmd_eval(args) -> int:
-    kind = saved_model_class(args.model)                 # from config.json: weights are read once, below
+    kind = saved_model_class(args.model)  # from config.json: weights are read once, below
     if kind in ("BertForSequenceClassification", "BertForQuestionAnswering"):
-        result = evaluate_saved(args.model, args.data, max_seq_length=args.max_seq_length,
-                                train_articles=args.train_articles, eval_limit=args.limit)
+        result = evaluate_saved(
+            args.model,
+            args.data,
+            max_seq_length=args.max_seq_length,
+            train_articles=args.train_articles,
+            eval_limit=args.limit,
+        )
     else:
         if not args.data:
             raise ValueError("give the corpus to evaluate on with --corpus (a text file/folder or catalog name)")
@@ -184,47 +233,73 @@ def _log(msg: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m lab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("prepare", help="tokenize a corpus once into memory-mapped arrays (pretrain reads them lazily)")
-    p.add_argument("--corpus", required=True, help="a text file or folder, or a catalog name (novels, wikitext-103, ...)")
+    p.add_argument(
+        "--corpus", required=True, help="a text file or folder, or a catalog name (novels, wikitext-103, ...)"
+    )
     p.add_argument("--tokenizer", required=True, help="the vocabulary: a model or tokenizer directory, or a vocab.txt")
     p.add_argument("--out", required=True, help="folder to write (tokens.bin, sentences.npy, documents.npy, meta.json)")
     p.add_argument("--workers", type=int, help="processes reading the text (default: every core)")
     p.set_defaults(func=cmd_prepare)
 
     p = sub.add_parser("pretrain", help="pre-train a BERT with masked LM + next sentence prediction")
-    p.add_argument("--corpus", required=True,
-                   help="a text file or folder, a catalog name (novels, wikitext-2, wikitext-103), or a folder "
-                        "made by `prepare` (otherwise it is prepared on first use and cached)")
-    p.add_argument("--recipe", choices=list(RECIPES), help="named settings (see README); explicit options override them")
+    p.add_argument(
+        "--corpus",
+        required=True,
+        help="a text file or folder, a catalog name (novels, wikitext-2, wikitext-103), or a folder "
+        "made by `prepare` (otherwise it is prepared on first use and cached)",
+    )
+    p.add_argument(
+        "--recipe", choices=list(RECIPES), help="named settings (see README); explicit options override them"
+    )
     p.add_argument("--tokenizer", help="use this vocab.txt / tokenizer directory instead of training one")
-    p.add_argument("--init-from", help="start from this model directory (weights + vocabulary) instead of a random init")
+    p.add_argument(
+        "--init-from", help="start from this model directory (weights + vocabulary) instead of a random init"
+    )
     p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
     add_config_args(p, PretrainConfig, title="model and data (PretrainConfig)")
     add_config_args(p, TrainConfig, title="training loop (TrainConfig)")
     p.set_defaults(func=cmd_pretrain)
 
     for name, task_cls, func, what in (
-            ("finetune-cls", ClassificationConfig, cmd_finetune_cls,
-             "fine-tune (or train a frozen-feature classifier) on a TSV/CSV task"),
-            ("finetune-qa", QAConfig, cmd_finetune_qa, "fine-tune for extractive question answering (SQuAD)")):
+        (
+            "finetune-cls",
+            ClassificationConfig,
+            cmd_finetune_cls,
+            "fine-tune (or train a frozen-feature classifier) on a TSV/CSV task",
+        ),
+        ("finetune-qa", QAConfig, cmd_finetune_qa, "fine-tune for extractive question answering (SQuAD)"),
+    ):
         p = sub.add_parser(name, help=what)
         p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
         add_config_args(p, task_cls, title=f"task ({task_cls.__name__})")
         add_config_args(p, TrainConfig, base=FINETUNE_TRAINING, title="training loop (TrainConfig)")
         p.set_defaults(func=func)
 
-    p = sub.add_parser("eval", help="re-measure a saved model: MLM/NSP accuracy on a corpus (pre-trained), "
-                                    "accuracy on a TSV/CSV (classifier), EM/F1 on held-out SQuAD articles (QA)")
+    p = sub.add_parser(
+        "eval",
+        help="re-measure a saved model: MLM/NSP accuracy on a corpus (pre-trained), "
+        "accuracy on a TSV/CSV (classifier), EM/F1 on held-out SQuAD articles (QA)",
+    )
     p.add_argument("--model", required=True, help="HF-layout model directory")
-    p.add_argument("--corpus", "--data", dest="data",
-                   help="pre-trained model: text file/folder or catalog name; classifier: dev TSV/CSV; "
-                        "QA: SQuAD JSON (default for fine-tuned models: the data in their task_config.json)")
-    p.add_argument("--split", choices=["all", "held-out"], default="all",
-                   help="held-out: the documents the model's pre-training run held out")
+    p.add_argument(
+        "--corpus",
+        "--data",
+        dest="data",
+        help="pre-trained model: text file/folder or catalog name; classifier: dev TSV/CSV; "
+        "QA: SQuAD JSON (default for fine-tuned models: the data in their task_config.json)",
+    )
+    p.add_argument(
+        "--split",
+        choices=["all", "held-out"],
+        default="all",
+        help="held-out: the documents the model's pre-training run held out",
+    )
     p.add_argument("--limit", type=int, help="evaluate at most this many instances / questions")
     p.add_argument("--train-articles", type=int, help="QA: the first N articles trained (the rest evaluate)")
     p.add_argument("--max-seq-length", type=int, help="fine-tuned models: sequence length (default: the run's)")

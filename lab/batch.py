@@ -17,12 +17,13 @@ exactly the batches it would have seen: step s lives in epoch e = s // steps_per
 order of epoch e is a permutation seeded by (seed, e), and under torchrun rank r takes rows
 [r * batch_size, (r + 1) * batch_size) of the global batch.
 """
+
 from __future__ import annotations
 
 import functools
 import hashlib
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -38,18 +39,18 @@ class Batch(dict):
         except KeyError:
             raise AttributeError(f"this batch has no field {name!r} (it has {', '.join(self)})") from None
 
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> "Batch":
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> Batch:
         """The same batch on `device`; non_blocking copies overlap with compute from pinned memory."""
         return Batch({k: v.to(device, non_blocking=non_blocking) for k, v in self.items()})
 
-    def pin_memory(self) -> "Batch":
+    def pin_memory(self) -> Batch:
         """Page-locked host memory, so that a copy to the GPU can be asynchronous."""
         return Batch({k: v.pin_memory() for k, v in self.items()})
 
     def as_dict(self) -> dict[str, torch.Tensor]:
         return dict(self)
 
-    def rows(self, index) -> "Batch":
+    def rows(self, index) -> Batch:
         """A slice of the rows (e.g. this rank's share of a global batch)."""
         return Batch({k: v[index] for k, v in self.items()})
 
@@ -73,8 +74,9 @@ def padded_length(longest: int, pad_to_multiple_of: int | None = 8, max_length: 
     return min(T, max_length) if max_length is not None else T
 
 
-def pad_rows(rows: Sequence[Sequence[int]], pad_id: int, pad_to_multiple_of: int | None = 8,
-             max_length: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def pad_rows(
+    rows: Sequence[Sequence[int]], pad_id: int, pad_to_multiple_of: int | None = 8, max_length: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Rows of ids -> (ids, attention_mask), both (B, T) long, right-padded with pad_id.
 
     T = the longest row rounded up to a multiple of `pad_to_multiple_of` (kernels like round
@@ -84,11 +86,11 @@ def pad_rows(rows: Sequence[Sequence[int]], pad_id: int, pad_to_multiple_of: int
     if not rows:
         raise ValueError("nothing to pad: the batch is empty")
     T = padded_length(max(len(r) for r in rows), pad_to_multiple_of, max_length)
-    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)          # (B, T)
-    mask = torch.zeros((len(rows), T), dtype=torch.long)                # (B, T)
+    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)  # (B, T)
+    mask = torch.zeros((len(rows), T), dtype=torch.long)  # (B, T)
     for i, r in enumerate(rows):
-        ids[i, :len(r)] = torch.as_tensor(r, dtype=torch.long)
-        mask[i, :len(r)] = 1
+        ids[i, : len(r)] = torch.as_tensor(r, dtype=torch.long)
+        mask[i, : len(r)] = 1
     return ids, mask
 
 
@@ -118,13 +120,22 @@ def steps_per_epoch(n: int, global_batch_size: int, drop_last: bool = True) -> i
     """Global batches per epoch: n // g (drop_last) or ceil(n / g) (the last one wraps around)."""
     per = n // global_batch_size if drop_last else math.ceil(n / global_batch_size)
     if per == 0:
-        raise ValueError(f"{n} examples do not fill one global batch of {global_batch_size}: "
-                         f"use more data or a smaller batch")
+        raise ValueError(
+            f"{n} examples do not fill one global batch of {global_batch_size}: use more data or a smaller batch"
+        )
     return per
 
 
-def step_indices(n: int, batch_size: int, step: int, seed: int, rank: int = 0, world_size: int = 1,
-                 drop_last: bool = True, shuffle: bool = True) -> list[int]:
+def step_indices(
+    n: int,
+    batch_size: int,
+    step: int,
+    seed: int,
+    rank: int = 0,
+    world_size: int = 1,
+    drop_last: bool = True,
+    shuffle: bool = True,
+) -> list[int]:
     """The example indices this rank puts in the batch of global step `step`.
 
     The global batch (batch_size * world_size rows) of step s takes positions

@@ -44,6 +44,7 @@ In the dashboard and in JupyterLab the page goes into an <iframe srcdoc> (iframe
 gr.HTML runs no <script>, JupyterLab's HTML output runs scripts only in trusted notebooks, and
 inside an iframe the `require` shim cannot clash with the host page's own.
 """
+
 from __future__ import annotations
 
 import html
@@ -72,14 +73,14 @@ MODEL_VIEW_LIMIT = 250_000
 # slow to switch on a busy 2-core machine. 128 = BERT's pre-training sequence length.
 NEURON_VIEW_LIMIT = 1_000_000
 NEURON_VIEW_MAX_TOKENS = 128
-DECIMALS = 3                          # digits kept of each attention weight
-MAX_FRAME_HEIGHT = 2400               # px; a taller view scrolls inside its iframe
-_THUMBNAIL_ROW = "config.thumbnailBoxHeight = 7 * (12 / config.totalHeads);"    # bertviz 1.4's model view
-THUMBNAIL_ROW_JS = "Math.min(7, 7 * (12 / config.totalHeads))"                     # px per token, here
+DECIMALS = 3  # digits kept of each attention weight
+MAX_FRAME_HEIGHT = 2400  # px; a taller view scrolls inside its iframe
+_THUMBNAIL_ROW = "config.thumbnailBoxHeight = 7 * (12 / config.totalHeads);"  # bertviz 1.4's model view
+THUMBNAIL_ROW_JS = "Math.min(7, 7 * (12 / config.totalHeads))"  # px per token, here
 
 _VIEWS = ("head", "model", "neuron")
-_PARAMS_MARKER = "PYTHON_PARAMS"      # bertviz's placeholder for its data in {head,model}_view.js
-_SCRIPT_OPEN = '\n<script type="text/javascript">\n'   # how bertviz 1.4 wraps its script
+_PARAMS_MARKER = "PYTHON_PARAMS"  # bertviz's placeholder for its data in {head,model}_view.js
+_SCRIPT_OPEN = '\n<script type="text/javascript">\n'  # how bertviz 1.4 wraps its script
 _SCRIPT_CLOSE = "\n</script>\n"
 _CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
 
@@ -135,29 +136,39 @@ window.addEventListener("error", function (e) {
 # ----------------------------------------------------------------------------------------
 # The pages
 # ----------------------------------------------------------------------------------------
-def head_view_html(attentions, tokens: list[str], sentence_b_start: int | None = None, *,
-                   layer: int | None = None, heads: list[int] | None = None,
-                   decimals: int = DECIMALS, limit: int = HEAD_VIEW_LIMIT) -> str:
+def head_view_html(
+    attentions,
+    tokens: list[str],
+    sentence_b_start: int | None = None,
+    *,
+    layer: int | None = None,
+    heads: list[int] | None = None,
+    decimals: int = DECIMALS,
+    limit: int = HEAD_VIEW_LIMIT,
+) -> str:
     """bertviz's head view (one layer's heads as lines between the tokens) as a complete HTML
     document that draws with no network. attentions: L x [1, heads, T, T] (bertviz format,
     explore.attention().attentions); tokens: T strings; sentence_b_start: index of b's first
     token for a pair (adds bertviz's "Sentence A -> Sentence B" filters)."""
-    return _page("head", attentions, tokens, sentence_b_start, decimals, limit,
-                 layer=layer, heads=heads)
+    return _page("head", attentions, tokens, sentence_b_start, decimals, limit, layer=layer, heads=heads)
 
 
-def model_view_html(attentions, tokens: list[str], sentence_b_start: int | None = None, *,
-                    display_mode: str = "light", decimals: int = DECIMALS,
-                    limit: int = MODEL_VIEW_LIMIT) -> str:
+def model_view_html(
+    attentions,
+    tokens: list[str],
+    sentence_b_start: int | None = None,
+    *,
+    display_mode: str = "light",
+    decimals: int = DECIMALS,
+    limit: int = MODEL_VIEW_LIMIT,
+) -> str:
     """bertviz's model view (every layer x head as a thumbnail; click one to enlarge) as a
     complete HTML document that draws with no network. Same inputs as head_view_html;
     display_mode "light" (default here, to sit on a white page) or "dark" (bertviz's default)."""
-    return _page("model", attentions, tokens, sentence_b_start, decimals, limit,
-                 display_mode=display_mode)
+    return _page("model", attentions, tokens, sentence_b_start, decimals, limit, display_mode=display_mode)
 
 
-def _page(view: str, attentions, tokens, sentence_b_start, decimals: int, limit: int,
-          **options) -> str:
+def _page(view: str, attentions, tokens, sentence_b_start, decimals: int, limit: int, **options) -> str:
     """Check the size, let bertviz build its page, and rebuild it around local scripts."""
     attentions, tokens = _checked(attentions, tokens, sentence_b_start)
     _check_size(view, attentions, limit)
@@ -172,17 +183,29 @@ def _document(view: str, markup: str, view_js: str) -> str:
     """The page: the local libraries and the shim, bertviz's markup, then its script."""
     d3, jquery = library_sources()
     scripts = "".join(_script(js) for js in (_ERROR_NOTE, jquery, d3, _REQUIRE_SHIM))
-    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
-            f"<title>bertviz {view} view</title></head>\n"
-            f'<body style="margin:8px;background:white">\n{scripts}{markup}{_script(view_js)}'
-            f"</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        f"<title>bertviz {view} view</title></head>\n"
+        f'<body style="margin:8px;background:white">\n{scripts}{markup}{_script(view_js)}'
+        f"</body></html>\n"
+    )
 
 
-def neuron_view_html(queries, keys, attentions, tokens: list[str], sentence_b_start: int | None = None, *,
-                     layer: int | None = None, head: int | None = None, display_mode: str = "light",
-                     decimals: int = DECIMALS, limit: int = NEURON_VIEW_LIMIT,
-                     max_tokens: int = NEURON_VIEW_MAX_TOKENS) -> str:
+def neuron_view_html(
+    queries,
+    keys,
+    attentions,
+    tokens: list[str],
+    sentence_b_start: int | None = None,
+    *,
+    layer: int | None = None,
+    head: int | None = None,
+    display_mode: str = "light",
+    decimals: int = DECIMALS,
+    limit: int = NEURON_VIEW_LIMIT,
+    max_tokens: int = NEURON_VIEW_MAX_TOKENS,
+) -> str:
     """bertviz's neuron view (one head: its attention as lines; click + beside a token to see its
     query, every key, their element-wise products and q.k / sqrt(d)) as a complete HTML document
     that draws with no network. queries, keys: L x [1, heads, T, d], attentions: L x [1, heads,
@@ -194,31 +217,41 @@ def neuron_view_html(queries, keys, attentions, tokens: list[str], sentence_b_st
     L, A, T, d = len(attentions), attentions[0].shape[1], len(tokens), queries[0].shape[-1]
     for name, value, count in (("layer", layer, L), ("head", head, A)):
         if value is not None and not (isinstance(value, numbers.Integral) and 0 <= value < count):
-            raise ValueError(f"{name} must be one of 0..{count - 1} (this model has {count} {name}s), "
-                             f"got {value!r}")
-    layer, head = (None if v is None else int(v) for v in (layer, head))      # numpy ints -> JSON
+            raise ValueError(f"{name} must be one of 0..{count - 1} (this model has {count} {name}s), got {value!r}")
+    layer, head = (None if v is None else int(v) for v in (layer, head))  # numpy ints -> JSON
     if display_mode not in ("light", "dark"):
         raise ValueError(f"display_mode must be 'light' or 'dark', got {display_mode!r}")
     pair = sentence_b_start is not None
     _check_neuron_size(L, A, T, d, pair, limit, max_tokens)
-    params = {"attention": neuron_view_data(queries, keys, attentions, tokens, sentence_b_start, decimals),
-              "default_filter": "all", "root_div_id": _NEURON_ROOT, "bidirectional": True,
-              "display_mode": display_mode, "layer": layer, "head": head}
+    params = {
+        "attention": neuron_view_data(queries, keys, attentions, tokens, sentence_b_start, decimals),
+        "default_filter": "all",
+        "root_div_id": _NEURON_ROOT,
+        "bidirectional": True,
+        "display_mode": display_mode,
+        "layer": layer,
+        "head": head,
+    }
     template = _package_file("bertviz", "neuron_view.js", pip="bertviz").read_text(encoding="utf-8")
     found = re.search(r"require\.config\(\{.*?\}\);", template, flags=re.S)
     if not found or "const params = window.bertviz_params" not in template:
         import bertviz
-        raise RuntimeError(f"bertviz {getattr(bertviz, '__version__', '?')} builds its neuron view "
-                           f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating")
+
+        raise RuntimeError(
+            f"bertviz {getattr(bertviz, '__version__', '?')} builds its neuron view "
+            f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating"
+        )
     # bertviz's show() sets window.bertviz_params in a script of its own, then runs neuron_view.js
-    view_js = (f"window.bertviz_params = {json_for_script(params)};\n"
-               f"{template[:found.start()]}{template[found.end():]}")
+    view_js = (
+        f"window.bertviz_params = {json_for_script(params)};\n{template[: found.start()]}{template[found.end() :]}"
+    )
     markup = _NEURON_MARKUP.format(root=_NEURON_ROOT, filters=_NEURON_FILTERS if pair else "")
     return _document("neuron", markup, view_js)
 
 
-def neuron_view_data(queries, keys, attentions, tokens: list[str], sentence_b_start: int | None = None,
-                     decimals: int | None = DECIMALS) -> dict:
+def neuron_view_data(
+    queries, keys, attentions, tokens: list[str], sentence_b_start: int | None = None, decimals: int | None = DECIMALS
+) -> dict:
     """What neuron_view.js reads as params["attention"], as bertviz 1.4's neuron_view.get_attention(
     ..., include_queries_and_keys=True) builds it from its own models:
         "all": {"left_text": tokens, "right_text": tokens, "attn": [L][A][T][T],
@@ -229,8 +262,10 @@ def neuron_view_data(queries, keys, attentions, tokens: list[str], sentence_b_st
     Numbers rounded to `decimals` (None: as they are)."""
     attentions, tokens = _checked(attentions, tokens, sentence_b_start)
     queries, keys = _checked_vectors(queries, keys, attentions)
-    attn, q, k = (torch.stack([x[0] for x in xs]).detach().cpu().double()          # (L, A, T, T | d)
-                  for xs in (attentions, queries, keys))
+    attn, q, k = (
+        torch.stack([x[0] for x in xs]).detach().cpu().double()  # (L, A, T, T | d)
+        for xs in (attentions, queries, keys)
+    )
     if decimals is not None:
         attn, q, k = (x.round(decimals=decimals) for x in (attn, q, k))
     everything = slice(0, len(tokens))
@@ -238,10 +273,16 @@ def neuron_view_data(queries, keys, attentions, tokens: list[str], sentence_b_st
     if sentence_b_start is not None:
         a, b = slice(0, sentence_b_start), slice(sentence_b_start, len(tokens))
         blocks.update(aa=(a, a), bb=(b, b), ab=(a, b), ba=(b, a))
-    return {name: {"attn": attn[:, :, rows, cols].tolist(),
-                   "left_text": tokens[rows], "right_text": tokens[cols],
-                   "queries": q[:, :, rows].tolist(), "keys": k[:, :, cols].tolist()}
-            for name, (rows, cols) in blocks.items()}
+    return {
+        name: {
+            "attn": attn[:, :, rows, cols].tolist(),
+            "left_text": tokens[rows],
+            "right_text": tokens[cols],
+            "queries": q[:, :, rows].tolist(),
+            "keys": k[:, :, cols].tolist(),
+        }
+        for name, (rows, cols) in blocks.items()
+    }
 
 
 def _check_neuron_size(L: int, A: int, T: int, d: int, pair: bool, limit: int, max_tokens: int) -> None:
@@ -252,15 +293,22 @@ def _check_neuron_size(L: int, A: int, T: int, d: int, pair: bool, limit: int, m
         return
     fits = next((t for t in range(min(T, max_tokens), 0, -1) if _neuron_numbers(L, A, t, d, pair) <= limit), 0)
     if sent > limit:
-        what = (f"2 x {T}² attention weights + 3 x ({T} query and {T} key vectors of {d} numbers): "
-                f"bertviz repeats them for its sentence-pair filters" if pair else
-                f"{T}² attention weights + {T} query and {T} key vectors of {d} numbers")
+        what = (
+            f"2 x {T}² attention weights + 3 x ({T} query and {T} key vectors of {d} numbers): "
+            f"bertviz repeats them for its sentence-pair filters"
+            if pair
+            else f"{T}² attention weights + {T} query and {T} key vectors of {d} numbers"
+        )
         why = f"{L} layers x {A} heads x ({what}) = {sent:,} numbers, above its limit of {limit:,}"
     else:
-        why = (f"{T} tokens, above its limit of {max_tokens} (it draws about 8 x tokens² lines and "
-               f"boxes for the head shown)")
-    raise ValueError(f"this input is too large for bertviz's neuron view: {why}. Use a shorter text "
-                     f"(at most about {fits} tokens{' for a pair' * pair} with this model) or the head view.")
+        why = (
+            f"{T} tokens, above its limit of {max_tokens} (it draws about 8 x tokens² lines and "
+            f"boxes for the head shown)"
+        )
+    raise ValueError(
+        f"this input is too large for bertviz's neuron view: {why}. Use a shorter text "
+        f"(at most about {fits} tokens{' for a pair' * pair} with this model) or the head view."
+    )
 
 
 def _neuron_numbers(L: int, A: int, T: int, d: int, pair: bool) -> int:
@@ -276,12 +324,16 @@ def _checked_vectors(queries, keys, attentions) -> tuple[list, list]:
     L, (_, A, T, _) = len(attentions), attentions[0].shape
     for name, vectors in (("queries", queries), ("keys", keys)):
         if len(vectors) != L:
-            raise ValueError(f"{len(vectors)} layers of {name} for {L} layers of attention: pass "
-                             f"explore.queries_and_keys(...).{name}")
+            raise ValueError(
+                f"{len(vectors)} layers of {name} for {L} layers of attention: pass "
+                f"explore.queries_and_keys(...).{name}"
+            )
         for i, v in enumerate(vectors):
             if v.dim() != 4 or tuple(v.shape[:3]) != (1, A, T) or v.shape[-1] != queries[0].shape[-1]:
-                raise ValueError(f"{name} of layer {i} have shape {tuple(v.shape)}; the neuron view needs "
-                                 f"[1, heads, T, d] = [1, {A}, {T}, d] with one d for all")
+                raise ValueError(
+                    f"{name} of layer {i} have shape {tuple(v.shape)}; the neuron view needs "
+                    f"[1, heads, T, d] = [1, {A}, {T}, d] with one d for all"
+                )
     return queries, keys
 
 
@@ -294,8 +346,9 @@ def _checked(attentions, tokens, sentence_b_start) -> tuple[list, list[str]]:
     T = len(tokens)
     for i, a in enumerate(attentions):
         if a.dim() != 4 or a.shape[0] != 1 or a.shape[-1] != a.shape[-2] or a.shape[-1] != T:
-            raise ValueError(f"attention of layer {i} has shape {tuple(a.shape)}; bertviz needs "
-                             f"[1, heads, T, T] with T = {T} tokens")
+            raise ValueError(
+                f"attention of layer {i} has shape {tuple(a.shape)}; bertviz needs [1, heads, T, T] with T = {T} tokens"
+            )
     if sentence_b_start is not None and not 0 < sentence_b_start < T:
         raise ValueError(f"sentence_b_start must lie inside the {T} tokens, got {sentence_b_start}")
     return attentions, tokens
@@ -312,7 +365,8 @@ def _check_size(view: str, attentions: list, limit: int) -> None:
         raise ValueError(
             f"this input is too large for bertviz's {view} view: {L} layers x {A} heads x {T}² tokens "
             f"= {weights:,} attention weights, above its limit of {limit:,}. Use a shorter text "
-            f"(at most about {fits} tokens with this model){other}.")
+            f"(at most about {fits} tokens with this model){other}."
+        )
 
 
 def _bertviz_parts(view: str, attentions: list, tokens: list[str], sentence_b_start, **options):
@@ -324,20 +378,21 @@ def _bertviz_parts(view: str, attentions: list, tokens: list[str], sentence_b_st
     live only in params), so the first _SCRIPT_OPEN is bertviz's own; the data's length follows
     from the lengths, e.g. template "a M b M c" and script of 5 + 2n characters: n = len(data)."""
     import bertviz
+
     draw = bertviz.head_view if view == "head" else bertviz.model_view
-    page = draw(attentions, tokens, sentence_b_start=sentence_b_start, html_action="return",
-                **options).data
+    page = draw(attentions, tokens, sentence_b_start=sentence_b_start, html_action="return", **options).data
     template = _package_file("bertviz", f"{view}_view.js", pip="bertviz").read_text(encoding="utf-8")
     start = page.find(_SCRIPT_OPEN)
-    script = page[start + len(_SCRIPT_OPEN):len(page) - len(_SCRIPT_CLOSE)]
+    script = page[start + len(_SCRIPT_OPEN) : len(page) - len(_SCRIPT_CLOSE)]
     k = template.count(_PARAMS_MARKER)
     n = (len(script) - len(template) + k * len(_PARAMS_MARKER)) // max(k, 1)
     at = template.find(_PARAMS_MARKER)
-    data = script[at:at + n]
-    if start < 0 or not page.endswith(_SCRIPT_CLOSE) or k == 0 or \
-            template.replace(_PARAMS_MARKER, data) != script:
-        raise RuntimeError(f"bertviz {getattr(bertviz, '__version__', '?')} builds its {view} view "
-                           f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating")
+    data = script[at : at + n]
+    if start < 0 or not page.endswith(_SCRIPT_CLOSE) or k == 0 or template.replace(_PARAMS_MARKER, data) != script:
+        raise RuntimeError(
+            f"bertviz {getattr(bertviz, '__version__', '?')} builds its {view} view "
+            f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating"
+        )
     markup = re.sub(r"<script\b[^>]*\bsrc=[^>]*>\s*</script>", "", page[:start])
     # `require.config({paths: {d3: CDN, jquery: CDN}});` -> nothing (the shim has the modules)
     template = re.sub(r"require\.config\(\{.*?\}\);", "", template, count=1, flags=re.S)
@@ -345,8 +400,10 @@ def _bertviz_parts(view: str, attentions: list, tokens: list[str], sentence_b_st
         # bertviz sizes a thumbnail row at 7 * 12 / heads px per token: 42 px for a 2-head model,
         # so one layer of a sentence fills a screen. At most 7 px (BERT-base's size) here.
         if _THUMBNAIL_ROW not in template:
-            raise RuntimeError(f"bertviz {getattr(bertviz, '__version__', '?')} sizes its model view "
-                               f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating")
+            raise RuntimeError(
+                f"bertviz {getattr(bertviz, '__version__', '?')} sizes its model view "
+                f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating"
+            )
         template = template.replace(_THUMBNAIL_ROW, f"config.thumbnailBoxHeight = {THUMBNAIL_ROW_JS};", 1)
     return markup, template, json.loads(data)
 
@@ -357,7 +414,7 @@ def _bertviz_parts(view: str, attentions: list, tokens: list[str], sentence_b_st
 def json_for_script(value) -> str:
     """JSON that cannot end its <script>: `<`, `>`, `&` become \\u003c, \\u003e, \\u0026 (the same
     string to JavaScript), so "</script>" or "<!--" in a token stays inside the data."""
-    text = json.dumps(value, separators=(",", ":"))      # ensure_ascii: U+2028 etc. escaped too
+    text = json.dumps(value, separators=(",", ":"))  # ensure_ascii: U+2028 etc. escaped too
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -372,8 +429,9 @@ def _script(js: str) -> str:
 def library_sources() -> tuple[str, str]:
     """(d3 v5, jQuery) JavaScript, read from the installed pip packages mpld3 and xstatic-jquery."""
     d3 = _package_file("mpld3", "js", "d3.v5.min.js", pip="mpld3").read_text(encoding="utf-8")
-    jquery = _package_file("xstatic.pkg.jquery", "data", "jquery.min.js",
-                           pip="xstatic-jquery").read_text(encoding="utf-8")
+    jquery = _package_file("xstatic.pkg.jquery", "data", "jquery.min.js", pip="xstatic-jquery").read_text(
+        encoding="utf-8"
+    )
     return d3, jquery
 
 
@@ -382,16 +440,18 @@ def _package_file(package: str, *parts: str, pip: str) -> Path:
     would import matplotlib); a clear error naming the pip package when it is missing."""
     try:
         spec = importlib.util.find_spec(package)
-    except ModuleNotFoundError:                  # a missing parent (xstatic) raises instead
+    except ModuleNotFoundError:  # a missing parent (xstatic) raises instead
         spec = None
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(
             f"bertviz offline needs the pip package {pip!r}, which is not installed: "
-            f"pip install {pip}  (or pip install 'bert-lab[app]')")
+            f"pip install {pip}  (or pip install 'bert-lab[app]')"
+        )
     path = Path(next(iter(spec.submodule_search_locations)), *parts)
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing from the installed {pip!r}: reinstall it "
-                                f"(pip install --force-reinstall {pip})")
+        raise FileNotFoundError(
+            f"{path} is missing from the installed {pip!r}: reinstall it (pip install --force-reinstall {pip})"
+        )
     return path
 
 
@@ -408,7 +468,7 @@ def frame_height(view: str, attentions) -> int:
     L, A, T = len(attentions), attentions[0].shape[1], attentions[0].shape[-1]
     if view == "head":
         needed = 22.5 * T + 110
-    elif view == "neuron":        # 26 px per token + 100 (bertviz), menus, a horizontal scroll bar
+    elif view == "neuron":  # 26 px per token + 100 (bertviz), menus, a horizontal scroll bar
         needed = 26 * T + 100 + 75
     else:
         needed = max(L * (T * min(7, 7 * 12 / A) + 10) + 50, 18 * T + 70) + 60
@@ -420,9 +480,11 @@ def iframe(page: str, height: int = 720) -> str:
     document escaped as an attribute (html.escape, quote=True: & < > " ' become entities, so
     nothing in the page can end the attribute). sandbox="allow-scripts" without
     allow-same-origin: the view runs its scripts but cannot reach the page around it."""
-    return (f'<iframe title="bertviz" sandbox="allow-scripts" '
-            f'style="width:100%;height:{int(height)}px;border:0" '
-            f'srcdoc="{html.escape(page, quote=True)}"></iframe>')
+    return (
+        f'<iframe title="bertviz" sandbox="allow-scripts" '
+        f'style="width:100%;height:{int(height)}px;border:0" '
+        f'srcdoc="{html.escape(page, quote=True)}"></iframe>'
+    )
 
 
 def show_head_view(attentions, tokens: list[str], sentence_b_start: int | None = None, **options) -> None:
@@ -436,15 +498,24 @@ def show_model_view(attentions, tokens: list[str], sentence_b_start: int | None 
     _show("model", model_view_html(attentions, tokens, sentence_b_start, **options), attentions)
 
 
-def show_neuron_view(model, tokenizer, text_a: str, text_b: str | None = None, layer: int | None = None,
-                     head: int | None = None, **options) -> None:
+def show_neuron_view(
+    model,
+    tokenizer,
+    text_a: str,
+    text_b: str | None = None,
+    layer: int | None = None,
+    head: int | None = None,
+    **options,
+) -> None:
     """Display the neuron view of `text_a` (and `text_b`) through `model` in a notebook with no
     network: explore.queries_and_keys() then neuron_view_html() (options: display_mode,
     decimals, limit)."""
     from . import explore
+
     r = explore.queries_and_keys(model, tokenizer, text_a, text_b)
-    page = neuron_view_html(r.queries, r.keys, r.attentions, r.tokens, r.sentence_b_start,
-                            layer=layer, head=head, **options)
+    page = neuron_view_html(
+        r.queries, r.keys, r.attentions, r.tokens, r.sentence_b_start, layer=layer, head=head, **options
+    )
     _show("neuron", page, r.attentions)
 
 
@@ -453,5 +524,6 @@ def _show(view: str, page: str, attentions) -> None:
     when the notebook is trusted, and the `require` shim must not replace a host's require.js
     (classic Jupyter's)."""
     from IPython.display import HTML, display
+
     # in a <div>: IPython warns about any HTML output that is a bare <iframe>
     display(HTML(f"<div>{iframe(page, frame_height(view, list(attentions)))}</div>"))

@@ -11,6 +11,7 @@ directory written here loads with `BertForPreTraining.from_pretrained` and one w
 arbitrary pickled objects.  Nothing here ever writes a half-finished file: each file goes to a
 temporary name first and is renamed into place.  The file names are lab.files'.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -26,11 +27,17 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from .config import BertConfig
-from .files import (CONFIG_NAME, INDEX_NAME, TORCH_WEIGHTS_NAME, WEIGHTS_NAME,
-                    has_model_files, has_tokenizer_files)
+from .files import CONFIG_NAME, INDEX_NAME, TORCH_WEIGHTS_NAME, WEIGHTS_NAME, has_model_files, has_tokenizer_files
 from .hub import resolve_model
-from .model import (MODEL_CLASSES, BertForMaskedLM, BertForPreTraining, BertForQuestionAnswering,
-                    BertForSequenceClassification, BertModel, BertPreTrainedModel)
+from .model import (
+    MODEL_CLASSES,
+    BertForMaskedLM,
+    BertForPreTraining,
+    BertForQuestionAnswering,
+    BertForSequenceClassification,
+    BertModel,
+    BertPreTrainedModel,
+)
 from .tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
@@ -53,10 +60,11 @@ def aliases(model) -> dict[str, str]:
 @dataclass
 class LoadReport:
     """What `load` did, in words a user can act on."""
+
     path: str
     model_class: str
-    missing: list[str] = field(default_factory=list)      # newly initialised parameters
-    unexpected: list[str] = field(default_factory=list)   # checkpoint tensors with no place here
+    missing: list[str] = field(default_factory=list)  # newly initialised parameters
+    unexpected: list[str] = field(default_factory=list)  # checkpoint tensors with no place here
     notes: list[str] = field(default_factory=list)
 
     def __str__(self):
@@ -75,7 +83,7 @@ def _atomic_write(path: Path, write) -> None:
     os.close(fd)
     try:
         write(tmp)
-        os.chmod(tmp, 0o644)                  # mkstemp makes it private; a checkpoint is not
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a checkpoint is not
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -90,9 +98,9 @@ def save(model: BertPreTrainedModel, tokenizer, directory, dtype: torch.dtype | 
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    model = getattr(model, "module", model)           # unwrap DistributedDataParallel
-    model = getattr(model, "_orig_mod", model)        # unwrap torch.compile
-    tied = aliases(model)                             # stored once, under the first name
+    model = getattr(model, "module", model)  # unwrap DistributedDataParallel
+    model = getattr(model, "_orig_mod", model)  # unwrap torch.compile
+    tied = aliases(model)  # stored once, under the first name
     tensors = {}
     for name, t in model.state_dict().items():
         if name in tied:
@@ -105,8 +113,7 @@ def save(model: BertPreTrainedModel, tokenizer, directory, dtype: torch.dtype | 
     config["architectures"] = [type(model).__name__]
     config["torch_dtype"] = str(dtype or torch.float32).replace("torch.", "")
     _atomic_write(directory / WEIGHTS_NAME, lambda p: save_file(tensors, p, metadata={"format": "pt"}))
-    _atomic_write(directory / CONFIG_NAME,
-                  lambda p: Path(p).write_text(json.dumps(config, indent=2) + "\n"))
+    _atomic_write(directory / CONFIG_NAME, lambda p: Path(p).write_text(json.dumps(config, indent=2) + "\n"))
     if tokenizer is not None:
         tokenizer.save(directory)
     return directory
@@ -121,27 +128,32 @@ def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
     try:
         if st.is_file():
             return load_file(str(st))
-        if index.is_file():                            # sharded: {"weight_map": {name: file}}
+        if index.is_file():  # sharded: {"weight_map": {name: file}}
             files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
             out = {}
             for f in files:
                 out.update(load_file(str(directory / f)))
             return out
     except (SafetensorError, OSError, ValueError, KeyError, json.JSONDecodeError) as e:
-        raise ValueError(f"{st if st.is_file() else index} is not a readable safetensors checkpoint "
-                         f"(truncated or corrupt?): {e}") from None
+        raise ValueError(
+            f"{st if st.is_file() else index} is not a readable safetensors checkpoint (truncated or corrupt?): {e}"
+        ) from None
     if binf.is_file():
         try:
             sd = torch.load(str(binf), map_location="cpu", weights_only=True)
         except Exception as e:  # noqa: BLE001 - any unpickling failure is the file's fault
-            raise ValueError(f"{binf} could not be read as a tensors-only PyTorch checkpoint "
-                             f"(corrupt, or it contains arbitrary Python objects, which are "
-                             f"refused): {e}") from None
+            raise ValueError(
+                f"{binf} could not be read as a tensors-only PyTorch checkpoint "
+                f"(corrupt, or it contains arbitrary Python objects, which are "
+                f"refused): {e}"
+            ) from None
         if not isinstance(sd, dict) or not all(torch.is_tensor(v) for v in sd.values()):
             raise ValueError(f"{binf} does not hold a dictionary of tensors")
         return sd
-    raise FileNotFoundError(f"no weights in {directory}: expected {WEIGHTS_NAME} "
-                            f"(or {TORCH_WEIGHTS_NAME}); found {sorted(p.name for p in directory.iterdir())}")
+    raise FileNotFoundError(
+        f"no weights in {directory}: expected {WEIGHTS_NAME} "
+        f"(or {TORCH_WEIGHTS_NAME}); found {sorted(p.name for p in directory.iterdir())}"
+    )
 
 
 def _normalise_names(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -161,7 +173,7 @@ def saved_model_class(directory) -> str:
     """The class name of a saved model without loading its weights: config.json's
     `architectures` (written by lab.save and by transformers' save_pretrained), else inferred
     from the tensor names."""
-    directory = resolve_model(directory, weights=False)        # a path, or a Hub id -> its cached folder
+    directory = resolve_model(directory, weights=False)  # a path, or a Hub id -> its cached folder
     arch = json.loads((directory / CONFIG_NAME).read_text()).get("architectures") or []
     if arch and arch[0] in {cls.__name__ for cls in MODEL_CLASSES.values()}:
         return arch[0]
@@ -182,9 +194,16 @@ def infer_model_class(keys) -> type[BertPreTrainedModel]:
     return BertModel
 
 
-def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, device="cpu",
-         config_overrides: dict | None = None, return_report: bool = False,
-         revision: str | None = None, download: bool = True, strict: bool = True):
+def load(
+    directory,
+    model_class: type[BertPreTrainedModel] | str | None = None,
+    device="cpu",
+    config_overrides: dict | None = None,
+    return_report: bool = False,
+    revision: str | None = None,
+    download: bool = True,
+    strict: bool = True,
+):
     """(model, tokenizer) from an HF-layout directory or a Hugging Face Hub id such as
     "google-bert/bert-base-uncased" (fetched once into the Hub cache, see lab.hub; revision: a
     branch, tag or commit; download=False: the cache only).  model_class None = what the
@@ -202,8 +221,9 @@ def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, 
     if not directory.exists():
         raise FileNotFoundError(f"model directory {directory} does not exist")
     if not directory.is_dir():
-        raise NotADirectoryError(f"{directory} is a file; lab.load expects a model directory "
-                                 f"(config.json + model.safetensors + vocab.txt)")
+        raise NotADirectoryError(
+            f"{directory} is a file; lab.load expects a model directory (config.json + model.safetensors + vocab.txt)"
+        )
     config = BertConfig.load(directory)
     if config_overrides:
         config = BertConfig.from_dict({**config.to_dict(), **config_overrides}, source=str(directory))
@@ -213,7 +233,7 @@ def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, 
             raise ValueError(f"unknown model class {model_class!r}; choose one of {list(MODEL_CLASSES)}")
         model_class = MODEL_CLASSES[model_class]
     model_class = model_class or infer_model_class(sd)
-    check_weights(model_class, config, sd, directory, strict=strict)    # before allocating anything
+    check_weights(model_class, config, sd, directory, strict=strict)  # before allocating anything
     model = model_class(config)
     report = load_weights(model, directory, sd)
     if report.missing or report.unexpected:
@@ -224,8 +244,10 @@ def load(directory, model_class: type[BertPreTrainedModel] | str | None = None, 
     if has_tokenizer_files(directory):
         tokenizer = Tokenizer.load(directory)
         if tokenizer.vocab_size > config.vocab_size:
-            raise ValueError(f"{directory}: the tokenizer has {tokenizer.vocab_size} tokens but the "
-                             f"model only {config.vocab_size} embeddings")
+            raise ValueError(
+                f"{directory}: the tokenizer has {tokenizer.vocab_size} tokens but the "
+                f"model only {config.vocab_size} embeddings"
+            )
     else:
         report.notes.append("no vocab.txt: tokenizer is None")
     return (model, tokenizer, report) if return_report else (model, tokenizer)
@@ -239,7 +261,7 @@ def _skeleton_shapes(model_class, config: BertConfig) -> dict[str, tuple[int, ..
     memory: a BERT-large config over a tiny file costs nothing to check)."""
     with torch.device("meta"):
         skeleton = model_class(config)
-    prefix = "bert." if isinstance(skeleton, BertModel) else ""     # name tensors as checkpoints do
+    prefix = "bert." if isinstance(skeleton, BertModel) else ""  # name tensors as checkpoints do
     return {prefix + k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
 
 
@@ -259,20 +281,27 @@ def check_weights(model_class, config: BertConfig, sd: dict, where, strict: bool
     any of the encoder's tensors (a damaged or partial checkpoint: it would run on random layers
     and predict nonsense). A missing task head is not an error: that is how fine-tuning starts."""
     expected = _skeleton_shapes(model_class, config)
-    names = {k if k.startswith(("bert.", "cls.", "qa_outputs.", "classifier.")) else "bert." + k: v
-             for k, v in sd.items()}
+    names = {
+        k if k.startswith(("bert.", "cls.", "qa_outputs.", "classifier.")) else "bert." + k: v for k, v in sd.items()
+    }
     for k, v in names.items():
         if k in expected and tuple(v.shape) != expected[k]:
-            raise ValueError(f"{where}: config.json does not match the weights: {k} is {list(v.shape)} in the "
-                             f"weights file but config.json implies {list(expected[k])} (check hidden_size, "
-                             f"intermediate_size, vocab_size, max_position_embeddings)")
-    missing = [k for k in expected if k.startswith(ENCODER_PREFIXES) and k not in names
-               and not k.endswith("position_ids")]
+            raise ValueError(
+                f"{where}: config.json does not match the weights: {k} is {list(v.shape)} in the "
+                f"weights file but config.json implies {list(expected[k])} (check hidden_size, "
+                f"intermediate_size, vocab_size, max_position_embeddings)"
+            )
+    missing = [
+        k for k in expected if k.startswith(ENCODER_PREFIXES) and k not in names and not k.endswith("position_ids")
+    ]
     if missing and strict:
-        raise ValueError(f"{where}: the weights lack {len(missing)} of the encoder's {sum(k.startswith(ENCODER_PREFIXES) for k in expected)} "
-                         f"tensors: {_tensor_groups(missing)}. The checkpoint is damaged or partial "
-                         f"(or config.json declares more layers than it holds); "
-                         f"lab.load(..., strict=False) loads it with those tensors at random")
+        raise ValueError(
+            f"{where}: the weights lack {len(missing)} of the encoder's "
+            f"{sum(k.startswith(ENCODER_PREFIXES) for k in expected)} "
+            f"tensors: {_tensor_groups(missing)}. The checkpoint is damaged or partial "
+            f"(or config.json declares more layers than it holds); "
+            f"lab.load(..., strict=False) loads it with those tensors at random"
+        )
 
 
 def load_weights(model: BertPreTrainedModel, directory, state_dict: dict | None = None) -> LoadReport:
@@ -288,24 +317,28 @@ def _load_into(model: BertPreTrainedModel, sd: dict, report: LoadReport, where) 
     notes = []
     own = model.state_dict()
     is_bare = isinstance(model, BertModel)
-    if is_bare:   # a BertModel has no 'bert.' prefix of its own
-        sd = {k[len("bert."):] if k.startswith("bert.") else k: v for k, v in sd.items()}
+    if is_bare:  # a BertModel has no 'bert.' prefix of its own
+        sd = {k[len("bert.") :] if k.startswith("bert.") else k: v for k, v in sd.items()}
     tied = aliases(model)
     keep = {}
     for k, v in sd.items():
-        if k.endswith("embeddings.position_ids"):           # transformers' constant buffer [0..511]
+        if k.endswith("embeddings.position_ids"):  # transformers' constant buffer [0..511]
             continue
-        if k in tied:                                       # another name of a tensor loaded below
+        if k in tied:  # another name of a tensor loaded below
             if tied[k] in sd and not torch.equal(v.float(), sd[tied[k]].float()):
-                notes.append(f"the checkpoint's {k} differs from {tied[k]}; this model ties them "
-                             f"(as BERT does), so {tied[k]} is used")
+                notes.append(
+                    f"the checkpoint's {k} differs from {tied[k]}; this model ties them "
+                    f"(as BERT does), so {tied[k]} is used"
+                )
             continue
         if k not in own:
             report.unexpected.append(k)
             continue
         if tuple(v.shape) != tuple(own[k].shape):
-            raise ValueError(f"{where}: tensor {k} has shape {list(v.shape)} in the checkpoint but "
-                             f"this {type(model).__name__} (config.json) expects {list(own[k].shape)}")
+            raise ValueError(
+                f"{where}: tensor {k} has shape {list(v.shape)} in the checkpoint but "
+                f"this {type(model).__name__} (config.json) expects {list(own[k].shape)}"
+            )
         keep[k] = v
     missing, _ = model.load_state_dict(keep, strict=False)
     report.missing = [k for k in missing if k not in tied]
@@ -315,7 +348,7 @@ def _load_into(model: BertPreTrainedModel, sd: dict, report: LoadReport, where) 
 # ----------------------------------------------------------------------------------------
 # Where models are: the bundled ones and the real BERT encoder a pip package ships
 # ----------------------------------------------------------------------------------------
-REPOSITORY = Path(__file__).resolve().parents[1]       # lab/.. : models/ lives there
+REPOSITORY = Path(__file__).resolve().parents[1]  # lab/.. : models/ lives there
 
 
 def bundled_model(name: str) -> Path | None:

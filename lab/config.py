@@ -12,6 +12,7 @@ Training configurations live next to the code that uses them (lab.train, lab.pre
 each of their fields is a `setting(default, "what it means")`, whose text `python -m lab ... --help`
 shows.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .files import CONFIG_NAME
+
 
 def setting(default=dataclasses.MISSING, help: str = ""):
     """A field of a settings dataclass with its one-line meaning, declared once: the reader sees
@@ -45,24 +47,24 @@ ACTIVATIONS = ("gelu", "gelu_new", "relu")  # gelu = exact erf form, as in BERT
 
 @dataclass
 class BertConfig:
-    vocab_size: int = 30522                    # WordPiece vocabulary (bert-base-uncased: 30522)
-    hidden_size: int = 768                     # H: width of every token vector
-    num_hidden_layers: int = 12                # L: Transformer encoder layers
-    num_attention_heads: int = 12              # A: heads per layer; H / A = size of one head
-    intermediate_size: int = 3072              # feed-forward inner size, 4H in every BERT
-    hidden_act: str = "gelu"                   # GELU, erf form
-    hidden_dropout_prob: float = 0.1           # dropout on embeddings and sub-layer outputs
+    vocab_size: int = 30522  # WordPiece vocabulary (bert-base-uncased: 30522)
+    hidden_size: int = 768  # H: width of every token vector
+    num_hidden_layers: int = 12  # L: Transformer encoder layers
+    num_attention_heads: int = 12  # A: heads per layer; H / A = size of one head
+    intermediate_size: int = 3072  # feed-forward inner size, 4H in every BERT
+    hidden_act: str = "gelu"  # GELU, erf form
+    hidden_dropout_prob: float = 0.1  # dropout on embeddings and sub-layer outputs
     attention_probs_dropout_prob: float = 0.1  # dropout on attention probabilities
-    max_position_embeddings: int = 512         # longest sequence (learned position table)
-    type_vocab_size: int = 2                   # segments A and B
-    layer_norm_eps: float = 1e-12              # BERT's LayerNorm epsilon
-    initializer_range: float = 0.02            # std of the truncated-normal-like init
-    pad_token_id: int = 0                      # [PAD] id (its embedding row stays zero)
-    id2label: dict[int, str] | None = None     # classification labels; None -> 2 generic labels
-    label2id: dict[str, int] | None = None     # inverse of id2label
-    classifier_dropout: float | None = None    # None -> hidden_dropout_prob (as transformers)
-    classifier_layers: int = 1                 # classifier input: 1 = pooled [CLS] (BERT); N > 1 =
-                                               # [CLS] of the last N layers, concatenated (feature-based)
+    max_position_embeddings: int = 512  # longest sequence (learned position table)
+    type_vocab_size: int = 2  # segments A and B
+    layer_norm_eps: float = 1e-12  # BERT's LayerNorm epsilon
+    initializer_range: float = 0.02  # std of the truncated-normal-like init
+    pad_token_id: int = 0  # [PAD] id (its embedding row stays zero)
+    id2label: dict[int, str] | None = None  # classification labels; None -> 2 generic labels
+    label2id: dict[str, int] | None = None  # inverse of id2label
+    classifier_dropout: float | None = None  # None -> hidden_dropout_prob (as transformers)
+    classifier_layers: int = 1  # classifier input: 1 = pooled [CLS] (BERT); N > 1 =
+    # [CLS] of the last N layers, concatenated (feature-based)
 
     def __post_init__(self):
         # config.json stores dict keys as strings: {"0": "negative"} -> {0: "negative"}
@@ -89,26 +91,39 @@ class BertConfig:
 
     def validate(self) -> None:
         problems = []
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "max_position_embeddings",
+            "type_vocab_size",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 problems.append(f"{name} must be a positive integer, got {value!r}")
         if not problems and self.hidden_size % self.num_attention_heads:
-            problems.append(f"hidden_size ({self.hidden_size}) must be divisible by "
-                            f"num_attention_heads ({self.num_attention_heads})")
+            problems.append(
+                f"hidden_size ({self.hidden_size}) must be divisible by "
+                f"num_attention_heads ({self.num_attention_heads})"
+            )
         if self.hidden_act not in ACTIVATIONS:
             problems.append(f"hidden_act {self.hidden_act!r} is not one of {ACTIVATIONS}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 problems.append(f"{name} must be in [0, 1), got {getattr(self, name)!r}")
         if not (0 <= self.pad_token_id < self.vocab_size if isinstance(self.vocab_size, int) else True):
-            problems.append(f"pad_token_id {self.pad_token_id} is outside the vocabulary "
-                            f"(vocab_size {self.vocab_size})")
-        if not problems and not (isinstance(self.classifier_layers, int)
-                                 and 1 <= self.classifier_layers <= self.num_hidden_layers):
-            problems.append(f"classifier_layers must be between 1 and num_hidden_layers "
-                            f"({self.num_hidden_layers}), got {self.classifier_layers!r}")
+            problems.append(
+                f"pad_token_id {self.pad_token_id} is outside the vocabulary (vocab_size {self.vocab_size})"
+            )
+        if not problems and not (
+            isinstance(self.classifier_layers, int) and 1 <= self.classifier_layers <= self.num_hidden_layers
+        ):
+            problems.append(
+                f"classifier_layers must be between 1 and num_hidden_layers "
+                f"({self.num_hidden_layers}), got {self.classifier_layers!r}"
+            )
         if self.layer_norm_eps <= 0:
             problems.append(f"layer_norm_eps must be positive, got {self.layer_norm_eps}")
         if sorted(self.id2label) != list(range(len(self.id2label))):
@@ -120,21 +135,23 @@ class BertConfig:
 
     # -- presets -------------------------------------------------------------------------
     @classmethod
-    def preset(cls, name: str, **overrides) -> "BertConfig":
+    def preset(cls, name: str, **overrides) -> BertConfig:
         """Google's model shapes by name: tiny, mini, small, medium, base, large."""
         if name not in PRESETS:
             raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
         layers, hidden, heads = PRESETS[name]
-        values = dict(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
-                      intermediate_size=4 * hidden)
+        values = dict(
+            num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads, intermediate_size=4 * hidden
+        )
         values.update(overrides)
         return cls(**values)
 
-    def with_labels(self, labels) -> "BertConfig":
+    def with_labels(self, labels) -> BertConfig:
         """A copy with classification labels (a list of names, in id order)."""
         labels = [str(x) for x in labels]
-        return dataclasses.replace(self, id2label=dict(enumerate(labels)),
-                                   label2id={l: i for i, l in enumerate(labels)})
+        return dataclasses.replace(
+            self, id2label=dict(enumerate(labels)), label2id={l: i for i, l in enumerate(labels)}
+        )
 
     def num_parameters(self, pooler: bool = True) -> int:
         """Parameters of the encoder (embeddings + L layers + pooler), computed from the shape."""
@@ -147,19 +164,20 @@ class BertConfig:
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d["id2label"] = {str(k): v for k, v in self.id2label.items()}
-        d["model_type"] = "bert"                      # lets transformers' AutoConfig read it
+        d["model_type"] = "bert"  # lets transformers' AutoConfig read it
         d["position_embedding_type"] = "absolute"
         return d
 
     @classmethod
-    def from_dict(cls, d: dict, source: str = "config") -> "BertConfig":
+    def from_dict(cls, d: dict, source: str = "config") -> BertConfig:
         if not isinstance(d, dict):
             raise ValueError(f"{source}: expected a JSON object, got {type(d).__name__}")
         if d.get("model_type", "bert") != "bert":
             raise ValueError(f"{source}: model_type is {d['model_type']!r}; only BERT is supported")
         if d.get("position_embedding_type", "absolute") != "absolute":
-            raise ValueError(f"{source}: position_embedding_type "
-                             f"{d['position_embedding_type']!r} is not supported (only 'absolute')")
+            raise ValueError(
+                f"{source}: position_embedding_type {d['position_embedding_type']!r} is not supported (only 'absolute')"
+            )
         names = {f.name for f in dataclasses.fields(cls)}
         kwargs = {k: v for k, v in d.items() if k in names}
         if "id2label" not in d and "label2id" not in d and "num_labels" in d:
@@ -176,7 +194,7 @@ class BertConfig:
         path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
-    def load(cls, path) -> "BertConfig":
+    def load(cls, path) -> BertConfig:
         path = Path(path)
         if path.is_dir():
             path = path / CONFIG_NAME
@@ -189,6 +207,8 @@ class BertConfig:
         return cls.from_dict(d, source=str(path))
 
     def summary(self) -> str:
-        return (f"BERT L={self.num_hidden_layers} H={self.hidden_size} A={self.num_attention_heads} "
-                f"vocab={self.vocab_size} max_len={self.max_position_embeddings} "
-                f"({self.num_parameters() / 1e6:.1f}M encoder parameters)")
+        return (
+            f"BERT L={self.num_hidden_layers} H={self.hidden_size} A={self.num_attention_heads} "
+            f"vocab={self.vocab_size} max_len={self.max_position_embeddings} "
+            f"({self.num_parameters() / 1e6:.1f}M encoder parameters)"
+        )

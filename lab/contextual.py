@@ -26,12 +26,13 @@ its pieces' vectors, at every depth; `Occurrences.pieces` says what each occurre
 
 Their figures are lab.plots.occurrence_similarity and lab.plots.sense_separation.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -43,10 +44,11 @@ from .tokenizer import clean_text
 @dataclass
 class SentenceStates:
     """Every token's vector at every depth for one sentence, [CLS] sentence [SEP]."""
+
     sentence: str
-    tokens: list[str]                       # T WordPiece tokens
-    offsets: list[tuple[int, int]]          # (start, end) characters of each token; (0, 0) for specials
-    states: torch.Tensor                    # (L + 2, T, H): token embedding, embeddings, layer 1..L
+    tokens: list[str]  # T WordPiece tokens
+    offsets: list[tuple[int, int]]  # (start, end) characters of each token; (0, 0) for specials
+    states: torch.Tensor  # (L + 2, T, H): token embedding, embeddings, layer 1..L
     layer_names: list[str]
 
     def words(self, tokenizer) -> list[tuple[str, list[int]]]:
@@ -55,15 +57,15 @@ class SentenceStates:
         "the riverbank ." -> [("the", [1]), ("riverbank", [2, 3])]"""
         groups: list[list[int]] = []
         for i, token in enumerate(self.tokens):
-            if self.offsets[i] == (0, 0):                     # [CLS] / [SEP]
+            if self.offsets[i] == (0, 0):  # [CLS] / [SEP]
                 continue
-            if groups and tokenizer.is_subword(token):        # a "##" piece continues the word
+            if groups and tokenizer.is_subword(token):  # a "##" piece continues the word
                 groups[-1].append(i)
             else:
                 groups.append([i])
         words = []
         for positions in groups:
-            text = self.sentence[self.offsets[positions[0]][0]:self.offsets[positions[-1]][1]]
+            text = self.sentence[self.offsets[positions[0]][0] : self.offsets[positions[-1]][1]]
             if any(ch.isalnum() for ch in text):
                 words.append((text, positions))
         return words
@@ -81,14 +83,19 @@ def sentence_states(model, tokenizer, sentence: str) -> SentenceStates:
     """Run one sentence through the encoder and keep every depth (see the module docstring)."""
     sentence = clean_text(sentence, "sentence")
     enc, ids, types = _encode(model, tokenizer, sentence)
-    encoder = getattr(model, "bert", model)                    # any head: only the encoder is needed
+    encoder = getattr(model, "bert", model)  # any head: only the encoder is needed
     with _inference(model) as device:
         ids, types = ids.to(device), types.to(device)
         out = encoder(ids, types, output_hidden_states=True)
         table = _embedding_module(model).word_embeddings(ids)  # (1, T, H) the rows of the table
-        states = torch.cat([table, *out.hidden_states])        # (L + 2, T, H)
-    return SentenceStates(sentence=sentence, tokens=list(enc.tokens), offsets=[tuple(o) for o in enc.offsets],
-                          states=states.float().cpu(), layer_names=layer_names(len(out.hidden_states) - 1))
+        states = torch.cat([table, *out.hidden_states])  # (L + 2, T, H)
+    return SentenceStates(
+        sentence=sentence,
+        tokens=list(enc.tokens),
+        offsets=[tuple(o) for o in enc.offsets],
+        states=states.float().cpu(),
+        layer_names=layer_names(len(out.hidden_states) - 1),
+    )
 
 
 def word_positions(states: SentenceStates, word: str) -> list[int]:
@@ -97,8 +104,9 @@ def word_positions(states: SentenceStates, word: str) -> list[int]:
     match = re.search(rf"(?<!\w){re.escape(word)}(?!\w)", states.sentence, flags=re.IGNORECASE)
     if match is None:
         raise ValueError(f"{word!r} does not occur as a word in {states.sentence!r}")
-    positions = [i for i, (a, b) in enumerate(states.offsets)
-                 if (a, b) != (0, 0) and match.start() <= a and b <= match.end()]
+    positions = [
+        i for i, (a, b) in enumerate(states.offsets) if (a, b) != (0, 0) and match.start() <= a and b <= match.end()
+    ]
     if not positions:
         raise ValueError(f"{word!r} was cut off: {states.sentence!r} is longer than the model can read")
     return positions
@@ -107,13 +115,14 @@ def word_positions(states: SentenceStates, word: str) -> list[int]:
 @dataclass
 class Occurrences:
     """One vector per occurrence of each word, at every depth."""
-    words: list[str]              # N: the word of each occurrence
-    senses: list[str]             # N: its sense (any tag the caller gave)
-    sentences: list[str]          # N
-    pieces: list[list[str]]       # N: the WordPiece tokens the word became there
-    positions: list[list[int]]    # N: their positions in [CLS] sentence [SEP]
-    vectors: torch.Tensor         # (N, L + 2, H)
-    layer_names: list[str]        # L + 2 names, see the module docstring
+
+    words: list[str]  # N: the word of each occurrence
+    senses: list[str]  # N: its sense (any tag the caller gave)
+    sentences: list[str]  # N
+    pieces: list[list[str]]  # N: the WordPiece tokens the word became there
+    positions: list[list[int]]  # N: their positions in [CLS] sentence [SEP]
+    vectors: torch.Tensor  # (N, L + 2, H)
+    layer_names: list[str]  # L + 2 names, see the module docstring
 
     @property
     def labels(self) -> list[str]:
@@ -135,7 +144,7 @@ class Occurrences:
 
     def similarity(self, layer: int | str) -> np.ndarray:
         """(N, N) cosine similarities between the occurrences at one depth."""
-        v = torch.nn.functional.normalize(self.vectors[:, self.layer_index(layer)], dim=-1)   # (N, H)
+        v = torch.nn.functional.normalize(self.vectors[:, self.layer_index(layer)], dim=-1)  # (N, H)
         return (v @ v.T).numpy().astype(np.float64)
 
     def within_across(self, layer: int | str) -> tuple[float, float]:
@@ -145,7 +154,7 @@ class Occurrences:
         sim(river 1, river 2); across = mean(sim(river 1, money 1), sim(river 2, money 1))."""
         sim = self.similarity(layer)
         w, s = np.array(self.words), np.array(self.senses)
-        same_word = (w[:, None] == w[None, :]) & ~np.eye(len(w), dtype=bool)          # (N, N)
+        same_word = (w[:, None] == w[None, :]) & ~np.eye(len(w), dtype=bool)  # (N, N)
         same_sense = s[:, None] == s[None, :]
         within, across = sim[same_word & same_sense], sim[same_word & ~same_sense]
         if not within.size or not across.size:
@@ -195,21 +204,22 @@ def word_vectors(model, tokenizer, senses: Mapping[str, Mapping[str, Sequence[st
 
 @dataclass
 class Neighbour:
-    word: str               # the word as written in its sentence
+    word: str  # the word as written in its sentence
     sentence: str
-    index: int              # which sentence of the pool
-    similarity: float       # cosine with the query occurrence
+    index: int  # which sentence of the pool
+    similarity: float  # cosine with the query occurrence
 
 
-def nearest_words(model, tokenizer, sentence: str, word: str, pool: Sequence[str], layer: int | str = -1,
-                  k: int = 8) -> list[Neighbour]:
+def nearest_words(
+    model, tokenizer, sentence: str, word: str, pool: Sequence[str], layer: int | str = -1, k: int = 8
+) -> list[Neighbour]:
     """The k words of the `pool` sentences whose vectors at `layer` are nearest (cosine) to `word`
     as it occurs in `sentence`; the query occurrence itself is left out (other words of its
     sentence, if it is in the pool, are candidates). Best first."""
     query_states = sentence_states(model, tokenizer, sentence)
     query_positions = word_positions(query_states, word)
     depth = layer if isinstance(layer, int) else query_states.layer_names.index(layer)
-    query = query_states.vector(query_positions)[depth]                               # (H,)
+    query = query_states.vector(query_positions)[depth]  # (H,)
     found: list[Neighbour] = []
     vectors: list[torch.Tensor] = []
     for index, text in enumerate(pool):
@@ -218,9 +228,9 @@ def nearest_words(model, tokenizer, sentence: str, word: str, pool: Sequence[str
             if states.sentence == query_states.sentence and positions == query_positions:
                 continue
             found.append(Neighbour(w, states.sentence, index, 0.0))
-            vectors.append(states.vector(positions)[depth])                        # (H,)
+            vectors.append(states.vector(positions)[depth])  # (H,)
     if not found:
         return []
-    sims = torch.nn.functional.cosine_similarity(torch.stack(vectors), query[None], dim=-1)   # (M, H) -> (M,)
+    sims = torch.nn.functional.cosine_similarity(torch.stack(vectors), query[None], dim=-1)  # (M, H) -> (M,)
     best = sims.argsort(descending=True)[:k].tolist()
     return [dataclasses.replace(found[i], similarity=float(sims[i])) for i in best]

@@ -56,7 +56,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import datasets   # the catalog and downloads, for main
+from . import datasets  # the catalog and downloads, for main
 
 __all__ = [
     "Document",
@@ -77,13 +77,14 @@ TEXT_SUFFIXES = (".txt", ".raw")
 # Documents and the read report
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Document:
     """One document. NSP negatives come from *other* documents; held-out splits are by document."""
 
-    source: str                                         # "mobydick.txt#3": file + index in it
+    source: str  # "mobydick.txt#3": file + index in it
     sentences: list[str] = field(default_factory=list)  # in reading order, stripped, non-empty
-    title: str = ""                                     # chapter heading / WikiText title, or ""
+    title: str = ""  # chapter heading / WikiText title, or ""
 
     def __len__(self) -> int:
         return len(self.sentences)
@@ -93,21 +94,23 @@ class Document:
 class ReadReport:
     """What `read_documents` did. Get it with `read_documents(..., report=True)`."""
 
-    files_read: list[str] = field(default_factory=list)            # paths, in reading order
+    files_read: list[str] = field(default_factory=list)  # paths, in reading order
     files_skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
-    formats: dict[str, str] = field(default_factory=dict)           # path -> format used
-    documents: int = 0                  # documents kept
-    sentences: int = 0                  # sentences in the kept documents
-    skipped_documents: int = 0          # non-empty documents with fewer than min_sentences
-    skipped_sentences: int = 0          # the sentences those documents held
-    decode_replacements: int = 0        # undecodable bytes replaced by U+FFFD, all files
+    formats: dict[str, str] = field(default_factory=dict)  # path -> format used
+    documents: int = 0  # documents kept
+    sentences: int = 0  # sentences in the kept documents
+    skipped_documents: int = 0  # non-empty documents with fewer than min_sentences
+    skipped_sentences: int = 0  # the sentences those documents held
+    decode_replacements: int = 0  # undecodable bytes replaced by U+FFFD, all files
     legacy_decoded: list[tuple[str, str]] = field(default_factory=list)  # (path, encoding used)
 
     def summary(self) -> str:
         """One line, e.g. for a log: 'read 10 files (0 skipped): 672 documents, ...'."""
-        line = (f"read {len(self.files_read)} files ({len(self.files_skipped)} skipped): "
-                f"{self.documents} documents, {self.sentences} sentences; "
-                f"{self.skipped_documents} short documents skipped")
+        line = (
+            f"read {len(self.files_read)} files ({len(self.files_skipped)} skipped): "
+            f"{self.documents} documents, {self.sentences} sentences; "
+            f"{self.skipped_documents} short documents skipped"
+        )
         if self.decode_replacements:
             line += f"; {self.decode_replacements} undecodable bytes replaced"
         if self.legacy_decoded:
@@ -127,18 +130,18 @@ class ReadReport:
 
 # Titles and Latin abbreviations: a period after these never ends a sentence ("Mr. Darcy").
 _NEVER_END = frozenset(
-    "mr mrs ms messrs mme mlle dr st jr sr prof capt col gen lt sgt rev hon gov mt ft "
-    "vs e.g i.e cf viz".split())
+    "mr mrs ms messrs mme mlle dr st jr sr prof capt col gen lt sgt rev hon gov mt ft vs e.g i.e cf viz".split()
+)
 # Abbreviations that come before a number: "No. 5", "p. 12", "Vol. II", "Jan. 3".
 # They end no sentence when a number follows ("He said no. Then..." still splits).
 _BEFORE_NUMBER = frozenset(
-    "no nos vol vols ch chap p pp fig art sec op ca approx "
-    "jan feb mar apr jun jul aug sep sept oct nov dec".split())
+    "no nos vol vols ch chap p pp fig art sec op ca approx jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
 _ROMAN = re.compile(r"[IVXLCDM]+[.,;:]?")
-_INITIALS = re.compile(r"(?:[A-Z]\.)*[A-Z]")           # "J", "R", "J.R.R", "A.H" (not "I")
+_INITIALS = re.compile(r"(?:[A-Z]\.)*[A-Z]")  # "J", "R", "J.R.R", "A.H" (not "I")
 
-_OPENERS = "\"'“‘([«"                                    # may precede a sentence's first letter
-_CLOSERS = "\"'”’)]»"                                    # may follow its final . ! ?
+_OPENERS = "\"'“‘([«"  # may precede a sentence's first letter
+_CLOSERS = "\"'”’)]»"  # may follow its final . ! ?
 # A candidate boundary: a run of . ! ? (or an ellipsis character), then closing quotes or
 # brackets, then whitespace or the end of the text. "3.5" and "e.g" are no candidates: no space.
 _CANDIDATE = re.compile(rf"([.!?…]+)([{re.escape(_CLOSERS)}]*)(?=\s|$)")
@@ -186,29 +189,28 @@ def split_sentences(paragraph: str) -> list[str]:
     >>> split_sentences('"Stop!" she said. Mr. J. R. Smith stopped... Then he ran.')
     ['"Stop!" she said.', 'Mr. J. R. Smith stopped...', 'Then he ran.']
     """
-    text = " ".join(paragraph.split())                    # collapse whitespace, undo wrapping
+    text = " ".join(paragraph.split())  # collapse whitespace, undo wrapping
     sentences: list[str] = []
     start = 0
     for m in _CANDIDATE.finditer(text):
-        j = m.end() + 1                                    # one space after the candidate
+        j = m.end() + 1  # one space after the candidate
         if j >= len(text):
-            break                                          # end of paragraph: the last sentence
+            break  # end of paragraph: the last sentence
         new_sentence, next_word = _starts_sentence(text, j)
         if not new_sentence:
             continue
         punct, closers = m.group(1), m.group(2)
         if punct == "." and not closers:
             # The word before the period, without opening quotes: "Mr", "e.g", "J", "p".
-            before = text[text.rfind(" ", 0, m.start()) + 1:m.start()].lstrip(_OPENERS)
+            before = text[text.rfind(" ", 0, m.start()) + 1 : m.start()].lstrip(_OPENERS)
             key = before.lower()
             if key in _NEVER_END:
                 continue
             if _INITIALS.fullmatch(before) and before != "I":
                 continue
-            if key in _BEFORE_NUMBER and (next_word[0].isdigit()
-                                          or (key != "no" and _ROMAN.fullmatch(next_word))):
+            if key in _BEFORE_NUMBER and (next_word[0].isdigit() or (key != "no" and _ROMAN.fullmatch(next_word))):
                 continue
-        sentences.append(text[start:m.end()])
+        sentences.append(text[start : m.end()])
         start = j
     if start < len(text):
         sentences.append(text[start:])
@@ -219,6 +221,7 @@ def split_sentences(paragraph: str) -> list[str]:
 # Decoding bytes into text, robustly
 # ---------------------------------------------------------------------------------------------
 
+
 class _Skip(Exception):
     """A file that cannot be used (empty, binary); the message is the reason."""
 
@@ -226,11 +229,11 @@ class _Skip(Exception):
 @dataclass
 class _Decoded:
     text: str
-    replacements: int = 0      # U+FFFD inserted for undecodable bytes
+    replacements: int = 0  # U+FFFD inserted for undecodable bytes
     encoding: str = "utf-8"
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")   # control chars that text never holds
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")  # control chars that text never holds
 
 
 def _line_of(data: bytes, offset: int) -> int:
@@ -239,7 +242,7 @@ def _line_of(data: bytes, offset: int) -> int:
 
 def _decode(data: bytes, name: str) -> _Decoded:
     """bytes -> text. Raises _Skip with a reason for empty and binary files."""
-    note = None                                    # a log message for a file that is kept
+    note = None  # a log message for a file that is kept
     if not data.strip():
         raise _Skip("empty file")
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -249,7 +252,7 @@ def _decode(data: bytes, name: str) -> _Decoded:
         raise _Skip(f"binary file (NUL byte on line {_line_of(data, data.index(0))})")
     else:
         try:
-            decoded = _Decoded(data.decode("utf-8-sig"))           # -sig: drop a BOM
+            decoded = _Decoded(data.decode("utf-8-sig"))  # -sig: drop a BOM
         except UnicodeDecodeError as err:
             line = _line_of(data, err.start)
             text = data.decode("utf-8-sig", errors="replace")
@@ -260,24 +263,32 @@ def _decode(data: bytes, name: str) -> _Decoded:
                 # texts are ISO-8859-1 / Windows-1252). More than 30% high bytes is no text.
                 high = sum(1 for b in data if b > 127)
                 if high > 0.3 * len(data):
-                    raise _Skip(f"binary file ({high} of {len(data)} bytes are not text)")
+                    raise _Skip(f"binary file ({high} of {len(data)} bytes are not text)") from None
                 try:
                     decoded = _Decoded(data.decode("cp1252"), encoding="cp1252")
                 except UnicodeDecodeError:
                     decoded = _Decoded(data.decode("latin-1"), encoding="latin-1")
-                note = (logging.INFO, "%s: not UTF-8 (first bad byte on line %d); decoded as %s",
-                        name, line, decoded.encoding)
+                note = (
+                    logging.INFO,
+                    "%s: not UTF-8 (first bad byte on line %d); decoded as %s",
+                    name,
+                    line,
+                    decoded.encoding,
+                )
             else:
                 # Mostly UTF-8 with some bad bytes: keep UTF-8, count the replacements.
                 decoded = _Decoded(text, replacements=bad)
-                note = (logging.WARNING,
-                        "%s: %d undecodable bytes replaced by U+FFFD (first on line %d)",
-                        name, bad, line)
+                note = (
+                    logging.WARNING,
+                    "%s: %d undecodable bytes replaced by U+FFFD (first on line %d)",
+                    name,
+                    bad,
+                    line,
+                )
     text = decoded.text
     junk = len(_CONTROL.findall(text)) + decoded.replacements
     if junk > 0.1 * len(text):
-        raise _Skip(f"binary file ({junk} of {len(text)} characters are control or "
-                    f"undecodable)")
+        raise _Skip(f"binary file ({junk} of {len(text)} characters are control or undecodable)")
     if note:
         logger.log(*note)
     # Windows (CRLF) and old Mac (CR) line endings -> "\n".
@@ -294,28 +305,31 @@ def _decode(data: bytes, name: str) -> _Decoded:
 # the end is "*** END OF ..." or the line "End of (the) Project Gutenberg('s) ..." before it.
 _GUT_START = re.compile(
     r"^[ \t*]*(?:START\s+OF\s+(?:THE\s+|THIS\s+)?PROJECT\s+GUTENBERG|\*END\*\s*THE\s+SMALL\s+PRINT)"
-    r".*$", re.IGNORECASE | re.MULTILINE)
-_GUT_END = re.compile(r"^[ \t*]*END\s+OF\s+(?:THE\s+|THIS\s+)?PROJECT\s+GUTENBERG.*$",
-                      re.IGNORECASE | re.MULTILINE)
-_GUT_CREDIT = re.compile(r"^(?:produced by|e-?text prepared by|transcribed (?:from|by))\b",
-                         re.IGNORECASE)
+    r".*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_GUT_END = re.compile(r"^[ \t*]*END\s+OF\s+(?:THE\s+|THIS\s+)?PROJECT\s+GUTENBERG.*$", re.IGNORECASE | re.MULTILINE)
+_GUT_CREDIT = re.compile(r"^(?:produced by|e-?text prepared by|transcribed (?:from|by))\b", re.IGNORECASE)
 
-_NUMBER_WORD = (r"(?i:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
-                r"(?:[- ](?:one|two|three|four|five|six|seven|eight|nine))?"
-                r"|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
-                r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|hundred"
-                r"|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth"
-                r"|eleventh|twelfth|last)")
+_NUMBER_WORD = (
+    r"(?i:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)"
+    r"(?:[- ](?:one|two|three|four|five|six|seven|eight|nine))?"
+    r"|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
+    r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|hundred"
+    r"|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth"
+    r"|eleventh|twelfth|last)"
+)
 _NUMERAL = rf"(?:\d+|[IVXLCDM]+|{_NUMBER_WORD})"
 _KEYWORD = r"(?i:chapter|book|volume|part|stave|canto|section|letter)"
 # "CHAPTER I." "Chapter 12" "BOOK ONE" "CHAPTER XLII. The Whiteness of the Whale"
-_KEYWORD_HEADING = re.compile(
-    rf"{_KEYWORD}\s+{_NUMERAL}\.?(?:\s*[.:—–-]*\s+[A-Z\"'“‘(\[].{{0,150}})?")
+_KEYWORD_HEADING = re.compile(rf"{_KEYWORD}\s+{_NUMERAL}\.?(?:\s*[.:—–-]*\s+[A-Z\"'“‘(\[].{{0,150}})?")
 # "Chapter 1" alone: may also be the first line of a paragraph whose text follows directly.
 _KEYWORD_ONLY = re.compile(rf"{_KEYWORD}\s+{_NUMERAL}\.?")
 _SECTION_WORD = re.compile(
     r"(?:preface|prologue|epilogue|introduction|conclusion|appendix|contents|foreword"
-    r"|afterword|postscript|finis|the end)\.?", re.IGNORECASE)
+    r"|afterword|postscript|finis|the end)\.?",
+    re.IGNORECASE,
+)
 _BARE_NUMERAL = re.compile(r"(?:[IVXLC]+|\d{1,3})\.?")
 _ILLUSTRATION = re.compile(r"\[Illustration", re.IGNORECASE)
 # Underscores marking italics in Gutenberg texts: "_them_" -> "them" (inner ones, as in
@@ -329,7 +343,7 @@ def _drop_illustrations(text: str) -> str:
     out, pos = [], 0
     for m in _ILLUSTRATION.finditer(text):
         if m.start() < pos:
-            continue                                   # inside a block already removed
+            continue  # inside a block already removed
         depth, end = 0, None
         for k in range(m.start(), min(len(text), m.start() + 3000)):
             depth += {"[": 1, "]": -1}.get(text[k], 0)
@@ -337,7 +351,7 @@ def _drop_illustrations(text: str) -> str:
                 end = k + 1
                 break
         if end is not None:
-            out.append(text[pos:m.start()])
+            out.append(text[pos : m.start()])
             pos = end
     out.append(text[pos:])
     return "".join(out)
@@ -348,16 +362,20 @@ def _is_heading_line(line: str) -> bool:
     line = line.strip()
     if not line or len(line) > 200:
         return False
-    if (_KEYWORD_HEADING.fullmatch(line) or _SECTION_WORD.fullmatch(line)
-            or _BARE_NUMERAL.fullmatch(line)):
+    if _KEYWORD_HEADING.fullmatch(line) or _SECTION_WORD.fullmatch(line) or _BARE_NUMERAL.fullmatch(line):
         return True
     # A short all-caps line: "THE EVE OF THE WAR", "MOBY DICK; OR THE WHALE", "FINIS".
     # Not: quoted shouts ('"THERE SHE BLOWS!"'), stage directions "(AHAB TO HIMSELF.)",
     # or all-caps sentences "HARPOONEERS AND SAILORS." (anything ending in punctuation).
     letters = [c for c in line if c.isalpha()]
-    return (len(line) <= 60 and len(letters) >= 2 and not any(c.islower() for c in letters)
-            and line[0] not in _OPENERS and not any(c in line for c in "()[]")
-            and line[-1] not in ".,;:!?")
+    return (
+        len(line) <= 60
+        and len(letters) >= 2
+        and not any(c.islower() for c in letters)
+        and line[0] not in _OPENERS
+        and not any(c in line for c in "()[]")
+        and line[-1] not in ".,;:!?"
+    )
 
 
 def _paragraphs(text: str) -> list[tuple[int, list[str]]]:
@@ -389,8 +407,8 @@ class _DocBuilder:
             self.docs.append(self.current)
             self.current = Document(source=f"{self.name}#{len(self.docs)}", title=title)
         elif self.current.title and len(self.current.title) + len(title) < 150:
-            self.current.title += f" / {title}"    # "VOLUME I" then "CHAPTER I": one document
-        else:                                      # (a table of contents: keep the last one)
+            self.current.title += f" / {title}"  # "VOLUME I" then "CHAPTER I": one document
+        else:  # (a table of contents: keep the last one)
             self.current.title = title
 
     def add(self, sentences: list[str]) -> None:
@@ -414,13 +432,13 @@ def _strip_gutenberg(text: str, name: str) -> str:
             if nxt and nxt.group(1).rstrip().endswith("***"):
                 begin += nxt.end()
     else:
-        logger.warning("%s: no '*** START OF THE PROJECT GUTENBERG EBOOK' line; "
-                       "keeping the text from its beginning", name)
+        logger.warning(
+            "%s: no '*** START OF THE PROJECT GUTENBERG EBOOK' line; keeping the text from its beginning", name
+        )
     end = _GUT_END.search(text, begin)
     if not end:
-        logger.warning("%s: no '*** END OF THE PROJECT GUTENBERG EBOOK' line; "
-                       "keeping the text to its end", name)
-    body = text[begin:end.start() if end else len(text)]
+        logger.warning("%s: no '*** END OF THE PROJECT GUTENBERG EBOOK' line; keeping the text to its end", name)
+    body = text[begin : end.start() if end else len(text)]
     # The producers' credit often opens the body: "Produced by Daniel Lazarus and Jonesey".
     paragraphs = re.split(r"\n[ \t]*\n", body.strip("\n"), maxsplit=1)
     if paragraphs and _GUT_CREDIT.match(paragraphs[0].strip()):
@@ -438,9 +456,12 @@ def _parse_plain(text: str, name: str) -> list[Document]:
             continue
         # A long chapter title wrapped at print width:
         # "CHAPTER 57. Of Whales in Paint; in Teeth; in Wood; in Sheet-Iron; in\nStone; ..."
-        if (len(lines) <= 3 and _KEYWORD_HEADING.fullmatch(lines[0].strip())
-                and not _KEYWORD_ONLY.fullmatch(lines[0].strip())
-                and sum(len(line) for line in lines) <= 200):
+        if (
+            len(lines) <= 3
+            and _KEYWORD_HEADING.fullmatch(lines[0].strip())
+            and not _KEYWORD_ONLY.fullmatch(lines[0].strip())
+            and sum(len(line) for line in lines) <= 200
+        ):
             builder.heading(" ".join(line.strip() for line in lines))
             continue
         # "Chapter 1" alone on the first line, the chapter's text right below it.
@@ -453,9 +474,9 @@ def _parse_plain(text: str, name: str) -> list[Document]:
     return builder.finish()
 
 
-_WIKI_TITLE = re.compile(r"\s?= (?!=)(.*?) =\s*")           # " = Robert Boulter = "
-_WIKI_SUBHEADING = re.compile(r"\s?= = .* = =\s*")            # " = = Career = = ", " = = = ..."
-_WIKI_AT = re.compile(r" @([-,.])@ ")                        # "guest @-@ starring", "1 @,@ 000"
+_WIKI_TITLE = re.compile(r"\s?= (?!=)(.*?) =\s*")  # " = Robert Boulter = "
+_WIKI_SUBHEADING = re.compile(r"\s?= = .* = =\s*")  # " = = Career = = ", " = = = ..."
+_WIKI_AT = re.compile(r" @([-,.])@ ")  # "guest @-@ starring", "1 @,@ 000"
 _SPACE_BEFORE = re.compile(r" ([,.;:!?%)\]}]|'s\b|'S\b|n't\b|'t\b|'re\b|'ve\b|'ll\b|'d\b|'m\b)")
 _SPACE_AFTER = re.compile(r"([(\[{$]) ")
 _WIKI_QUOTED = re.compile(r'" ([^"]*?) "')
@@ -467,7 +488,7 @@ def _detokenize_wikitext(line: str) -> str:
     line = _WIKI_AT.sub(r"\1", line.strip())
     line = _SPACE_BEFORE.sub(r"\1", line)
     line = _SPACE_AFTER.sub(r"\1", line)
-    if line.count('"') % 2 == 0:                             # pair quotes only when balanced
+    if line.count('"') % 2 == 0:  # pair quotes only when balanced
         line = _WIKI_QUOTED.sub(r'"\1"', line)
     return line
 
@@ -543,16 +564,25 @@ def _parse(text: str, fmt: str, name: str) -> list[Document]:
 # read_documents
 # ---------------------------------------------------------------------------------------------
 
+
 def list_files(path: Path) -> list[Path]:
     """The *.txt / *.raw files under a folder (sorted, recursive, hidden ones left out)."""
-    return sorted(p for p in path.rglob("*")
-                  if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES
-                  and not any(part.startswith(".") for part in p.relative_to(path).parts))
+    return sorted(
+        p
+        for p in path.rglob("*")
+        if p.is_file()
+        and p.suffix.lower() in TEXT_SUFFIXES
+        and not any(part.startswith(".") for part in p.relative_to(path).parts)
+    )
 
 
-def read_documents(path: str | os.PathLike, format: str = "auto", min_sentences: int = 1,
-                   report: bool = False, progress: bool = False,
-                   ) -> list[Document] | tuple[list[Document], ReadReport]:
+def read_documents(
+    path: str | os.PathLike,
+    format: str = "auto",
+    min_sentences: int = 1,
+    report: bool = False,
+    progress: bool = False,
+) -> list[Document] | tuple[list[Document], ReadReport]:
     """Read a file, or every *.txt / *.raw file under a folder (sorted, recursive), into documents.
 
     format: "auto" (detected per file, see `detect_format`) or one of "gutenberg", "plain",
@@ -602,8 +632,7 @@ def read_documents(path: str | os.PathLike, format: str = "auto", min_sentences:
         rep.skipped_documents += len(docs) - len(kept)
         rep.skipped_sentences += sum(len(d) for d in docs) - sum(len(d) for d in kept)
         if not kept:
-            reason = (f"no document with at least {min_sentences} sentences"
-                      if docs else "no sentences found")
+            reason = f"no document with at least {min_sentences} sentences" if docs else "no sentences found"
             rep.files_skipped.append((str(file), f"{reason} (format {fmt})"))
             continue
         rep.files_read.append(str(file))
@@ -614,9 +643,14 @@ def read_documents(path: str | os.PathLike, format: str = "auto", min_sentences:
     logger.info("%s: %s", root, rep.summary())
     if not documents:
         reasons = "; ".join(f"{Path(p).name}: {r}" for p, r in rep.files_skipped)
-        raise ValueError(f"no usable text in {str(root)!r}: {reasons}"
-                         + (f" ({rep.skipped_documents} documents had fewer than "
-                            f"{min_sentences} sentences)" if rep.skipped_documents else ""))
+        raise ValueError(
+            f"no usable text in {str(root)!r}: {reasons}"
+            + (
+                f" ({rep.skipped_documents} documents had fewer than {min_sentences} sentences)"
+                if rep.skipped_documents
+                else ""
+            )
+        )
     return (documents, rep) if report else documents
 
 
@@ -624,8 +658,10 @@ def read_documents(path: str | os.PathLike, format: str = "auto", min_sentences:
 # Held-out split by document
 # ---------------------------------------------------------------------------------------------
 
-def split_documents(docs: list[Document], held_out: float | int = 0.02,
-                    seed: int = 0) -> tuple[list[Document], list[Document]]:
+
+def split_documents(
+    docs: list[Document], held_out: float | int = 0.02, seed: int = 0
+) -> tuple[list[Document], list[Document]]:
     """Deterministic (train, held_out) split by whole documents.
 
     held_out: a fraction in [0, 1) or a count (an int >= 1). With held_out > 0 and at least
@@ -661,30 +697,29 @@ def held_out_indices(n: int, held_out: float | int = 0.02, seed: int = 0) -> set
 # Command line: python -m lab.corpus PATH_OR_NAME
 # ---------------------------------------------------------------------------------------------
 
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lab.corpus",
-                                     description="Read a corpus into documents and summarise it.")
-    parser.add_argument("corpus", help=f"a file, a folder, or a catalog name "
-                                       f"({', '.join(datasets.CATALOG)})")
+    parser = argparse.ArgumentParser(
+        prog="python -m lab.corpus", description="Read a corpus into documents and summarise it."
+    )
+    parser.add_argument("corpus", help=f"a file, a folder, or a catalog name ({', '.join(datasets.CATALOG)})")
     parser.add_argument("--split", default=None, help="catalog split: train, valid, test, dev")
     parser.add_argument("--format", default="auto", choices=FORMATS)
     parser.add_argument("--min-sentences", type=int, default=1)
-    parser.add_argument("--show", type=int, default=3, help="print the first N sentences of "
-                                                            "the first documents")
+    parser.add_argument("--show", type=int, default=3, help="print the first N sentences of the first documents")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
         path = datasets.resolve_corpus(args.corpus, args.split)
-        docs, report = read_documents(path, args.format, args.min_sentences, report=True,
-                                      progress=True)
+        docs, report = read_documents(path, args.format, args.min_sentences, report=True, progress=True)
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    for line in str(report).splitlines()[1:]:     # the summary line itself is logged
+    for line in str(report).splitlines()[1:]:  # the summary line itself is logged
         print(line)
-    for doc in docs[:args.show]:
+    for doc in docs[: args.show]:
         print(f"\n{doc.source}  {doc.title!r}  ({len(doc)} sentences)")
-        for sentence in doc.sentences[:args.show]:
+        for sentence in doc.sentences[: args.show]:
             print(f"  | {sentence}")
     return 0
 

@@ -32,6 +32,7 @@ verified against that sidecar ("trust on first use"). Where an entry records a s
 verifies the download itself. A cached file that fails its check raises `ChecksumError`
 (it is never silently downloaded again): delete it to download it again.
 """
+
 from __future__ import annotations
 
 import logging
@@ -67,12 +68,13 @@ logger = logging.getLogger(__name__)
 # The catalog
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class RemoteFile:
     url: str
-    name: str                           # file name inside the corpus's cache folder
-    sha256: str | None = None           # None: trust on first use (sidecar <name>.sha256)
-    members: tuple[str, ...] = ()       # for a zip: members to extract next to it
+    name: str  # file name inside the corpus's cache folder
+    sha256: str | None = None  # None: trust on first use (sidecar <name>.sha256)
+    members: tuple[str, ...] = ()  # for a zip: members to extract next to it
 
 
 @dataclass(frozen=True)
@@ -80,12 +82,12 @@ class CatalogEntry:
     name: str
     description: str
     files: tuple[RemoteFile, ...]
-    splits: dict[str, str] = field(default_factory=dict)   # split -> path in the cache folder
-    default_split: str | None = None    # None: the whole cache folder is the corpus
+    splits: dict[str, str] = field(default_factory=dict)  # split -> path in the cache folder
+    default_split: str | None = None  # None: the whole cache folder is the corpus
     # Where a folder laid out like ../shared/data (`data_dir()`) holds it: split (or "all")
     # -> candidate paths relative to that folder, first existing one wins.
     local: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    format: str = "auto"                # what read_documents should use (or "json"/"tsv")
+    format: str = "auto"  # what read_documents should use (or "json"/"tsv")
     licence: str = ""
 
 
@@ -99,48 +101,69 @@ def _wikitext(size: str) -> CatalogEntry:
     return CatalogEntry(
         name=f"wikitext-{size}",
         description=f"WikiText-{size} raw v1 (Merity et al. 2016): Wikipedia good/featured "
-                    "articles, ' = Title = ' headings, one paragraph per line",
-        files=(RemoteFile(f"{_WIKI}/wikitext-{size}-raw-v1.zip", f"wikitext-{size}-raw-v1.zip",
-                          members=tuple(splits.values())),),
-        splits=splits, default_split="train",
+        "articles, ' = Title = ' headings, one paragraph per line",
+        files=(
+            RemoteFile(
+                f"{_WIKI}/wikitext-{size}-raw-v1.zip", f"wikitext-{size}-raw-v1.zip", members=tuple(splits.values())
+            ),
+        ),
+        splits=splits,
+        default_split="train",
         local={s: (p,) for s, p in splits.items()},
-        format="wikitext", licence="CC BY-SA 3.0")
+        format="wikitext",
+        licence="CC BY-SA 3.0",
+    )
 
 
 CATALOG: dict[str, CatalogEntry] = {
     "novels": CatalogEntry(
         name="novels",
         description="ten public-domain novels from Project Gutenberg: Pride and Prejudice, "
-                    "Emma, Sense and Sensibility, Mansfield Park, Northanger Abbey, Persuasion, "
-                    "Moby Dick, Great Expectations, The War of the Worlds, Twenty Thousand "
-                    "Leagues Under the Sea (plain-text UTF-8)",
-        files=tuple(RemoteFile(f"https://www.gutenberg.org/cache/epub/{i}/pg{i}.txt",
-                               f"pg{i}.txt") for i in _NOVEL_IDS),
-        local={"all": ("novels",)}, format="auto", licence="public domain"),
+        "Emma, Sense and Sensibility, Mansfield Park, Northanger Abbey, Persuasion, "
+        "Moby Dick, Great Expectations, The War of the Worlds, Twenty Thousand "
+        "Leagues Under the Sea (plain-text UTF-8)",
+        files=tuple(
+            RemoteFile(f"https://www.gutenberg.org/cache/epub/{i}/pg{i}.txt", f"pg{i}.txt") for i in _NOVEL_IDS
+        ),
+        local={"all": ("novels",)},
+        format="auto",
+        licence="public domain",
+    ),
     "wikitext-2": _wikitext("2"),
     "wikitext-103": _wikitext("103"),
     "squad-v1.1": CatalogEntry(
         name="squad-v1.1",
         description="SQuAD v1.1 (Rajpurkar et al. 2016) extractive QA, JSON; the local copy "
-                    "in the data folder is squad/dev-v1.1.json.zip (a zip of the JSON file)",
-        files=(RemoteFile("https://rajpurkar.github.io/SQuAD-explorer/dataset/train-v1.1.json",
-                          "train-v1.1.json"),
-               RemoteFile("https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json",
-                          "dev-v1.1.json")),
-        splits={"train": "train-v1.1.json", "dev": "dev-v1.1.json"}, default_split="train",
-        local={"train": ("squad/train-v1.1.json", "squad/train-v1.1.json.zip"),
-               "dev": ("squad/dev-v1.1.json", "squad/dev-v1.1.json.zip")},
-        format="json", licence="CC BY-SA 4.0"),
+        "in the data folder is squad/dev-v1.1.json.zip (a zip of the JSON file)",
+        files=(
+            RemoteFile("https://rajpurkar.github.io/SQuAD-explorer/dataset/train-v1.1.json", "train-v1.1.json"),
+            RemoteFile("https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json", "dev-v1.1.json"),
+        ),
+        splits={"train": "train-v1.1.json", "dev": "dev-v1.1.json"},
+        default_split="train",
+        local={
+            "train": ("squad/train-v1.1.json", "squad/train-v1.1.json.zip"),
+            "dev": ("squad/dev-v1.1.json", "squad/dev-v1.1.json.zip"),
+        },
+        format="json",
+        licence="CC BY-SA 4.0",
+    ),
     "sst2": CatalogEntry(
         name="sst2",
-        description="GLUE SST-2 binary sentiment, TSV with header 'sentence<TAB>label' "
-                    "(test has no labels)",
-        files=(RemoteFile("https://dl.fbaipublicfiles.com/glue/data/SST-2.zip", "SST-2.zip",
-                          members=("SST-2/train.tsv", "SST-2/dev.tsv", "SST-2/test.tsv")),),
+        description="GLUE SST-2 binary sentiment, TSV with header 'sentence<TAB>label' (test has no labels)",
+        files=(
+            RemoteFile(
+                "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip",
+                "SST-2.zip",
+                members=("SST-2/train.tsv", "SST-2/dev.tsv", "SST-2/test.tsv"),
+            ),
+        ),
         splits={"train": "SST-2/train.tsv", "dev": "SST-2/dev.tsv", "test": "SST-2/test.tsv"},
         default_split="train",
         local={"train": ("sst2/train.tsv",), "dev": ("sst2/dev.tsv",), "test": ("sst2/test.tsv",)},
-        format="tsv", licence="as distributed with GLUE"),
+        format="tsv",
+        licence="as distributed with GLUE",
+    ),
 }
 
 
@@ -155,6 +178,7 @@ class ChecksumError(ValueError):
 # ---------------------------------------------------------------------------------------------
 # Where data lives: the cache and the local data folder
 # ---------------------------------------------------------------------------------------------
+
 
 def default_cache_dir() -> Path:
     """$BERT_LAB_CACHE, else ~/.cache/bert-lab."""
@@ -181,8 +205,7 @@ def find_data(name: str, fallback: str | os.PathLike) -> Path:
     fallback = Path(fallback)
     if not fallback.exists():
         where = folder or "none found: set BERT_LAB_DATA"
-        raise FileNotFoundError(f"neither {name} in the data folder ({where}) nor {fallback} "
-                                f"exists")
+        raise FileNotFoundError(f"neither {name} in the data folder ({where}) nor {fallback} exists")
     return fallback
 
 
@@ -198,6 +221,7 @@ def is_shared(path: str | os.PathLike) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Download + cache
 # ---------------------------------------------------------------------------------------------
+
 
 def _sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".sha256")
@@ -220,39 +244,47 @@ def _verify_cached(remote: RemoteFile, path: Path) -> None:
     elif _sidecar(path).exists():
         expected = _sidecar(path).read_text().split()[0].lower()
         origin = f"{_sidecar(path).name} (recorded at first download)"
-    else:                                   # cached before sidecars existed: trust it now
+    else:  # cached before sidecars existed: trust it now
         _record_sha256(path, digest)
         return
     if digest != expected:
-        raise ChecksumError(f"cached file {path} has sha256 {digest}, but {origin} says "
-                            f"{expected}: it is corrupt or was changed. Delete it to download "
-                            f"it again.")
+        raise ChecksumError(
+            f"cached file {path} has sha256 {digest}, but {origin} says "
+            f"{expected}: it is corrupt or was changed. Delete it to download "
+            f"it again."
+        )
 
 
 def _download(remote: RemoteFile, folder: Path, progress: bool) -> None:
     """url -> folder/remote.name via pooch (temp file, hash check, rename), then TOFU sidecar."""
-    downloader = (_copy_file_url if remote.url.startswith("file:")
-                  else pooch.HTTPDownloader(progressbar=progress))
+    downloader = _copy_file_url if remote.url.startswith("file:") else pooch.HTTPDownloader(progressbar=progress)
     try:
-        pooch.retrieve(remote.url, known_hash=remote.sha256, fname=remote.name, path=folder,
-                       downloader=downloader, progressbar=progress)
-    except OSError as err:                  # requests' errors are OSErrors too
+        pooch.retrieve(
+            remote.url,
+            known_hash=remote.sha256,
+            fname=remote.name,
+            path=folder,
+            downloader=downloader,
+            progressbar=progress,
+        )
+    except OSError as err:  # requests' errors are OSErrors too
         raise DownloadError(
             f"could not download {remote.url}: {err}. Without internet, pass a local path "
             f"instead (a file or folder you already have), or set BERT_LAB_DATA to a folder "
-            f"laid out like shared/data.") from err
-    except ValueError as err:               # pooch: the downloaded file's hash does not match
+            f"laid out like shared/data."
+        ) from err
+    except ValueError as err:  # pooch: the downloaded file's hash does not match
         raise ChecksumError(
             f"checksum mismatch for {remote.url}: the catalog expects sha256 {remote.sha256} "
             f"({err}). The download is corrupt or the file changed upstream; nothing was saved "
-            f"to {folder}.") from err
+            f"to {folder}."
+        ) from err
     if not remote.sha256:
         # Trust on first use: remember this download's checksum, verify later uses against it.
         path = folder / remote.name
         digest = pooch.file_hash(str(path))
         _record_sha256(path, digest)
-        logger.info("%s: no checksum in the catalog; recorded sha256 %s in %s",
-                    path.name, digest, _sidecar(path).name)
+        logger.info("%s: no checksum in the catalog; recorded sha256 %s in %s", path.name, digest, _sidecar(path).name)
 
 
 def _extract(zip_path: Path, members: tuple[str, ...], folder: Path) -> None:
@@ -264,11 +296,11 @@ def _extract(zip_path: Path, members: tuple[str, ...], folder: Path) -> None:
             if target.exists():
                 continue
             if member not in names or ".." in Path(member).parts or member.startswith("/"):
-                raise ValueError(f"{zip_path.name} has no member {member!r} "
-                                 f"(it holds: {', '.join(sorted(names)[:10])})")
+                raise ValueError(
+                    f"{zip_path.name} has no member {member!r} (it holds: {', '.join(sorted(names)[:10])})"
+                )
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                            suffix=".part")
+            fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
             try:
                 with archive.open(member) as src, os.fdopen(fd, "wb") as out:
                     shutil.copyfileobj(src, out, 1 << 20)
@@ -283,8 +315,7 @@ def _entry(name: str) -> CatalogEntry:
     return CATALOG[name]
 
 
-def fetch(name_or_entry: str | CatalogEntry, cache_dir: str | os.PathLike | None = None,
-          progress: bool = True) -> Path:
+def fetch(name_or_entry: str | CatalogEntry, cache_dir: str | os.PathLike | None = None, progress: bool = True) -> Path:
     """Download a catalog corpus once into the cache and return its folder.
 
     The folder is `<cache_dir>/<name>/` (cache_dir defaults to $BERT_LAB_CACHE or
@@ -304,15 +335,20 @@ def fetch(name_or_entry: str | CatalogEntry, cache_dir: str | os.PathLike | None
         path = folder / remote.name
         if path.exists():
             _verify_cached(remote, path)
-        else:                               # pooch logs "Downloading data from ..."
+        else:  # pooch logs "Downloading data from ..."
             _download(remote, folder, progress)
         if remote.members:
             _extract(path, remote.members, folder)
     return folder
 
 
-def resolve_corpus(name_or_path: str | os.PathLike, split: str | None = None, *,
-                   cache_dir: str | os.PathLike | None = None, progress: bool = True) -> Path:
+def resolve_corpus(
+    name_or_path: str | os.PathLike,
+    split: str | None = None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> Path:
     """A local path or a catalog name -> a local path to read.
 
     1. An existing file or folder is returned as is (no network), even if it shares a catalog
@@ -330,15 +366,15 @@ def resolve_corpus(name_or_path: str | os.PathLike, split: str | None = None, *,
         return path
     name = str(name_or_path)
     if name not in CATALOG:
-        raise ValueError(f"{name!r} is neither an existing file or folder nor a corpus name; "
-                         f"corpus names: {', '.join(CATALOG)}")
+        raise ValueError(
+            f"{name!r} is neither an existing file or folder nor a corpus name; corpus names: {', '.join(CATALOG)}"
+        )
     entry = CATALOG[name]
     if split is not None and not entry.splits:
         raise ValueError(f"corpus {name!r} has no splits; call resolve_corpus({name!r})")
     split = split or entry.default_split or "all"
     if entry.splits and split not in entry.splits:
-        raise ValueError(f"corpus {name!r} has no split {split!r}; "
-                         f"its splits: {', '.join(entry.splits)}")
+        raise ValueError(f"corpus {name!r} has no split {split!r}; its splits: {', '.join(entry.splits)}")
 
     local_note = ""
     folder = data_dir()
@@ -349,8 +385,7 @@ def resolve_corpus(name_or_path: str | os.PathLike, split: str | None = None, *,
             if local.exists():
                 logger.info("%s (%s): using the local copy %s", name, split, local)
                 return local
-        local_note = (f" (the data folder {folder} has no {' or '.join(candidates) or name}"
-                      f" for split {split!r})")
+        local_note = f" (the data folder {folder} has no {' or '.join(candidates) or name} for split {split!r})"
     elif os.environ.get("BERT_LAB_DATA"):
         local_note = f" (BERT_LAB_DATA={os.environ['BERT_LAB_DATA']} is not a folder)"
     try:

@@ -10,6 +10,7 @@
 The training loop, the inspection API (lab.explore) and the dashboard all take their device and
 precision from here, so "bf16 where it is fast" means the same thing everywhere.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,7 +25,7 @@ PRECISIONS = ("auto", "bf16", "fp32")
 
 
 def pick_device(name: str = "auto") -> torch.device:
-    """"auto": the GPU of this process (cuda:LOCAL_RANK), else Apple's mps, else the CPU.
+    """ "auto": the GPU of this process (cuda:LOCAL_RANK), else Apple's mps, else the CPU.
     An explicit device that this machine lacks is refused in one line."""
     if name == "auto":
         if torch.cuda.is_available():
@@ -37,9 +38,11 @@ def pick_device(name: str = "auto") -> torch.device:
     except RuntimeError:
         raise ValueError(f"unknown device {name!r}: use auto, cpu, cuda, cuda:N or mps") from None
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"--device {name}: this machine has no CUDA GPU that PyTorch can use "
-                         f"(torch {torch.__version__}, CUDA build: {torch.version.cuda is not None}); "
-                         f"use --device cpu or auto")
+        raise ValueError(
+            f"--device {name}: this machine has no CUDA GPU that PyTorch can use "
+            f"(torch {torch.__version__}, CUDA build: {torch.version.cuda is not None}); "
+            f"use --device cpu or auto"
+        )
     if device.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise ValueError(f"--device {name}: Apple's mps backend is not available here; use --device cpu or auto")
     return device
@@ -78,6 +81,7 @@ def autocast(device: torch.device, dtype: torch.dtype | None):
 @dataclass
 class Dist:
     """This process's place among the processes torchrun started (one process: rank 0 of 1)."""
+
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0

@@ -15,6 +15,7 @@ weights and the same forward pass serve all three directions. `direction_mask` b
 `encode` runs a model's own BertModel with it; lab.language_models trains and compares language
 models under each direction.
 """
+
 from __future__ import annotations
 
 import torch
@@ -42,14 +43,15 @@ def visibility_mask(T: int, direction: str = "bidirectional", device=None) -> to
     _check(direction)
     ones = torch.ones(T, T, dtype=torch.bool, device=device)
     if direction == "left_to_right":
-        return torch.tril(ones)               # j <= i: the past and the present
+        return torch.tril(ones)  # j <= i: the past and the present
     if direction == "right_to_left":
-        return torch.triu(ones)               # j >= i: the present and the future
+        return torch.triu(ones)  # j >= i: the present and the future
     return ones
 
 
-def direction_mask(input_ids: torch.Tensor, direction: str = "bidirectional",
-                   attention_mask: torch.Tensor | None = None) -> torch.Tensor | None:
+def direction_mask(
+    input_ids: torch.Tensor, direction: str = "bidirectional", attention_mask: torch.Tensor | None = None
+) -> torch.Tensor | None:
     """The attention mask to give the model for `direction`, combined with padding.
 
     attention_mask [B, T] (1 = real token, 0 = padding) or None. Bidirectional needs no mask
@@ -64,9 +66,9 @@ def direction_mask(input_ids: torch.Tensor, direction: str = "bidirectional",
     if direction == "bidirectional":
         return attention_mask
     B, T = input_ids.shape
-    mask = visibility_mask(T, direction, input_ids.device).expand(B, T, T)       # (B, T, T)
+    mask = visibility_mask(T, direction, input_ids.device).expand(B, T, T)  # (B, T, T)
     if attention_mask is not None:
-        mask = mask & attention_mask.bool()[:, None, :]                          # keys (B, 1, T)
+        mask = mask & attention_mask.bool()[:, None, :]  # keys (B, 1, T)
     return mask
 
 
@@ -75,8 +77,14 @@ def _body(model):
     return model.bert if hasattr(model, "bert") else model
 
 
-def encode(model, input_ids, direction: str = "bidirectional", attention_mask=None,
-           token_type_ids=None, output_attentions: bool = False) -> ModelOutput:
+def encode(
+    model,
+    input_ids,
+    direction: str = "bidirectional",
+    attention_mask=None,
+    token_type_ids=None,
+    output_attentions: bool = False,
+) -> ModelOutput:
     """The model's encoder (its own BertModel forward) under a direction: .last_hidden_state
     [B, T, H], and .attentions (L x [B, heads, T, T]) when asked for.
 
@@ -95,7 +103,7 @@ def influence(model, input_ids, direction: str = "bidirectional") -> torch.Tenso
     row scaled to sum to 1. An exact zero means position i cannot see position j through any
     layer. input_ids: [T] or [1, T].
     """
-    ids = torch.as_tensor(input_ids).reshape(1, -1)                                  # (1, T)
+    ids = torch.as_tensor(input_ids).reshape(1, -1)  # (1, T)
     T = ids.shape[1]
     inputs = []
 
@@ -103,7 +111,7 @@ def influence(model, input_ids, direction: str = "bidirectional") -> torch.Tenso
         # A forward hook that returns a tensor replaces the module's output: the embeddings'
         # output becomes a leaf we can take gradients with respect to, even if the weights
         # are frozen.
-        inputs.append(output.detach().requires_grad_(True))                        # (1, T, H)
+        inputs.append(output.detach().requires_grad_(True))  # (1, T, H)
         return inputs[-1]
 
     was_training = model.training
@@ -111,14 +119,14 @@ def influence(model, input_ids, direction: str = "bidirectional") -> torch.Tenso
     hook = _body(model).embeddings.register_forward_hook(as_leaf)
     try:
         with torch.enable_grad():
-            h = encode(model, ids, direction).last_hidden_state                      # (1, T, H)
-            x = inputs[0]                                                             # (1, T, H)
-            probe = torch.randn(h.shape[-1], generator=torch.Generator().manual_seed(0)).to(h)   # (H,)
+            h = encode(model, ids, direction).last_hidden_state  # (1, T, H)
+            x = inputs[0]  # (1, T, H)
+            probe = torch.randn(h.shape[-1], generator=torch.Generator().manual_seed(0)).to(h)  # (H,)
             rows = []
             for i in range(T):
                 (grad,) = torch.autograd.grad(h[0, i] @ probe, x, retain_graph=i < T - 1)  # (1, T, H)
-                rows.append(grad[0].norm(dim=-1))                                     # (T,)
-        table = torch.stack(rows).cpu()                                               # (T, T)
+                rows.append(grad[0].norm(dim=-1))  # (T,)
+        table = torch.stack(rows).cpu()  # (T, T)
     finally:
         hook.remove()
         model.train(was_training)
@@ -128,7 +136,7 @@ def influence(model, input_ids, direction: str = "bidirectional") -> torch.Tenso
 def directional_attention(model, tokenizer, input_ids, direction: str = "bidirectional") -> AttentionResult:
     """explore.AttentionResult of one chunk of ids run under `direction` (for the plots and
     head statistics of lab.explore / lab.plots). input_ids: [T] or [1, T]."""
-    ids = torch.as_tensor(input_ids).reshape(1, -1)                                  # (1, T)
+    ids = torch.as_tensor(input_ids).reshape(1, -1)  # (1, T)
     was_training = model.training
     model.eval()
     try:
@@ -136,5 +144,8 @@ def directional_attention(model, tokenizer, input_ids, direction: str = "bidirec
             out = encode(model, ids, direction, output_attentions=True)
     finally:
         model.train(was_training)
-    return AttentionResult(tokens=tokenizer.convert_ids_to_tokens(ids[0].tolist()),
-                           attentions=tuple(a.float().cpu() for a in out.attentions), sentence_b_start=None)
+    return AttentionResult(
+        tokens=tokenizer.convert_ids_to_tokens(ids[0].tolist()),
+        attentions=tuple(a.float().cpu() for a in out.attentions),
+        sentence_b_start=None,
+    )

@@ -25,6 +25,7 @@ wrong kind of model) with a ValueError that says what is wrong and how to fix it
 longer than the model can read (and says how much it cut), runs the model in eval mode
 without gradients, puts the model's train/eval mode back, and returns plain CPU floats/tensors.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -43,9 +44,9 @@ from .runs import checkpoints
 from .squad import Example, Span, collate_features, decode_spans, make_features
 from .tokenizer import Tokenizer, clean_text
 
-MAX_MASKS = 20          # more [MASK]s than pre-training ever showed a 128-token sequence
+MAX_MASKS = 20  # more [MASK]s than pre-training ever showed a 128-token sequence
 TASKS = ("fill_mask", "next_sentence", "attention", "answer", "classify", "embeddings")
-_SPECIAL_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")   # never chosen for masked-LM prediction
+_SPECIAL_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")  # never chosen for masked-LM prediction
 
 
 # ----------------------------------------------------------------------------------------
@@ -54,10 +55,11 @@ _SPECIAL_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")   # never chosen for mas
 @dataclass
 class CorruptionPreview:
     """What pre-training would feed the model for this text (the 80/10/10 rule made visible)."""
-    tokens: list[str]             # the original WordPiece tokens, [CLS] ... [SEP]
-    corrupted: list[str]          # the tokens the model sees after 80/10/10
-    labels: list[str | None]      # the original token at each chosen position, None elsewhere
-    kinds: list[str | None]       # "mask" | "random" | "keep" at chosen positions, None elsewhere
+
+    tokens: list[str]  # the original WordPiece tokens, [CLS] ... [SEP]
+    corrupted: list[str]  # the tokens the model sees after 80/10/10
+    labels: list[str | None]  # the original token at each chosen position, None elsewhere
+    kinds: list[str | None]  # "mask" | "random" | "keep" at chosen positions, None elsewhere
 
     @property
     def counts(self) -> dict[str, int]:
@@ -71,10 +73,10 @@ class CorruptionPreview:
 
 @dataclass
 class AttentionResult:
-    tokens: list[str]                         # T tokens, [CLS] a [SEP] (b [SEP])
-    attentions: tuple[torch.Tensor, ...]      # L x [1, heads, T, T] float32 cpu (bertviz format)
-    sentence_b_start: int | None              # index of b's first token, None without b
-    truncated: int = 0                        # tokens cut to fit the model
+    tokens: list[str]  # T tokens, [CLS] a [SEP] (b [SEP])
+    attentions: tuple[torch.Tensor, ...]  # L x [1, heads, T, T] float32 cpu (bertviz format)
+    sentence_b_start: int | None  # index of b's first token, None without b
+    truncated: int = 0  # tokens cut to fit the model
 
     def head_stats(self) -> dict[str, np.ndarray]:
         """Per-head summaries (Clark et al. 2019, "What does BERT look at?"), each [L, heads]:
@@ -89,11 +91,11 @@ class AttentionResult:
         Example: T = 3, a head attending one-hot to the previous token (row 0 to itself):
         prev = 1, self = 1/3, entropy = 0.
         """
-        p = torch.stack([a[0].float() for a in self.attentions])       # (L, A, T, T) rows = queries
+        p = torch.stack([a[0].float() for a in self.attentions])  # (L, A, T, T) rows = queries
         T = p.shape[-1]
-        is_cls = torch.tensor([t == "[CLS]" for t in self.tokens])      # (T,) key columns
+        is_cls = torch.tensor([t == "[CLS]" for t in self.tokens])  # (T,) key columns
         is_sep = torch.tensor([t == "[SEP]" for t in self.tokens])
-        diag = p.diagonal(dim1=-2, dim2=-1)                             # (L, A, T): p[i, i]
+        diag = p.diagonal(dim1=-2, dim2=-1)  # (L, A, T): p[i, i]
         stats = {
             # xlogy gives 0 * log 0 = 0 where a head ignores a token entirely
             "entropy": -torch.special.xlogy(p, p).sum(-1).mean(-1),
@@ -112,28 +114,29 @@ class QueryKeyResult(AttentionResult):
     """An AttentionResult plus what each head's attention is computed from: for layer l, head h,
     attentions[l][0, h] = softmax(queries[l][0, h] @ keys[l][0, h].T / sqrt(d)), d = head size
     (no mask term: one unpadded text)."""
-    queries: tuple[torch.Tensor, ...] = ()    # L x [1, heads, T, d] float32 cpu, before the 1/sqrt(d)
-    keys: tuple[torch.Tensor, ...] = ()       # L x [1, heads, T, d] float32 cpu
+
+    queries: tuple[torch.Tensor, ...] = ()  # L x [1, heads, T, d] float32 cpu, before the 1/sqrt(d)
+    keys: tuple[torch.Tensor, ...] = ()  # L x [1, heads, T, d] float32 cpu
 
 
 @dataclass
 class AblationResult:
-    effect: torch.Tensor           # [L, heads]: metric with the head silenced minus baseline
-    baseline: float                # the metric with every head on
-    metric: str                    # "loss" (mean MLM cross-entropy at the [MASK]s, +: head helped)
-                                   # or "probability" (P of the unablated top token at the first mask)
+    effect: torch.Tensor  # [L, heads]: metric with the head silenced minus baseline
+    baseline: float  # the metric with every head on
+    metric: str  # "loss" (mean MLM cross-entropy at the [MASK]s, +: head helped)
+    # or "probability" (P of the unablated top token at the first mask)
     tokens: list[str]
     mask_positions: list[int]
 
 
 @dataclass
 class AnswerResult:
-    spans: list[Span]              # best first, top_k of them; .text == context[.start:.end]
-    tokens: list[str]              # the tokens of the window holding the best span
-    start_probs: list[float]       # per token of that window: softmax of start logits over it
+    spans: list[Span]  # best first, top_k of them; .text == context[.start:.end]
+    tokens: list[str]  # the tokens of the window holding the best span
+    start_probs: list[float]  # per token of that window: softmax of start logits over it
     end_probs: list[float]
-    offsets: list[tuple[int, int] | None]   # per token of that window: chars in the context (None off-context)
-    window_index: int              # which window (0-based); num_windows says how many there were
+    offsets: list[tuple[int, int] | None]  # per token of that window: chars in the context (None off-context)
+    window_index: int  # which window (0-based); num_windows says how many there were
     num_windows: int
     question_truncated: bool
 
@@ -141,12 +144,13 @@ class AnswerResult:
 @dataclass
 class EmbeddingResult:
     """The paper's Figure 2: input = token + segment + position embeddings."""
+
     tokens: list[str]
-    token: torch.Tensor            # [T, H] word embeddings
-    segment: torch.Tensor          # [T, H] token-type embeddings
-    position: torch.Tensor         # [T, H] position embeddings
-    total: torch.Tensor            # [T, H] their sum (before LayerNorm)
-    normalized: torch.Tensor       # [T, H] after the embedding LayerNorm: what layer 0 receives
+    token: torch.Tensor  # [T, H] word embeddings
+    segment: torch.Tensor  # [T, H] token-type embeddings
+    position: torch.Tensor  # [T, H] position embeddings
+    total: torch.Tensor  # [T, H] their sum (before LayerNorm)
+    normalized: torch.Tensor  # [T, H] after the embedding LayerNorm: what layer 0 receives
     segment_ids: list[int]
 
 
@@ -186,14 +190,14 @@ def missing_head_message(model, task: str) -> str:
     name = type(model).__name__
     return {
         "fill_mask": f"this model ({name}) has no masked-LM head: pick a pre-trained model "
-                     f"(BertForPreTraining or BertForMaskedLM), e.g. one made with python -m lab pretrain",
+        f"(BertForPreTraining or BertForMaskedLM), e.g. one made with python -m lab pretrain",
         "next_sentence": f"this model ({name}) has no next-sentence head: pick a model pre-trained with "
-                         f"masked LM + NSP (BertForPreTraining), e.g. one made with python -m lab pretrain",
+        f"masked LM + NSP (BertForPreTraining), e.g. one made with python -m lab pretrain",
         "answer": f"this model ({name}) has no question-answering head: fine-tune one with "
-                  f"python -m lab finetune-qa --model MODEL --out runs/qa, or pick a QA model",
+        f"python -m lab finetune-qa --model MODEL --out runs/qa, or pick a QA model",
         "classify": f"this model ({name}) has no classification head: fine-tune one with "
-                    f"python -m lab finetune-cls --model MODEL --train TRAIN --dev DEV, "
-                    f"or pick a classification model",
+        f"python -m lab finetune-cls --model MODEL --train TRAIN --dev DEV, "
+        f"or pick a classification model",
     }[task]
 
 
@@ -205,8 +209,10 @@ def _require(model, task: str) -> None:
 def _mlm_head(model):
     head = getattr(getattr(model, "cls", None), "predictions", None)
     if head is None:
-        raise ValueError(f"{type(model).__name__} has no masked-LM head; load the model as "
-                         f"BertForPreTraining or BertForMaskedLM (a pre-trained checkpoint)")
+        raise ValueError(
+            f"{type(model).__name__} has no masked-LM head; load the model as "
+            f"BertForPreTraining or BertForMaskedLM (a pre-trained checkpoint)"
+        )
     return head
 
 
@@ -222,7 +228,7 @@ def _embedding_module(model):
 # ----------------------------------------------------------------------------------------
 # Shared plumbing: clean text, encode within the model's length, run without gradients
 # ----------------------------------------------------------------------------------------
-_FAST = False           # use_bf16(True): forward passes under bf16 autocast where it is fast
+_FAST = False  # use_bf16(True): forward passes under bf16 autocast where it is fast
 
 
 def use_bf16(enabled: bool = True) -> bool:
@@ -242,7 +248,7 @@ def _inference(model):
     """eval mode + no gradients (+ bf16 autocast after use_bf16()) for the block; yields the
     model's device; restores the mode."""
     was_training = model.training
-    if was_training:                     # (eval() walks the module tree: only when needed)
+    if was_training:  # (eval() walks the module tree: only when needed)
         model.eval()
     device = next(model.parameters()).device
     try:
@@ -256,16 +262,18 @@ def _inference(model):
 def _encode(model, tokenizer, text_a: str, text_b: str | None = None):
     """[CLS] a [SEP] (b [SEP]), cut to the model's position table; returns (encoding, ids, types)."""
     enc = tokenizer.encode(text_a, text_b, max_length=model.config.max_position_embeddings)
-    ids = torch.tensor([enc.input_ids])                                 # (1, T)
-    types = torch.tensor([enc.token_type_ids])                          # (1, T)
+    ids = torch.tensor([enc.input_ids])  # (1, T)
+    types = torch.tensor([enc.token_type_ids])  # (1, T)
     return enc, ids, types
 
 
 def _mask_positions(ids: torch.Tensor, tokenizer, truncated: bool) -> list[int]:
     positions = (ids[0] == tokenizer.mask_token_id).nonzero().flatten().tolist()
     if not positions:
-        raise ValueError("there is no [MASK] in the text: write [MASK] where a word should be "
-                         "predicted" + (" (it was cut off: the text is too long)" if truncated else ""))
+        raise ValueError(
+            "there is no [MASK] in the text: write [MASK] where a word should be "
+            "predicted" + (" (it was cut off: the text is too long)" if truncated else "")
+        )
     if len(positions) > MAX_MASKS:
         raise ValueError(f"{len(positions)} [MASK] tokens: at most {MAX_MASKS} per text")
     return positions
@@ -274,9 +282,15 @@ def _mask_positions(ids: torch.Tensor, tokenizer, truncated: bool) -> list[int]:
 # ----------------------------------------------------------------------------------------
 # Pre-training, seen from the outside
 # ----------------------------------------------------------------------------------------
-def corruption_preview(tokenizer, text: str, seed: int = 0, mlm_probability: float = 0.15,
-                       max_predictions: int = 20, text_b: str | None = None,
-                       max_length: int = 512) -> CorruptionPreview:
+def corruption_preview(
+    tokenizer,
+    text: str,
+    seed: int = 0,
+    mlm_probability: float = 0.15,
+    max_predictions: int = 20,
+    text_b: str | None = None,
+    max_length: int = 512,
+) -> CorruptionPreview:
     """The masked-LM corruption pre-training would apply to `text` (and `text_b`), by the very
     code pre-training runs (lab.instances.mask_tokens). The same seed gives the same preview.
 
@@ -294,20 +308,25 @@ def corruption_preview(tokenizer, text: str, seed: int = 0, mlm_probability: flo
     if max_predictions < 1:
         raise ValueError(f"max_predictions must be at least 1, got {max_predictions}")
     enc = tokenizer.encode(text, text_b, max_length=max_length)
-    special = SpecialIds.from_vocab(tokenizer.vocab)                   # as pretrain.prepare builds it
-    ids = torch.tensor([enc.input_ids])                                 # (1, T)
+    special = SpecialIds.from_vocab(tokenizer.vocab)  # as pretrain.prepare builds it
+    ids = torch.tensor([enc.input_ids])  # (1, T)
     # [CLS]/[SEP] may never be chosen; neither may a [MASK] typed into the text
     specials = torch.tensor([enc.special_tokens_mask], dtype=torch.bool) | (ids == special.mask_id)
     generator = torch.Generator().manual_seed(seed)
-    masked, labels = mask_tokens(ids, specials, special, generator, mlm_probability=mlm_probability,
-                                 max_predictions_per_seq=max_predictions)   # (1, T) each
+    masked, labels = mask_tokens(
+        ids, specials, special, generator, mlm_probability=mlm_probability, max_predictions_per_seq=max_predictions
+    )  # (1, T) each
     corrupted = tokenizer.convert_ids_to_tokens(masked[0].tolist())
-    chosen = (labels[0] != -100).tolist()                               # (T,) bool
+    chosen = (labels[0] != -100).tolist()  # (T,) bool
     kinds: list[str | None] = []
     for was, now, picked in zip(enc.tokens, corrupted, chosen):
         kinds.append(None if not picked else "mask" if now == "[MASK]" else "keep" if now == was else "random")
-    return CorruptionPreview(tokens=list(enc.tokens), corrupted=corrupted,
-                             labels=[t if c else None for t, c in zip(enc.tokens, chosen)], kinds=kinds)
+    return CorruptionPreview(
+        tokens=list(enc.tokens),
+        corrupted=corrupted,
+        labels=[t if c else None for t, c in zip(enc.tokens, chosen)],
+        kinds=kinds,
+    )
 
 
 def embeddings(model, tokenizer, text_a: str, text_b: str | None = None) -> EmbeddingResult:
@@ -318,16 +337,24 @@ def embeddings(model, tokenizer, text_a: str, text_b: str | None = None) -> Embe
     enc, ids, types = _encode(model, tokenizer, text_a, text_b)
     with _inference(model) as device:
         ids, types = ids.to(device), types.to(device)
-        positions = torch.arange(ids.shape[1], device=device)            # (T,) 0, 1, ..., T-1
-        token = emb.word_embeddings(ids)[0]                               # (T, H)
-        segment = emb.token_type_embeddings(types)[0]                     # (T, H) row 0 = A, row 1 = B
-        position = emb.position_embeddings(positions)                     # (T, H)
-        total = token + segment + position                                # (T, H) the paper's Figure 2
-        normalized = emb.LayerNorm(total)                                 # (T, H) dropout is off in eval
+        positions = torch.arange(ids.shape[1], device=device)  # (T,) 0, 1, ..., T-1
+        token = emb.word_embeddings(ids)[0]  # (T, H)
+        segment = emb.token_type_embeddings(types)[0]  # (T, H) row 0 = A, row 1 = B
+        position = emb.position_embeddings(positions)  # (T, H)
+        total = token + segment + position  # (T, H) the paper's Figure 2
+        normalized = emb.LayerNorm(total)  # (T, H) dropout is off in eval
     token, segment, position, total, normalized = (
-        t.float().cpu() for t in (token, segment, position, total, normalized))
-    return EmbeddingResult(tokens=list(enc.tokens), token=token, segment=segment, position=position,
-                           total=total, normalized=normalized, segment_ids=list(enc.token_type_ids))
+        t.float().cpu() for t in (token, segment, position, total, normalized)
+    )
+    return EmbeddingResult(
+        tokens=list(enc.tokens),
+        token=token,
+        segment=segment,
+        position=position,
+        total=total,
+        normalized=normalized,
+        segment_ids=list(enc.token_type_ids),
+    )
 
 
 def fill_mask(model, tokenizer, text: str, top_k: int = 5, temperature: float = 1.0) -> FillMaskResult:
@@ -344,14 +371,16 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5, temperature: float = 
         raise ValueError(f"top_k must be between 1 and {tokenizer.vocab_size}, got {top_k}")
     enc, ids, types = _encode(model, tokenizer, text)
     positions = _mask_positions(ids, tokenizer, enc.truncated)
-    at_masks = torch.zeros_like(ids, dtype=torch.bool)          # (1, T)
-    at_masks[0, positions] = True                               # logits only where the masks are
+    at_masks = torch.zeros_like(ids, dtype=torch.bool)  # (1, T)
+    at_masks[0, positions] = True  # logits only where the masks are
     with _inference(model) as device:
         out = model(ids.to(device), types.to(device), predict_at=at_masks.to(device))
-        probs = (out.mlm_logits.float().cpu() / temperature).softmax(-1)   # (masks, V)
+        probs = (out.mlm_logits.float().cpu() / temperature).softmax(-1)  # (masks, V)
     top = probs.topk(top_k, dim=-1)
-    predictions = [[(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ix)]
-                   for ps, ix in zip(top.values, top.indices)]
+    predictions = [
+        [(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ix)]
+        for ps, ix in zip(top.values, top.indices)
+    ]
     return FillMaskResult(predictions, enc.tokens, positions, enc.num_truncated)
 
 
@@ -362,7 +391,7 @@ def next_sentence(model, tokenizer, a: str, b: str) -> float:
     _, ids, types = _encode(model, tokenizer, a, b)
     with _inference(model) as device:
         out = model(ids.to(device), types.to(device))
-    return float(out.nsp_logits.float().cpu().softmax(-1)[0, 0])     # (1, 2): 0 = IsNext, 1 = NotNext
+    return float(out.nsp_logits.float().cpu().softmax(-1)[0, 0])  # (1, 2): 0 = IsNext, 1 = NotNext
 
 
 # ----------------------------------------------------------------------------------------
@@ -373,13 +402,16 @@ def attention(model, tokenizer, text_a: str, text_b: str | None = None) -> Atten
     text_a = clean_text(text_a, "text_a")
     text_b = clean_text(text_b, "text_b") if text_b is not None else None
     enc, ids, types = _encode(model, tokenizer, text_a, text_b)
-    encoder = getattr(model, "bert", model)      # attention maps need the encoder only, no head
+    encoder = getattr(model, "bert", model)  # attention maps need the encoder only, no head
     with _inference(model) as device:
         out = encoder(ids.to(device), types.to(device), output_attentions=True)
-    attentions = tuple(a.float().cpu() for a in out.attentions)         # L x (1, A, T, T)
-    return AttentionResult(tokens=list(enc.tokens), attentions=attentions,
-                           sentence_b_start=enc.sentence_b_start if text_b is not None else None,
-                           truncated=enc.num_truncated)
+    attentions = tuple(a.float().cpu() for a in out.attentions)  # L x (1, A, T, T)
+    return AttentionResult(
+        tokens=list(enc.tokens),
+        attentions=attentions,
+        sentence_b_start=enc.sentence_b_start if text_b is not None else None,
+        truncated=enc.num_truncated,
+    )
 
 
 def queries_and_keys(model, tokenizer, text_a: str, text_b: str | None = None) -> QueryKeyResult:
@@ -396,27 +428,35 @@ def queries_and_keys(model, tokenizer, text_a: str, text_b: str | None = None) -
     text_b = clean_text(text_b, "text_b") if text_b is not None else None
     enc, ids, types = _encode(model, tokenizer, text_a, text_b)
     encoder = getattr(model, "bert", model)
-    layers = [m for m in encoder.modules() if isinstance(m, BertSelfAttention)]    # in layer order
+    layers = [m for m in encoder.modules() if isinstance(m, BertSelfAttention)]  # in layer order
     with _inference(model) as device:
         out = encoder(ids.to(device), types.to(device), output_attentions=True, output_hidden_states=True)
         if not (len(layers) == len(out.attentions) == len(out.hidden_states) - 1):
-            raise RuntimeError(f"{type(model).__name__}: expected one self-attention per layer, found "
-                               f"{len(layers)} for {len(out.attentions)} layers")
-        outputs = {"query": [m.query(x) for m, x in zip(layers, out.hidden_states)],
-                   "key": [m.key(x) for m, x in zip(layers, out.hidden_states)]}
+            raise RuntimeError(
+                f"{type(model).__name__}: expected one self-attention per layer, found "
+                f"{len(layers)} for {len(out.attentions)} layers"
+            )
+        outputs = {
+            "query": [m.query(x) for m, x in zip(layers, out.hidden_states)],
+            "key": [m.key(x) for m, x in zip(layers, out.hidden_states)],
+        }
 
-    def heads(x, layer):                                                 # (1, T, H) -> (1, A, T, d)
+    def heads(x, layer):  # (1, T, H) -> (1, A, T, d)
         return x.float().cpu().view(1, x.shape[1], layer.num_heads, layer.head_size).transpose(1, 2)
 
-    return QueryKeyResult(tokens=list(enc.tokens), attentions=tuple(a.float().cpu() for a in out.attentions),
-                          sentence_b_start=enc.sentence_b_start if text_b is not None else None,
-                          truncated=enc.num_truncated,
-                          queries=tuple(heads(q, m) for q, m in zip(outputs["query"], layers)),
-                          keys=tuple(heads(k, m) for k, m in zip(outputs["key"], layers)))
+    return QueryKeyResult(
+        tokens=list(enc.tokens),
+        attentions=tuple(a.float().cpu() for a in out.attentions),
+        sentence_b_start=enc.sentence_b_start if text_b is not None else None,
+        truncated=enc.num_truncated,
+        queries=tuple(heads(q, m) for q, m in zip(outputs["query"], layers)),
+        keys=tuple(heads(k, m) for k, m in zip(outputs["key"], layers)),
+    )
 
 
-def ablate_heads(model, tokenizer, text: str, metric: str = "loss", targets: list[str] | None = None,
-                 batch_size: int = 32) -> AblationResult:
+def ablate_heads(
+    model, tokenizer, text: str, metric: str = "loss", targets: list[str] | None = None, batch_size: int = 32
+) -> AblationResult:
     """Silence each attention head in turn and measure how the masked-LM prediction changes
     (Michel et al. 2019, "Are sixteen heads really better than one?").
 
@@ -442,10 +482,10 @@ def ablate_heads(model, tokenizer, text: str, metric: str = "loss", targets: lis
         label_ids = _target_ids(tokenizer, targets, len(positions))
     L, A = model.config.num_hidden_layers, model.config.num_attention_heads
     picked = torch.zeros_like(ids, dtype=torch.bool)
-    picked[0, positions] = True                                          # (1, T) the M [MASK]s
+    picked[0, positions] = True  # (1, T) the M [MASK]s
     M = len(positions)
 
-    def metric_of(log_probs, labels):                                    # (B, M, V), (M,) -> (B,)
+    def metric_of(log_probs, labels):  # (B, M, V), (M,) -> (B,)
         chosen = log_probs.gather(-1, labels.expand(log_probs.shape[0], -1)[..., None])[..., 0]  # (B, M)
         return -chosen.mean(-1) if metric == "loss" else chosen[:, 0].exp()
 
@@ -453,21 +493,30 @@ def ablate_heads(model, tokenizer, text: str, metric: str = "loss", targets: lis
         ids, types = ids.to(device), types.to(device)
         # baseline: every head on; its top-1 words are the labels unless targets were given
         base = model(ids, types, predict_at=picked.to(device))
-        base_lp = base.mlm_logits.float().cpu().log_softmax(-1)[None]   # (1, M, V)
-        labels = label_ids if label_ids is not None else base_lp[0].argmax(-1)   # (M,)
+        base_lp = base.mlm_logits.float().cpu().log_softmax(-1)[None]  # (1, M, V)
+        labels = label_ids if label_ids is not None else base_lp[0].argmax(-1)  # (M,)
         baseline = float(metric_of(base_lp, labels)[0])
         effects = []
         for start in range(0, L * A, batch_size):
             rows = torch.arange(start, min(start + batch_size, L * A))  # (B,) which (layer, head)
             B = len(rows)
-            head_mask = torch.ones(L, B, A)                               # (L, B, A) all heads on
-            head_mask[rows // A, torch.arange(B), rows % A] = 0.0         # row r silences head r % A of layer r // A
-            out = model(ids.expand(B, -1), types.expand(B, -1), head_mask=head_mask.to(device),
-                        predict_at=picked.expand(B, -1).to(device))
-            lp = out.mlm_logits.float().cpu().log_softmax(-1).view(B, M, -1)   # (B*M, V) -> (B, M, V)
+            head_mask = torch.ones(L, B, A)  # (L, B, A) all heads on
+            head_mask[rows // A, torch.arange(B), rows % A] = 0.0  # row r silences head r % A of layer r // A
+            out = model(
+                ids.expand(B, -1),
+                types.expand(B, -1),
+                head_mask=head_mask.to(device),
+                predict_at=picked.expand(B, -1).to(device),
+            )
+            lp = out.mlm_logits.float().cpu().log_softmax(-1).view(B, M, -1)  # (B*M, V) -> (B, M, V)
             effects.append(metric_of(lp, labels) - baseline)
-    return AblationResult(effect=torch.cat(effects).view(L, A), baseline=baseline, metric=metric,
-                          tokens=list(enc.tokens), mask_positions=positions)
+    return AblationResult(
+        effect=torch.cat(effects).view(L, A),
+        baseline=baseline,
+        metric=metric,
+        tokens=list(enc.tokens),
+        mask_positions=positions,
+    )
 
 
 def _target_ids(tokenizer, targets, n_masks: int) -> torch.Tensor:
@@ -478,8 +527,10 @@ def _target_ids(tokenizer, targets, n_masks: int) -> torch.Tensor:
     for word in targets:
         pieces = tokenizer.tokenize(clean_text(word, "target").strip())
         if len(pieces) != 1:
-            raise ValueError(f"target {word!r} is {len(pieces)} WordPiece tokens {pieces}; each target "
-                             f"must be a single token of the vocabulary")
+            raise ValueError(
+                f"target {word!r} is {len(pieces)} WordPiece tokens {pieces}; each target "
+                f"must be a single token of the vocabulary"
+            )
         if pieces[0] == "[UNK]":
             raise ValueError(f"target {word!r} is not in the vocabulary (it reads as [UNK]): pick another word")
         ids.append(tokenizer.convert_tokens_to_ids(pieces[0]))
@@ -497,13 +548,22 @@ def classify(model, tokenizer, text: str, text_pair: str | None = None) -> dict[
     _, ids, types = _encode(model, tokenizer, text, text_pair)
     with _inference(model) as device:
         out = model(ids.to(device), types.to(device))
-    probs = out.logits.float().cpu().softmax(-1)[0].tolist()            # (1, K) -> K floats
+    probs = out.logits.float().cpu().softmax(-1)[0].tolist()  # (1, K) -> K floats
     names = model.config.id2label
     return dict(sorted(((names[i], p) for i, p in enumerate(probs)), key=lambda kv: -kv[1]))
 
 
-def answer(model, tokenizer, question: str, context: str, top_k: int = 3, max_seq_length: int = 384,
-           doc_stride: int = 128, max_query_length: int = 64, max_answer_length: int = 30) -> AnswerResult:
+def answer(
+    model,
+    tokenizer,
+    question: str,
+    context: str,
+    top_k: int = 3,
+    max_seq_length: int = 384,
+    doc_stride: int = 128,
+    max_query_length: int = 64,
+    max_answer_length: int = 30,
+) -> AnswerResult:
     """The top_k answer spans of `context` for `question`, as SQuAD evaluation finds them.
 
     A context longer than one window is read in overlapping doc-stride windows (lab.squad):
@@ -523,8 +583,10 @@ def answer(model, tokenizer, question: str, context: str, top_k: int = 3, max_se
         raise ValueError("question has no tokens the model knows: type a question in words")
     room = max_seq_length - min(len(question_tokens), max_query_length) - 3
     if room < 1:
-        raise ValueError(f"the question leaves no room for the context in {max_seq_length} tokens: "
-                         f"shorten the question or lower max_query_length")
+        raise ValueError(
+            f"the question leaves no room for the context in {max_seq_length} tokens: "
+            f"shorten the question or lower max_query_length"
+        )
     example = Example(id="q", title="", context=context, question=question, answers=[])
     features = make_features([example], tokenizer, max_seq_length, doc_stride, max_query_length, training=False)
     if not features:
@@ -532,21 +594,28 @@ def answer(model, tokenizer, question: str, context: str, top_k: int = 3, max_se
     with _inference(model) as device:
         batch = collate_features(features, tokenizer.pad_token_id, max_length=max_seq_length).to(device)
         out = model(**batch)
-        starts, ends = out.start_logits.float().cpu(), out.end_logits.float().cpu()   # (windows, T)
+        starts, ends = out.start_logits.float().cpu(), out.end_logits.float().cpu()  # (windows, T)
     # n_best start x end candidates per window; if none of them is a valid span (possible with
     # an untrained model whose best starts all fall on the question), look at every token
     spans = decode_spans(features, starts, ends, example, n_best=max(20, top_k), max_answer_length=max_answer_length)
     if not spans:
         longest = max(len(f.input_ids) for f in features)
-        spans = decode_spans(features, starts, ends, example, n_best=max(longest, top_k),
-                             max_answer_length=max_answer_length)
+        spans = decode_spans(
+            features, starts, ends, example, n_best=max(longest, top_k), max_answer_length=max_answer_length
+        )
     w = spans[0].window_index if spans else 0
     f = features[w]
-    n = len(f.input_ids)                                                # the window without padding
-    return AnswerResult(spans=spans[:top_k], tokens=tokenizer.convert_ids_to_tokens(f.input_ids),
-                        start_probs=starts[w, :n].softmax(-1).tolist(), end_probs=ends[w, :n].softmax(-1).tolist(),
-                        offsets=list(f.offsets), window_index=w, num_windows=len(features),
-                        question_truncated=len(question_tokens) > max_query_length)
+    n = len(f.input_ids)  # the window without padding
+    return AnswerResult(
+        spans=spans[:top_k],
+        tokens=tokenizer.convert_ids_to_tokens(f.input_ids),
+        start_probs=starts[w, :n].softmax(-1).tolist(),
+        end_probs=ends[w, :n].softmax(-1).tolist(),
+        offsets=list(f.offsets),
+        window_index=w,
+        num_windows=len(features),
+        question_truncated=len(question_tokens) > max_query_length,
+    )
 
 
 # ----------------------------------------------------------------------------------------
@@ -564,12 +633,14 @@ def checkpoint_predictions(run_dir, text: str, top_k: int = 3, progress=None) ->
         raise ValueError(f"run directory {run_dir} does not exist")
     found = checkpoints(run_dir)
     if not found:
-        raise ValueError(f"{run_dir} keeps no checkpoints (checkpoints/step-NNNNNNN/): pick a pre-training "
-                         f"run (python -m lab pretrain keeps snapshots) or the bundled bert-lab-classroom")
+        raise ValueError(
+            f"{run_dir} keeps no checkpoints (checkpoints/step-NNNNNNN/): pick a pre-training "
+            f"run (python -m lab pretrain keeps snapshots) or the bundled bert-lab-classroom"
+        )
     # the run's own vocabulary for every checkpoint (all phases of a run share it)
     tokenizer = Tokenizer.load(run_dir) if has_tokenizer_files(run_dir) else None
     results = []
-    for step, directory in (progress(found) if progress else found):
+    for step, directory in progress(found) if progress else found:
         model, own = load(directory)
         results.append((step, fill_mask(model, tokenizer or own, text, top_k=top_k)))
     return results

@@ -15,6 +15,7 @@ Checkpoints are unaffected: dropout has no parameters or buffers, so a model's s
 the files lab.save writes) is the same with either module, and a model trained with FastDropout
 loads into a model built with nn.Dropout. In eval mode both are the identity.
 """
+
 from __future__ import annotations
 
 import torch
@@ -39,18 +40,22 @@ class FastDropout(nn.Dropout):
         if x.device.type != "cpu":
             return F.dropout(x, self.p, True, self.inplace)
         n = x.numel()
-        words = torch.empty((n + 1) // 2, dtype=torch.int32).random_(-2**31, 2**31 - 1)
-        r = words.view(torch.int16)[:n].view(x.shape)        # uniform in [-32768, 32767]
-        cut = round(self.p * 65536)                            # values below -32768 + cut are dropped
-        scale = (r >= cut - 32768).to(x.dtype).mul_(65536 / (65536 - cut))   # 0 or 1 / (1 - p')
+        words = torch.empty((n + 1) // 2, dtype=torch.int32).random_(-(2**31), 2**31 - 1)
+        r = words.view(torch.int16)[:n].view(x.shape)  # uniform in [-32768, 32767]
+        cut = round(self.p * 65536)  # values below -32768 + cut are dropped
+        scale = (r >= cut - 32768).to(x.dtype).mul_(65536 / (65536 - cut))  # 0 or 1 / (1 - p')
         return x.mul_(scale) if self.inplace else x * scale
 
 
 def use_fast_dropout(model: nn.Module) -> int:
     """Replace every plain nn.Dropout inside `model` by a FastDropout with the same p (in place);
     returns how many were replaced. Parameters, buffers and state_dict are unchanged."""
-    plain = [(parent, name, child) for parent in model.modules()
-             for name, child in parent.named_children() if type(child) is nn.Dropout]
+    plain = [
+        (parent, name, child)
+        for parent in model.modules()
+        for name, child in parent.named_children()
+        if type(child) is nn.Dropout
+    ]
     for parent, name, child in plain:
         fast = FastDropout(child.p, child.inplace)
         fast.train(child.training)

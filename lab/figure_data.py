@@ -29,6 +29,7 @@ colour scale (a matplotlib colormap name, which plotly knows too) and the format
 written in each cell. Only numpy here (torch tensors are read through .detach): no plotting
 library, so notebooks, exports and the dashboard share it without importing each other's.
 """
+
 from __future__ import annotations
 
 import csv
@@ -41,7 +42,7 @@ import numpy as np
 
 from .runs import read_metrics
 
-STAT_TITLES = {                 # head_stats() key -> panel title (Clark et al. 2019)
+STAT_TITLES = {  # head_stats() key -> panel title (Clark et al. 2019)
     "entropy": "entropy (nats)",
     "cls": "attention to [CLS]",
     "sep": "attention to [SEP]",
@@ -49,8 +50,8 @@ STAT_TITLES = {                 # head_stats() key -> panel title (Clark et al. 
     "prev": "attention to the previous token",
     "next": "attention to the next token",
 }
-ANNOTATE_TOKENS = 12            # attention maps of at most this many tokens get their weights written in
-ANNOTATE_CELLS = 48             # head-statistics grids of at most this many heads get their values written in
+ANNOTATE_TOKENS = 12  # attention maps of at most this many tokens get their weights written in
+ANNOTATE_CELLS = 48  # head-statistics grids of at most this many heads get their values written in
 SPECIAL = ("[CLS]", "[SEP]", "[PAD]")
 
 
@@ -120,13 +121,14 @@ class _Table:
 @dataclass(kw_only=True)
 class Panel(_Table):
     """One heatmap as drawn: values[r, c] in row r, column c, coloured from zmin to zmax."""
+
     title: str
-    values: np.ndarray                 # (rows, columns)
+    values: np.ndarray  # (rows, columns)
     zmin: float
     zmax: float
-    colors: str = "viridis"            # matplotlib colormap name (plotly knows the same names)
-    cell_format: str | None = None     # format spec of the number written in each cell ("+.3f"); None: none
-    key: str = ""                      # what the panel shows, for tables: "sep", "token", ...
+    colors: str = "viridis"  # matplotlib colormap name (plotly knows the same names)
+    cell_format: str | None = None  # format spec of the number written in each cell ("+.3f"); None: none
+    key: str = ""  # what the panel shows, for tables: "sep", "token", ...
 
     def rows(self) -> list[dict]:
         return _grid_rows(self, "row", "column", "value", panel=self.key)
@@ -145,28 +147,38 @@ def _grid_rows(panel: Panel, row: str, column: str, value: str, **fixed) -> list
 @dataclass
 class Series:
     """One line of a training-curves panel."""
-    panel: str                         # "loss" or "accuracy"
-    name: str                          # legend label, e.g. "held-out mlm loss"
+
+    panel: str  # "loss" or "accuracy"
+    name: str  # legend label, e.g. "held-out mlm loss"
     x: list[float]
     y: list[float]
-    marker: str | None = None          # None: a thin line of every logged step; "o" / "s": evaluations
+    marker: str | None = None  # None: a thin line of every logged step; "o" / "s": evaluations
 
 
 @dataclass
 class TrainingCurves(_Table):
     series: list[Series]
-    x_title: str                       # "wall time (minutes)" or "step"
-    x_name: str                        # the CSV column of x: "minutes" or "step"
+    x_title: str  # "wall time (minutes)" or "step"
+    x_name: str  # the CSV column of x: "minutes" or "step"
     title: str | None = None
     y_titles: dict = field(default_factory=lambda: {"loss": "loss", "accuracy": "held-out accuracy"})
 
     def rows(self) -> list[dict]:
-        return [{"panel": s.panel, "series": s.name, self.x_name: x, "value": y}
-                for s in self.series for x, y in zip(s.x, s.y)]
+        return [
+            {"panel": s.panel, "series": s.name, self.x_name: x, "value": y}
+            for s in self.series
+            for x, y in zip(s.x, s.y)
+        ]
 
 
-ACCURACY_NAMES = {"mlm_acc": "MLM top-1 (all predicted)", "mlm_acc_masked": "MLM top-1 at [MASK]",
-                  "nsp_acc": "NSP", "accuracy": "accuracy", "f1": "F1", "exact_match": "exact match"}
+ACCURACY_NAMES = {
+    "mlm_acc": "MLM top-1 (all predicted)",
+    "mlm_acc_masked": "MLM top-1 at [MASK]",
+    "nsp_acc": "NSP",
+    "accuracy": "accuracy",
+    "f1": "F1",
+    "exact_match": "exact match",
+}
 
 
 def _series(panel: str, name: str, points: list[tuple], marker: str | None) -> Series:
@@ -197,8 +209,7 @@ def training_curves(run_or_records, x: str = "time", title: str | None = None) -
     series = []
     if train:
         key = "mlm_loss" if "mlm_loss" in train[0] else "loss"
-        series.append(_series("loss", f"train {key.replace('_', ' ')}",
-                              [(scale(r), r[key]) for r in train], None))
+        series.append(_series("loss", f"train {key.replace('_', ' ')}", [(scale(r), r[key]) for r in train], None))
     for key, marker in (("mlm_loss", "o"), ("nsp_loss", "s"), ("loss", "o")):
         pts = [(scale(r), r[key]) for r in evals if key in r]
         # a pre-training run's total "loss" is mlm + nsp: its parts are drawn instead
@@ -208,8 +219,9 @@ def training_curves(run_or_records, x: str = "time", title: str | None = None) -
         pts = [(scale(r), r[key]) for r in evals if key in r]
         if pts:
             series.append(_series("accuracy", name, pts, "o"))
-    return TrainingCurves(series, "wall time (minutes)" if x == "time" else "step",
-                          "minutes" if x == "time" else "step", title)
+    return TrainingCurves(
+        series, "wall time (minutes)" if x == "time" else "step", "minutes" if x == "time" else "step", title
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -220,10 +232,11 @@ def training_curves(run_or_records, x: str = "time", title: str | None = None) -
 @dataclass(kw_only=True)
 class AttentionMap(Panel):
     """One head: values[i, j] = how much query token i attends to key token j (rows sum to 1)."""
+
     layer: int
     head: int
     tokens: list[str]
-    sentence_b_start: int | None = None    # first token of sentence B: the segment boundary
+    sentence_b_start: int | None = None  # first token of sentence B: the segment boundary
     x_title: str = "key (attended to)"
     y_title: str = "query (attending)"
 
@@ -233,15 +246,25 @@ class AttentionMap(Panel):
 
     def rows(self) -> list[dict]:
         t = self.tokens
-        return [{"layer": self.layer, "head": self.head, "query_index": i, "query": t[i],
-                 "key_index": j, "key": t[j], "weight": float(w)} for (i, j), w in np.ndenumerate(self.values)]
+        return [
+            {
+                "layer": self.layer,
+                "head": self.head,
+                "query_index": i,
+                "query": t[i],
+                "key_index": j,
+                "key": t[j],
+                "weight": float(w),
+            }
+            for (i, j), w in np.ndenumerate(self.values)
+        ]
 
 
 def _attention_shape(result) -> tuple[int, int, int]:
     """(layers, heads, tokens) of an AttentionResult, checking it is consistent."""
     if not result.attentions:
         raise ValueError("the attention result holds no layers")
-    _, heads, T, T2 = tuple(result.attentions[0].shape)     # (1, heads, T, T)
+    _, heads, T, T2 = tuple(result.attentions[0].shape)  # (1, heads, T, T)
     if T != T2 or T != len(result.tokens):
         raise ValueError(f"attention maps are {T}x{T2} but there are {len(result.tokens)} tokens")
     return len(result.attentions), heads, T
@@ -250,11 +273,19 @@ def _attention_shape(result) -> tuple[int, int, int]:
 def _attention_map(result, layer: int, head: int, title: str, annotate: bool = True) -> AttentionMap:
     """An already checked (layer, head) of the result, coloured from 0 to its largest weight;
     annotate: write the weights in the cells where the sequence is short."""
-    weights = _np(result.attentions[layer][0, head])          # (T queries, T keys)
+    weights = _np(result.attentions[layer][0, head])  # (T queries, T keys)
     annotate = annotate and len(result.tokens) <= ANNOTATE_TOKENS
-    return AttentionMap(title=title, values=weights, zmin=0.0, zmax=max(float(weights.max()), 1e-9),
-                        cell_format=".2f" if annotate else None, layer=layer, head=head,
-                        tokens=list(result.tokens), sentence_b_start=getattr(result, "sentence_b_start", None))
+    return AttentionMap(
+        title=title,
+        values=weights,
+        zmin=0.0,
+        zmax=max(float(weights.max()), 1e-9),
+        cell_format=".2f" if annotate else None,
+        layer=layer,
+        head=head,
+        tokens=list(result.tokens),
+        sentence_b_start=getattr(result, "sentence_b_start", None),
+    )
 
 
 def attention_heatmap(result, layer: int, head: int) -> AttentionMap:
@@ -268,10 +299,11 @@ def attention_heatmap(result, layer: int, head: int) -> AttentionMap:
 @dataclass
 class AttentionFocus(_Table):
     """One head seen from one token i: its row (where i attends) and column (what attends to i)."""
+
     map: AttentionMap
-    index: int                         # the focused token's position
-    attends: np.ndarray                # (T,) = map.values[i, :], over the keys
-    attended_by: np.ndarray            # (T,) = map.values[:, i], over the queries
+    index: int  # the focused token's position
+    attends: np.ndarray  # (T,) = map.values[i, :], over the keys
+    attended_by: np.ndarray  # (T,) = map.values[:, i], over the queries
 
     @property
     def token(self) -> str:
@@ -291,8 +323,10 @@ class AttentionFocus(_Table):
 
     def rows(self) -> list[dict]:
         """The map's table, each cell marked when it is in the focused row or column (the bars)."""
-        return [{**r, "in_focus_row": r["query_index"] == self.index,
-                 "in_focus_column": r["key_index"] == self.index} for r in self.map.rows()]
+        return [
+            {**r, "in_focus_row": r["query_index"] == self.index, "in_focus_column": r["key_index"] == self.index}
+            for r in self.map.rows()
+        ]
 
 
 def attention_focus(result, layer: int, head: int, token_index: int) -> AttentionFocus:
@@ -306,10 +340,11 @@ def attention_focus(result, layer: int, head: int, token_index: int) -> Attentio
 @dataclass
 class AttentionGrid(_Table):
     """Attention maps laid out in rows x columns: the heads of one layer, or every layer x head."""
+
     maps: list[AttentionMap]
     n_rows: int
     n_cols: int
-    layer: int | None                  # the one layer shown, None: every layer (row l = layer l)
+    layer: int | None  # the one layer shown, None: every layer (row l = layer l)
     title: str
 
     def position(self, k: int) -> tuple[int, int]:
@@ -329,13 +364,15 @@ def attention_grid(result, layer: int | None = None) -> AttentionGrid:
     L, A, _ = _attention_shape(result)
     if layer is None:
         maps = [_attention_map(result, l, h, f"layer {l}, head {h}", False) for l in range(L) for h in range(A)]
-        return AttentionGrid(maps, L, A, None, f"attention of every head: {L} layers x {A} heads "
-                                               f"(rows: queries, columns: keys)")
+        return AttentionGrid(
+            maps, L, A, None, f"attention of every head: {L} layers x {A} heads (rows: queries, columns: keys)"
+        )
     layer = checked_index(layer, L, "layer")
     maps = [_attention_map(result, layer, h, f"head {h}", False) for h in range(A)]
     cols = min(A, 4)
-    return AttentionGrid(maps, math.ceil(A / cols), cols, layer,
-                         f"layer {layer}: all {A} heads (rows: queries, columns: keys)")
+    return AttentionGrid(
+        maps, math.ceil(A / cols), cols, layer, f"layer {layer}: all {A} heads (rows: queries, columns: keys)"
+    )
 
 
 @dataclass
@@ -359,15 +396,25 @@ def head_stats_heatmaps(stats: dict) -> HeadStats:
     arrays = {k: _np(stats[k]) for k in keys}
     shapes = {a.shape for a in arrays.values()}
     if len(shapes) != 1 or len(next(iter(shapes))) != 2:
-        raise ValueError(f"head statistics must all be [layers, heads] arrays, got shapes "
-                         f"{ {k: a.shape for k, a in arrays.items()} }")
+        raise ValueError(
+            f"head statistics must all be [layers, heads] arrays, got shapes "
+            f"{ {k: a.shape for k, a in arrays.items()} }"
+        )
     L, A = next(iter(shapes))
     share_max = max([float(a.max()) for k, a in arrays.items() if k != "entropy"] + [1e-9])
     fmt = ".2f" if L * A <= ANNOTATE_CELLS else None
-    panels = [Panel(title=STAT_TITLES.get(k, k), values=a, zmin=0.0, cell_format=fmt, key=k,
-                        zmax=max(float(a.max()), 1e-9) if k == "entropy" else share_max,
-                        colors="magma" if k == "entropy" else "viridis")
-              for k, a in arrays.items()]
+    panels = [
+        Panel(
+            title=STAT_TITLES.get(k, k),
+            values=a,
+            zmin=0.0,
+            cell_format=fmt,
+            key=k,
+            zmax=max(float(a.max()), 1e-9) if k == "entropy" else share_max,
+            colors="magma" if k == "entropy" else "viridis",
+        )
+        for k, a in arrays.items()
+    ]
     return HeadStats(panels, L, A)
 
 
@@ -376,16 +423,19 @@ def head_stats_heatmaps(stats: dict) -> HeadStats:
 # ----------------------------------------------------------------------------------------------
 
 
-ABLATION_METRICS = {"loss": "masked-LM loss at the [MASK]s",
-                    "probability": "probability of the top prediction at the first [MASK]"}
+ABLATION_METRICS = {
+    "loss": "masked-LM loss at the [MASK]s",
+    "probability": "probability of the top prediction at the first [MASK]",
+}
 
 
 @dataclass(kw_only=True)
 class Ablation(Panel):
     """values[l, h] = the metric with head h of layer l silenced minus the baseline."""
+
     metric: str
     baseline: float
-    sentence: str                      # the text, for a subtitle ("" without tokens)
+    sentence: str  # the text, for a subtitle ("" without tokens)
 
     def rows(self) -> list[dict]:
         return _grid_rows(self, "layer", "head", f"change in {self.metric}", baseline=self.baseline)
@@ -395,20 +445,25 @@ def ablation_heatmap(result) -> Ablation:
     """explore.ablate_heads as a [layers, heads] panel, every cell annotated. Diverging colours
     centred at 0, oriented so that red always means "the model needed this head": for
     metric="loss" the loss rose (+), for metric="probability" the probability fell (-)."""
-    effect = _np(result.effect)                             # (L, heads)
+    effect = _np(result.effect)  # (L, heads)
     if effect.ndim != 2:
         raise ValueError(f"ablation effect must be a [layers, heads] array, got shape {effect.shape}")
     limit = max(float(np.abs(effect).max()), 1e-12)
     # Significant digits follow the largest effect: 0.5 -> "+0.123", 3.2 -> "+1.23", 4e-4 -> "+4.0e-04".
     digits = min(4, max(0, 2 - math.floor(math.log10(limit))))
     what = ABLATION_METRICS.get(result.metric, result.metric)
-    return Ablation(title=f"silencing one head at a time: change in the {what}\n"
-                          f"baseline {result.baseline:.4g}; red = the model needed this head",
-                    values=effect, zmin=-limit, zmax=limit,
-                    colors="RdBu" if result.metric == "probability" else "RdBu_r",
-                    cell_format="+.1e" if limit < 1e-3 else f"+.{digits}f",
-                    metric=result.metric, baseline=float(result.baseline),
-                    sentence=f"“{text_of(result.tokens)}”" if result.tokens else "")
+    return Ablation(
+        title=f"silencing one head at a time: change in the {what}\n"
+        f"baseline {result.baseline:.4g}; red = the model needed this head",
+        values=effect,
+        zmin=-limit,
+        zmax=limit,
+        colors="RdBu" if result.metric == "probability" else "RdBu_r",
+        cell_format="+.1e" if limit < 1e-3 else f"+.{digits}f",
+        metric=result.metric,
+        baseline=float(result.baseline),
+        sentence=f"“{text_of(result.tokens)}”" if result.tokens else "",
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -419,15 +474,22 @@ def ablation_heatmap(result) -> Ablation:
 @dataclass
 class SpanProbabilities(_Table):
     tokens: list[str]
-    start: np.ndarray                  # (T,) start probability of each token of the window
-    end: np.ndarray                    # (T,)
-    span: list[int]                    # the best span's token indexes ([0] = [CLS] for "no answer")
-    title: str                         # the best answer, its score, the window
+    start: np.ndarray  # (T,) start probability of each token of the window
+    end: np.ndarray  # (T,)
+    span: list[int]  # the best span's token indexes ([0] = [CLS] for "no answer")
+    title: str  # the best answer, its score, the window
 
     def rows(self) -> list[dict]:
-        return [{"index": i, "token": t, "start_probability": float(s), "end_probability": float(e),
-                 "in_best_span": i in self.span}
-                for i, (t, s, e) in enumerate(zip(self.tokens, self.start, self.end))]
+        return [
+            {
+                "index": i,
+                "token": t,
+                "start_probability": float(s),
+                "end_probability": float(e),
+                "in_best_span": i in self.span,
+            }
+            for i, (t, s, e) in enumerate(zip(self.tokens, self.start, self.end))
+        ]
 
 
 def _span_tokens(result) -> list[int]:
@@ -437,12 +499,11 @@ def _span_tokens(result) -> list[int]:
     best = result.spans[0]
     if best.text == "" or best.end <= best.start:
         return [0] if result.tokens else []
-    return [i for i, o in enumerate(result.offsets)
-            if o is not None and o[0] < best.end and o[1] > best.start]
+    return [i for i, o in enumerate(result.offsets) if o is not None and o[0] < best.end and o[1] > best.start]
 
 
 def _answer_title(result) -> str:
-    """"best answer: “w1 w2” (score 4.20) · window 2 of 3, question truncated"."""
+    """ "best answer: “w1 w2” (score 4.20) · window 2 of 3, question truncated"."""
     if result.spans:
         best = result.spans[0]
         title = "best answer: no answer" if best.text == "" else f"best answer: “{best.text}”"
@@ -462,19 +523,22 @@ def span_probabilities(result) -> SpanProbabilities:
     best answer, and which of those tokens the best span covers."""
     T = len(result.tokens)
     if not (len(result.start_probs) == len(result.end_probs) == T):
-        raise ValueError(f"{T} tokens but {len(result.start_probs)} start and "
-                         f"{len(result.end_probs)} end probabilities")
-    return SpanProbabilities(list(result.tokens), _np(result.start_probs), _np(result.end_probs),
-                             _span_tokens(result), _answer_title(result))
+        raise ValueError(
+            f"{T} tokens but {len(result.start_probs)} start and {len(result.end_probs)} end probabilities"
+        )
+    return SpanProbabilities(
+        list(result.tokens), _np(result.start_probs), _np(result.end_probs), _span_tokens(result), _answer_title(result)
+    )
 
 
 @dataclass
 class MaskGuesses:
     """The best guesses at one [MASK], best first."""
-    number: int                        # 1 for the first [MASK] of the text
-    position: int | None               # its token index (None when the result does not say)
-    tokens: list[str]                  # vocabulary tokens, e.g. "##ing"
-    probabilities: np.ndarray          # (k,)
+
+    number: int  # 1 for the first [MASK] of the text
+    position: int | None  # its token index (None when the result does not say)
+    tokens: list[str]  # vocabulary tokens, e.g. "##ing"
+    probabilities: np.ndarray  # (k,)
 
     @property
     def labels(self) -> list[str]:
@@ -493,9 +557,18 @@ class FillMaskBars(_Table):
     title: str
 
     def rows(self) -> list[dict]:
-        return [{"mask": m.number, "position": m.position, "rank": r + 1, "token": t,
-                 "shown_as": s, "probability": float(p)}
-                for m in self.masks for r, (t, s, p) in enumerate(zip(m.tokens, m.labels, m.probabilities))]
+        return [
+            {
+                "mask": m.number,
+                "position": m.position,
+                "rank": r + 1,
+                "token": t,
+                "shown_as": s,
+                "probability": float(p),
+            }
+            for m in self.masks
+            for r, (t, s, p) in enumerate(zip(m.tokens, m.labels, m.probabilities))
+        ]
 
 
 def fill_mask_bars(predictions) -> FillMaskBars:
@@ -504,8 +577,10 @@ def fill_mask_bars(predictions) -> FillMaskBars:
     if not len(predictions):
         raise ValueError("no [MASK] predictions to plot")
     positions = list(getattr(predictions, "mask_positions", None) or [None] * len(predictions))
-    masks = [MaskGuesses(k + 1, positions[k], [str(t) for t, _ in guesses], _np([p for _, p in guesses]))
-             for k, guesses in enumerate(predictions)]
+    masks = [
+        MaskGuesses(k + 1, positions[k], [str(t) for t, _ in guesses], _np([p for _, p in guesses]))
+        for k, guesses in enumerate(predictions)
+    ]
     tokens = getattr(predictions, "tokens", None)
     title = f"the model's guesses at each [MASK] of “{text_of(tokens)}”" if tokens else "the model's guesses"
     return FillMaskBars(masks, title)
@@ -514,22 +589,27 @@ def fill_mask_bars(predictions) -> FillMaskBars:
 @dataclass
 class EmbeddingComponents(_Table):
     tokens: list[str]
-    panels: list[Panel]            # token, segment, position, sum, LayerNorm: each (dims, T)
-    sentence_b_start: int | None       # first token whose segment differs from the first token's
-    dims: int                          # the dimensions shown (the first ones)
-    hidden: int                        # of this many
+    panels: list[Panel]  # token, segment, position, sum, LayerNorm: each (dims, T)
+    sentence_b_start: int | None  # first token whose segment differs from the first token's
+    dims: int  # the dimensions shown (the first ones)
+    hidden: int  # of this many
     title: str
 
     def rows(self) -> list[dict]:
-        return [{"component": p.key, "token_index": i, "token": self.tokens[i], "dim": d, "value": float(v)}
-                for p in self.panels for (d, i), v in np.ndenumerate(p.values)]
+        return [
+            {"component": p.key, "token_index": i, "token": self.tokens[i], "dim": d, "value": float(v)}
+            for p in self.panels
+            for (d, i), v in np.ndenumerate(p.values)
+        ]
 
 
-EMBEDDING_PARTS = [("token", "token", "token embeddings (one per word piece)"),
-                   ("segment", "segment", "segment embeddings (sentence A / B)"),
-                   ("position", "position", "position embeddings"),
-                   ("sum", "total", "sum = token + segment + position"),
-                   ("normalized", "normalized", "after LayerNorm: what layer 0 receives")]
+EMBEDDING_PARTS = [
+    ("token", "token", "token embeddings (one per word piece)"),
+    ("segment", "segment", "segment embeddings (sentence A / B)"),
+    ("position", "position", "position embeddings"),
+    ("sum", "total", "sum = token + segment + position"),
+    ("normalized", "normalized", "after LayerNorm: what layer 0 receives"),
+]
 
 
 def embedding_components(result, dims: int = 32) -> EmbeddingComponents:
@@ -546,10 +626,24 @@ def embedding_components(result, dims: int = 32) -> EmbeddingComponents:
     dims = max(1, min(dims, hidden))
     limit = max(float(np.abs(m[:, :dims]).max()) for *_, m in mats[:4]) or 1e-9
     norm_limit = float(np.abs(mats[4][2][:, :dims]).max()) or 1e-9
-    panels = [Panel(title=title, values=m[:, :dims].T, key=key, colors="RdBu_r",      # (dims, T)
-                        zmin=-(norm_limit if key == "normalized" else limit),
-                        zmax=norm_limit if key == "normalized" else limit) for key, title, m in mats]
+    panels = [
+        Panel(
+            title=title,
+            values=m[:, :dims].T,
+            key=key,
+            colors="RdBu_r",  # (dims, T)
+            zmin=-(norm_limit if key == "normalized" else limit),
+            zmax=norm_limit if key == "normalized" else limit,
+        )
+        for key, title, m in mats
+    ]
     ids = list(result.segment_ids)
     b_start = next((i for i, s in enumerate(ids) if s != ids[0]), None)
-    return EmbeddingComponents(list(result.tokens), panels, b_start, dims, hidden,
-                               f"BERT's input representation (Figure 2): first {dims} of {hidden} dimensions")
+    return EmbeddingComponents(
+        list(result.tokens),
+        panels,
+        b_start,
+        dims,
+        hidden,
+        f"BERT's input representation (Figure 2): first {dims} of {hidden} dimensions",
+    )

@@ -52,6 +52,7 @@ How a figure is made, and why (only public API of plotly and Gradio):
   Gradio 6 serves (3.x) cannot read a d3 format with a sign, "+.3f", and drew the raw float32
   instead ("0.23746109008789062"; it prefixes "~" to the format, which d3 then rejects).
 """
+
 from __future__ import annotations
 
 import base64
@@ -69,22 +70,24 @@ import plotly.io as pio
 
 from . import figure_data
 
-MAX_TICKS = 64          # token labels along one axis; longer sequences label every n-th token
-TOP_MARGIN = 100        # px above the plot: the title sits below gr.Plot's label badge
+MAX_TICKS = 64  # token labels along one axis; longer sequences label every n-th token
+TOP_MARGIN = 100  # px above the plot: the title sits below gr.Plot's label badge
 
 
 @dataclass(frozen=True)
 class Theme:
-    template: str       # plotly template
-    bar: str            # bars
-    highlight: str      # the best answer span, the focused token's row and column
+    template: str  # plotly template
+    bar: str  # bars
+    highlight: str  # the best answer span, the focused token's row and column
 
 
-THEMES = {"light": Theme("plotly_white", bar="#4c72b0", highlight="#d62728"),
-          "dark": Theme("plotly_dark", bar="#7aa6e0", highlight="#ff6b6b")}
-BOUNDARY = "white"      # where sentence B starts, over attention maps (dark at both ends of viridis)
+THEMES = {
+    "light": Theme("plotly_white", bar="#4c72b0", highlight="#d62728"),
+    "dark": Theme("plotly_dark", bar="#7aa6e0", highlight="#ff6b6b"),
+}
+BOUNDARY = "white"  # where sentence B starts, over attention maps (dark at both ends of viridis)
 
-_BUILDING = threading.RLock()   # one figure's plotly objects are built by one thread at a time
+_BUILDING = threading.RLock()  # one figure's plotly objects are built by one thread at a time
 
 
 class LabFigure(go.Figure):
@@ -93,10 +96,11 @@ class LabFigure(go.Figure):
     config (`lab_config`: the download button's format), which gr.Plot takes from to_json().
     plotly's constructor runs at the figure's first use as a plotly object (see the module
     docstring); copies (copy.deepcopy, pickle, go.Figure(fig)) keep the drawing, not the rest."""
+
     lab_json: dict = {}
     lab_data = None
     lab_config: dict = {}
-    lab_state = "built"     # "plain": plotly's objects not made yet; "building"; "built"
+    lab_state = "built"  # "plain": plotly's objects not made yet; "building"; "built"
 
     def __init__(self, figure: dict, data=None, config: dict | None = None):
         # vars(): straight into the instance, past plotly's __setattr__ (which needs its objects)
@@ -109,7 +113,7 @@ class LabFigure(go.Figure):
         state = vars(self)
         if state.get("lab_state", "built") == "built":
             raise AttributeError(name)
-        with _BUILDING:                     # a second thread waits here until the figure is built
+        with _BUILDING:  # a second thread waits here until the figure is built
             if state["lab_state"] == "building":
                 raise AttributeError(name)  # plotly's constructor itself, probing (this thread)
             if state["lab_state"] == "plain":
@@ -128,7 +132,7 @@ class LabFigure(go.Figure):
         written by orjson, arrays as plotly.js typed arrays: 0.1 ms. Otherwise plotly's own
         to_json (1-2 ms), which holds any change made to the figure since."""
         if args or kwargs or self.lab_state != "plain":
-            text = super().to_json(*args, **kwargs).rstrip()    # '{"data": ..., "layout": ...}'
+            text = super().to_json(*args, **kwargs).rstrip()  # '{"data": ..., "layout": ...}'
             return f'{text[:-1]}, "config": {json.dumps(self.lab_config)}}}'
         return orjson.dumps({**self.lab_json, "config": self.lab_config}, default=_typed_array).decode()
 
@@ -142,8 +146,16 @@ class LabFigure(go.Figure):
 # ----------------------------------------------------------------------------------------------
 
 # numpy dtype -> plotly.js typed array type (plotly.js has no 64-bit integers)
-TYPED_ARRAYS = {"int8": "i1", "uint8": "u1", "int16": "i2", "uint16": "u2", "int32": "i4", "uint32": "u4",
-                "float32": "f4", "float64": "f8"}
+TYPED_ARRAYS = {
+    "int8": "i1",
+    "uint8": "u1",
+    "int16": "i2",
+    "uint16": "u2",
+    "int32": "i4",
+    "uint32": "u4",
+    "float32": "f4",
+    "float64": "f8",
+}
 
 
 def _typed_array(value):
@@ -159,8 +171,10 @@ def _typed_array(value):
             value = value.astype(fits[0]) if fits else value
         if not value.size or value.dtype.name not in TYPED_ARRAYS:
             return value.tolist()
-        spec = {"dtype": TYPED_ARRAYS[value.dtype.name],
-                "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii")}
+        spec = {
+            "dtype": TYPED_ARRAYS[value.dtype.name],
+            "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii"),
+        }
         if value.ndim > 1:
             spec["shape"] = ", ".join(map(str, value.shape))
         return spec
@@ -197,16 +211,29 @@ class _Canvas:
     left column only, titles above each cell. Axis properties may give title as a string (made
     {"text": ...})."""
 
-    def __init__(self, data, theme: Theme, rows: int = 1, cols: int = 1, *, titles=(), shared_x: bool = False,
-                 shared_y: bool = False, hspace: float | None = None, vspace: float | None = None,
-                 widths=None, heights=None, empty=()):
+    def __init__(
+        self,
+        data,
+        theme: Theme,
+        rows: int = 1,
+        cols: int = 1,
+        *,
+        titles=(),
+        shared_x: bool = False,
+        shared_y: bool = False,
+        hspace: float | None = None,
+        vspace: float | None = None,
+        widths=None,
+        heights=None,
+        empty=(),
+    ):
         self.data, self.traces, self.shapes, self.annotations = data, [], [], []
         self.layout: dict = {"template": _template(theme.template)}
         self.config = {"displaylogo": False, "toImageButtonOptions": {"format": "png"}}
         hspace = 0.2 / cols if hspace is None else hspace
         vspace = 0.3 / rows if vspace is None else vspace
-        xs = _domains(widths or [1] * cols, hspace)                        # left to right
-        ys = _domains((heights or [1] * rows)[::-1], vspace)[::-1]         # row 1 at the top
+        xs = _domains(widths or [1] * cols, hspace)  # left to right
+        ys = _domains((heights or [1] * rows)[::-1], vspace)[::-1]  # row 1 at the top
         empty = set(empty)
         cells = [(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1) if (r, c) not in empty]
         self.refs = {cell: _axis_ref(k) for k, cell in enumerate(cells)}
@@ -222,9 +249,19 @@ class _Canvas:
             self.layout[_layout_key(x)], self.layout[_layout_key(y)] = xaxis, yaxis
         for (r, c), text in zip(cells, titles):
             if text:
-                self.annotations.append(dict(text=text, x=sum(xs[c - 1]) / 2, y=ys[r - 1][1], xref="paper",
-                                             yref="paper", xanchor="center", yanchor="bottom", showarrow=False,
-                                             font=dict(size=16)))
+                self.annotations.append(
+                    dict(
+                        text=text,
+                        x=sum(xs[c - 1]) / 2,
+                        y=ys[r - 1][1],
+                        xref="paper",
+                        yref="paper",
+                        xanchor="center",
+                        yanchor="bottom",
+                        showarrow=False,
+                        font=dict(size=16),
+                    )
+                )
 
     def cells(self, row: int | None = None, col: int | None = None) -> list[tuple[str, str]]:
         """The (x, y) axis names of the cells in `row` and `col` (None: every one)."""
@@ -246,18 +283,21 @@ class _Canvas:
         """The LabFigure: title (centred, below gr.Plot's label badge), height in px (the width
         follows the page), the figure's name in layout.meta and as the download's file name."""
         text = _title(title or "") + (f"<br><sup>{_html(subtitle)}</sup>" if subtitle else "")
-        extra = 22 * text.count("<br>")                    # px for each line of a longer title
+        extra = 22 * text.count("<br>")  # px for each line of a longer title
         self.config["toImageButtonOptions"]["filename"] = name
-        self.layout.update(title=dict(text=text, x=0.5, xanchor="center", y=1, yanchor="top", yref="container",
-                                      pad=dict(t=40)),
-                           height=round(height + extra), margin=dict(t=TOP_MARGIN + extra, l=60, r=30, b=50),
-                           meta={"figure": name}, **layout)
+        self.layout.update(
+            title=dict(text=text, x=0.5, xanchor="center", y=1, yanchor="top", yref="container", pad=dict(t=40)),
+            height=round(height + extra),
+            margin=dict(t=TOP_MARGIN + extra, l=60, r=30, b=50),
+            meta={"figure": name},
+            **layout,
+        )
         # as plotly writes a figure: no empty lists of shapes or annotations
         self.layout.update({k: v for k, v in (("shapes", self.shapes), ("annotations", self.annotations)) if v})
         return LabFigure({"data": self.traces, "layout": self.layout}, self.data, self.config)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _template(name: str) -> dict:
     """A plotly template as plain JSON, the whole of it: plotly.js knows no template names.
     Made once; figures share it (nothing changes it: plotly's constructor copies what it gets)."""
@@ -276,7 +316,7 @@ def _domains(sizes, space: float) -> list[tuple[float, float]]:
 
 
 def _layout_key(axis: str) -> str:
-    """"x" -> "xaxis", "y3" -> "yaxis3"."""
+    """ "x" -> "xaxis", "y3" -> "yaxis3"."""
     return f"{axis[0]}axis{axis[1:]}"
 
 
@@ -295,10 +335,15 @@ def _token_axis(labels, tokens, keep=(), color: str | None = None) -> dict:
     shown = sorted(set(range(0, len(tokens), step)) | set(keep))
     text = [_html(tokens[i]) for i in shown]
     if color:
-        text = [f"<b><span style='color:{color}'>{t}</span></b>" if i in keep else t
-                for i, t in zip(shown, text)]
-    return dict(type="category", tickmode="array", tickvals=[_html(labels[i]) for i in shown],
-                ticktext=text, tickfont=dict(size=11 if len(tokens) <= 32 else 9), automargin=True)
+        text = [f"<b><span style='color:{color}'>{t}</span></b>" if i in keep else t for i, t in zip(shown, text)]
+    return dict(
+        type="category",
+        tickmode="array",
+        tickvals=[_html(labels[i]) for i in shown],
+        ticktext=text,
+        tickfont=dict(size=11 if len(tokens) <= 32 else 9),
+        automargin=True,
+    )
 
 
 def _integer_axis(title: str, n: int) -> dict:
@@ -310,9 +355,16 @@ def _heatmap(panel: figure_data.Panel, hovertemplate: str, **kwargs) -> dict:
     """The panel's values on its colour scale, each cell's number written in where it says so.
     Sent as float32, the precision the model computed them in: half the bytes of float64 (12
     heads of 128 x 128 tokens: 1.3 MB of JSON instead of 2.5)."""
-    return dict(type="heatmap", z=panel.values.astype(np.float32), zmin=panel.zmin, zmax=panel.zmax,
-                colorscale=_colorscale(panel.colors), hovertemplate=hovertemplate,
-                **_cell_text(panel.values, panel.cell_format), **kwargs)
+    return dict(
+        type="heatmap",
+        z=panel.values.astype(np.float32),
+        zmin=panel.zmin,
+        zmax=panel.zmax,
+        colorscale=_colorscale(panel.colors),
+        hovertemplate=hovertemplate,
+        **_cell_text(panel.values, panel.cell_format),
+        **kwargs,
+    )
 
 
 def _cell_text(values: np.ndarray, cell_format: str | None) -> dict:
@@ -324,11 +376,12 @@ def _cell_text(values: np.ndarray, cell_format: str | None) -> dict:
     way for all keeps the browser's cells the very strings lab.plots draws."""
     if not cell_format:
         return {}
-    return dict(text=[[format(v, cell_format) for v in row] for row in np.atleast_2d(values).tolist()],
-                texttemplate="%{text}")
+    return dict(
+        text=[[format(v, cell_format) for v in row] for row in np.atleast_2d(values).tolist()], texttemplate="%{text}"
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _colorscale(name: str) -> tuple:
     """A named colour scale as plotly.py's stops (plotly.js knows only some names, and some
     differently): what plotly's validation makes of the name, which the plain JSON must hold."""
@@ -349,8 +402,9 @@ def _boundary(b: int | None, color: str, rows: bool = True, k: int = 0) -> list[
     line = dict(color=color, width=1, dash="dash")
     shapes = [dict(type="line", x0=b - 0.5, x1=b - 0.5, y0=0, y1=1, xref=xref, yref=f"{yref} domain", line=line)]
     if rows:
-        shapes.append(dict(type="line", y0=b - 0.5, y1=b - 0.5, x0=0, x1=1, yref=yref,
-                           xref=f"{xref} domain", line=line))
+        shapes.append(
+            dict(type="line", y0=b - 0.5, y1=b - 0.5, x0=0, x1=1, yref=yref, xref=f"{xref} domain", line=line)
+        )
     return shapes
 
 
@@ -358,8 +412,10 @@ def _focus(i: int, theme: Theme) -> list[dict]:
     """Outlines of row i (where token i attends) and column i (what attends to token i), on the
     first subplot."""
     line = dict(color=theme.highlight, width=2.5)
-    return [dict(type="rect", x0=0, x1=1, xref="x domain", y0=i - 0.5, y1=i + 0.5, yref="y", line=line),
-            dict(type="rect", y0=0, y1=1, yref="y domain", x0=i - 0.5, x1=i + 0.5, xref="x", line=line)]
+    return [
+        dict(type="rect", x0=0, x1=1, xref="x domain", y0=i - 0.5, y1=i + 0.5, yref="y", line=line),
+        dict(type="rect", y0=0, y1=1, yref="y domain", x0=i - 0.5, x1=i + 0.5, xref="x", line=line),
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -370,9 +426,13 @@ def _focus(i: int, theme: Theme) -> list[dict]:
 def _attention_trace(m: figure_data.AttentionMap, **kwargs) -> dict:
     """One head: x = key labels, y = query labels (escaped, distinct: the hover names them)."""
     labels = [_html(t) for t in m.labels]
-    return _heatmap(m, "query: %{y}<br>key: %{x}<br>weight: %{z:.3f}"
-                       f"<extra>layer {m.layer}, head {m.head}</extra>",
-                    x=labels, y=labels, **kwargs)
+    return _heatmap(
+        m,
+        f"query: %{{y}}<br>key: %{{x}}<br>weight: %{{z:.3f}}<extra>layer {m.layer}, head {m.head}</extra>",
+        x=labels,
+        y=labels,
+        **kwargs,
+    )
 
 
 def _attention_axes(canvas: _Canvas, m: figure_data.AttentionMap, **where) -> None:
@@ -406,10 +466,20 @@ def attention_heatmap(result, layer: int, head: int, theme: str = "light", focus
     canvas.shapes += base + (_focus(focus, th) if focus is not None else [])
     # the menu swaps the shapes in the browser (plotly's relayout): no request, no JavaScript of ours
     buttons = [dict(label="highlight: none", method="relayout", args=[{"shapes": base}])]
-    buttons += [dict(label=_html(f"highlight {i}: {t}"), method="relayout",
-                     args=[{"shapes": base + _focus(i, th)}]) for i, t in enumerate(data.tokens)]
-    menu = dict(buttons=buttons, active=0 if focus is None else focus + 1, x=1, xanchor="right", y=1,
-                yanchor="bottom", pad=dict(b=6), direction="down")
+    buttons += [
+        dict(label=_html(f"highlight {i}: {t}"), method="relayout", args=[{"shapes": base + _focus(i, th)}])
+        for i, t in enumerate(data.tokens)
+    ]
+    menu = dict(
+        buttons=buttons,
+        active=0 if focus is None else focus + 1,
+        x=1,
+        xanchor="right",
+        y=1,
+        yanchor="bottom",
+        pad=dict(b=6),
+        direction="down",
+    )
     return canvas.finish("attention_heatmap", data.title, _height(T), updatemenus=[menu])
 
 
@@ -422,16 +492,46 @@ def attention_focus(result, layer: int, head: int, token_index: int, theme: str 
     m, i = data.map, data.index
     labels = [_html(t) for t in m.labels]
     token = _html(m.labels[i])
-    canvas = _Canvas(data, th, 2, 2, shared_x=True, shared_y=True, widths=[0.76, 0.24], heights=[0.76, 0.24],
-                     hspace=0.03, vspace=0.08, empty=[(2, 2)],
-                     titles=["", _html(data.attended_by_title), _html(data.attends_title)])
-    canvas.add(_attention_trace(m, showscale=False), 1, 1)                # the bars give the scale
+    canvas = _Canvas(
+        data,
+        th,
+        2,
+        2,
+        shared_x=True,
+        shared_y=True,
+        widths=[0.76, 0.24],
+        heights=[0.76, 0.24],
+        hspace=0.03,
+        vspace=0.08,
+        empty=[(2, 2)],
+        titles=["", _html(data.attended_by_title), _html(data.attends_title)],
+    )
+    canvas.add(_attention_trace(m, showscale=False), 1, 1)  # the bars give the scale
     # keys along the shared x (labelled under the bars), queries down the shared y; token i in red
     colors = [th.highlight if k == i else th.bar for k in range(len(labels))]
-    canvas.add(dict(type="bar", x=data.attended_by, y=labels, orientation="h", marker=dict(color=colors),
-                    hovertemplate=f"query: %{{y}}<br>key: {token}<br>weight: %{{x:.3f}}<extra></extra>"), 1, 2)
-    canvas.add(dict(type="bar", x=labels, y=data.attends, marker=dict(color=colors),
-                    hovertemplate=f"query: {token}<br>key: %{{x}}<br>weight: %{{y:.3f}}<extra></extra>"), 2, 1)
+    canvas.add(
+        dict(
+            type="bar",
+            x=data.attended_by,
+            y=labels,
+            orientation="h",
+            marker=dict(color=colors),
+            hovertemplate=f"query: %{{y}}<br>key: {token}<br>weight: %{{x:.3f}}<extra></extra>",
+        ),
+        1,
+        2,
+    )
+    canvas.add(
+        dict(
+            type="bar",
+            x=labels,
+            y=data.attends,
+            marker=dict(color=colors),
+            hovertemplate=f"query: {token}<br>key: %{{x}}<br>weight: %{{y:.3f}}<extra></extra>",
+        ),
+        2,
+        1,
+    )
     axis = _token_axis(m.labels, m.tokens, keep=[i], color=th.highlight)
     canvas.x(axis, col=1)
     canvas.y(axis, autorange="reversed", row=1)
@@ -454,8 +554,17 @@ def attention_grid(result, layer: int | None = None, theme: str = "light") -> La
     # one layer: every map titled "head h"; every layer: the top row names the heads (titles are
     # given to the subplots in reading order), the left column the layers
     titles = [f"head {h}" for h in range(data.n_cols)] if every_layer else [m.title for m in data.maps]
-    canvas = _Canvas(data, th, data.n_rows, data.n_cols, shared_x=True, shared_y=True, titles=titles,
-                     hspace=0.02, vspace=0.04 if every_layer else 0.08)
+    canvas = _Canvas(
+        data,
+        th,
+        data.n_rows,
+        data.n_cols,
+        shared_x=True,
+        shared_y=True,
+        titles=titles,
+        hspace=0.02,
+        vspace=0.04 if every_layer else 0.08,
+    )
     for k, m in enumerate(data.maps):
         r, c = data.position(k)
         canvas.add(_attention_trace(m, showscale=False), r + 1, c + 1)
@@ -463,7 +572,7 @@ def attention_grid(result, layer: int | None = None, theme: str = "light") -> La
         if every_layer and c == 0:
             canvas.y(title=f"layer {m.layer}", row=r + 1, col=1)
         canvas.shapes += _boundary(m.sentence_b_start, BOUNDARY, k=r * data.n_cols + c)
-    cell = 90 if every_layer else 230                      # px per map row
+    cell = 90 if every_layer else 230  # px per map row
     return canvas.finish("attention_grid", data.title, data.n_rows * cell + 160)
 
 
@@ -474,15 +583,34 @@ def head_stats_heatmaps(stats: dict, theme: str = "light") -> LabFigure:
     th = _theme(theme)
     cols = min(3, len(data.panels))
     rows = math.ceil(len(data.panels) / cols)
-    canvas = _Canvas(data, th, rows, cols, titles=[_html(p.title) for p in data.panels],
-                     hspace=0.08, vspace=0.25 if rows > 1 else 0.1)
-    scales = {}                                            # colour bar shown once per scale
+    canvas = _Canvas(
+        data,
+        th,
+        rows,
+        cols,
+        titles=[_html(p.title) for p in data.panels],
+        hspace=0.08,
+        vspace=0.25 if rows > 1 else 0.1,
+    )
+    scales = {}  # colour bar shown once per scale
     for k, p in enumerate(data.panels):
         scale = (p.colors, p.zmin, p.zmax)
-        bar = dict(title=dict(text="entropy" if p.key == "entropy" else "share"), len=0.45,
-                   y=1 if not scales else 0, yanchor="top" if not scales else "bottom")
-        canvas.add(_heatmap(p, f"layer %{{y}}, head %{{x}}<br>{_html(p.title)}: %{{z:.3f}}<extra></extra>",
-                            showscale=scale not in scales, colorbar=bar), k // cols + 1, k % cols + 1)
+        bar = dict(
+            title=dict(text="entropy" if p.key == "entropy" else "share"),
+            len=0.45,
+            y=1 if not scales else 0,
+            yanchor="top" if not scales else "bottom",
+        )
+        canvas.add(
+            _heatmap(
+                p,
+                f"layer %{{y}}, head %{{x}}<br>{_html(p.title)}: %{{z:.3f}}<extra></extra>",
+                showscale=scale not in scales,
+                colorbar=bar,
+            ),
+            k // cols + 1,
+            k % cols + 1,
+        )
         scales.setdefault(scale, k)
     canvas.x(_integer_axis("head", data.heads))
     canvas.y(_integer_axis("layer", data.layers), autorange="reversed")
@@ -496,9 +624,13 @@ def ablation_heatmap(result, theme: str = "light") -> LabFigure:
     th = _theme(theme)
     canvas = _Canvas(data, th)
     # the hover shows the cell's text: plotly.js 3 cannot format "%{z:+.3f}" (see _cell_text)
-    canvas.add(_heatmap(data, f"layer %{{y}}, head %{{x}}<br>change in {_html(data.metric)}: "
-                              "%{text}<extra></extra>",
-                        colorbar=dict(title=dict(text=f"change in {_html(data.metric)}"))))
+    canvas.add(
+        _heatmap(
+            data,
+            f"layer %{{y}}, head %{{x}}<br>change in {_html(data.metric)}: %{{text}}<extra></extra>",
+            colorbar=dict(title=dict(text=f"change in {_html(data.metric)}")),
+        )
+    )
     L, A = data.values.shape
     canvas.x(_integer_axis("head", A))
     canvas.y(_integer_axis("layer", L), autorange="reversed")
@@ -520,14 +652,35 @@ def span_probabilities(result, theme: str = "light") -> LabFigure:
     colors = [th.highlight if i in data.span else th.bar for i in range(len(labels))]
     canvas = _Canvas(data, th, 2, 1, shared_x=True, vspace=0.1, titles=["start probability", "end probability"])
     for row, (name, probs) in enumerate((("start", data.start), ("end", data.end)), 1):
-        canvas.add(dict(type="bar", x=labels, y=probs, marker=dict(color=colors), name=name,
-                        hovertemplate=f"%{{x}}<br>{name}: %{{y:.3f}}<extra></extra>"), row, 1)
+        canvas.add(
+            dict(
+                type="bar",
+                x=labels,
+                y=probs,
+                marker=dict(color=colors),
+                name=name,
+                hovertemplate=f"%{{x}}<br>{name}: %{{y:.3f}}<extra></extra>",
+            ),
+            row,
+            1,
+        )
         canvas.y(title="probability", rangemode="tozero", row=row, col=1)
         if data.span:
             x, y = canvas.refs[row, 1]
-            canvas.shapes.append(dict(type="rect", x0=min(data.span) - 0.5, x1=max(data.span) + 0.5, xref=x,
-                                      y0=0, y1=1, yref=f"{y} domain", fillcolor=th.highlight, opacity=0.12,
-                                      line=dict(width=0)))
+            canvas.shapes.append(
+                dict(
+                    type="rect",
+                    x0=min(data.span) - 0.5,
+                    x1=max(data.span) + 0.5,
+                    xref=x,
+                    y0=0,
+                    y1=1,
+                    yref=f"{y} domain",
+                    fillcolor=th.highlight,
+                    opacity=0.12,
+                    line=dict(width=0),
+                )
+            )
     canvas.x(_token_axis(names, data.tokens, keep=data.span, color=th.highlight), tickangle=-90)
     return canvas.finish("span_probabilities", data.title, 560, showlegend=False, bargap=0.2)
 
@@ -538,17 +691,39 @@ def fill_mask_bars(predictions, theme: str = "light") -> LabFigure:
     data = figure_data.fill_mask_bars(predictions)
     th = _theme(theme)
     height = sum(24 * len(m.tokens) + 90 for m in data.masks) + 140
-    canvas = _Canvas(data, th, len(data.masks), 1, vspace=80 / height,          # 80 px between panels
-                     titles=[_html(m.title) for m in data.masks], heights=[len(m.tokens) + 1 for m in data.masks])
+    canvas = _Canvas(
+        data,
+        th,
+        len(data.masks),
+        1,
+        vspace=80 / height,  # 80 px between panels
+        titles=[_html(m.title) for m in data.masks],
+        heights=[len(m.tokens) + 1 for m in data.masks],
+    )
     for row, m in enumerate(data.masks, 1):
         labels = [_html(t) for t in m.labels]
-        canvas.add(dict(type="bar", x=m.probabilities, y=labels, orientation="h",
-                        marker=dict(color=[th.highlight] + [th.bar] * (len(labels) - 1)),
-                        text=[f"{p:.1%}" for p in m.probabilities], textposition="outside", cliponaxis=False,
-                        hovertemplate="%{y}: %{x:.3f}<extra>" + _html(m.title) + "</extra>"), row, 1)
+        canvas.add(
+            dict(
+                type="bar",
+                x=m.probabilities,
+                y=labels,
+                orientation="h",
+                marker=dict(color=[th.highlight] + [th.bar] * (len(labels) - 1)),
+                text=[f"{p:.1%}" for p in m.probabilities],
+                textposition="outside",
+                cliponaxis=False,
+                hovertemplate="%{y}: %{x:.3f}<extra>" + _html(m.title) + "</extra>",
+            ),
+            row,
+            1,
+        )
         canvas.y(type="category", autorange="reversed", automargin=True, row=row, col=1)
-        canvas.x(range=[0, max(float(m.probabilities.max(initial=0.0)), 1e-9) * 1.25],
-                 title="probability" if row == len(data.masks) else None, row=row, col=1)
+        canvas.x(
+            range=[0, max(float(m.probabilities.max(initial=0.0)), 1e-9) * 1.25],
+            title="probability" if row == len(data.masks) else None,
+            row=row,
+            col=1,
+        )
     return canvas.finish("fill_mask_bars", data.title, height, showlegend=False)
 
 
@@ -562,10 +737,23 @@ def embedding_components(result, dims: int = 32, theme: str = "light") -> LabFig
     canvas = _Canvas(data, th, 5, 1, shared_x=True, vspace=0.05, titles=[_html(p.title) for p in data.panels])
     for row, p in enumerate(data.panels, 1):
         last = row == len(data.panels)
-        bar = dict(title=dict(text="value"), len=0.16 if last else 0.78, y=0 if last else 1,
-                   yanchor="bottom" if last else "top")
-        canvas.add(_heatmap(p, f"token: %{{x}}<br>dim %{{y}}<br>value: %{{z:.3f}}<extra>{p.key}</extra>",
-                            x=[_html(t) for t in labels], showscale=row in (1, 5), colorbar=bar), row, 1)
+        bar = dict(
+            title=dict(text="value"),
+            len=0.16 if last else 0.78,
+            y=0 if last else 1,
+            yanchor="bottom" if last else "top",
+        )
+        canvas.add(
+            _heatmap(
+                p,
+                f"token: %{{x}}<br>dim %{{y}}<br>value: %{{z:.3f}}<extra>{p.key}</extra>",
+                x=[_html(t) for t in labels],
+                showscale=row in (1, 5),
+                colorbar=bar,
+            ),
+            row,
+            1,
+        )
         canvas.y(title="dim", autorange="reversed", row=row, col=1)
     canvas.x(_token_axis(labels, data.tokens), tickangle=-90)
     # black: the dashed line falls on the scale's white middle whatever the theme
@@ -573,7 +761,7 @@ def embedding_components(result, dims: int = 32, theme: str = "light") -> LabFig
     return canvas.finish("embedding_components", data.title, 900)
 
 
-MARKERS = {"o": "circle", "s": "square"}      # figure_data markers -> plotly symbols
+MARKERS = {"o": "circle", "s": "square"}  # figure_data markers -> plotly symbols
 
 
 def training_curves(run_or_records, x: str = "time", title: str | None = None, theme: str = "light") -> LabFigure:
@@ -584,10 +772,23 @@ def training_curves(run_or_records, x: str = "time", title: str | None = None, t
     canvas = _Canvas(data, th, 1, 2, hspace=0.1)
     for s in data.series:
         col = 1 if s.panel == "loss" else 2
-        style = (dict(mode="lines", line=dict(width=1), opacity=0.6) if s.marker is None else
-                 dict(mode="lines+markers", marker=dict(symbol=MARKERS[s.marker], size=6)))
-        canvas.add(dict(type="scatter", x=s.x, y=s.y, name=_html(s.name), **style,
-                        hovertemplate=f"{_html(data.x_title)}: %{{x:.4g}}<br>%{{y:.4f}}"), 1, col)
+        style = (
+            dict(mode="lines", line=dict(width=1), opacity=0.6)
+            if s.marker is None
+            else dict(mode="lines+markers", marker=dict(symbol=MARKERS[s.marker], size=6))
+        )
+        canvas.add(
+            dict(
+                type="scatter",
+                x=s.x,
+                y=s.y,
+                name=_html(s.name),
+                **style,
+                hovertemplate=f"{_html(data.x_title)}: %{{x:.4g}}<br>%{{y:.4f}}",
+            ),
+            1,
+            col,
+        )
     for col, panel in ((1, "loss"), (2, "accuracy")):
         canvas.x(title=data.x_title, row=1, col=col)
         canvas.y(title=data.y_titles[panel], row=1, col=col)
@@ -606,8 +807,9 @@ def figure_csv(figure) -> str:
     for a gr.DownloadButton / gr.File next to the gr.Plot."""
     data = getattr(figure, "lab_data", None) if isinstance(figure, go.Figure) else figure
     if not hasattr(data, "csv"):
-        raise ValueError("no figure data: pass a figure made by lab.figures (not a copy) "
-                         "or an object of lab.figure_data")
+        raise ValueError(
+            "no figure data: pass a figure made by lab.figures (not a copy) or an object of lab.figure_data"
+        )
     return data.csv()
 
 
@@ -626,6 +828,8 @@ def download_as(fig: LabFigure, image_format: str = "svg") -> LabFigure:
     """Make the modebar's camera button download `image_format` ("png", "svg", "jpeg", "webp")."""
     if image_format not in ("png", "svg", "jpeg", "webp"):
         raise ValueError(f"image_format must be png, svg, jpeg or webp, got {image_format!r}")
-    fig.lab_config = {**fig.lab_config, "toImageButtonOptions": {**fig.lab_config.get("toImageButtonOptions", {}),
-                                                                 "format": image_format}}
+    fig.lab_config = {
+        **fig.lab_config,
+        "toImageButtonOptions": {**fig.lab_config.get("toImageButtonOptions", {}), "format": image_format},
+    }
     return fig

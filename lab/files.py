@@ -38,6 +38,7 @@ A prepared corpus (lab.prepare): three flat arrays and their description:
     documents.npy                 DOCUMENTS_NAME         document offsets into sentences.npy
     meta.json                     META_NAME              sizes, dtype, vocabulary hash, source
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,15 +46,15 @@ from pathlib import Path
 # -- a model directory (Hugging Face's names) ----------------------------------------------
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
-INDEX_NAME = "model.safetensors.index.json"       # a sharded safetensors checkpoint
+INDEX_NAME = "model.safetensors.index.json"  # a sharded safetensors checkpoint
 TORCH_WEIGHTS_NAME = "pytorch_model.bin"
-WEIGHT_FILES = (WEIGHTS_NAME, INDEX_NAME, TORCH_WEIGHTS_NAME)   # in the order they are preferred
+WEIGHT_FILES = (WEIGHTS_NAME, INDEX_NAME, TORCH_WEIGHTS_NAME)  # in the order they are preferred
 VOCAB_NAME = "vocab.txt"
 TOKENIZER_NAME = "tokenizer.json"
 TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
 TOKENIZER_FILES = (VOCAB_NAME, TOKENIZER_NAME, TOKENIZER_CONFIG_NAME)
 MODEL_CARD_NAME = "README.md"
-EVALUATIONS_NAME = "metrics.json"                 # {"evaluations": [{"args": [...], "metrics": {...}}]}
+EVALUATIONS_NAME = "metrics.json"  # {"evaluations": [{"args": [...], "metrics": {...}}]}
 
 # -- a run directory ------------------------------------------------------------------------
 TRAIN_CONFIG_NAME = "train_config.json"
@@ -62,8 +63,8 @@ TASK_CONFIG_NAME = "task_config.json"
 METRICS_NAME = "metrics.jsonl"
 STATE_NAME = "trainer_state.pt"
 CHECKPOINTS_DIR = "checkpoints"
-CHECKPOINT_GLOB = "step-*"                        # checkpoint_name's pattern
-PHASE_GLOB = "phase*-*"                           # phase_name's pattern
+CHECKPOINT_GLOB = "step-*"  # checkpoint_name's pattern
+PHASE_GLOB = "phase*-*"  # phase_name's pattern
 
 # -- a prepared corpus ----------------------------------------------------------------------
 TOKENS_NAME = "tokens.bin"

@@ -12,6 +12,7 @@ Two tasks, both plugged into the one training loop (lab.train.train) as objectiv
   * extractive question answering: every token -> (start, end) logits, the answer the best span
     (lab.squad builds the windows, decodes and scores).
 """
+
 from __future__ import annotations
 
 import csv
@@ -44,27 +45,27 @@ class ClassificationConfig:
     model: str = setting(help="HF-layout BERT directory (a run, a bundled model, bert-base-uncased...)")
     train: str = setting(help="TSV/CSV with a header: sentence<TAB>label, or sentence1, sentence2, label")
     dev: str = setting(help="evaluation file, same format")
-    mode: str = setting("finetune",             "finetune: every parameter trains; features: the encoder is frozen")
-    feature_layers: int = setting(1,            "features mode: 1 = pooled [CLS]; N = [CLS] of the last N layers, concatenated")
-    epochs: float = setting(2.0,                "passes over the training rows (unless --steps is given)")
-    max_seq_length: int = setting(128,          "tokens per example, [CLS] text [SEP]")
-    limit: int | None = setting(None,           "use only the first N training rows")
-    random_init: bool = setting(False,          "same shape, random weights (the no-pre-training baseline)")
-    dropout: float | None = setting(0.1,        "dropout while fine-tuning (BERT: 0.1); None keeps the model's")
+    mode: str = setting("finetune", "finetune: every parameter trains; features: the encoder is frozen")
+    feature_layers: int = setting(1, "features mode: 1 = pooled [CLS]; N = [CLS] of the last N layers, concatenated")
+    epochs: float = setting(2.0, "passes over the training rows (unless --steps is given)")
+    max_seq_length: int = setting(128, "tokens per example, [CLS] text [SEP]")
+    limit: int | None = setting(None, "use only the first N training rows")
+    random_init: bool = setting(False, "same shape, random weights (the no-pre-training baseline)")
+    dropout: float | None = setting(0.1, "dropout while fine-tuning (BERT: 0.1); None keeps the model's")
 
 
 @dataclass
 class QAConfig:
     model: str = setting(help="HF-layout BERT directory")
-    data: str = setting("squad-v1.1",           "SQuAD JSON (or .zip), a folder, or the catalog name squad-v1.1")
-    train_articles: int = setting(40,           "the first N articles train, the rest evaluate")
-    epochs: float = setting(2.0,                "passes over the training windows (unless --steps is given)")
-    max_seq_length: int = setting(384,          "tokens per window, [CLS] question [SEP] context [SEP]")
-    doc_stride: int = setting(128,              "context tokens between the starts of two windows")
-    max_query_length: int = setting(64,         "the question is cut to this many tokens")
-    eval_limit: int | None = setting(None,      "evaluate only the first N held-out questions")
-    random_init: bool = setting(False,          "same shape, random weights")
-    dropout: float | None = setting(0.1,        "dropout while fine-tuning (BERT: 0.1); None keeps the model's")
+    data: str = setting("squad-v1.1", "SQuAD JSON (or .zip), a folder, or the catalog name squad-v1.1")
+    train_articles: int = setting(40, "the first N articles train, the rest evaluate")
+    epochs: float = setting(2.0, "passes over the training windows (unless --steps is given)")
+    max_seq_length: int = setting(384, "tokens per window, [CLS] question [SEP] context [SEP]")
+    doc_stride: int = setting(128, "context tokens between the starts of two windows")
+    max_query_length: int = setting(64, "the question is cut to this many tokens")
+    eval_limit: int | None = setting(None, "evaluate only the first N held-out questions")
+    random_init: bool = setting(False, "same shape, random weights")
+    dropout: float | None = setting(0.1, "dropout while fine-tuning (BERT: 0.1); None keeps the model's")
 
 
 # ----------------------------------------------------------------------------------------
@@ -81,12 +82,19 @@ class ClassificationData:
         return len(self.texts)
 
 
-TEXT_COLUMNS = [("sentence",), ("sentence1", "sentence2"), ("question", "sentence"), ("text",),
-                ("premise", "hypothesis"), ("text_a", "text_b")]
+TEXT_COLUMNS = [
+    ("sentence",),
+    ("sentence1", "sentence2"),
+    ("question", "sentence"),
+    ("text",),
+    ("premise", "hypothesis"),
+    ("text_a", "text_b"),
+]
 
 
-def read_classification(path, text_columns: tuple[str, ...] | None = None, label_column: str = "label",
-                        limit: int | None = None) -> ClassificationData:
+def read_classification(
+    path, text_columns: tuple[str, ...] | None = None, label_column: str = "label", limit: int | None = None
+) -> ClassificationData:
     """A TSV/CSV file with a header: GLUE SST-2 (`sentence<TAB>label`), pairs (`sentence1`,
     `sentence2`, `label`) and the like. Labels may be integers or names.
 
@@ -106,8 +114,10 @@ def read_classification(path, text_columns: tuple[str, ...] | None = None, label
         found = [c for c in TEXT_COLUMNS if all(x in header for x in c)]
         cols = text_columns or (max(found, key=len) if found else None)
         if cols is None or label_column not in header:
-            raise ValueError(f"{path}: the header {header} needs a '{label_column}' column and text columns "
-                             f"such as 'sentence' or 'sentence1','sentence2'")
+            raise ValueError(
+                f"{path}: the header {header} needs a '{label_column}' column and text columns "
+                f"such as 'sentence' or 'sentence1','sentence2'"
+            )
         idx = [header.index(c) for c in cols]
         lab = header.index(label_column)
         texts, pairs, labels = [], [] if len(cols) == 2 else None, []
@@ -115,8 +125,9 @@ def read_classification(path, text_columns: tuple[str, ...] | None = None, label
             if not row or all(not x.strip() for x in row):
                 continue
             if len(row) <= max(idx + [lab]):
-                raise ValueError(f"{path}, line {line}: {len(row)} column(s), expected {len(header)} "
-                                 f"({', '.join(header)})")
+                raise ValueError(
+                    f"{path}, line {line}: {len(row)} column(s), expected {len(header)} ({', '.join(header)})"
+                )
             if not row[idx[0]].strip() or not row[lab].strip():
                 raise ValueError(f"{path}, line {line}: empty text or label")
             texts.append(row[idx[0]])
@@ -143,8 +154,9 @@ class Encoded:
     labels: list[int]
 
 
-def encode_classification(data: ClassificationData, tokenizer, label2id: dict[str, int],
-                          max_seq_length: int = 128) -> Encoded:
+def encode_classification(
+    data: ClassificationData, tokenizer, label2id: dict[str, int], max_seq_length: int = 128
+) -> Encoded:
     unknown = sorted(set(data.labels) - set(label2id))
     if unknown and all(l.isdigit() and int(l) < len(label2id) for l in data.labels):
         # integer labels (GLUE files) for a model whose labels have names: the integer is the id
@@ -163,10 +175,11 @@ def encode_classification(data: ClassificationData, tokenizer, label2id: dict[st
 
 def classification_batch(enc: Encoded, rows: list[int], pad_id: int) -> Batch:
     """Rows of an encoded set -> a padded Batch with labels."""
-    ids, mask = pad_rows([enc.input_ids[i] for i in rows], pad_id, pad_to_multiple_of=None)   # (B, T)
-    types, _ = pad_rows([enc.token_type_ids[i] for i in rows], 0, pad_to_multiple_of=None)   # (B, T)
-    return Batch(input_ids=ids, token_type_ids=types, attention_mask=mask,
-                 labels=torch.tensor([enc.labels[i] for i in rows]))
+    ids, mask = pad_rows([enc.input_ids[i] for i in rows], pad_id, pad_to_multiple_of=None)  # (B, T)
+    types, _ = pad_rows([enc.token_type_ids[i] for i in rows], 0, pad_to_multiple_of=None)  # (B, T)
+    return Batch(
+        input_ids=ids, token_type_ids=types, attention_mask=mask, labels=torch.tensor([enc.labels[i] for i in rows])
+    )
 
 
 # ----------------------------------------------------------------------------------------
@@ -182,19 +195,23 @@ def freeze_encoder(model) -> None:
 # Objectives
 # ----------------------------------------------------------------------------------------
 class ClassificationObjective:
-    def __init__(self, train: Encoded, dev: Encoded, pad_id: int, batch_size: int, seed: int = 0,
-                 frozen: bool = False):
+    def __init__(self, train: Encoded, dev: Encoded, pad_id: int, batch_size: int, seed: int = 0, frozen: bool = False):
         self.train_set, self.dev, self.pad_id, self.batch_size, self.seed = train, dev, pad_id, batch_size, seed
         self.frozen = frozen
 
     def train_batch(self, index: int) -> Batch:
-        rows = step_indices(len(self.train_set.labels), self.batch_size, index, self.seed,
-                            drop_last=len(self.train_set.labels) >= self.batch_size)
+        rows = step_indices(
+            len(self.train_set.labels),
+            self.batch_size,
+            index,
+            self.seed,
+            drop_last=len(self.train_set.labels) >= self.batch_size,
+        )
         return classification_batch(self.train_set, rows, self.pad_id)
 
     def loss(self, model, batch):
         if self.frozen:
-            getattr(model, "module", model).bert.eval()       # a frozen encoder: no dropout either
+            getattr(model, "module", model).bert.eval()  # a frozen encoder: no dropout either
         out = model(**batch)
         acc = (out.logits.argmax(-1) == batch.labels).float().mean()
         return out.loss, {"loss": out.loss.detach(), "acc": acc}
@@ -229,8 +246,9 @@ class QAObjective:
         self.batch_size, self.seed, self.feature_args = batch_size, seed, feature_args
 
     def train_batch(self, index: int) -> Batch:
-        rows = step_indices(len(self.features), self.batch_size, index, self.seed,
-                            drop_last=len(self.features) >= self.batch_size)
+        rows = step_indices(
+            len(self.features), self.batch_size, index, self.seed, drop_last=len(self.features) >= self.batch_size
+        )
         return collate_features([self.features[i] for i in rows], self.tokenizer.pad_token_id)
 
     def loss(self, model, batch):
@@ -246,8 +264,9 @@ class QAObjective:
 # ----------------------------------------------------------------------------------------
 # The two commands
 # ----------------------------------------------------------------------------------------
-def _start_model(model_dir, cls, random_init: bool, labels=None, dropout: float | None = 0.1,
-                 classifier_layers: int = 1, log=print):
+def _start_model(
+    model_dir, cls, random_init: bool, labels=None, dropout: float | None = 0.1, classifier_layers: int = 1, log=print
+):
     """The pre-trained encoder with a new head (or a random model of the same shape).
 
     dropout: fine-tuning uses BERT's 0.1 even when pre-training ran without dropout (the lab's
@@ -257,9 +276,12 @@ def _start_model(model_dir, cls, random_init: bool, labels=None, dropout: float 
     if dropout is not None:
         overrides |= {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout}
     if labels is not None:
-        overrides |= {"id2label": dict(enumerate(labels)), "label2id": {l: i for i, l in enumerate(labels)},
-                      "classifier_layers": classifier_layers}
-    model_dir = resolve_model(model_dir, weights=not random_init)   # a Hub id -> its cached folder
+        overrides |= {
+            "id2label": dict(enumerate(labels)),
+            "label2id": {l: i for i, l in enumerate(labels)},
+            "classifier_layers": classifier_layers,
+        }
+    model_dir = resolve_model(model_dir, weights=not random_init)  # a Hub id -> its cached folder
     if random_init:
         cfg = BertConfig.from_dict({**BertConfig.load(model_dir).to_dict(), **overrides})
         model, tokenizer = cls(cfg), Tokenizer.load(model_dir)
@@ -278,17 +300,18 @@ def finetune_classification(task: ClassificationConfig, tc: TrainConfig, resume:
         raise ValueError(f"mode must be 'finetune' or 'features', not {task.mode!r}")
     if task.feature_layers > 1 and task.mode != "features":
         raise ValueError("feature_layers > 1 is the feature-based approach: use it with mode 'features'")
-    layers = BertConfig.load(resolve_model(task.model, weights=False)).num_hidden_layers   # path or Hub id
+    layers = BertConfig.load(resolve_model(task.model, weights=False)).num_hidden_layers  # path or Hub id
     if not 1 <= task.feature_layers <= layers:
         raise ValueError(f"feature_layers must be between 1 and the model's {layers} layers, got {task.feature_layers}")
     if not resume:
-        refuse_existing_run(tc.out_dir)          # before anything of the new run is written
+        refuse_existing_run(tc.out_dir)  # before anything of the new run is written
     train_data = read_classification(task.train, limit=task.limit)
     dev_data = read_classification(task.dev)
     labels = label_names(train_data.labels)
-    torch.manual_seed(tc.seed)                   # the new head's init is part of the run's seed
-    model, tokenizer = _start_model(task.model, BertForSequenceClassification, task.random_init, labels,
-                                    task.dropout, task.feature_layers, log)
+    torch.manual_seed(tc.seed)  # the new head's init is part of the run's seed
+    model, tokenizer = _start_model(
+        task.model, BertForSequenceClassification, task.random_init, labels, task.dropout, task.feature_layers, log
+    )
     if tokenizer is None:
         raise ValueError(f"{task.model} has no vocab.txt: the text cannot be tokenized")
     if task.mode == "features":
@@ -297,17 +320,26 @@ def finetune_classification(task: ClassificationConfig, tc: TrainConfig, resume:
     dev_enc = encode_classification(dev_data, tokenizer, model.config.label2id, task.max_seq_length)
     tc, per_epoch = epoch_schedule(tc, len(train_enc.labels), task.epochs)
     trainable, total = model.num_parameters(trainable_only=True), model.num_parameters()
-    log(f"{task.mode}: {trainable:,} of {total:,} parameters train ({100 * trainable / total:.2f}%); "
+    log(
+        f"{task.mode}: {trainable:,} of {total:,} parameters train ({100 * trainable / total:.2f}%); "
         f"labels {labels}; {len(train_enc.labels)} training rows, {len(dev_enc.labels)} dev rows; "
-        f"{tc.steps} steps ({tc.steps / per_epoch:.2f} epochs)")
+        f"{tc.steps} steps ({tc.steps / per_epoch:.2f} epochs)"
+    )
     log("task config: " + str(dataclasses.asdict(task)))
     log("train config: " + str(tc.to_dict()))
-    objective = ClassificationObjective(train_enc, dev_enc, tokenizer.pad_token_id, tc.batch_size, tc.seed,
-                                        frozen=task.mode == "features")
-    write_json(Path(tc.out_dir) / TASK_CONFIG_NAME, {
-        "task": "classification", **{k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(task).items()},
-        "trainable_parameters": trainable, "total_parameters": total,
-        "pair": train_data.pairs is not None})       # sentence pairs (MNLI-style) or single sentences
+    objective = ClassificationObjective(
+        train_enc, dev_enc, tokenizer.pad_token_id, tc.batch_size, tc.seed, frozen=task.mode == "features"
+    )
+    write_json(
+        Path(tc.out_dir) / TASK_CONFIG_NAME,
+        {
+            "task": "classification",
+            **{k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(task).items()},
+            "trainable_parameters": trainable,
+            "total_parameters": total,
+            "pair": train_data.pairs is not None,
+        },
+    )  # sentence pairs (MNLI-style) or single sentences
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
 
@@ -324,25 +356,27 @@ def finetune_qa(task: QAConfig, tc: TrainConfig, resume: bool = False, log=print
     """Fine-tune for extractive QA on the first task.train_articles articles; returns EM/F1 on
     the others (fractions in [0, 1])."""
     if not resume:
-        refuse_existing_run(tc.out_dir)          # before anything of the new run is written
+        refuse_existing_run(tc.out_dir)  # before anything of the new run is written
     path = squad_file(task.data)
     examples, report = load_squad(path, report=True)
     log(str(report))
     train_ex, dev_ex = split_by_article(examples, n_train_articles=task.train_articles)
     if task.eval_limit:
-        dev_ex = dev_ex[:task.eval_limit]
+        dev_ex = dev_ex[: task.eval_limit]
     torch.manual_seed(tc.seed)
     model, tokenizer = _start_model(task.model, BertForQuestionAnswering, task.random_init, None, task.dropout, log=log)
-    feature_args = dict(max_seq_length=task.max_seq_length, doc_stride=task.doc_stride,
-                        max_query_length=task.max_query_length)
+    feature_args = dict(
+        max_seq_length=task.max_seq_length, doc_stride=task.doc_stride, max_query_length=task.max_query_length
+    )
     features = make_features(train_ex, tokenizer, training=True, **feature_args)
     tc, per_epoch = epoch_schedule(tc, len(features), task.epochs)
-    log(f"SQuAD: {len(train_ex)} training questions (articles 1-{task.train_articles}), {len(dev_ex)} evaluation "
-        f"questions (the other articles); {len(features)} training windows; {tc.steps} steps")
+    log(
+        f"SQuAD: {len(train_ex)} training questions (articles 1-{task.train_articles}), {len(dev_ex)} evaluation "
+        f"questions (the other articles); {len(features)} training windows; {tc.steps} steps"
+    )
     log("train config: " + str(tc.to_dict()))
     objective = QAObjective(features, dev_ex, tokenizer, tc.batch_size, tc.seed, **feature_args)
-    write_json(Path(tc.out_dir) / TASK_CONFIG_NAME,
-               {"task": "squad", **dataclasses.asdict(task), "data": str(path)})
+    write_json(Path(tc.out_dir) / TASK_CONFIG_NAME, {"task": "squad", **dataclasses.asdict(task), "data": str(path)})
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
 
@@ -363,8 +397,13 @@ def qa_lengths(model_dir) -> dict[str, int]:
     return {k: int(task[k]) for k in QA_LENGTHS if k in task}
 
 
-def evaluate_saved(model_dir, data=None, max_seq_length: int | None = None, train_articles: int | None = None,
-                   eval_limit: int | None = None) -> dict:
+def evaluate_saved(
+    model_dir,
+    data=None,
+    max_seq_length: int | None = None,
+    train_articles: int | None = None,
+    eval_limit: int | None = None,
+) -> dict:
     """Re-measure a saved fine-tuned model: classification accuracy (and F1) on a TSV/CSV, or
     SQuAD EM/F1 on the held-out articles. Defaults come from the run's task_config.json (the
     dev file, the SQuAD file, train_articles, the feature lengths), so a model card's command is
@@ -377,8 +416,9 @@ def evaluate_saved(model_dir, data=None, max_seq_length: int | None = None, trai
         if not data:
             raise ValueError(f"{model_dir}: give the evaluation file with --data (TSV/CSV with a label column)")
         dev = read_classification(data)
-        enc = encode_classification(dev, tokenizer, model.config.label2id,
-                                    max_seq_length or task.get("max_seq_length", 128))
+        enc = encode_classification(
+            dev, tokenizer, model.config.label2id, max_seq_length or task.get("max_seq_length", 128)
+        )
         return {**evaluate_classification(model, enc, tokenizer.pad_token_id), "examples": len(enc.labels)}
     if isinstance(model, BertForQuestionAnswering):
         data = data or task.get("data")

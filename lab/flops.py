@@ -11,6 +11,7 @@ how fast this machine does it.
 schedule such as the paper's (PAPER_PRETRAINING), `measure_flop_rate` times forward + backward
 on a real batch or on a `random_batch` of the right shape.
 """
+
 from __future__ import annotations
 
 import time
@@ -59,24 +60,30 @@ def pretraining_flops(cfg: BertConfig, schedule=PAPER_PRETRAINING) -> float:
     return float(sum(steps * training_flops(cfg, batch, T, batch * p) for steps, batch, T, p in schedule))
 
 
-def random_batch(cfg: BertConfig, batch_size: int = 8, seq_len: int = 128, predictions_per_seq: int = 20,
-                 seed: int = 0) -> Batch:
+def random_batch(
+    cfg: BertConfig, batch_size: int = 8, seq_len: int = 128, predictions_per_seq: int = 20, seed: int = 0
+) -> Batch:
     """A pre-training Batch of random token ids in the shape of real ones ([CLS] A [SEP] B [SEP],
     `predictions_per_seq` masked positions per row): for timing a model whose vocabulary no
     text has been tokenized with (e.g. BERT-base's 30,522 ids)."""
     g = torch.Generator().manual_seed(seed)
     B, T = batch_size, seq_len
-    ids = torch.randint(5, cfg.vocab_size, (B, T), generator=g)              # (B, T) no specials
+    ids = torch.randint(5, cfg.vocab_size, (B, T), generator=g)  # (B, T) no specials
     half = T // 2
-    ids[:, 0], ids[:, half], ids[:, -1] = 2, 3, 3                            # [CLS] A [SEP] B [SEP]
+    ids[:, 0], ids[:, half], ids[:, -1] = 2, 3, 3  # [CLS] A [SEP] B [SEP]
     types = torch.zeros(B, T, dtype=torch.long)
-    types[:, half + 1:] = 1
+    types[:, half + 1 :] = 1
     labels = torch.full((B, T), IGNORE_INDEX, dtype=torch.long)
     for row in range(B):
-        spots = torch.randperm(T - 2, generator=g)[:predictions_per_seq] + 1    # never [CLS]/last [SEP]
+        spots = torch.randperm(T - 2, generator=g)[:predictions_per_seq] + 1  # never [CLS]/last [SEP]
         labels[row, spots] = ids[row, spots]
-    return Batch(input_ids=ids, token_type_ids=types, attention_mask=torch.ones(B, T, dtype=torch.long),
-                 mlm_labels=labels, nsp_label=torch.randint(0, 2, (B,), generator=g))
+    return Batch(
+        input_ids=ids,
+        token_type_ids=types,
+        attention_mask=torch.ones(B, T, dtype=torch.long),
+        mlm_labels=labels,
+        nsp_label=torch.randint(0, 2, (B,), generator=g),
+    )
 
 
 def measure_flop_rate(model, batch: Batch, steps: int = 3, precision: str = "auto", threads: int | None = None) -> dict:
@@ -99,16 +106,16 @@ def measure_flop_rate(model, batch: Batch, steps: int = 3, precision: str = "aut
     model.train()
     times = []
     try:
-        for i in range(steps + 1):
+        for _ in range(steps + 1):
             t0 = time.perf_counter()
             with autocast(device, dtype):
                 loss = model(**batch).loss
             loss.backward()
-            if device.type == "cuda":             # kernels run asynchronously: wait for them
+            if device.type == "cuda":  # kernels run asynchronously: wait for them
                 torch.cuda.synchronize(device)
             times.append(time.perf_counter() - t0)
     finally:
         model.zero_grad(set_to_none=True)
         model.train(was_training)
-    sec = sum(times[1:]) / steps                    # the first step pays one-off costs
+    sec = sum(times[1:]) / steps  # the first step pays one-off costs
     return {"flops_per_step": flops, "seconds_per_step": sec, "flop_per_s": flops / sec}

@@ -29,13 +29,14 @@ resolves from it, any other gets one line saying how to get the files. HF_ENDPOI
 mirror (the tests point it at a local stand-in server). Gated or private models use the
 token of `hf auth login` (or HF_TOKEN).
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Union
 
 from .config import BertConfig
 from .files import CONFIG_NAME, INDEX_NAME, TOKENIZER_FILES, WEIGHT_FILES
@@ -52,7 +53,7 @@ HUB_ID = re.compile(rf"{_PART}/{_PART}")
 
 # progress: True (huggingface_hub's console bars), False (silent), or a function called as
 # bytes arrive: report(bytes_done, bytes_total_or_None, filename)
-Progress = Union[bool, Callable[[int, Union[int, None], str], None]]
+Progress = bool | Callable[[int, int | None, str], None]
 
 
 class NotCachedError(FileNotFoundError):
@@ -72,8 +73,9 @@ def is_hub_id(text) -> bool:
     return bool(HUB_ID.fullmatch(text)) and "--" not in text and ".." not in text
 
 
-def resolve_model(name_or_path, revision: str | None = None, download: bool = True,
-                  progress: Progress = True, weights: bool = True) -> Path:
+def resolve_model(
+    name_or_path, revision: str | None = None, download: bool = True, progress: Progress = True, weights: bool = True
+) -> Path:
     """A local checkpoint directory for a path or a Hub id.
 
     An existing path, or a name that is not shaped like an id, is returned unchanged (the
@@ -84,15 +86,14 @@ def resolve_model(name_or_path, revision: str | None = None, download: bool = Tr
     path = Path(name_or_path)
     if path.exists() or not is_hub_id(name_or_path):
         if revision is not None and path.exists():
-            raise ValueError(f"revision={revision!r} applies to Hugging Face Hub ids; {name_or_path} "
-                             f"is a local path")
+            raise ValueError(f"revision={revision!r} applies to Hugging Face Hub ids; {name_or_path} is a local path")
         return path
-    return hub_snapshot(str(name_or_path), revision=revision, download=download, progress=progress,
-                        weights=weights)
+    return hub_snapshot(str(name_or_path), revision=revision, download=download, progress=progress, weights=weights)
 
 
-def hub_snapshot(repo_id: str, revision: str | None = None, download: bool = True,
-                 progress: Progress = True, weights: bool = True) -> Path:
+def hub_snapshot(
+    repo_id: str, revision: str | None = None, download: bool = True, progress: Progress = True, weights: bool = True
+) -> Path:
     """The folder of a Hub model in the local cache (snapshots/<commit>/), with config.json,
     the weights and the tokenizer files in it; downloads what is missing unless download=False
     or HF_HUB_OFFLINE=1. Errors are one line: FileNotFoundError (no such model, revision, or not
@@ -100,17 +101,19 @@ def hub_snapshot(repo_id: str, revision: str | None = None, download: bool = Tru
     if not is_hub_id(repo_id):
         raise ValueError(f"{repo_id!r} is not a Hugging Face Hub id (ORG/NAME, e.g. google-bert/bert-base-uncased)")
     try:
-        from huggingface_hub import constants          # optional: see the note at the imports
+        from huggingface_hub import constants  # optional: see the note at the imports
     except ImportError:
-        raise FileNotFoundError(f"{repo_id} looks like a Hugging Face Hub id, but huggingface_hub is not "
-                                f"installed: pip install huggingface_hub, or pass a local directory") from None
+        raise FileNotFoundError(
+            f"{repo_id} looks like a Hugging Face Hub id, but huggingface_hub is not "
+            f"installed: pip install huggingface_hub, or pass a local directory"
+        ) from None
     offline = not download or constants.is_offline_mode()
     fetch = _Fetcher(repo_id, offline, progress)
 
     # 1. config.json alone: is it a BERT? (nothing else is downloaded before this answer)
     fetch.check_reachable(revision or "main")
     config_file = fetch(CONFIG_NAME, revision or "main", required=True)
-    snapshot = config_file.parent                           # .../snapshots/<commit>/
+    snapshot = config_file.parent  # .../snapshots/<commit>/
     commit = snapshot.name
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
@@ -118,9 +121,11 @@ def hub_snapshot(repo_id: str, revision: str | None = None, download: bool = Tru
         raise ValueError(f"{repo_id}: config.json is not valid JSON") from None
     model_type = config.get("model_type", "bert") if isinstance(config, dict) else None
     if model_type != "bert":
-        raise ValueError(f"{repo_id} is not a BERT checkpoint: its config.json has model_type {model_type!r}, "
-                         f"and the lab loads only model_type 'bert' (no weights were downloaded)")
-    BertConfig.from_dict(config, source=f"{repo_id} (config.json)")   # a BERT the lab cannot build: refused now too
+        raise ValueError(
+            f"{repo_id} is not a BERT checkpoint: its config.json has model_type {model_type!r}, "
+            f"and the lab loads only model_type 'bert' (no weights were downloaded)"
+        )
+    BertConfig.from_dict(config, source=f"{repo_id} (config.json)")  # a BERT the lab cannot build: refused now too
 
     # 2. the weights, in the order lab.checkpoint.read_state_dict prefers them
     if weights:
@@ -128,7 +133,7 @@ def hub_snapshot(repo_id: str, revision: str | None = None, download: bool = Tru
             found = fetch(name, commit)
             if found is None:
                 continue
-            if name == INDEX_NAME:                          # sharded: {"weight_map": {tensor: shard file}}
+            if name == INDEX_NAME:  # sharded: {"weight_map": {tensor: shard file}}
                 try:
                     shards = sorted(set(json.loads(found.read_text(encoding="utf-8"))["weight_map"].values()))
                 except (ValueError, KeyError, TypeError, AttributeError):
@@ -139,8 +144,10 @@ def hub_snapshot(repo_id: str, revision: str | None = None, download: bool = Tru
         else:
             if offline:
                 raise fetch.not_cached("its weights are")
-            raise ValueError(f"{repo_id} has no weights the lab can read ({', '.join(WEIGHT_FILES)}; "
-                             f"TensorFlow/Flax-only checkpoints are not supported)")
+            raise ValueError(
+                f"{repo_id} has no weights the lab can read ({', '.join(WEIGHT_FILES)}; "
+                f"TensorFlow/Flax-only checkpoints are not supported)"
+            )
 
     # 3. the tokenizer: whichever of these the repository has
     for name in TOKENIZER_FILES:
@@ -156,78 +163,122 @@ class _Fetcher:
 
     def not_cached(self, what: str = "it is", reason: str = "") -> NotCachedError:
         from huggingface_hub import constants
+
         if self.offline:
-            why = ("download=False" if not constants.is_offline_mode() else
-                   "TRANSFORMERS_OFFLINE=1" if _set("TRANSFORMERS_OFFLINE") and not _set("HF_HUB_OFFLINE") else
-                   "HF_HUB_OFFLINE=1")
-            return NotCachedError(f"{self.repo_id}: {what} not in the Hugging Face cache and downloads are off "
-                                  f"({why}): run once with internet, or download the model folder and pass "
-                                  f"its path", self.repo_id, offline=True)
-        return NotCachedError(f"{self.repo_id}: could not reach the Hugging Face Hub ({constants.ENDPOINT}{reason}) and "
-                              f"{what} not in the cache: check the connection, or download the model folder "
-                              f"and pass its path", self.repo_id, offline=False)
+            why = (
+                "download=False"
+                if not constants.is_offline_mode()
+                else "TRANSFORMERS_OFFLINE=1"
+                if _set("TRANSFORMERS_OFFLINE") and not _set("HF_HUB_OFFLINE")
+                else "HF_HUB_OFFLINE=1"
+            )
+            return NotCachedError(
+                f"{self.repo_id}: {what} not in the Hugging Face cache and downloads are off "
+                f"({why}): run once with internet, or download the model folder and pass "
+                f"its path",
+                self.repo_id,
+                offline=True,
+            )
+        return NotCachedError(
+            f"{self.repo_id}: could not reach the Hugging Face Hub ({constants.ENDPOINT}{reason}) and "
+            f"{what} not in the cache: check the connection, or download the model folder "
+            f"and pass its path",
+            self.repo_id,
+            offline=False,
+        )
 
     def __call__(self, filename: str, revision: str, required: bool = False) -> Path | None:
         """The cached file (downloaded if needed); None when the repository has no such file
         (or, offline, when the cache does not hold it) and it is not required."""
         from huggingface_hub import hf_hub_download
-        return self._answer(lambda: Path(hf_hub_download(self.repo_id, filename, revision=revision,
-                                                         local_files_only=self.offline,
-                                                         tqdm_class=_bar_class(self.progress, filename))),
-                            filename, revision, required)
+
+        return self._answer(
+            lambda: Path(
+                hf_hub_download(
+                    self.repo_id,
+                    filename,
+                    revision=revision,
+                    local_files_only=self.offline,
+                    tqdm_class=_bar_class(self.progress, filename),
+                )
+            ),
+            filename,
+            revision,
+            required,
+        )
 
     def check_reachable(self, revision: str) -> None:
         """Fail at once when the Hub cannot be reached and config.json is not cached: with nothing
         to fall back on, hf_hub_download retries with backoff for a long while before giving up. One
         HEAD request without retries, only before a first download."""
         from huggingface_hub import get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
+
         if self.offline or isinstance(try_to_load_from_cache(self.repo_id, CONFIG_NAME, revision=revision), str):
             return
         from huggingface_hub.errors import HfHubHTTPError
+
         try:
-            self._answer(lambda: get_hf_file_metadata(hf_hub_url(self.repo_id, CONFIG_NAME, revision=revision)),
-                         CONFIG_NAME, revision, required=True, other_http_errors=True)
-        except HfHubHTTPError:                               # 5xx, 429, 401...: left to hf_hub_download
+            self._answer(
+                lambda: get_hf_file_metadata(hf_hub_url(self.repo_id, CONFIG_NAME, revision=revision)),
+                CONFIG_NAME,
+                revision,
+                required=True,
+                other_http_errors=True,
+            )
+        except HfHubHTTPError:  # 5xx, 429, 401...: left to hf_hub_download
             pass
-        except (OSError, ValueError):                        # one-line messages of _answer
+        except (OSError, ValueError):  # one-line messages of _answer
             raise
-        except Exception as e:                               # no connection, DNS, timeout (httpx errors)
+        except Exception as e:  # no connection, DNS, timeout (httpx errors)
             raise self.not_cached(reason=f": {type(e).__name__}") from None
 
     def _answer(self, request, filename: str, revision: str, required: bool, other_http_errors: bool = False):
         """request() with huggingface_hub's errors turned into one-line messages (other_http_errors:
         HTTP errors other than "not found" are raised as they are)."""
-        from huggingface_hub.errors import (GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
-                                            RemoteEntryNotFoundError, RepositoryNotFoundError,
-                                            RevisionNotFoundError)
+        from huggingface_hub.errors import (
+            GatedRepoError,
+            HfHubHTTPError,
+            LocalEntryNotFoundError,
+            RemoteEntryNotFoundError,
+            RepositoryNotFoundError,
+            RevisionNotFoundError,
+        )
+
         try:
             return request()
         except GatedRepoError:
-            raise FileNotFoundError(f"{self.repo_id} is a gated model on the Hugging Face Hub: accept its terms on "
-                                    f"its page, then log in (hf auth login, or set HF_TOKEN)") from None
+            raise FileNotFoundError(
+                f"{self.repo_id} is a gated model on the Hugging Face Hub: accept its terms on "
+                f"its page, then log in (hf auth login, or set HF_TOKEN)"
+            ) from None
         except RepositoryNotFoundError:
-            raise FileNotFoundError(f"{self.repo_id}: no such local directory, and no model {self.repo_id} on the "
-                                    f"Hugging Face Hub (if it is private: hf auth login)") from None
+            raise FileNotFoundError(
+                f"{self.repo_id}: no such local directory, and no model {self.repo_id} on the "
+                f"Hugging Face Hub (if it is private: hf auth login)"
+            ) from None
         except RevisionNotFoundError:
             raise FileNotFoundError(f"{self.repo_id} has no revision {revision!r} on the Hugging Face Hub") from None
         except RemoteEntryNotFoundError:
             if not required:
                 return None
             if filename == CONFIG_NAME:
-                raise ValueError(f"{self.repo_id} has no config.json: not a model checkpoint in "
-                                 f"Hugging Face's layout") from None
-            raise FileNotFoundError(f"{self.repo_id} lists {filename} in its index but the Hub has no such "
-                                    f"file") from None
-        except LocalEntryNotFoundError:                     # not cached, and offline or unreachable
+                raise ValueError(
+                    f"{self.repo_id} has no config.json: not a model checkpoint in Hugging Face's layout"
+                ) from None
+            raise FileNotFoundError(
+                f"{self.repo_id} lists {filename} in its index but the Hub has no such file"
+            ) from None
+        except LocalEntryNotFoundError:  # not cached, and offline or unreachable
             if self.offline and not required:
                 return None
             raise self.not_cached("it is" if filename == CONFIG_NAME else f"{filename} is") from None
-        except HfHubHTTPError as e:                         # 401, 403, 5xx that no cached copy could cover
+        except HfHubHTTPError as e:  # 401, 403, 5xx that no cached copy could cover
             if other_http_errors:
                 raise
             status = e.response.status_code if e.response is not None else "?"
-            raise FileNotFoundError(f"{self.repo_id}: the Hugging Face Hub refused {filename} "
-                                    f"(HTTP {status})") from None
+            raise FileNotFoundError(
+                f"{self.repo_id}: the Hugging Face Hub refused {filename} (HTTP {status})"
+            ) from None
 
 
 def _set(variable: str) -> bool:
@@ -241,13 +292,14 @@ def _bar_class(progress: Progress, filename: str):
     if progress is True:
         return None
     from tqdm.std import tqdm
+
     report = progress if callable(progress) else None
 
     class Bar(tqdm):
         def __init__(self, *args, **kwargs):
             kwargs.pop("name", None)
             super().__init__(*args, **{**kwargs, "disable": True})
-            self.done = kwargs.get("initial", 0) or 0        # a disabled tqdm does not count: we do
+            self.done = kwargs.get("initial", 0) or 0  # a disabled tqdm does not count: we do
 
         def update(self, n=1):
             self.done += n or 0

@@ -61,15 +61,15 @@ from __future__ import annotations
 import array
 import random
 import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Callable, Mapping, NamedTuple, Protocol, Sequence
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import torch
 
 from .batch import IGNORE_INDEX, Batch, mix_seed, padded_length, step_indices, steps_per_epoch
-
 
 # ----------------------------------------------------------------------------------------------
 # Special ids
@@ -135,7 +135,7 @@ class SpecialIds:
         return self._replacement_ids
 
     @classmethod
-    def from_vocab(cls, vocab: Sequence[str] | Mapping[str, int]) -> "SpecialIds":
+    def from_vocab(cls, vocab: Sequence[str] | Mapping[str, int]) -> SpecialIds:
         """Build from a WordPiece vocabulary (vocab.txt lines in order, or a token -> id dict)."""
         token_to_id = dict(vocab) if isinstance(vocab, Mapping) else {t: i for i, t in enumerate(vocab)}
         missing = [t for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]") if t not in token_to_id]
@@ -248,8 +248,9 @@ def check_lengths(max_seq_length: int, short_seq_prob: float) -> None:
         raise ValueError(f"short_seq_prob={short_seq_prob} must be a probability in [0, 1]")
 
 
-def pair_document(lengths_of, d: int, num_docs: int, max_num_tokens: int, short_seq_prob: float,
-                  rng: random.Random) -> list[Pair]:
+def pair_document(
+    lengths_of, d: int, num_docs: int, max_num_tokens: int, short_seq_prob: float, rng: random.Random
+) -> list[Pair]:
     """Walk document d's sentences and cut them into (A, B) pairs: the recipes, from sentence
     lengths alone (lengths_of(doc) -> token count of each sentence; no sentence is empty).
 
@@ -281,7 +282,7 @@ def pair_document(lengths_of, d: int, num_docs: int, max_num_tokens: int, short_
         if i == len(lengths) - 1 or chunk_len >= target:
             # A = the first a_end sentences of the chunk; a_end in [1, n_chunk - 1].
             a_end = rng.randint(1, n_chunk - 1) if n_chunk >= 2 else 1
-            len_a = sum(lengths[chunk_start:chunk_start + a_end])
+            len_a = sum(lengths[chunk_start : chunk_start + a_end])
             # A one-sentence chunk has no continuation to offer: it must be NotNext.
             if n_chunk == 1 or rng.random() < 0.5:
                 # A different document, uniformly: draw from n-1 and skip over d.
@@ -304,9 +305,23 @@ def pair_document(lengths_of, d: int, num_docs: int, max_num_tokens: int, short_
                 b = (d, chunk_start + a_end, i + 1, False)
             doc_b, b_start, b_end, random_next = b
             a_lo, a_hi, b_lo, b_hi = truncation(len_a, len_b, max_num_tokens, rng)
-            pairs.append(Pair(doc_a=d, a_start=chunk_start, a_end=chunk_start + a_end,
-                              doc_b=doc_b, b_start=b_start, b_end=b_end, target_length=target, is_short=short,
-                              is_random_next=random_next, a_lo=a_lo, a_hi=a_hi, b_lo=b_lo, b_hi=b_hi))
+            pairs.append(
+                Pair(
+                    doc_a=d,
+                    a_start=chunk_start,
+                    a_end=chunk_start + a_end,
+                    doc_b=doc_b,
+                    b_start=b_start,
+                    b_end=b_end,
+                    target_length=target,
+                    is_short=short,
+                    is_random_next=random_next,
+                    a_lo=a_lo,
+                    a_hi=a_hi,
+                    b_lo=b_lo,
+                    b_hi=b_hi,
+                )
+            )
             # Start a fresh chunk after whatever was consumed.
             chunk_start, chunk_len = i + 1, 0
             target, short = draw_target()
@@ -342,10 +357,17 @@ def materialize(view: DocumentView, pair: Sequence[int]) -> Instance:
     """A pair's tokens, read and cut as its recipe says (a Pair, or a row of the pair table)."""
     p = Pair(*pair)
     tokens_a, tokens_b = view.tokens(p.doc_a, p.a_start, p.a_end), view.tokens(p.doc_b, p.b_start, p.b_end)
-    return Instance(tokens_a=tokens_a[p.a_lo:p.a_hi], tokens_b=tokens_b[p.b_lo:p.b_hi],
-                    is_random_next=bool(p.is_random_next), doc_a=p.doc_a, doc_b=p.doc_b,
-                    sentences_a=(p.a_start, p.a_end), sentences_b=(p.b_start, p.b_end),
-                    target_length=p.target_length, is_short=bool(p.is_short))
+    return Instance(
+        tokens_a=tokens_a[p.a_lo : p.a_hi],
+        tokens_b=tokens_b[p.b_lo : p.b_hi],
+        is_random_next=bool(p.is_random_next),
+        doc_a=p.doc_a,
+        doc_b=p.doc_b,
+        sentences_a=(p.a_start, p.a_end),
+        sentences_b=(p.b_start, p.b_end),
+        target_length=p.target_length,
+        is_short=bool(p.is_short),
+    )
 
 
 def create_instances(
@@ -521,7 +543,7 @@ def word_spans(ids, special: SpecialIds, maskable=None) -> list[tuple[int, int]]
         if not ok:
             continue
         if subword[t] and t > 0 and maskable[t - 1] and spans and spans[-1][1] == t:
-            spans[-1] = (spans[-1][0], t + 1)               # a ## piece continues the word
+            spans[-1] = (spans[-1][0], t + 1)  # a ## piece continues the word
         else:
             spans.append((t, t + 1))
     return spans
@@ -636,10 +658,11 @@ class PretrainingData:
 
     Epoch e pairs the sentences anew (`epoch_pairs` with an rng seeded by (seed, e): NSP
     partners, cuts and short targets change every epoch, as dupe_factor passes did in Google's
-    script) and visits its pairs in an order seeded by (seed, e). An epoch is `batches_per_epoch` steps, fixed by epoch 0's pair count.
-    The masks of step s come from a generator seeded by (seed, e, i), i = its batch index in
-    the epoch. So `batch(s)` is a pure function of s: a resumed run calls batch(saved_step)
-    and sees exactly the data it would have seen.
+    script) and visits its pairs in an order seeded by (seed, e). An epoch is
+    `batches_per_epoch` steps, fixed by epoch 0's pair count. The masks of step s come from a
+    generator seeded by (seed, e, i), i = its batch index in the epoch. So `batch(s)` is a pure
+    function of s: a resumed run calls batch(saved_step) and sees exactly the data it would have
+    seen.
 
     Distributed data parallel: `batch_size` is the PER-RANK batch; the global batch of step s
     holds batch_size * world_size pairs and rank r reads only its rows
@@ -674,8 +697,10 @@ class PretrainingData:
             raise ValueError(f"rank={rank} must be in [0, world_size={world_size})")
         check_lengths(max_seq_length, short_seq_prob)
         if view.num_documents < 2:
-            raise ValueError(f"pre-training needs at least 2 documents (got {view.num_documents}): "
-                             "NotNext examples take segment B from a different document")
+            raise ValueError(
+                f"pre-training needs at least 2 documents (got {view.num_documents}): "
+                "NotNext examples take segment B from a different document"
+            )
         self.view, self.special = view, special
         self.batch_size = batch_size  # per rank
         self.seed, self.shuffle, self.drop_last = seed, shuffle, drop_last
@@ -683,7 +708,7 @@ class PretrainingData:
         self.mlm_probability, self.max_predictions_per_seq = mlm_probability, max_predictions_per_seq
         self.whole_word, self.rank, self.world_size = whole_word, rank, world_size
         self.pad_to_multiple_of = pad_to_multiple_of
-        self._index: tuple | None = None   # (epoch, pair table, its temporary file)
+        self._index: tuple | None = None  # (epoch, pair table, its temporary file)
         n = len(self.pairs(0))
         try:
             self.batches_per_epoch = steps_per_epoch(n, self.global_batch_size, drop_last)
@@ -703,7 +728,7 @@ class PretrainingData:
         memory does not grow with the corpus (a step reads only its rows). The latest epoch is kept."""
         if self._index is None or self._index[0] != epoch:
             rng = random.Random(mix_seed("pairs", self.seed, epoch))
-            file = tempfile.TemporaryFile(prefix="bert-lab-pairs-")       # gone when closed
+            file = tempfile.TemporaryFile(prefix="bert-lab-pairs-")  # gone when closed
             chunk = array.array("i")
             for pair in epoch_pairs(self.view, rng, self.max_seq_length - 3, self.short_seq_prob):
                 chunk.extend(pair)
@@ -713,11 +738,14 @@ class PretrainingData:
             chunk.tofile(file)
             file.flush()
             n = file.tell() // (PAIR_WIDTH * chunk.itemsize)
-            table = np.memmap(file, dtype=np.int32, mode="r", shape=(n, PAIR_WIDTH)) if n else \
-                np.zeros((0, PAIR_WIDTH), np.int32)
+            table = (
+                np.memmap(file, dtype=np.int32, mode="r", shape=(n, PAIR_WIDTH))
+                if n
+                else np.zeros((0, PAIR_WIDTH), np.int32)
+            )
             release = getattr(self.view, "release", None)
             if release is not None:
-                release()                         # the walk touched every offset: let them go
+                release()  # the walk touched every offset: let them go
             self._index = (epoch, table, file)
         return self._index[1]
 
@@ -727,12 +755,18 @@ class PretrainingData:
         n = len(self.pairs(epoch))
         spe = steps_per_epoch(n, self.global_batch_size, self.drop_last)
         # an epoch holding fewer pairs than epoch 0 wraps around (its batches repeat a few pairs)
-        return step_indices(n, self.global_batch_size, (epoch * spe) + step % self.batches_per_epoch % spe,
-                            self.seed, drop_last=self.drop_last, shuffle=self.shuffle)
+        return step_indices(
+            n,
+            self.global_batch_size,
+            (epoch * spe) + step % self.batches_per_epoch % spe,
+            self.seed,
+            drop_last=self.drop_last,
+            shuffle=self.shuffle,
+        )
 
     def indices(self, step: int) -> list[int]:
         """Pair indices that this rank puts in the batch of global step `step`."""
-        return self.global_indices(step)[self.rank * self.batch_size:(self.rank + 1) * self.batch_size]
+        return self.global_indices(step)[self.rank * self.batch_size : (self.rank + 1) * self.batch_size]
 
     def batch(self, step: int) -> Batch:
         """The Batch of global step `step` for this rank: a pure function of (seed, step, rank)."""
@@ -740,18 +774,26 @@ class PretrainingData:
         table = self.pairs(epoch)
         everyone = self.global_indices(step)
         first = self.rank * self.batch_size
-        rows = table[np.sort(everyone)]                                   # (G, PAIR_WIDTH) in file order
+        rows = table[np.sort(everyone)]  # (G, PAIR_WIDTH) in file order
         # T: the global batch's longest pair, [CLS] A [SEP] B [SEP] after the cuts
         C = PairColumn
-        kept = rows[:, C.A_HI] - rows[:, C.A_LO] + rows[:, C.B_HI] - rows[:, C.B_LO]     # (G,) tokens of A + B
+        kept = rows[:, C.A_HI] - rows[:, C.A_LO] + rows[:, C.B_HI] - rows[:, C.B_LO]  # (G,) tokens of A + B
         longest = int(kept.max()) + 3
         T = padded_length(longest, self.pad_to_multiple_of, self.max_seq_length)
-        mine = everyone[first:first + self.batch_size]
+        mine = everyone[first : first + self.batch_size]
         instances = [materialize(self.view, row) for row in table[mine].tolist()]
         release = getattr(self.view, "release", None)
         if release is not None and step % 256 == 0:
-            release()                             # resident memory stays flat over a long run
+            release()  # resident memory stays flat over a long run
         gen = torch.Generator().manual_seed(mix_seed("mask", self.seed, epoch, i))
-        return collate(instances, self.special, gen, max_seq_length=self.max_seq_length,
-                       mlm_probability=self.mlm_probability, max_predictions_per_seq=self.max_predictions_per_seq,
-                       whole_word=self.whole_word, length=T, rows=(first, self.global_batch_size))
+        return collate(
+            instances,
+            self.special,
+            gen,
+            max_seq_length=self.max_seq_length,
+            mlm_probability=self.mlm_probability,
+            max_predictions_per_seq=self.max_predictions_per_seq,
+            whole_word=self.whole_word,
+            length=T,
+            rows=(first, self.global_batch_size),
+        )

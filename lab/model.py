@@ -17,6 +17,7 @@ between the two without renaming.  Shapes: B batch, T tokens, H hidden, A heads,
 Dropout is plain nn.Dropout here; lab.train.train() swaps in a faster CPU version for training
 (lab.fast_dropout: same arithmetic, no parameters, so checkpoints are the same).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,18 +33,19 @@ from .config import BertConfig
 @dataclass
 class ModelOutput:
     """What every model returns; fields a model does not produce stay None."""
+
     loss: torch.Tensor | None = None
     mlm_loss: torch.Tensor | None = None
     nsp_loss: torch.Tensor | None = None
-    mlm_logits: torch.Tensor | None = None      # [B, T, V], or [N, V] at the N labelled / predict_at positions
-    nsp_logits: torch.Tensor | None = None      # [B, 2]: 0 = IsNext, 1 = NotNext
-    logits: torch.Tensor | None = None          # [B, K] sequence classification
-    start_logits: torch.Tensor | None = None    # [B, T] question answering
-    end_logits: torch.Tensor | None = None      # [B, T]
+    mlm_logits: torch.Tensor | None = None  # [B, T, V], or [N, V] at the N labelled / predict_at positions
+    nsp_logits: torch.Tensor | None = None  # [B, 2]: 0 = IsNext, 1 = NotNext
+    logits: torch.Tensor | None = None  # [B, K] sequence classification
+    start_logits: torch.Tensor | None = None  # [B, T] question answering
+    end_logits: torch.Tensor | None = None  # [B, T]
     last_hidden_state: torch.Tensor | None = None  # [B, T, H]
-    pooler_output: torch.Tensor | None = None      # [B, H]
+    pooler_output: torch.Tensor | None = None  # [B, H]
     hidden_states: tuple[torch.Tensor, ...] | None = None  # L+1 x [B, T, H] (embeddings first)
-    attentions: tuple[torch.Tensor, ...] | None = None     # L x [B, A, T, T] (bertviz format)
+    attentions: tuple[torch.Tensor, ...] | None = None  # L x [B, A, T, T] (bertviz format)
 
     def __getitem__(self, name):
         return getattr(self, name)
@@ -52,8 +54,7 @@ class ModelOutput:
         return [f.name for f in fields(self) if getattr(self, f.name) is not None]
 
 
-ACT = {"gelu": F.gelu, "relu": F.relu,
-       "gelu_new": lambda x: F.gelu(x, approximate="tanh")}
+ACT = {"gelu": F.gelu, "relu": F.relu, "gelu_new": lambda x: F.gelu(x, approximate="tanh")}
 
 
 # ----------------------------------------------------------------------------------------
@@ -72,10 +73,12 @@ class BertEmbeddings(nn.Module):
 
     def forward(self, input_ids, token_type_ids):
         T = input_ids.shape[1]
-        positions = torch.arange(T, device=input_ids.device)            # (T,) learned, not sinusoidal
-        x = (self.word_embeddings(input_ids)                              # (B, T, H)
-             + self.token_type_embeddings(token_type_ids)                 # (B, T, H) segment A=0 / B=1
-             + self.position_embeddings(positions))                       # (T, H) broadcast over B
+        positions = torch.arange(T, device=input_ids.device)  # (T,) learned, not sinusoidal
+        x = (
+            self.word_embeddings(input_ids)  # (B, T, H)
+            + self.token_type_embeddings(token_type_ids)  # (B, T, H) segment A=0 / B=1
+            + self.position_embeddings(positions)
+        )  # (T, H) broadcast over B
         return self.dropout(self.LayerNorm(x))
 
 
@@ -103,7 +106,7 @@ class BertSelfAttention(nn.Module):
         # (A,) for the whole batch or (B, A) per example (one ablation per row of a batch)
         B, T, H = x.shape
         if head_mask is not None:
-            head_mask = head_mask.reshape(-1, self.num_heads, 1, 1)          # (1 or B, A, 1, 1)
+            head_mask = head_mask.reshape(-1, self.num_heads, 1, 1)  # (1 or B, A, 1, 1)
         # (B, T, H) -> (B, T, A, d) -> (B, A, T, d): each head works on its own d-slice
         q = self.query(x).view(B, T, self.num_heads, self.head_size).transpose(1, 2)
         k = self.key(x).view(B, T, self.num_heads, self.head_size).transpose(1, 2)
@@ -113,23 +116,24 @@ class BertSelfAttention(nn.Module):
         # (PyTorch's fused CPU kernel has no dropout and falls back to slower arithmetic)
         cpu_dropout = self.training and self.dropout.p > 0 and x.device.type == "cpu"
         if output_attentions or cpu_dropout:
-            q = q * (1.0 / math.sqrt(self.head_size))           # scaling q is T/d times cheaper than the scores
-            scores = q @ k.transpose(-1, -2)                                  # (B, A, T, T)
+            q = q * (1.0 / math.sqrt(self.head_size))  # scaling q is T/d times cheaper than the scores
+            scores = q @ k.transpose(-1, -2)  # (B, A, T, T)
             if mask is not None:  # padded keys get -inf-like scores, hence ~0 probability
                 scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-            probs = scores.softmax(dim=-1)                                    # rows sum to 1
+            probs = scores.softmax(dim=-1)  # rows sum to 1
             if head_mask is not None:
                 probs = probs * head_mask.to(probs.dtype)
             # dropout on the probabilities in v's precision (bf16 under autocast: half the traffic)
-            ctx = self.dropout(probs.to(v.dtype)) @ v                         # (B, A, T, d)
+            ctx = self.dropout(probs.to(v.dtype)) @ v  # (B, A, T, d)
             probs = probs if output_attentions else None
         else:
             ctx = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0)   # GPU: fused dropout
+                q, k, v, attn_mask=mask, dropout_p=self.dropout.p if self.training else 0.0
+            )  # GPU: fused dropout
             if head_mask is not None:
                 # head h's output is probs_h @ v_h, so scaling probs_h by m_h == scaling ctx_h by m_h
                 ctx = ctx * head_mask.to(ctx.dtype)
-        ctx = ctx.transpose(1, 2).reshape(B, T, H)     # (B, A, T, d) -> (B, T, A*d): heads concatenated
+        ctx = ctx.transpose(1, 2).reshape(B, T, H)  # (B, A, T, d) -> (B, T, A*d): heads concatenated
         return ctx, probs
 
 
@@ -149,12 +153,12 @@ class BertAddNorm(nn.Module):
 class BertAttention(nn.Module):
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.self = BertSelfAttention(cfg)            # HF's name: ...attention.self.query
+        self.self = BertSelfAttention(cfg)  # HF's name: ...attention.self.query
         self.output = BertAddNorm(cfg, cfg.hidden_size)
 
     def forward(self, x, mask=None, head_mask=None, output_attentions=False):
         ctx, probs = self.self(x, mask, head_mask, output_attentions)
-        return self.output(ctx, x), probs            # (B, T, H)
+        return self.output(ctx, x), probs  # (B, T, H)
 
 
 class BertIntermediate(nn.Module):
@@ -166,7 +170,7 @@ class BertIntermediate(nn.Module):
         self.act = ACT[cfg.hidden_act]
 
     def forward(self, x):
-        return self.act(self.dense(x))               # (B, T, 4H)
+        return self.act(self.dense(x))  # (B, T, 4H)
 
 
 class BertLayer(nn.Module):
@@ -176,7 +180,7 @@ class BertLayer(nn.Module):
         super().__init__()
         self.attention = BertAttention(cfg)
         self.intermediate = BertIntermediate(cfg)
-        self.output = BertAddNorm(cfg, cfg.intermediate_size)   # 4H -> H, + residual, LayerNorm
+        self.output = BertAddNorm(cfg, cfg.intermediate_size)  # 4H -> H, + residual, LayerNorm
 
     def forward(self, x, mask=None, head_mask=None, output_attentions=False):
         x, probs = self.attention(x, mask, head_mask, output_attentions)
@@ -194,8 +198,7 @@ class BertEncoder(nn.Module):
             x, probs = layer(x, mask, None if head_mask is None else head_mask[i], output_attentions)
             hidden.append(x)
             attentions.append(probs)
-        return x, (tuple(hidden) if output_hidden_states else None), \
-            (tuple(attentions) if output_attentions else None)
+        return x, (tuple(hidden) if output_hidden_states else None), (tuple(attentions) if output_attentions else None)
 
 
 class BertPooler(nn.Module):
@@ -214,6 +217,7 @@ class BertPooler(nn.Module):
 # ----------------------------------------------------------------------------------------
 class BertPreTrainedModel(nn.Module):
     """Common plumbing: weight init, the encoder call, input checks. Subclasses add one head."""
+
     base_model_prefix = "bert"
     label_names: tuple[str, ...] = ()
 
@@ -228,7 +232,7 @@ class BertPreTrainedModel(nn.Module):
         initialised by its first owner only: the MLM decoder's weight *is* the word embedding
         matrix, so drawing it again would overwrite the embeddings (and their zero [PAD] row)."""
         std = self.config.initializer_range
-        done: set[int] = set()                         # ids of parameters already drawn
+        done: set[int] = set()  # ids of parameters already drawn
         for m in self.modules():
             if isinstance(m, nn.Linear):
                 if id(m.weight) not in done:
@@ -252,29 +256,38 @@ class BertPreTrainedModel(nn.Module):
 def _check_inputs(cfg: BertConfig, input_ids, token_type_ids, attention_mask):
     """Clear messages for the mistakes torch would report as an index error deep inside."""
     if not torch.is_tensor(input_ids) or input_ids.dim() != 2:
-        raise ValueError(f"input_ids must be a 2-D tensor [batch, tokens], got "
-                         f"{tuple(input_ids.shape) if torch.is_tensor(input_ids) else type(input_ids).__name__}")
+        raise ValueError(
+            f"input_ids must be a 2-D tensor [batch, tokens], got "
+            f"{tuple(input_ids.shape) if torch.is_tensor(input_ids) else type(input_ids).__name__}"
+        )
     B, T = input_ids.shape
     if T == 0 or B == 0:
         raise ValueError("input_ids is empty: nothing to encode (was the text empty?)")
     if T > cfg.max_position_embeddings:
-        raise ValueError(f"sequence of {T} tokens is longer than this model's maximum of "
-                         f"{cfg.max_position_embeddings} (max_position_embeddings); truncate it")
+        raise ValueError(
+            f"sequence of {T} tokens is longer than this model's maximum of "
+            f"{cfg.max_position_embeddings} (max_position_embeddings); truncate it"
+        )
     if token_type_ids is not None and tuple(token_type_ids.shape) != (B, T):
         raise ValueError(f"token_type_ids has shape {tuple(token_type_ids.shape)}, expected {(B, T)} like input_ids")
     if attention_mask is not None and tuple(attention_mask.shape) not in ((B, T), (B, T, T), (B, 1, T, T)):
-        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}; expected {(B, T)} "
-                         f"(padding), {(B, T, T)} or {(B, 1, T, T)} (which query may see which key)")
-    if input_ids.device.type != "cpu":       # value checks would make the host wait for the GPU
+        raise ValueError(
+            f"attention_mask has shape {tuple(attention_mask.shape)}; expected {(B, T)} "
+            f"(padding), {(B, T, T)} or {(B, 1, T, T)} (which query may see which key)"
+        )
+    if input_ids.device.type != "cpu":  # value checks would make the host wait for the GPU
         return
     lo, hi = int(input_ids.min()), int(input_ids.max())
     if lo < 0 or hi >= cfg.vocab_size:
         bad = lo if lo < 0 else hi
         where = (input_ids == bad).nonzero()[0].tolist()
-        raise ValueError(f"token id {bad} at position {where} is outside the vocabulary "
-                         f"(vocab_size {cfg.vocab_size}); was the text encoded with another tokenizer?")
-    if token_type_ids is not None and (int(token_type_ids.min()) < 0 or
-                                       int(token_type_ids.max()) >= cfg.type_vocab_size):
+        raise ValueError(
+            f"token id {bad} at position {where} is outside the vocabulary "
+            f"(vocab_size {cfg.vocab_size}); was the text encoded with another tokenizer?"
+        )
+    if token_type_ids is not None and (
+        int(token_type_ids.min()) < 0 or int(token_type_ids.max()) >= cfg.type_vocab_size
+    ):
         raise ValueError(f"token_type_ids must be in [0, {cfg.type_vocab_size}) (segment A=0, B=1)")
 
 
@@ -286,7 +299,7 @@ class BertModel(BertPreTrainedModel):
         self.embeddings = BertEmbeddings(cfg)
         self.encoder = BertEncoder(cfg)
         self.pooler = BertPooler(cfg) if add_pooling_layer else None
-        if init:                              # a head model initialises everything once, itself
+        if init:  # a head model initialises everything once, itself
             self.init_weights()
 
     @staticmethod
@@ -305,16 +318,23 @@ class BertModel(BertPreTrainedModel):
         if attention_mask.dim() == 2:
             if not compiling and attention_mask.device.type == "cpu" and bool(attention_mask.all()):
                 return None
-            return attention_mask.bool()[:, None, None, :]                     # (B, 1, 1, T)
+            return attention_mask.bool()[:, None, None, :]  # (B, 1, 1, T)
         if attention_mask.dim() == 3:
-            return attention_mask.bool()[:, None]                              # (B, 1, T, T)
-        return attention_mask.bool()                                           # (B, 1, T, T)
+            return attention_mask.bool()[:, None]  # (B, 1, T, T)
+        return attention_mask.bool()  # (B, 1, T, T)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
-                output_hidden_states=False, head_mask=None) -> ModelOutput:
+    def forward(
+        self,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        output_attentions=False,
+        output_hidden_states=False,
+        head_mask=None,
+    ) -> ModelOutput:
         cfg = self.config
         compiling = torch.compiler.is_compiling()
-        if not compiling:                     # data-dependent checks would break a compiled graph
+        if not compiling:  # data-dependent checks would break a compiled graph
             _check_inputs(cfg, input_ids, token_type_ids, attention_mask)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
@@ -322,51 +342,90 @@ class BertModel(BertPreTrainedModel):
         if head_mask is not None:
             head_mask = torch.as_tensor(head_mask, dtype=torch.float32, device=input_ids.device)
             L, A, B = cfg.num_hidden_layers, cfg.num_attention_heads, input_ids.shape[0]
-            if head_mask.dim() == 1:                         # (A,) -> the same for every layer
+            if head_mask.dim() == 1:  # (A,) -> the same for every layer
                 head_mask = head_mask.expand(L, -1)
             # (L, A): one mask for the whole batch; (L, B, A): one per example, e.g. B copies of a
             # sentence with a different head silenced in each (head ablation in one forward pass)
             if tuple(head_mask.shape) not in ((L, A), (L, B, A)):
-                raise ValueError(f"head_mask must have shape [heads] = {[A]}, [layers, heads] = {[L, A]} "
-                                 f"or [layers, batch, heads] = {[L, B, A]}, got {list(head_mask.shape)}")
-        x = self.embeddings(input_ids, token_type_ids)                       # (B, T, H)
+                raise ValueError(
+                    f"head_mask must have shape [heads] = {[A]}, [layers, heads] = {[L, A]} "
+                    f"or [layers, batch, heads] = {[L, B, A]}, got {list(head_mask.shape)}"
+                )
+        x = self.embeddings(input_ids, token_type_ids)  # (B, T, H)
         x, hidden, attentions = self.encoder(x, mask, head_mask, output_attentions, output_hidden_states)
-        return ModelOutput(last_hidden_state=x, hidden_states=hidden, attentions=attentions,
-                           pooler_output=self.pooler(x) if self.pooler is not None else None)
+        return ModelOutput(
+            last_hidden_state=x,
+            hidden_states=hidden,
+            attentions=attentions,
+            pooler_output=self.pooler(x) if self.pooler is not None else None,
+        )
 
 
 class _HeadModel(BertPreTrainedModel):
     """A head on one shared `self.bert`; subclasses implement `head(out, **labels)`."""
-    head_needs_hidden_states = False           # True: the head reads every layer's output
+
+    head_needs_hidden_states = False  # True: the head reads every layer's output
 
     def __init__(self, cfg: BertConfig, add_pooling_layer: bool = True):
         super().__init__(cfg)
         self.bert = BertModel(cfg, add_pooling_layer=add_pooling_layer, init=False)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
-                output_hidden_states=False, head_mask=None, **labels) -> ModelOutput:
+    def forward(
+        self,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        output_attentions=False,
+        output_hidden_states=False,
+        head_mask=None,
+        **labels,
+    ) -> ModelOutput:
         """The encoder, then the head. `labels` are the model's label_names; out.loss is computed
         only when they are given (logits always)."""
-        return self._encode_and_head(input_ids, token_type_ids, attention_mask, output_attentions,
-                                     output_hidden_states, head_mask, labels)
+        return self._encode_and_head(
+            input_ids, token_type_ids, attention_mask, output_attentions, output_hidden_states, head_mask, labels
+        )
 
-    def _encode_and_head(self, input_ids, token_type_ids, attention_mask, output_attentions,
-                         output_hidden_states, head_mask, labels: dict, **options) -> ModelOutput:
+    def _encode_and_head(
+        self,
+        input_ids,
+        token_type_ids,
+        attention_mask,
+        output_attentions,
+        output_hidden_states,
+        head_mask,
+        labels: dict,
+        **options,
+    ) -> ModelOutput:
         unknown = set(labels) - set(self.label_names)
         if unknown:
-            raise TypeError(f"{type(self).__name__} takes labels {list(self.label_names)}, "
-                            f"not {sorted(unknown)}")
-        out = self.bert(input_ids, token_type_ids, attention_mask, output_attentions,
-                        output_hidden_states or self.head_needs_hidden_states, head_mask)
-        self.head(out, **labels, **options)   # fills logits (and the loss when labels are given) into `out`
+            raise TypeError(f"{type(self).__name__} takes labels {list(self.label_names)}, not {sorted(unknown)}")
+        out = self.bert(
+            input_ids,
+            token_type_ids,
+            attention_mask,
+            output_attentions,
+            output_hidden_states or self.head_needs_hidden_states,
+            head_mask,
+        )
+        self.head(out, **labels, **options)  # fills logits (and the loss when labels are given) into `out`
         return out
 
 
 class _MaskedLMModel(_HeadModel):
     """A model with the masked-LM head (BertForPreTraining, BertForMaskedLM)."""
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, output_attentions=False,
-                output_hidden_states=False, head_mask=None, predict_at=None, **labels) -> ModelOutput:
+    def forward(
+        self,
+        input_ids,
+        token_type_ids=None,
+        attention_mask=None,
+        output_attentions=False,
+        output_hidden_states=False,
+        head_mask=None,
+        predict_at=None,
+        **labels,
+    ) -> ModelOutput:
         """The encoder, then the heads. Where the vocabulary logits are computed (each position
         costs a V x H product, the largest part of a small model's forward pass):
           neither mlm_labels nor predict_at   everywhere: out.mlm_logits [B, T, V]
@@ -378,8 +437,16 @@ class _MaskedLMModel(_HeadModel):
         the order of `logits[predict_at]` on the full [B, T, V] logits. Give mlm_labels or
         predict_at, not both: labels already say where to predict.
         """
-        return self._encode_and_head(input_ids, token_type_ids, attention_mask, output_attentions,
-                                     output_hidden_states, head_mask, labels, predict_at=predict_at)
+        return self._encode_and_head(
+            input_ids,
+            token_type_ids,
+            attention_mask,
+            output_attentions,
+            output_hidden_states,
+            head_mask,
+            labels,
+            predict_at=predict_at,
+        )
 
 
 # ----------------------------------------------------------------------------------------
@@ -412,11 +479,11 @@ class BertLMPredictionHead(nn.Module):
         self.transform = BertPredictionHeadTransform(cfg)
         self.bias = nn.Parameter(torch.zeros(cfg.vocab_size))
         self.decoder = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
-        self.decoder.weight = word_embeddings.weight      # shared Parameter: (V, H)
-        self.decoder.bias = self.bias                     # shared Parameter: (V,)
+        self.decoder.weight = word_embeddings.weight  # shared Parameter: (V, H)
+        self.decoder.bias = self.bias  # shared Parameter: (V,)
 
     def forward(self, x):
-        return self.decoder(self.transform(x))            # (..., H) -> (..., V)
+        return self.decoder(self.transform(x))  # (..., H) -> (..., V)
 
 
 class BertPreTrainingHeads(nn.Module):
@@ -435,26 +502,29 @@ def _mlm(cls_head: BertPreTrainingHeads, out: ModelOutput, mlm_labels, predict_a
     Example: T=128 with 20 masked tokens -> the V-way projection runs on 20 vectors instead of
     128, the largest saving of pre-training on a CPU.
     """
-    h = out.last_hidden_state                                        # (B, T, H)
+    h = out.last_hidden_state  # (B, T, H)
     if mlm_labels is not None and predict_at is not None:
         raise ValueError("give mlm_labels or predict_at, not both: the labels already say where to predict")
     if mlm_labels is None and predict_at is None:
-        out.mlm_logits = cls_head.predictions(h)                     # (B, T, V)
+        out.mlm_logits = cls_head.predictions(h)  # (B, T, V)
         return None
     if predict_at is not None and tuple(predict_at.shape) != tuple(h.shape[:2]):
-        raise ValueError(f"predict_at has shape {tuple(predict_at.shape)}, expected {tuple(h.shape[:2])} "
-                         f"like input_ids (True where vocabulary logits are wanted)")
-    picked = predict_at.bool() if mlm_labels is None else mlm_labels != -100    # (B, T) bool
-    out.mlm_logits = cls_head.predictions(h[picked])                 # (N, V), N = picked.sum()
-    if mlm_labels is None:                                           # predict_at: logits only
+        raise ValueError(
+            f"predict_at has shape {tuple(predict_at.shape)}, expected {tuple(h.shape[:2])} "
+            f"like input_ids (True where vocabulary logits are wanted)"
+        )
+    picked = predict_at.bool() if mlm_labels is None else mlm_labels != -100  # (B, T) bool
+    out.mlm_logits = cls_head.predictions(h[picked])  # (N, V), N = picked.sum()
+    if mlm_labels is None:  # predict_at: logits only
         return None
-    if out.mlm_logits.shape[0] == 0:                                 # nothing masked: zero loss
+    if out.mlm_logits.shape[0] == 0:  # nothing masked: zero loss
         return out.mlm_logits.sum() * 0.0
     return F.cross_entropy(out.mlm_logits, mlm_labels[picked])
 
 
 class BertForPreTraining(_MaskedLMModel):
     """BERT with both pre-training heads: masked LM + next sentence prediction."""
+
     label_names = ("mlm_labels", "nsp_label")
 
     def __init__(self, cfg: BertConfig):
@@ -464,15 +534,16 @@ class BertForPreTraining(_MaskedLMModel):
 
     def head(self, out: ModelOutput, mlm_labels=None, nsp_label=None, predict_at=None):
         out.mlm_loss = _mlm(self.cls, out, mlm_labels, predict_at)
-        out.nsp_logits = self.cls.seq_relationship(out.pooler_output)         # (B, 2)
+        out.nsp_logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
         if nsp_label is not None:
             out.nsp_loss = F.cross_entropy(out.nsp_logits.float(), nsp_label)
         losses = [x for x in (out.mlm_loss, out.nsp_loss) if x is not None]
-        out.loss = sum(losses) if losses else None                            # L = L_mlm + L_nsp
+        out.loss = sum(losses) if losses else None  # L = L_mlm + L_nsp
 
 
 class BertForMaskedLM(_MaskedLMModel):
     """BERT with the masked-LM head only (no pooler, as in transformers)."""
+
     label_names = ("mlm_labels",)
 
     def __init__(self, cfg: BertConfig):
@@ -494,6 +565,7 @@ class BertForSequenceClassification(_HeadModel):
     layers, concatenated (K x N*H), instead of the pooled one: the paper's feature-based
     approach (Section 5.3: its best frozen-BERT result concatenated the last four layers).
     """
+
     label_names = ("labels",)
 
     def __init__(self, cfg: BertConfig):
@@ -507,16 +579,17 @@ class BertForSequenceClassification(_HeadModel):
     def head(self, out: ModelOutput, labels=None):
         n = self.config.classifier_layers
         if n == 1:
-            features = out.pooler_output                                          # (B, H)
-        else:   # hidden_states: embeddings + L layers; take [CLS] (position 0) of the last n
-            features = torch.cat([h[:, 0] for h in out.hidden_states[-n:]], dim=-1)   # (B, n*H)
-        out.logits = self.classifier(self.dropout(features))                       # (B, K)
+            features = out.pooler_output  # (B, H)
+        else:  # hidden_states: embeddings + L layers; take [CLS] (position 0) of the last n
+            features = torch.cat([h[:, 0] for h in out.hidden_states[-n:]], dim=-1)  # (B, n*H)
+        out.logits = self.classifier(self.dropout(features))  # (B, K)
         if labels is not None:
             out.loss = F.cross_entropy(out.logits.float(), labels)
 
 
 class BertForQuestionAnswering(_HeadModel):
     """Every token vector -> (start logit, end logit); the answer is the best span start..end."""
+
     label_names = ("start_positions", "end_positions")
 
     def __init__(self, cfg: BertConfig):
@@ -525,13 +598,17 @@ class BertForQuestionAnswering(_HeadModel):
         self.init_weights()
 
     def head(self, out: ModelOutput, start_positions=None, end_positions=None):
-        logits = self.qa_outputs(out.last_hidden_state)                      # (B, T, 2)
-        out.start_logits, out.end_logits = logits[..., 0], logits[..., 1]    # (B, T) each
+        logits = self.qa_outputs(out.last_hidden_state)  # (B, T, 2)
+        out.start_logits, out.end_logits = logits[..., 0], logits[..., 1]  # (B, T) each
         if start_positions is not None and end_positions is not None:
             # L = (CE(start) + CE(end)) / 2; a window without the answer points both at [CLS] (0)
-            out.loss = (F.cross_entropy(out.start_logits.float(), start_positions)
-                        + F.cross_entropy(out.end_logits.float(), end_positions)) / 2
+            out.loss = (
+                F.cross_entropy(out.start_logits.float(), start_positions)
+                + F.cross_entropy(out.end_logits.float(), end_positions)
+            ) / 2
 
 
-MODEL_CLASSES = {c.__name__: c for c in (BertModel, BertForPreTraining, BertForMaskedLM,
-                                         BertForSequenceClassification, BertForQuestionAnswering)}
+MODEL_CLASSES = {
+    c.__name__: c
+    for c in (BertModel, BertForPreTraining, BertForMaskedLM, BertForSequenceClassification, BertForQuestionAnswering)
+}

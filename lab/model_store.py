@@ -20,6 +20,7 @@ resolves outside them (a README.md symlinked to /etc/passwd). A model that faile
 remembered with its files' signature (names, sizes, modification times) and not retried until one
 of them changes. All state lives in the object: two stores (two servers in one test) never meet.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,7 +33,7 @@ from .checkpoint import load, saved_model_class
 from .files import CONFIG_NAME, WEIGHTS_NAME
 
 log = logging.getLogger("bert-lab.models")
-MAX_NAME_CHARS = 300            # a model or run name longer than this is refused
+MAX_NAME_CHARS = 300  # a model or run name longer than this is refused
 
 # The tasks each head serves, read from a saved model's class without loading its weights (the
 # menus of a page list only the models that serve the tab). Every BERT shows attention and
@@ -53,7 +54,7 @@ class ModelError(ValueError):
 def short(text, limit: int = 80) -> str:
     """A user-typed value quoted in a message: at most `limit` characters."""
     text = str(text)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def checked_name(name, what: str = "model") -> str:
@@ -74,18 +75,17 @@ class ModelStore:
     read from the Hub cache (a public server).
     start_model: the model every task it serves starts on (default_model)."""
 
-    def __init__(self, roots, base=None, cache_size: int = 4, downloads: bool = False,
-                 start_model: str | None = None):
+    def __init__(self, roots, base=None, cache_size: int = 4, downloads: bool = False, start_model: str | None = None):
         self.roots = [Path(r).expanduser() for r in roots]
         self.base = Path(base).resolve() if base is not None else Path.cwd().resolve()
         self.cache_size = max(1, int(cache_size))
         self.downloads = downloads
         self.start_model = start_model
         self._lock = threading.Lock()
-        self._loaded: OrderedDict[Path, tuple] = OrderedDict()    # folder -> (model, tokenizer), LRU order
-        self._failed: dict[Path, tuple[tuple, str]] = {}           # folder -> (files' signature, message)
-        self._hub: dict[str, Path] = {}                            # Hub ids added -> their cache folder
-        self._classes: dict[tuple, str] = {}                       # (folder, signature) -> saved class name
+        self._loaded: OrderedDict[Path, tuple] = OrderedDict()  # folder -> (model, tokenizer), LRU order
+        self._failed: dict[Path, tuple[tuple, str]] = {}  # folder -> (files' signature, message)
+        self._hub: dict[str, Path] = {}  # Hub ids added -> their cache folder
+        self._classes: dict[tuple, str] = {}  # (folder, signature) -> saved class name
 
     # ------------------------------------------------------------------------------------------
     # Names and paths
@@ -115,8 +115,10 @@ class ModelStore:
         """A model or run folder whose files all resolve inside the roots (else ModelError)."""
         for f in path.iterdir():
             if not self._inside(f.resolve()):
-                raise ModelError(f"{self.display(path)}/{short(f.name, 60)} points outside the models roots: "
-                                 f"this model folder is refused")
+                raise ModelError(
+                    f"{self.display(path)}/{short(f.name, 60)} points outside the models roots: "
+                    f"this model folder is refused"
+                )
         return path
 
     def is_hub_name(self, name) -> bool:
@@ -134,7 +136,7 @@ class ModelStore:
         read as display() writes them."""
         name = checked_name(name, what)
         path = Path(name).expanduser()
-        if name.startswith("@"):                                 # @<root folder name>/<rest>
+        if name.startswith("@"):  # @<root folder name>/<rest>
             first, _, rest = name[1:].partition("/")
             candidates = [(r / rest).resolve() for r in self.roots if r.name == first]
         elif path.is_absolute():
@@ -144,8 +146,10 @@ class ModelStore:
         inside = [c for c in candidates if self._inside(c)]
         if not inside:
             roots = ", ".join(self.display(r) for r in self._resolved_roots())
-            raise ModelError(f"“{short(name)}” is outside the models roots ({roots}); "
-                             f"copy the {what} under models/ or start the app with --models-root")
+            raise ModelError(
+                f"“{short(name)}” is outside the models roots ({roots}); "
+                f"copy the {what} under models/ or start the app with --models-root"
+            )
         path = next((c for c in inside if c.is_dir()), inside[0])
         if not path.exists():
             raise ModelError(f"no such folder: {self.display(path)}")
@@ -174,18 +178,21 @@ class ModelStore:
             path = hub.hub_snapshot(repo_id, download=download, progress=progress)
         except hub.NotCachedError as e:
             if e.offline and not self.downloads:
-                raise ModelError(f"{repo_id} is not in this server's Hugging Face cache, and downloads are off "
-                                 f"on a public server (--host other than localhost, or --share): start the app "
-                                 f"with --allow-downloads to allow them") from None
+                raise ModelError(
+                    f"{repo_id} is not in this server's Hugging Face cache, and downloads are off "
+                    f"on a public server (--host other than localhost, or --share): start the app "
+                    f"with --allow-downloads to allow them"
+                ) from None
             if e.offline and not download:
                 raise ModelError(f"{repo_id} is not downloaded yet: add it in the Model tab first") from None
-            raise ModelError(str(e)) from None                   # HF_HUB_OFFLINE=1, or the Hub is unreachable
-        except (ValueError, FileNotFoundError) as e:             # lab.hub's one-line messages
+            raise ModelError(str(e)) from None  # HF_HUB_OFFLINE=1, or the Hub is unreachable
+        except (ValueError, FileNotFoundError) as e:  # lab.hub's one-line messages
             raise ModelError(str(e)) from None
-        except Exception as e:                                   # disk full, proxy...: details to the log only
+        except Exception as e:  # disk full, proxy...: details to the log only
             log.exception("fetching %s from the Hugging Face Hub failed", repo_id)
-            raise ModelError(f"could not download {repo_id} ({type(e).__name__}); "
-                             f"the server log has the details") from None
+            raise ModelError(
+                f"could not download {repo_id} ({type(e).__name__}); the server log has the details"
+            ) from None
         with self._lock:
             self._hub[repo_id] = path
         return path
@@ -230,10 +237,10 @@ class ModelStore:
                     return frozenset()
             key = (path, _signature(path))
             if key not in self._classes:
-                _check_weights_header(path)                          # a damaged file serves nothing
+                _check_weights_header(path)  # a damaged file serves nothing
                 self._classes[key] = saved_model_class(path)
             return CLASS_TASKS.get(self._classes[key], ANY_BERT)
-        except Exception:                                        # unreadable: it serves nothing
+        except Exception:  # unreadable: it serves nothing
             return frozenset()
 
     def models_for(self, task: str | None) -> list[str]:
@@ -248,8 +255,9 @@ class ModelStore:
         names = self.list_models()
         preferred = {"answer": "squad", "classify": "sst2"}.get(task, "classroom")
         ordered = ([self.start_model] if self.start_model else []) + sorted(
-            names, key=lambda n: (not n.startswith("models/"), preferred not in n,
-                                  task == "answer" and "minilm" not in n, n))
+            names,
+            key=lambda n: (not n.startswith("models/"), preferred not in n, task == "answer" and "minilm" not in n, n),
+        )
         for name in ordered:
             try:
                 model, _ = self.get(name)
@@ -266,21 +274,21 @@ class ModelStore:
         """(model, tokenizer), loaded once and shared by every user (eval mode, no gradients);
         the least recently used is evicted beyond cache_size."""
         path, shown = self.model_dir(name)
-        with self._lock:                                         # the request path: no disk access
+        with self._lock:  # the request path: no disk access
             if path in self._loaded:
                 self._loaded.move_to_end(path)
                 return self._loaded[path]
-        if not self.is_hub_name(name):                           # the Hub cache links into its own blobs
+        if not self.is_hub_name(name):  # the Hub cache links into its own blobs
             self.confined(path)
         signature = _signature(path)
         with self._lock:
-            if path in self._failed and self._failed[path][0] == signature:   # the same files failed before
+            if path in self._failed and self._failed[path][0] == signature:  # the same files failed before
                 raise ModelError(self._failed[path][1])
         try:
-            model, tokenizer = load(path)                        # strict: a damaged checkpoint is refused
+            model, tokenizer = load(path)  # strict: a damaged checkpoint is refused
             if tokenizer is None:
                 raise ValueError("it has no vocab.txt or tokenizer.json: the lab cannot read text for it")
-        except Exception as e:                                   # a damaged or foreign directory
+        except Exception as e:  # a damaged or foreign directory
             message = f"could not load {shown}: {str(e).replace(str(path), shown)}"
             with self._lock:
                 self._failed[path] = (signature, message)
@@ -309,8 +317,9 @@ class ModelStore:
 def _signature(path: Path) -> tuple:
     """The folder's files (name, size, modification time): a failed load is retried only when
     this changes."""
-    return tuple(sorted((f.name, st.st_size, st.st_mtime_ns) for f in path.iterdir()
-                        if f.is_file() for st in [f.stat()]))
+    return tuple(
+        sorted((f.name, st.st_size, st.st_mtime_ns) for f in path.iterdir() if f.is_file() for st in [f.stat()])
+    )
 
 
 def _check_weights_header(path: Path) -> None:
@@ -319,5 +328,6 @@ def _check_weights_header(path: Path) -> None:
     weights = path / WEIGHTS_NAME
     if weights.is_file():
         from safetensors import safe_open
+
         with safe_open(str(weights), framework="pt") as f:
             f.keys()

@@ -35,22 +35,23 @@ Figures are made with the object-oriented API (`matplotlib.figure.Figure`), neve
 global state (and no rcParams changes), so concurrent requests in the dashboard do not draw into
 each other's plots: every function may be called from several threads at once.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from . import figure_data
 
-WIDTH = 9.0             # inches: figure width that fits a dashboard column or a notebook cell
-MIN_FONT = 5.5          # points: the smallest token label still readable on a projector
-MAX_FONT = 9.0          # points: token labels never grow beyond this
-HIGHLIGHT = "#d62728"   # the best answer span
-BAR = "#4c72b0"         # every other bar
-STAT_TITLES = figure_data.STAT_TITLES    # head_stats() key -> panel title
+WIDTH = 9.0  # inches: figure width that fits a dashboard column or a notebook cell
+MIN_FONT = 5.5  # points: the smallest token label still readable on a projector
+MAX_FONT = 9.0  # points: token labels never grow beyond this
+HIGHLIGHT = "#d62728"  # the best answer span
+BAR = "#4c72b0"  # every other bar
+STAT_TITLES = figure_data.STAT_TITLES  # head_stats() key -> panel title
 
 
 def training_curves(run_or_records, x: str = "time", title: str | None = None) -> Figure:
@@ -63,9 +64,9 @@ def training_curves(run_or_records, x: str = "time", title: str | None = None) -
     fig = Figure(figsize=(10, 3.8), layout="constrained")
     axes = dict(zip(("loss", "accuracy"), fig.subplots(1, 2)))
     for s in data.series:
-        if s.marker is None:                               # every logged step: a thin line
+        if s.marker is None:  # every logged step: a thin line
             axes[s.panel].plot(s.x, s.y, lw=1, alpha=0.6, label=s.name)
-        else:                                              # evaluations: points joined by lines
+        else:  # evaluations: points joined by lines
             axes[s.panel].plot(s.x, s.y, f"{s.marker}-", ms=3, label=s.name)
     for panel, ax in axes.items():
         ax.set_xlabel(data.x_title)
@@ -98,14 +99,14 @@ def _tick_plan(n: int, length_in: float, keep=()) -> tuple[list[int], float, dic
     label at the first of them). Worked example on an 8-inch axis: 40 tokens -> pitch 14.4 pt,
     all labelled at 9 pt; 200 tokens -> pitch 2.9 pt, step 3, 67 labels at 7.8 pt.
     """
-    pitch = length_in * 72 / max(n, 1)                      # points between neighbouring tokens
-    step = max(1, math.ceil(MIN_FONT / (0.9 * pitch)))       # label every step-th token
+    pitch = length_in * 72 / max(n, 1)  # points between neighbouring tokens
+    step = max(1, math.ceil(MIN_FONT / (0.9 * pitch)))  # label every step-th token
     size = min(MAX_FONT, 0.9 * pitch * step)
-    runs: dict[int, int] = {}                                # first -> last of each run of kept tokens
+    runs: dict[int, int] = {}  # first -> last of each run of kept tokens
     for k in sorted({k for k in keep if 0 <= k < n}):
         first = max(runs) if runs else None
         if first is not None and k - runs[first] < step:
-            runs[first] = k                                  # too close: joins the run's label
+            runs[first] = k  # too close: joins the run's label
         else:
             runs[k] = k
     shown = set(runs)
@@ -119,11 +120,11 @@ def _token_ticks(ax, tokens, axis: str, length_in: float, keep=()) -> list[int]:
     """Token labels on the x axis (rotated 90 degrees) or the y axis; returns the labelled indexes.
     A crowded run of `keep` tokens is labelled once, its tokens joined ("ulysses s . grant")."""
     shown, size, runs = _tick_plan(len(tokens), length_in, keep)
-    labels = [_label(" ".join(tokens[i:runs[i] + 1]) if i in runs else tokens[i]) for i in shown]
+    labels = [_label(" ".join(tokens[i : runs[i] + 1]) if i in runs else tokens[i]) for i in shown]
     if axis == "x":
         ax.set_xticks(shown, labels, rotation=90, fontsize=size)
         if len(shown) < len(tokens):
-            ax.set_xticks(range(len(tokens)), minor=True)   # a small mark for every token
+            ax.set_xticks(range(len(tokens)), minor=True)  # a small mark for every token
     else:
         ax.set_yticks(shown, labels, fontsize=size)
         if len(shown) < len(tokens):
@@ -150,8 +151,9 @@ def _annotate(ax, values: np.ndarray, fmt: str, fontsize: float, dark) -> None:
     """Write each cell's value (format spec fmt) in it: white where dark(value) says the colour
     is dark, else black."""
     for (r, c), v in np.ndenumerate(values):
-        ax.text(c, r, format(v, fmt), ha="center", va="center", fontsize=fontsize,
-                color="white" if dark(v) else "black")
+        ax.text(
+            c, r, format(v, fmt), ha="center", va="center", fontsize=fontsize, color="white" if dark(v) else "black"
+        )
 
 
 def _dark_low(vmax: float):
@@ -161,8 +163,9 @@ def _dark_low(vmax: float):
 
 def _image(ax, panel: figure_data.Panel, **kwargs):
     """The panel's values as an image on its colour scale (rows top to bottom)."""
-    return ax.imshow(panel.values, cmap=panel.colors, vmin=panel.zmin, vmax=panel.zmax,
-                     interpolation="nearest", **kwargs)
+    return ax.imshow(
+        panel.values, cmap=panel.colors, vmin=panel.zmin, vmax=panel.zmax, interpolation="nearest", **kwargs
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -180,7 +183,7 @@ def attention_heatmap(result, layer: int, head: int) -> Figure:
     fig.colorbar(_image(ax, data), ax=ax, shrink=0.8, label="attention weight")
     _token_ticks(ax, data.tokens, "x", 0.75 * WIDTH)
     _token_ticks(ax, data.tokens, "y", 0.75 * WIDTH)
-    ax.xaxis.set_ticks_position("top")                     # keys read left to right above the map
+    ax.xaxis.set_ticks_position("top")  # keys read left to right above the map
     ax.xaxis.set_label_position("top")
     ax.set_xlabel(data.x_title)
     ax.set_ylabel(data.y_title)
@@ -197,13 +200,21 @@ def attention_grid(result, layer: int | None = None) -> Figure:
     Each map has its own colour scale from 0 to its largest weight."""
     data = figure_data.attention_grid(result, layer)
     rows, cols = data.n_rows, data.n_cols
-    cell = WIDTH / cols                                    # inches per map
-    titled = data.layer is not None                        # every map titled, or only the top row
+    cell = WIDTH / cols  # inches per map
+    titled = data.layer is not None  # every map titled, or only the top row
     height = rows * cell * (1.12 if titled else 1.0) + 0.6
     fig = Figure(figsize=(WIDTH, height))
     top = 1 - 0.55 / height
-    grid = fig.add_gridspec(rows, cols, left=0.05 if not titled else 0.01, right=0.99,
-                            bottom=0.01, top=top, wspace=0.06, hspace=0.25 if titled else 0.06)
+    grid = fig.add_gridspec(
+        rows,
+        cols,
+        left=0.05 if not titled else 0.01,
+        right=0.99,
+        bottom=0.01,
+        top=top,
+        wspace=0.06,
+        hspace=0.25 if titled else 0.06,
+    )
     for k, m in enumerate(data.maps):
         r, c = data.position(k)
         ax = fig.add_subplot(grid[r, c])
@@ -230,7 +241,7 @@ def head_stats_heatmaps(stats: dict) -> Figure:
     L, A = data.layers, data.heads
     cols = min(3, len(data.panels))
     rows = math.ceil(len(data.panels) / cols)
-    panel = min(3.2, max(1.4, (WIDTH / cols) * 0.8 * L / A))   # inches of map height per row
+    panel = min(3.2, max(1.4, (WIDTH / cols) * 0.8 * L / A))  # inches of map height per row
     fig = Figure(figsize=(WIDTH, rows * (panel + 0.7) + 0.4), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False).flatten()
     for ax, p in zip(axes, data.panels):
@@ -242,7 +253,7 @@ def head_stats_heatmaps(stats: dict) -> Figure:
         _integer_ticks(ax, L, "y")
         if p.cell_format:
             _annotate(ax, p.values, p.cell_format, 7, _dark_low(p.zmax))
-    for ax in axes[len(data.panels):]:
+    for ax in axes[len(data.panels) :]:
         fig.delaxes(ax)
     fig.suptitle(data.title, fontsize=11)
     return fig
@@ -259,9 +270,8 @@ def ablation_heatmap(result) -> Figure:
     fig = Figure(figsize=(WIDTH, height), layout="constrained")
     ax = fig.add_subplot()
     fig.colorbar(_image(ax, data, aspect="auto"), ax=ax, label=f"change in {data.metric}")
-    cell_pt = 0.8 * WIDTH * 72 / A                          # width of one cell in points
-    _annotate(ax, data.values, data.cell_format, max(4.5, min(10.0, cell_pt / 5)),
-              lambda v: abs(v) > 0.6 * data.zmax)
+    cell_pt = 0.8 * WIDTH * 72 / A  # width of one cell in points
+    _annotate(ax, data.values, data.cell_format, max(4.5, min(10.0, cell_pt / 5)), lambda v: abs(v) > 0.6 * data.zmax)
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     _integer_ticks(ax, A, "x", most=32)
@@ -316,7 +326,7 @@ def embedding_components(result, dims: int = 32) -> Figure:
     axes = fig.subplots(5, 1, sharex=True)
     images = []
     for ax, p in zip(axes, data.panels):
-        images.append(_image(ax, p, aspect="auto"))        # (dims, T)
+        images.append(_image(ax, p, aspect="auto"))  # (dims, T)
         ax.set_title(p.title, fontsize=10)
         ax.set_ylabel("dim")
         _segment_lines(ax, data.sentence_b_start, color="black", both=False)
@@ -346,8 +356,15 @@ def occurrence_similarity(occ, layers: Sequence[int | str] = ("token embedding",
         image = ax.imshow(sim, vmin=-1, vmax=1, cmap="RdBu_r")
         for i in range(n):
             for j in range(n):
-                ax.text(j, i, f"{sim[i, j]:.2f}", ha="center", va="center", fontsize=6,
-                        color="white" if abs(sim[i, j]) > 0.6 else "black")
+                ax.text(
+                    j,
+                    i,
+                    f"{sim[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="white" if abs(sim[i, j]) > 0.6 else "black",
+                )
         ax.set_xticks(range(n), labels, rotation=90, fontsize=7)
         ax.set_yticks(range(n), labels if ax is axes[0] else [""] * n, fontsize=7)
         ax.set_title(occ.layer_names[occ.layer_index(layer)], fontsize=9)
@@ -366,8 +383,9 @@ def sense_separation(curves) -> Figure:
     for name, occ in curves.items():
         ax.plot(range(len(occ.layer_names)), occ.separation(), marker="o", label=name)
     ax.axhline(0, color="grey", lw=0.8)
-    ax.set_xticks(range(len(longest)), ["token\nembedding", "embeddings"] + [n.split()[-1] for n in longest[2:]],
-                  fontsize=8)
+    ax.set_xticks(
+        range(len(longest)), ["token\nembedding", "embeddings"] + [n.split()[-1] for n in longest[2:]], fontsize=8
+    )
     ax.set_xlabel("depth (layer)")
     ax.set_ylabel("within-sense minus\nacross-sense similarity")
     ax.legend(fontsize=8)

@@ -32,6 +32,7 @@ Preparation uses every core: worker processes read and split the text files (Pyt
 each), while the main process encodes their sentences with the `tokenizers` batch encoder
 (Rust, on all cores) and appends the ids to disk.
 """
+
 from __future__ import annotations
 
 import array
@@ -73,12 +74,16 @@ class PreparedCorpus:
     def __init__(self, path, split: str = "all", held_out: float | int = 0.02, seed: int = 0):
         path = Path(path)
         if not is_prepared(path):
-            raise FileNotFoundError(f"{path} is not a prepared corpus (no {META_NAME}); "
-                                    f"make one with python -m lab prepare --corpus ... --out {path}")
+            raise FileNotFoundError(
+                f"{path} is not a prepared corpus (no {META_NAME}); "
+                f"make one with python -m lab prepare --corpus ... --out {path}"
+            )
         self.path, self.meta = path, json.loads((path / META_NAME).read_text())
         if self.meta.get("format_version") != FORMAT_VERSION:
-            raise ValueError(f"{path} was prepared by another version of the lab (format "
-                             f"{self.meta.get('format_version')}, this one reads {FORMAT_VERSION}): prepare it again")
+            raise ValueError(
+                f"{path} was prepared by another version of the lab (format "
+                f"{self.meta.get('format_version')}, this one reads {FORMAT_VERSION}): prepare it again"
+            )
         self.token_ids = np.memmap(path / TOKENS_NAME, dtype=self.meta["dtype"], mode="r")
         self.sentence_offsets = np.load(path / SENTENCES_NAME, mmap_mode="r")
         self.document_offsets = np.load(path / DOCUMENTS_NAME, mmap_mode="r")
@@ -87,8 +92,9 @@ class PreparedCorpus:
             self.documents = np.arange(n)
         elif split in ("train", "held-out"):
             held = held_out_indices(n, held_out, seed)
-            self.documents = np.array(sorted(held) if split == "held-out" else
-                                      [d for d in range(n) if d not in held], dtype=np.int64)
+            self.documents = np.array(
+                sorted(held) if split == "held-out" else [d for d in range(n) if d not in held], dtype=np.int64
+            )
         else:
             raise ValueError(f"split must be 'all', 'train' or 'held-out', not {split!r}")
         self.num_documents = len(self.documents)
@@ -99,12 +105,12 @@ class PreparedCorpus:
 
     def sentence_lengths(self, d: int) -> list[int]:
         s0, s1 = self._sentences(d)
-        return np.diff(self.sentence_offsets[s0:s1 + 1]).tolist()
+        return np.diff(self.sentence_offsets[s0 : s1 + 1]).tolist()
 
     def tokens(self, d: int, start: int, end: int) -> np.ndarray:
         """The ids of sentences [start, end) of document d, back to back (a view of the file)."""
         s0, _ = self._sentences(d)
-        return self.token_ids[self.sentence_offsets[s0 + start]:self.sentence_offsets[s0 + end]]
+        return self.token_ids[self.sentence_offsets[s0 + start] : self.sentence_offsets[s0 + end]]
 
     def release(self) -> None:
         """Let the operating system unmap the pages of the corpus this process has read (they
@@ -119,14 +125,16 @@ class PreparedCorpus:
     def document(self, d: int) -> list[list[int]]:
         """Document d as sentences of ids (lists), e.g. for lab.instances.create_instances."""
         s0, s1 = self._sentences(d)
-        offsets = self.sentence_offsets[s0:s1 + 1]
-        ids = self.token_ids[offsets[0]:offsets[-1]].tolist()
-        return [ids[a - offsets[0]:b - offsets[0]] for a, b in zip(offsets[:-1], offsets[1:])]
+        offsets = self.sentence_offsets[s0 : s1 + 1]
+        ids = self.token_ids[offsets[0] : offsets[-1]].tolist()
+        return [ids[a - offsets[0] : b - offsets[0]] for a, b in zip(offsets[:-1], offsets[1:])]
 
     def __repr__(self) -> str:
         m = self.meta
-        return (f"PreparedCorpus({str(self.path)!r}: {self.num_documents} of {m['documents']} documents, "
-                f"{m['sentences']:,} sentences, {m['tokens']:,} tokens)")
+        return (
+            f"PreparedCorpus({str(self.path)!r}: {self.num_documents} of {m['documents']} documents, "
+            f"{m['sentences']:,} sentences, {m['tokens']:,} tokens)"
+        )
 
 
 # ----------------------------------------------------------------------------------------
@@ -155,11 +163,18 @@ def _read_file(file: Path) -> list[list[str]]:
     try:
         return [d.sentences for d in read_documents(file)]
     except ValueError:
-        return []                             # empty, binary or no sentences: skipped
+        return []  # empty, binary or no sentences: skipped
 
 
-def prepare(corpus, tokenizer: Tokenizer, out, workers: int | None = None, progress: bool = True,
-            log=print, key: str | None = None) -> Path:
+def prepare(
+    corpus,
+    tokenizer: Tokenizer,
+    out,
+    workers: int | None = None,
+    progress: bool = True,
+    log=print,
+    key: str | None = None,
+) -> Path:
     """Tokenize `corpus` (a text file or folder) into `out` (see the module docstring).
 
     Written to a temporary folder of this process and renamed: a folder with meta.json is always
@@ -180,9 +195,13 @@ def prepare(corpus, tokenizer: Tokenizer, out, workers: int | None = None, progr
     workers = max(1, workers or os.cpu_count() or 1)
     # the pool first, before the tokenizer runs anything (a fork after it did would be unsafe)
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    with ctx.Pool(workers) as pool, open(tmp / TOKENS_NAME, "wb") as sink, \
-            tqdm(total=sum(f.stat().st_size for f in files), unit="B", unit_scale=True, desc="prepare",
-                 disable=not progress) as bar:
+    with (
+        ctx.Pool(workers) as pool,
+        open(tmp / TOKENS_NAME, "wb") as sink,
+        tqdm(
+            total=sum(f.stat().st_size for f in files), unit="B", unit_scale=True, desc="prepare", disable=not progress
+        ) as bar,
+    ):
         for file, docs in zip(files, pool.imap(_read_file, files, chunksize=1)):
             sentences = [s for doc in docs for s in doc]
             if sentences:
@@ -202,23 +221,34 @@ def prepare(corpus, tokenizer: Tokenizer, out, workers: int | None = None, progr
     np.save(tmp / SENTENCES_NAME, np.frombuffer(sentence_offsets, dtype=np.int64))
     np.save(tmp / DOCUMENTS_NAME, np.frombuffer(document_offsets, dtype=np.int64))
     seconds = time.perf_counter() - t0
-    meta = {"format_version": FORMAT_VERSION, "dtype": np.dtype(dtype).name, "vocab_size": tokenizer.vocab_size,
-            "documents": len(document_offsets) - 1, "sentences": len(sentence_offsets) - 1, "tokens": n_tokens,
-            "corpus": str(corpus), "files": len(files), "bytes": n_bytes, "seconds": round(seconds, 2),
-            "key": key or corpus_key(corpus, tokenizer)}
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "dtype": np.dtype(dtype).name,
+        "vocab_size": tokenizer.vocab_size,
+        "documents": len(document_offsets) - 1,
+        "sentences": len(sentence_offsets) - 1,
+        "tokens": n_tokens,
+        "corpus": str(corpus),
+        "files": len(files),
+        "bytes": n_bytes,
+        "seconds": round(seconds, 2),
+        "key": key or corpus_key(corpus, tokenizer),
+    }
     if meta["documents"] < 2:
         shutil.rmtree(tmp, ignore_errors=True)
         raise ValueError(f"{corpus}: {meta['documents']} usable document(s); pre-training needs at least 2")
     (tmp / META_NAME).write_text(json.dumps(meta, indent=2) + "\n")
-    tokenizer.save(tmp)                                   # the vocabulary the ids belong to
+    tokenizer.save(tmp)  # the vocabulary the ids belong to
     if (out / META_NAME).is_file() and json.loads((out / META_NAME).read_text()).get("key") == meta["key"]:
-        shutil.rmtree(tmp, ignore_errors=True)            # another process prepared the same, meanwhile
+        shutil.rmtree(tmp, ignore_errors=True)  # another process prepared the same, meanwhile
     else:
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
-    log(f"prepared {corpus}: {meta['documents']:,} documents, {meta['sentences']:,} sentences, "
+    log(
+        f"prepared {corpus}: {meta['documents']:,} documents, {meta['sentences']:,} sentences, "
         f"{n_tokens:,} tokens ({np.dtype(dtype).name}) in {seconds:.1f} s "
-        f"({n_bytes / 2**20 / max(seconds, 1e-9):.1f} MB/s, {workers} workers) -> {out}")
+        f"({n_bytes / 2**20 / max(seconds, 1e-9):.1f} MB/s, {workers} workers) -> {out}"
+    )
     return out
 
 
@@ -229,11 +259,13 @@ def prepared(corpus, tokenizer: Tokenizer, cache_dir=None, log=print) -> Path:
     if is_prepared(corpus):
         meta = json.loads((corpus / META_NAME).read_text())
         if meta.get("vocab_size") != tokenizer.vocab_size:
-            raise ValueError(f"{corpus} was prepared with a vocabulary of {meta.get('vocab_size')} tokens, "
-                             f"not this one ({tokenizer.vocab_size}): prepare it again with this tokenizer")
+            raise ValueError(
+                f"{corpus} was prepared with a vocabulary of {meta.get('vocab_size')} tokens, "
+                f"not this one ({tokenizer.vocab_size}): prepare it again with this tokenizer"
+            )
         return corpus
     root = Path(cache_dir) if cache_dir else default_cache_dir() / "prepared"
-    key = corpus_key(corpus, tokenizer)                   # hashed once: the folder's name and its meta.json
+    key = corpus_key(corpus, tokenizer)  # hashed once: the folder's name and its meta.json
     out = root / key
     if is_prepared(out):
         log(f"using the prepared corpus {out}")

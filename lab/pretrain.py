@@ -8,6 +8,7 @@ Section 3.1). Evaluation reports the MLM accuracy twice: over all predicted posi
 the [MASK] positions alone. The difference matters: 10% of the predicted tokens are left
 unchanged in the input, and copying them is easy, so the overall figure flatters a young model.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,26 +36,25 @@ from .runs import is_complete, phase_dirs, refuse_existing_run, write_json
 from .tokenizer import Tokenizer
 from .train import TrainConfig, train
 
-
-POSITION_INITS = ("normal", "sinusoidal")   # how the (learned) position table starts
+POSITION_INITS = ("normal", "sinusoidal")  # how the (learned) position table starts
 
 
 @dataclass
 class PretrainConfig:
-    preset: str = setting("mini",               "model shape (BertConfig.preset)")
-    vocab_size: int = setting(8192,             "WordPiece vocabulary trained on the corpus")
-    max_seq_length: int = setting(128,          "tokens per instance, [CLS] A [SEP] B [SEP]")
-    short_seq_prob: float = setting(0.1,        "share of instances with a shorter random length")
-    mlm_probability: float = setting(0.15,      "share of tokens predicted")
-    max_predictions_per_seq: int = setting(20,  "cap on predictions per sequence (20 per 128)")
-    whole_word: bool = setting(False,           "mask all pieces of a word together")
-    held_out: float = setting(0.02,             "share of documents kept for evaluation")
-    eval_instances: int = setting(1024,         "held-out instances evaluated (fixed masks)")
+    preset: str = setting("mini", "model shape (BertConfig.preset)")
+    vocab_size: int = setting(8192, "WordPiece vocabulary trained on the corpus")
+    max_seq_length: int = setting(128, "tokens per instance, [CLS] A [SEP] B [SEP]")
+    short_seq_prob: float = setting(0.1, "share of instances with a shorter random length")
+    mlm_probability: float = setting(0.15, "share of tokens predicted")
+    max_predictions_per_seq: int = setting(20, "cap on predictions per sequence (20 per 128)")
+    whole_word: bool = setting(False, "mask all pieces of a word together")
+    held_out: float = setting(0.02, "share of documents kept for evaluation")
+    eval_instances: int = setting(1024, "held-out instances evaluated (fixed masks)")
     eval_seq_length: int | None = setting(None, "held-out instance length (None: max_seq_length)")
-    dropout: float | None = setting(None,       "override both dropouts (None: BERT's 0.1)")
+    dropout: float | None = setting(None, "override both dropouts (None: BERT's 0.1)")
     initializer_range: float | None = setting(None, "override the init std (None: BERT's 0.02)")
-    position_init: str = setting("normal",      "normal (BERT) | sinusoidal (same scale, smooth in position)")
-    seed: int = setting(0,                      "seed of the data: held-out documents, NSP pairs, masks")
+    position_init: str = setting("normal", "normal (BERT) | sinusoidal (same scale, smooth in position)")
+    seed: int = setting(0, "seed of the data: held-out documents, NSP pairs, masks")
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -66,13 +66,16 @@ class PretrainConfig:
 def mlm_nsp_stats(out, batch: Batch, mask_id: int) -> dict[str, torch.Tensor]:
     """Accuracies from a forward pass with labels: MLM overall, MLM at [MASK] inputs, NSP.
     Detached 0-dim tensors: the training loop reads them from the device at log steps only."""
-    picked = batch.mlm_labels != -100                           # (B, T) the N predicted positions
-    labels = batch.mlm_labels[picked]                           # (N,)
-    hit = (out.mlm_logits.argmax(-1) == labels).float()         # (N,)
-    at_mask = (batch.input_ids[picked] == mask_id).float()      # (N,) the 80% that became [MASK]
-    stats = {"mlm_loss": out.mlm_loss.detach(), "mlm_acc": hit.mean(),
-             # a batch with no [MASK] at all counts 0 (clamp avoids 0/0 without a host check)
-             "mlm_acc_masked": (hit * at_mask).sum() / at_mask.sum().clamp(min=1)}
+    picked = batch.mlm_labels != -100  # (B, T) the N predicted positions
+    labels = batch.mlm_labels[picked]  # (N,)
+    hit = (out.mlm_logits.argmax(-1) == labels).float()  # (N,)
+    at_mask = (batch.input_ids[picked] == mask_id).float()  # (N,) the 80% that became [MASK]
+    stats = {
+        "mlm_loss": out.mlm_loss.detach(),
+        "mlm_acc": hit.mean(),
+        # a batch with no [MASK] at all counts 0 (clamp avoids 0/0 without a host check)
+        "mlm_acc_masked": (hit * at_mask).sum() / at_mask.sum().clamp(min=1),
+    }
     if out.nsp_logits is not None and out.nsp_loss is not None:
         stats["nsp_loss"] = out.nsp_loss.detach()
         stats["nsp_acc"] = (out.nsp_logits.argmax(-1) == batch.nsp_label).float().mean()
@@ -102,10 +105,9 @@ class PretrainObjective:
 def evaluate_batches(model, batches: list[Batch], mask_id: int) -> dict[str, float]:
     """Token-weighted MLM loss/accuracies and sequence-weighted NSP over fixed batches."""
     device = next(model.parameters()).device
-    tot = {"mlm_loss": 0.0, "mlm_hit": 0, "n": 0, "mask_hit": 0, "n_mask": 0,
-           "nsp_loss": 0.0, "nsp_hit": 0, "seqs": 0}
+    tot = {"mlm_loss": 0.0, "mlm_hit": 0, "n": 0, "mask_hit": 0, "n_mask": 0, "nsp_loss": 0.0, "nsp_hit": 0, "seqs": 0}
     rows = [b.rows(slice(i, i + 16)) for b in batches for i in range(0, len(b), 16)]
-    for batch in rows:          # 16 sequences at a time: the vocabulary logits of 64 would take 100+ MB
+    for batch in rows:  # 16 sequences at a time: the vocabulary logits of 64 would take 100+ MB
         batch = batch.to(device)
         out = model(**batch)
         picked = batch.mlm_labels != -100
@@ -113,14 +115,20 @@ def evaluate_batches(model, batches: list[Batch], mask_id: int) -> dict[str, flo
         hit = out.mlm_logits.argmax(-1) == labels
         at_mask = batch.input_ids[picked] == mask_id
         tot["mlm_loss"] += F.cross_entropy(out.mlm_logits.float(), labels, reduction="sum").item()
-        tot["mlm_hit"] += int(hit.sum()); tot["n"] += len(labels)
-        tot["mask_hit"] += int(hit[at_mask].sum()); tot["n_mask"] += int(at_mask.sum())
+        tot["mlm_hit"] += int(hit.sum())
+        tot["n"] += len(labels)
+        tot["mask_hit"] += int(hit[at_mask].sum())
+        tot["n_mask"] += int(at_mask.sum())
         if out.nsp_logits is not None:
             tot["nsp_loss"] += F.cross_entropy(out.nsp_logits.float(), batch.nsp_label, reduction="sum").item()
             tot["nsp_hit"] += int((out.nsp_logits.argmax(-1) == batch.nsp_label).sum())
             tot["seqs"] += len(batch.nsp_label)
-    result = {"mlm_loss": tot["mlm_loss"] / max(1, tot["n"]), "mlm_acc": tot["mlm_hit"] / max(1, tot["n"]),
-              "mlm_acc_masked": tot["mask_hit"] / max(1, tot["n_mask"]), "predictions": tot["n"]}
+    result = {
+        "mlm_loss": tot["mlm_loss"] / max(1, tot["n"]),
+        "mlm_acc": tot["mlm_hit"] / max(1, tot["n"]),
+        "mlm_acc_masked": tot["mask_hit"] / max(1, tot["n_mask"]),
+        "predictions": tot["n"],
+    }
     if tot["seqs"]:
         result |= {"nsp_loss": tot["nsp_loss"] / tot["seqs"], "nsp_acc": tot["nsp_hit"] / tot["seqs"]}
     return result
@@ -133,13 +141,13 @@ def init_positions(model, kind: str) -> None:
     std of the random init, so that neighbouring positions start out similar and position i+1
     is a fixed rotation of position i: a structure attention can use from the first step.
     """
-    table = model.bert.embeddings.position_embeddings.weight                  # (P, H)
+    table = model.bert.embeddings.position_embeddings.weight  # (P, H)
     if kind not in POSITION_INITS:
         raise ValueError(f"position_init must be one of {POSITION_INITS}, not {kind!r}")
     if kind == "normal":
         return
     P, H = table.shape
-    pos = torch.arange(P, dtype=torch.float32)[:, None]                       # (P, 1)
+    pos = torch.arange(P, dtype=torch.float32)[:, None]  # (P, 1)
     freq = torch.exp(-math.log(10000.0) * torch.arange(0, H, 2, dtype=torch.float32) / H)  # (H/2,)
     sinus = torch.zeros(P, H)
     sinus[:, 0::2], sinus[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
@@ -156,13 +164,14 @@ def encode_documents(tokenizer, documents) -> list[list[list[int]]]:
     ids = [e.ids for e in tokenizer.backend.encode_batch(flat, add_special_tokens=False)]
     out, i = [], 0
     for d in documents:
-        out.append(ids[i:i + len(d.sentences)])
+        out.append(ids[i : i + len(d.sentences)])
         i += len(d.sentences)
     return out
 
 
-def fixed_batches(instances, special: SpecialIds, pc: PretrainConfig, batch_size: int = 64,
-                  seed: int = 12345) -> list[Batch]:
+def fixed_batches(
+    instances, special: SpecialIds, pc: PretrainConfig, batch_size: int = 64, seed: int = 12345
+) -> list[Batch]:
     """Held-out batches with masks drawn once: every evaluation scores the same predictions.
 
     Evaluation always masks as BERT does (15%, at most 20 per 128 tokens), whatever masking
@@ -175,8 +184,16 @@ def fixed_batches(instances, special: SpecialIds, pc: PretrainConfig, batch_size
     for i in range(math.ceil(len(instances) / g)):
         rows = step_indices(len(instances), g, i, seed, drop_last=False, shuffle=False)
         gen = torch.Generator().manual_seed(mix_seed("mask", seed, 0, i))
-        batches.append(collate([instances[j] for j in rows], special, gen, max_seq_length=length, mlm_probability=0.15,
-                               max_predictions_per_seq=max(1, round(20 * length / 128))))
+        batches.append(
+            collate(
+                [instances[j] for j in rows],
+                special,
+                gen,
+                max_seq_length=length,
+                mlm_probability=0.15,
+                max_predictions_per_seq=max(1, round(20 * length / 128)),
+            )
+        )
     return batches
 
 
@@ -186,8 +203,9 @@ def train_tokenizer(corpus: Path, pc: PretrainConfig, log=print) -> Tokenizer:
     (or download) a vocabulary once and pass it with --tokenizer."""
     docs = read_documents(corpus)
     train_docs, _ = split_documents(docs, held_out=pc.held_out, seed=pc.seed)
-    tokenizer = Tokenizer.train((s for d in train_docs for s in d.sentences), vocab_size=pc.vocab_size,
-                                show_progress=False)
+    tokenizer = Tokenizer.train(
+        (s for d in train_docs for s in d.sentences), vocab_size=pc.vocab_size, show_progress=False
+    )
     log(f"trained a WordPiece vocabulary of {tokenizer.vocab_size} tokens on {len(train_docs)} documents")
     return tokenizer
 
@@ -203,12 +221,14 @@ def load_corpus(corpus, pc: PretrainConfig, tokenizer: Tokenizer, dist=None, log
     if dist is not None and dist.world_size > 1:
         tdist.barrier()
     if not main:
-        folder = prepared(path, tokenizer, log=lambda *_: None)   # in the cache now: nothing to do
+        folder = prepared(path, tokenizer, log=lambda *_: None)  # in the cache now: nothing to do
     train_docs = PreparedCorpus(folder, "train", pc.held_out, pc.seed)
     held = PreparedCorpus(folder, "held-out", pc.held_out, pc.seed)
     if held.num_documents < 2:
-        raise ValueError(f"{corpus}: too few documents to hold any out for evaluation "
-                         f"(held_out={pc.held_out}); use a larger corpus or a larger --held-out")
+        raise ValueError(
+            f"{corpus}: too few documents to hold any out for evaluation "
+            f"(held_out={pc.held_out}); use a larger corpus or a larger --held-out"
+        )
     special = SpecialIds.from_vocab(tokenizer.vocab)
     # the held-out documents in order, as many as the evaluation can use (twice its tokens):
     # memory stays flat however large the corpus (the held-out share of 450 MB is 9 MB of text)
@@ -220,14 +240,17 @@ def load_corpus(corpus, pc: PretrainConfig, tokenizer: Tokenizer, dist=None, log
         if tokens > 2 * pc.eval_instances * length and len(docs) >= 2:
             break
     held_inst = create_instances(docs, special, length, pc.short_seq_prob, seed=pc.seed + 1)
-    log(f"corpus {path}: {train_docs.meta['documents']:,} documents ({held.num_documents} held out), "
+    log(
+        f"corpus {path}: {train_docs.meta['documents']:,} documents ({held.num_documents} held out), "
         f"{train_docs.meta['sentences']:,} sentences, {train_docs.meta['tokens']:,} tokens; "
-        f"{len(held_inst)} held-out instances")
+        f"{len(held_inst)} held-out instances"
+    )
     return train_docs, held_inst
 
 
-def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, tokenizer_dir=None,
-             init_from=None, log=print) -> dict:
+def pretrain(
+    corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, tokenizer_dir=None, init_from=None, log=print
+) -> dict:
     """The whole recipe: read, tokenize, pair, mask, train, evaluate, checkpoint.
 
     The vocabulary comes from `tokenizer_dir` if given (e.g. bert-base-uncased's vocab.txt),
@@ -239,14 +262,14 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
     run = Path(tc.out_dir)
     dist = init_distributed(pick_device(tc.device))
     if not resume and dist.main:
-        refuse_existing_run(run)          # before anything (vocab.txt, pretrain_config.json) is written
+        refuse_existing_run(run)  # before anything (vocab.txt, pretrain_config.json) is written
     quiet = log if dist.main else (lambda *_: None)
     if tokenizer_dir is not None:
-        tokenizer_dir = resolve_model(tokenizer_dir, weights=False)   # a path, or a Hub id's vocabulary
+        tokenizer_dir = resolve_model(tokenizer_dir, weights=False)  # a path, or a Hub id's vocabulary
     source = tokenizer_dir or (run if resume and (run / VOCAB_NAME).is_file() else init_from)
     if source is None and is_prepared(corpus):
-        source = corpus                   # a prepared corpus carries its vocabulary
-    if source is None:                    # rank 0 trains the vocabulary; the others read its vocab.txt
+        source = corpus  # a prepared corpus carries its vocabulary
+    if source is None:  # rank 0 trains the vocabulary; the others read its vocab.txt
         if dist.main:
             path = Path(corpus) if Path(corpus).exists() else resolve_corpus(corpus)
             train_tokenizer(path, pc, log=log).save(run)
@@ -254,13 +277,22 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
             tdist.barrier()
         source = run
     tokenizer = Tokenizer.load(source)
-    pc = dataclasses.replace(pc, vocab_size=tokenizer.vocab_size)   # what the run really used
+    pc = dataclasses.replace(pc, vocab_size=tokenizer.vocab_size)  # what the run really used
     train_docs, held_inst = load_corpus(corpus, pc, tokenizer, dist, log=quiet)
     special = SpecialIds.from_vocab(tokenizer.vocab)
-    data = PretrainingData(train_docs, special, batch_size=tc.batch_size, seed=pc.seed,
-                           max_seq_length=pc.max_seq_length, short_seq_prob=pc.short_seq_prob,
-                           mlm_probability=pc.mlm_probability, max_predictions_per_seq=pc.max_predictions_per_seq,
-                           whole_word=pc.whole_word, rank=dist.rank, world_size=dist.world_size)
+    data = PretrainingData(
+        train_docs,
+        special,
+        batch_size=tc.batch_size,
+        seed=pc.seed,
+        max_seq_length=pc.max_seq_length,
+        short_seq_prob=pc.short_seq_prob,
+        mlm_probability=pc.mlm_probability,
+        max_predictions_per_seq=pc.max_predictions_per_seq,
+        whole_word=pc.whole_word,
+        rank=dist.rank,
+        world_size=dist.world_size,
+    )
     objective = PretrainObjective(data, fixed_batches(held_inst, special, pc), special.mask_id)
     overrides = {"vocab_size": tokenizer.vocab_size}
     if pc.dropout is not None:
@@ -269,11 +301,14 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
         overrides["initializer_range"] = pc.initializer_range
     torch.manual_seed(tc.seed)
     if init_from is not None:
-        model, _ = load(init_from, BertForPreTraining, config_overrides={
-            k: v for k, v in overrides.items() if k != "vocab_size"})
+        model, _ = load(
+            init_from, BertForPreTraining, config_overrides={k: v for k, v in overrides.items() if k != "vocab_size"}
+        )
         if model.config.vocab_size != tokenizer.vocab_size:
-            raise ValueError(f"{init_from} has {model.config.vocab_size} embeddings but the "
-                             f"vocabulary has {tokenizer.vocab_size} tokens")
+            raise ValueError(
+                f"{init_from} has {model.config.vocab_size} embeddings but the "
+                f"vocabulary has {tokenizer.vocab_size} tokens"
+            )
     else:
         model = BertForPreTraining(BertConfig.preset(pc.preset, **overrides))
         if pc.position_init != "normal":
@@ -282,7 +317,7 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
         run.mkdir(parents=True, exist_ok=True)
         recorded = pc.to_dict()
         if init_from is not None:
-            recorded["preset"] = None            # the shape comes from init_from, not from a preset
+            recorded["preset"] = None  # the shape comes from init_from, not from a preset
         recorded["init_from"] = str(init_from) if init_from else None
         write_json(run / PRETRAIN_CONFIG_NAME, recorded)
         log(f"model: {model.config.summary()}")
@@ -297,6 +332,7 @@ def pretrain(corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, 
 @dataclass
 class Phase:
     """One stage of a recipe: typed settings, and its share of the recipe's minutes or steps."""
+
     name: str
     pretrain: PretrainConfig
     train: TrainConfig
@@ -311,20 +347,40 @@ RECIPES: dict[str, list[Phase]] = {
     # 64 in the length-128 phase were tried: half the steps in the same time budget, and worse:
     # 29.7% / 24.0% / NSP 74.2% against the batch-32 figures in docs/pretraining.md.)
     "classroom": [
-        Phase("len32", PretrainConfig(preset="tiny", vocab_size=8192, max_seq_length=32, eval_seq_length=128,
-                                      dropout=0.0),
-              TrainConfig(batch_size=128, lr=2e-3, warmup=0.05, eval_every=250, minutes=15), share=0.2),
-        Phase("len128", PretrainConfig(preset="tiny", vocab_size=8192, max_seq_length=128, eval_seq_length=128,
-                                       dropout=0.0),
-              TrainConfig(batch_size=32, lr=1e-3, warmup=0.05, eval_every=500, minutes=15), share=0.8),
+        Phase(
+            "len32",
+            PretrainConfig(preset="tiny", vocab_size=8192, max_seq_length=32, eval_seq_length=128, dropout=0.0),
+            TrainConfig(batch_size=128, lr=2e-3, warmup=0.05, eval_every=250, minutes=15),
+            share=0.2,
+        ),
+        Phase(
+            "len128",
+            PretrainConfig(preset="tiny", vocab_size=8192, max_seq_length=128, eval_seq_length=128, dropout=0.0),
+            TrainConfig(batch_size=32, lr=1e-3, warmup=0.05, eval_every=500, minutes=15),
+            share=0.8,
+        ),
     ],
-    "smoke": [Phase("smoke", PretrainConfig(preset="tiny", vocab_size=1000, eval_instances=64),
-                    TrainConfig(batch_size=8, lr=1e-3, steps=20, eval_every=10, ckpt_every=10, log_every=5))],
+    "smoke": [
+        Phase(
+            "smoke",
+            PretrainConfig(preset="tiny", vocab_size=1000, eval_instances=64),
+            TrainConfig(batch_size=8, lr=1e-3, steps=20, eval_every=10, ckpt_every=10, log_every=5),
+        )
+    ],
 }
 
 
-def run_recipe(name: str, corpus, out, pre_overrides: dict, train_overrides: dict, resume=False,
-               tokenizer_dir=None, init_from=None, log=print) -> dict:
+def run_recipe(
+    name: str,
+    corpus,
+    out,
+    pre_overrides: dict,
+    train_overrides: dict,
+    resume=False,
+    tokenizer_dir=None,
+    init_from=None,
+    log=print,
+) -> dict:
     """Run a named recipe's phases one after the other; each phase starts from the last.
 
     The overrides are the settings given explicitly (e.g. on the command line): they replace the
@@ -349,15 +405,22 @@ def run_recipe(name: str, corpus, out, pre_overrides: dict, train_overrides: dic
             log(f"phase {phase.name} already finished; skipping")
         else:
             resuming = resume and run_dir.joinpath(CHECKPOINTS_DIR).is_dir()
-            result = pretrain(corpus, pc, tc, resume=resuming, log=log,
-                              tokenizer_dir=tokenizer_dir if previous is None else None,
-                              init_from=previous)
+            result = pretrain(
+                corpus,
+                pc,
+                tc,
+                resume=resuming,
+                log=log,
+                tokenizer_dir=tokenizer_dir if previous is None else None,
+                init_from=previous,
+            )
         previous = run_dir
     return result
 
 
-def evaluate_model(model_dir, corpus, split: str = "all", limit: int | None = None,
-                   pc: PretrainConfig | None = None) -> dict:
+def evaluate_model(
+    model_dir, corpus, split: str = "all", limit: int | None = None, pc: PretrainConfig | None = None
+) -> dict:
     """MLM/NSP metrics of a saved model on a corpus, with fixed masks (repeatable).
 
     split="all": every document of the corpus is evaluation data (e.g. WikiText, out of domain);
@@ -368,8 +431,11 @@ def evaluate_model(model_dir, corpus, split: str = "all", limit: int | None = No
     if pc is None:
         saved = model_dir / PRETRAIN_CONFIG_NAME
         names = {f.name for f in dataclasses.fields(PretrainConfig)}
-        pc = PretrainConfig(**{k: v for k, v in json.loads(saved.read_text()).items() if k in names}) \
-            if saved.is_file() else PretrainConfig()
+        pc = (
+            PretrainConfig(**{k: v for k, v in json.loads(saved.read_text()).items() if k in names})
+            if saved.is_file()
+            else PretrainConfig()
+        )
     model, tokenizer = load(model_dir, BertForPreTraining)
     special = SpecialIds.from_vocab(tokenizer.vocab)
     docs = read_documents(resolve_corpus(corpus))
@@ -377,8 +443,13 @@ def evaluate_model(model_dir, corpus, split: str = "all", limit: int | None = No
         docs = split_documents(docs, held_out=pc.held_out, seed=pc.seed)[1]
     elif split != "all":
         raise ValueError(f"split must be 'all' or 'held-out', not {split!r}")
-    inst = create_instances(encode_documents(tokenizer, docs), special, pc.eval_seq_length or pc.max_seq_length,
-                            pc.short_seq_prob, seed=pc.seed + 1)
+    inst = create_instances(
+        encode_documents(tokenizer, docs),
+        special,
+        pc.eval_seq_length or pc.max_seq_length,
+        pc.short_seq_prob,
+        seed=pc.seed + 1,
+    )
     pc = dataclasses.replace(pc, eval_instances=limit or len(inst))
     result = evaluate_batches(model, fixed_batches(inst, special, pc), special.mask_id)
     return {"documents": len(docs), "instances": min(len(inst), pc.eval_instances), **result}

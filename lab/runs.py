@@ -13,6 +13,7 @@ phases first and shift the later ones by the steps, time and tokens before them.
 (lab.train) and readers (lab.explore, lab.plots, app.py, scripts/bundle_model.py) all go through
 this module, so the layout is defined once; the names of its files and folders are lab.files'.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,10 +25,20 @@ from pathlib import Path
 import torch
 
 from .checkpoint import save as save_model
-from .files import (CHECKPOINT_GLOB, CHECKPOINTS_DIR, METRICS_NAME, PHASE_GLOB, STATE_NAME, TRAIN_CONFIG_NAME,
-                    checkpoint_name, checkpoint_step, has_model_files, phase_name)
+from .files import (
+    CHECKPOINT_GLOB,
+    CHECKPOINTS_DIR,
+    METRICS_NAME,
+    PHASE_GLOB,
+    STATE_NAME,
+    TRAIN_CONFIG_NAME,
+    checkpoint_name,
+    checkpoint_step,
+    has_model_files,
+    phase_name,
+)
 
-SHIFTED = ("time", "step", "tokens")     # what a later phase continues counting from
+SHIFTED = ("time", "step", "tokens")  # what a later phase continues counting from
 
 
 # ----------------------------------------------------------------------------------------
@@ -73,16 +84,14 @@ def is_complete(run_dir) -> bool:
     """True when the run reached its planned number of steps."""
     run_dir = Path(run_dir)
     last, cfg = latest_resumable(run_dir), run_dir / TRAIN_CONFIG_NAME
-    return last is not None and cfg.is_file() and \
-        checkpoint_step(last) >= json.loads(cfg.read_text())["total_steps"]
+    return last is not None and cfg.is_file() and checkpoint_step(last) >= json.loads(cfg.read_text())["total_steps"]
 
 
 def refuse_existing_run(run_dir) -> None:
     """A fresh run must not write into a directory that already holds one: call this before
     anything of the new run is written."""
     if latest_resumable(run_dir) is not None:
-        raise FileExistsError(f"{run_dir} already holds a run; pass --resume to continue it or "
-                              f"choose another --out")
+        raise FileExistsError(f"{run_dir} already holds a run; pass --resume to continue it or choose another --out")
 
 
 def new_run_dir(root, name: str) -> Path:
@@ -176,7 +185,7 @@ def checkpoints(parts) -> list[tuple[int, Path]]:
         dirs = checkpoint_dirs(part)
         steps = [checkpoint_step(d) for d in dirs]
         for step, d in zip(steps, dirs):
-            found.setdefault(offset + step, d)                           # an earlier part wins a tie
+            found.setdefault(offset + step, d)  # an earlier part wins a tie
         # the next part starts where this one ended: its last logged step, which may lie after
         # its last checkpoint
         logged = _records(part / METRICS_NAME) if (part / METRICS_NAME).is_file() else []
@@ -190,8 +199,7 @@ def checkpoints(parts) -> list[tuple[int, Path]]:
 def snapshot_steps(total: int, count: int) -> set[int]:
     """Steps whose model is kept for "watch BERT learn": the start, then denser early on,
     where predictions change fastest. count=5, total=1000 -> {0, 50, 200, 500, 1000}."""
-    fractions = [0.0, 0.05, 0.2, 0.5, 1.0] if count == 5 else \
-        [(i / max(1, count - 1)) ** 2 for i in range(count)]
+    fractions = [0.0, 0.05, 0.2, 0.5, 1.0] if count == 5 else [(i / max(1, count - 1)) ** 2 for i in range(count)]
     return {round(f * total) for f in fractions[:count]} if count > 0 else set()
 
 
@@ -207,8 +215,8 @@ def write_checkpoint(run_dir, model, tokenizer, state: dict, keep_steps: set[int
     torch.save(state, tmp / STATE_NAME)
     if final.exists():
         shutil.rmtree(final)
-    os.replace(tmp, final)                                   # the checkpoint appears whole
-    for f in final.iterdir():                                # the run root mirrors the newest model
+    os.replace(tmp, final)  # the checkpoint appears whole
+    for f in final.iterdir():  # the run root mirrors the newest model
         if f.name != STATE_NAME:
             part = run_dir / f".{f.name}.part"
             shutil.copyfile(f, part)
@@ -217,7 +225,7 @@ def write_checkpoint(run_dir, model, tokenizer, state: dict, keep_steps: set[int
         if old == final:
             continue
         if checkpoint_step(old) in keep_steps:
-            (old / STATE_NAME).unlink(missing_ok=True)       # a snapshot: model only
+            (old / STATE_NAME).unlink(missing_ok=True)  # a snapshot: model only
         else:
             shutil.rmtree(old, ignore_errors=True)
     return final

@@ -73,9 +73,10 @@ import re
 import string
 import zipfile
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import torch
 from tqdm.auto import tqdm
@@ -140,8 +141,10 @@ class LoadReport:
             ids.append(qid)
 
     def __str__(self) -> str:
-        text = (f"{self.path}: SQuAD {self.version or '?'}, {self.articles} articles, {self.paragraphs} "
-                f"paragraphs, {self.questions} questions ({self.impossible} impossible), {self.answers} answers")
+        text = (
+            f"{self.path}: SQuAD {self.version or '?'}, {self.articles} articles, {self.paragraphs} "
+            f"paragraphs, {self.questions} questions ({self.impossible} impossible), {self.answers} answers"
+        )
         problems = [
             ("malformed questions skipped", self.malformed, self.malformed_ids),
             ("answers with a wrong answer_start repaired", self.repaired, self.repaired_ids),
@@ -185,10 +188,17 @@ def load_squad(path: str | Path, report: bool = False) -> list[Example] | tuple[
             context = paragraph.get("context")
             if not isinstance(context, str):
                 raise ValueError(
-                    f"{path}: article {article_index} ('{title}') paragraph {p_index} has no 'context' text")
+                    f"{path}: article {article_index} ('{title}') paragraph {p_index} has no 'context' text"
+                )
             for q_index, qa in enumerate(paragraph.get("qas", [])):
-                example = _read_question(qa, context, title, article_index, rep,
-                                         where=f"article {article_index} paragraph {p_index} question {q_index}")
+                example = _read_question(
+                    qa,
+                    context,
+                    title,
+                    article_index,
+                    rep,
+                    where=f"article {article_index} paragraph {p_index} question {q_index}",
+                )
                 if example is not None:
                     examples.append(example)
     if not rep.ok and not report:  # problems are never silent: log them when not asked for the report
@@ -236,7 +246,7 @@ def _read_question(
         if not isinstance(text, str) or not isinstance(start, int):
             rep._count("dropped", label)
             continue
-        if context[start:start + len(text)] != text:
+        if context[start : start + len(text)] != text:
             # Repair: the occurrence of the text nearest the annotated start, if any.
             found = _nearest_occurrence(context, text, start)
             if found is None:
@@ -254,8 +264,15 @@ def _read_question(
         return None
     rep.questions += 1
     rep.answers += len(kept)
-    return Example(id=str(qid), title=title, context=context, question=qa["question"], answers=kept,
-                   is_impossible=impossible, article_index=article_index)
+    return Example(
+        id=str(qid),
+        title=title,
+        context=context,
+        question=qa["question"],
+        answers=kept,
+        is_impossible=impossible,
+        article_index=article_index,
+    )
 
 
 def _nearest_occurrence(context: str, text: str, start: int) -> int | None:
@@ -408,18 +425,26 @@ def make_features(
         prefix = [cls_id, *q_ids, sep_id]  # segment 0: [CLS] question [SEP]
         for w, (w_start, w_len) in enumerate(windows):
             # Context tokens w_start .. w_start + w_len - 1 go into this feature.
-            window_ids = doc_ids[w_start:w_start + w_len]
+            window_ids = doc_ids[w_start : w_start + w_len]
             ids = prefix + window_ids + [sep_id]  # segment 1: window [SEP]
             # Per position: characters in the context (None for [CLS], question, [SEP]) ...
-            offsets = [None] * len(prefix) + doc_offsets[w_start:w_start + w_len] + [None]
+            offsets = [None] * len(prefix) + doc_offsets[w_start : w_start + w_len] + [None]
             # ... and whether this window is the token's max-context window.
-            max_context = ([False] * len(prefix)
-                           + [_best_window(windows, t) == w for t in range(w_start, w_start + w_len)]
-                           + [False])
+            max_context = (
+                [False] * len(prefix)
+                + [_best_window(windows, t) == w for t in range(w_start, w_start + w_len)]
+                + [False]
+            )
             feature = Feature(
-                example_index=ex_index, example_id=ex.id, window_index=w, window_start=w_start,
-                input_ids=ids, token_type_ids=[0] * len(prefix) + [1] * (w_len + 1),
-                attention_mask=[1] * len(ids), offsets=offsets, token_is_max_context=max_context,
+                example_index=ex_index,
+                example_id=ex.id,
+                window_index=w,
+                window_start=w_start,
+                input_ids=ids,
+                token_type_ids=[0] * len(prefix) + [1] * (w_len + 1),
+                attention_mask=[1] * len(ids),
+                offsets=offsets,
+                token_is_max_context=max_context,
             )
             if training:
                 # Answer tokens a..b (context indices) -> positions in this feature, if wholly inside.
@@ -490,7 +515,7 @@ def _as_rows(logits: Any, features: Sequence[Feature]) -> list[list[float]]:
         values = torch.as_tensor(row, dtype=torch.float32).reshape(-1).tolist()
         if len(values) < len(f.input_ids):
             raise ValueError(f"decode_spans: {len(values)} logits for a window of {len(f.input_ids)} tokens")
-        rows.append(values[:len(f.input_ids)])  # padding positions are never candidates
+        rows.append(values[: len(f.input_ids)])  # padding positions are never candidates
     return rows
 
 
@@ -564,9 +589,17 @@ def decode_spans(
 
 
 @torch.no_grad()
-def window_logits(model, tokenizer, features: Sequence[Feature], batch_size: int = 32,
-                  max_seq_length: int | None = None, device=None, by_length: bool = False,
-                  dtype: torch.dtype | None = None, progress: bool = False) -> tuple[list[list[float]], list[list[float]]]:
+def window_logits(
+    model,
+    tokenizer,
+    features: Sequence[Feature],
+    batch_size: int = 32,
+    max_seq_length: int | None = None,
+    device=None,
+    by_length: bool = False,
+    dtype: torch.dtype | None = None,
+    progress: bool = False,
+) -> tuple[list[list[float]], list[list[float]]]:
     """Start and end logits of every window (feature), each cut to its window's length, in the
     features' order: the model runs in eval mode without gradients in batches of `batch_size`
     (by_length=True: windows of similar length together, less padding; dtype: autocast), and its
@@ -580,10 +613,10 @@ def window_logits(model, tokenizer, features: Sequence[Feature], batch_size: int
     try:
         with autocast(device, dtype):
             for i in tqdm(range(0, len(order), batch_size), desc="windows", unit="batch", disable=not progress):
-                rows = order[i:i + batch_size]
+                rows = order[i : i + batch_size]
                 batch = collate_features([features[k] for k in rows], tokenizer.pad_token_id, max_length=max_seq_length)
                 out = model(**batch.to(device))
-                start_logits, end_logits = out.start_logits.float().cpu(), out.end_logits.float().cpu()   # (B, T)
+                start_logits, end_logits = out.start_logits.float().cpu(), out.end_logits.float().cpu()  # (B, T)
                 for r, k in enumerate(rows):
                     n = len(features[k].input_ids)
                     starts[k], ends[k] = start_logits[r, :n].tolist(), end_logits[r, :n].tolist()
@@ -629,8 +662,15 @@ def predict(
     predictions = {}
     for ex_index, ex in enumerate(examples):
         ks = by_example.get(ex_index, [])
-        spans = decode_spans([features[k] for k in ks], [start_rows[k] for k in ks], [end_rows[k] for k in ks],
-                             ex, n_best=n_best, max_answer_length=max_answer_length, null_threshold=null_threshold)
+        spans = decode_spans(
+            [features[k] for k in ks],
+            [start_rows[k] for k in ks],
+            [end_rows[k] for k in ks],
+            ex,
+            n_best=n_best,
+            max_answer_length=max_answer_length,
+            null_threshold=null_threshold,
+        )
         predictions[ex.id] = spans[0].text if spans else ""  # no window at all (empty context): ""
     return predictions
 
@@ -706,11 +746,19 @@ def evaluate(examples: Sequence[Example], predictions: Mapping[str, str]) -> dic
         em_total += exact_match(predictions[ex.id], truths)
         f1_total += f1(predictions[ex.id], truths)
     if missing:
-        logger.warning("evaluate: %d of %d questions have no prediction and score 0 (first: %s)",
-                       len(missing), len(examples), ", ".join(missing[:MAX_REPORTED_IDS]))
+        logger.warning(
+            "evaluate: %d of %d questions have no prediction and score 0 (first: %s)",
+            len(missing),
+            len(examples),
+            ", ".join(missing[:MAX_REPORTED_IDS]),
+        )
     n = len(examples)
-    return {"exact_match": 100.0 * em_total / n if n else 0.0, "f1": 100.0 * f1_total / n if n else 0.0,
-            "count": n, "missing": len(missing)}
+    return {
+        "exact_match": 100.0 * em_total / n if n else 0.0,
+        "f1": 100.0 * f1_total / n if n else 0.0,
+        "count": n,
+        "missing": len(missing),
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -737,7 +785,8 @@ QNLI_LABELS = ("entailment", "not_entailment")
 _FUNCTION_WORDS = frozenset(
     "a an the of in on at to for from by with about into as and or but not no is are was were be "
     "been being has have had do does did what which who whom whose when where why how that this "
-    "these those it its there their they he she his her s".split())
+    "these those it its there their they he she his her s".split()
+)
 
 
 @dataclass
@@ -794,9 +843,12 @@ def qnli_pairs(examples: Sequence[Example], seed: int = 0, min_overlap: int = 0)
         positive = next((i for i, (s, e) in enumerate(spans) if s <= first[0] and first[1] <= e), None)
         if positive is None:
             continue
-        negatives = [i for i, (s, e) in enumerate(spans)
-                     if not any(s < a1 and a0 < e for a0, a1 in answers)       # overlaps no answer span
-                     and not any(t in ex.context[s:e].lower() for t in texts)]  # nor holds an answer's text
+        negatives = [
+            i
+            for i, (s, e) in enumerate(spans)
+            if not any(s < a1 and a0 < e for a0, a1 in answers)  # overlaps no answer span
+            and not any(t in ex.context[s:e].lower() for t in texts)
+        ]  # nor holds an answer's text
         if min_overlap:
             asked = content_words(ex.question)
             shared = {i: len(asked & content_words(ex.context[slice(*spans[i])])) for i in [positive, *negatives]}
@@ -863,9 +915,17 @@ def threshold_accuracy(scores: Sequence[float], pairs: Sequence[SentencePair], t
 
 
 @torch.no_grad()
-def answer_scores(model, tokenizer, pairs: Sequence[SentencePair], batch_size: int = 32, max_seq_length: int = 384,
-                  doc_stride: int = 128, max_query_length: int = 64, precision: str = "auto",
-                  progress: bool = False) -> list[float]:
+def answer_scores(
+    model,
+    tokenizer,
+    pairs: Sequence[SentencePair],
+    batch_size: int = 32,
+    max_seq_length: int = 384,
+    doc_stride: int = 128,
+    max_query_length: int = 64,
+    precision: str = "auto",
+    progress: bool = False,
+) -> list[float]:
     """A SQuAD model as a QNLI classifier without any training on pairs: per pair, the score of
     the best answer span it finds in the sentence minus its "no answer here" score ([CLS] as
     start and end, the target of SQuAD training windows that miss the answer). Larger: surer
@@ -874,18 +934,28 @@ def answer_scores(model, tokenizer, pairs: Sequence[SentencePair], batch_size: i
     Each sentence is read as the context of a question: [CLS] question [SEP] sentence [SEP].
     Windows are batched by length (less padding); precision "auto" uses bf16 where it is fast.
     """
-    questions = [Example(id=str(i), title="", context=p.sentence, question=p.question, answers=[])
-                 for i, p in enumerate(pairs)]
+    questions = [
+        Example(id=str(i), title="", context=p.sentence, question=p.question, answers=[]) for i, p in enumerate(pairs)
+    ]
     features = make_features(questions, tokenizer, max_seq_length, doc_stride, max_query_length, training=False)
     device = next(model.parameters()).device
-    starts, ends = window_logits(model, tokenizer, features, batch_size, device=device, by_length=True,
-                                 dtype=autocast_dtype(precision, device), progress=progress)
+    starts, ends = window_logits(
+        model,
+        tokenizer,
+        features,
+        batch_size,
+        device=device,
+        by_length=True,
+        dtype=autocast_dtype(precision, device),
+        progress=progress,
+    )
     windows = windows_by_example(features)
     scores = []
     for i, question in enumerate(questions):
         ks = windows[i]
-        spans = decode_spans([features[k] for k in ks], [starts[k] for k in ks], [ends[k] for k in ks],
-                             question, null_threshold=0.0)  # 0.0: the null candidate is in the list
+        spans = decode_spans(
+            [features[k] for k in ks], [starts[k] for k in ks], [ends[k] for k in ks], question, null_threshold=0.0
+        )  # 0.0: the null candidate is in the list
         null = next(c.score for c in spans if not c.text)
         scores.append(max((c.score for c in spans if c.text), default=null - 100.0) - null)
     return scores

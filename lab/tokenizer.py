@@ -138,9 +138,7 @@ class Tokenizer:
     # ------------------------------------------------------------------ construction helpers
 
     @classmethod
-    def _from_backend(
-        cls, backend: _Backend, lowercase: bool, normalizer_options: dict | None = None
-    ) -> Tokenizer:
+    def _from_backend(cls, backend: _Backend, lowercase: bool, normalizer_options: dict | None = None) -> Tokenizer:
         """Wrap an already built `tokenizers.Tokenizer` (trained, or read from tokenizer.json)."""
         self = cls.__new__(cls)
         self._configure(backend, lowercase, normalizer_options)
@@ -495,9 +493,7 @@ class Tokenizer:
             clean_text(t, f"texts[{i}]")
         if text_pairs is not None:
             if isinstance(text_pairs, str) or len(text_pairs) != len(texts):
-                raise ValueError(
-                    f"Tokenizer.encode_batch: text_pairs must be a list as long as texts ({len(texts)})"
-                )
+                raise ValueError(f"Tokenizer.encode_batch: text_pairs must be a list as long as texts ({len(texts)})")
             for i, t in enumerate(text_pairs):
                 clean_text(t, f"text_pairs[{i}]")
         if return_tensors not in (None, "pt"):
@@ -526,7 +522,6 @@ class Tokenizer:
             batch["token_type_ids"].append(e.token_type_ids + [0] * pad)
             batch["attention_mask"].append(e.attention_mask + [0] * pad)
         if return_tensors == "pt":
-
             batch = {k: torch.tensor(v, dtype=torch.long) for k, v in batch.items()}
         batch["truncated"] = [e.truncated for e in encodings]
         return batch
@@ -610,8 +605,7 @@ def _truncate(n_a: int, n_b: int, budget: int, strategy: str | bool, pair: bool)
     if strategy is False:
         raise ValueError(f"Tokenizer.encode: {n_a} + {n_b} tokens do not fit max_length, and truncation=False")
     raise ValueError(
-        f"Tokenizer.encode: unknown truncation={strategy!r}; "
-        f"use 'longest_first', 'only_first', 'only_second' or False"
+        f"Tokenizer.encode: unknown truncation={strategy!r}; use 'longest_first', 'only_first', 'only_second' or False"
     )
 
 

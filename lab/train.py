@@ -21,6 +21,7 @@ accuracies are summed as tensors on the device in between (on a GPU a `.item()` 
 would stall the pipeline), and a NaN is caught at the next log step, before any checkpoint of
 the bad weights is written.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,34 +47,33 @@ from .config import setting
 from .device import Dist, autocast, autocast_dtype, init_distributed, pick_device
 from .fast_dropout import use_fast_dropout
 from .files import METRICS_NAME, STATE_NAME, TRAIN_CONFIG_NAME
-from .runs import ( MetricsLog, latest_resumable, refuse_existing_run, snapshot_steps,
-                   write_checkpoint, write_json)
+from .runs import MetricsLog, latest_resumable, refuse_existing_run, snapshot_steps, write_checkpoint, write_json
 
 
 @dataclass
 class TrainConfig:
-    out_dir: str = setting("runs/run",          "run directory (checkpoints, metrics.jsonl)")
-    steps: int | None = setting(None,           "optimizer steps; None -> derived from minutes")
-    minutes: float | None = setting(None,       "wall-clock budget; sets steps from a speed probe")
-    batch_size: int = setting(32,               "sequences per micro-batch (per process)")
-    grad_accum: int = setting(1,                "micro-batches per optimizer step")
-    lr: float = setting(1e-4,                   "peak learning rate")
-    weight_decay: float = setting(0.01,         "AdamW decay (not on biases / LayerNorm)")
+    out_dir: str = setting("runs/run", "run directory (checkpoints, metrics.jsonl)")
+    steps: int | None = setting(None, "optimizer steps; None -> derived from minutes")
+    minutes: float | None = setting(None, "wall-clock budget; sets steps from a speed probe")
+    batch_size: int = setting(32, "sequences per micro-batch (per process)")
+    grad_accum: int = setting(1, "micro-batches per optimizer step")
+    lr: float = setting(1e-4, "peak learning rate")
+    weight_decay: float = setting(0.01, "AdamW decay (not on biases / LayerNorm)")
     adam_betas: tuple[float, float] = setting((0.9, 0.999), "AdamW betas (BERT's)")
-    adam_eps: float = setting(1e-6,             "AdamW epsilon (BERT's)")
-    warmup: float = setting(0.1,                "warm-up: a fraction of the steps (<1) or a step count")
-    min_lr_ratio: float = setting(0.0,          "linear decay ends at lr * min_lr_ratio")
-    clip_norm: float = setting(1.0,             "gradient clipping (global L2 norm); 0 = off")
-    precision: str = setting("auto",            "auto | bf16 | fp32 (auto: bf16 where it is fast)")
-    device: str = setting("auto",               "auto | cpu | cuda | cuda:N | mps")
-    seed: int = setting(0,                      "one seed for init, data order, masks, dropout")
-    eval_every: int = setting(200,              "steps between held-out evaluations; 0 = only at the end")
-    ckpt_every: int = setting(500,              "steps between resume checkpoints; 0 = only at the end")
-    snapshots: int = setting(5,                 "model snapshots kept, spread over the run")
-    log_every: int = setting(10,                "steps between training records; 0 = only at eval/checkpoints")
-    threads: int | None = setting(None,         "torch CPU threads (None: torch's default)")
-    compile: bool = setting(False,              "torch.compile the model (fuses small ops; a compilation warm-up first)")
-    progress: bool = setting(True,              "tqdm bar")
+    adam_eps: float = setting(1e-6, "AdamW epsilon (BERT's)")
+    warmup: float = setting(0.1, "warm-up: a fraction of the steps (<1) or a step count")
+    min_lr_ratio: float = setting(0.0, "linear decay ends at lr * min_lr_ratio")
+    clip_norm: float = setting(1.0, "gradient clipping (global L2 norm); 0 = off")
+    precision: str = setting("auto", "auto | bf16 | fp32 (auto: bf16 where it is fast)")
+    device: str = setting("auto", "auto | cpu | cuda | cuda:N | mps")
+    seed: int = setting(0, "one seed for init, data order, masks, dropout")
+    eval_every: int = setting(200, "steps between held-out evaluations; 0 = only at the end")
+    ckpt_every: int = setting(500, "steps between resume checkpoints; 0 = only at the end")
+    snapshots: int = setting(5, "model snapshots kept, spread over the run")
+    log_every: int = setting(10, "steps between training records; 0 = only at eval/checkpoints")
+    threads: int | None = setting(None, "torch CPU threads (None: torch's default)")
+    compile: bool = setting(False, "torch.compile the model (fuses small ops; a compilation warm-up first)")
+    progress: bool = setting(True, "tqdm bar")
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -106,15 +106,14 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device | No
     updates every parameter in one pass (GPU and CPU): faster than the per-tensor ("foreach")
     version, notably on a CPU (compare with fused=False on your machine)."""
     decay, no_decay = [], []
-    for name, p in model.named_parameters():          # a tied parameter is listed once
+    for name, p in model.named_parameters():  # a tied parameter is listed once
         if not p.requires_grad:
             continue
         (no_decay if p.ndim < 2 or "LayerNorm" in name else decay).append(p)
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay},
-              {"params": no_decay, "weight_decay": 0.0}]
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     try:
         return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps, fused=True)
-    except RuntimeError:               # a device (or an old PyTorch) without the fused kernel
+    except RuntimeError:  # a device (or an old PyTorch) without the fused kernel
         return torch.optim.AdamW(groups, lr=cfg.lr, betas=tuple(cfg.adam_betas), eps=cfg.adam_eps)
 
 
@@ -194,7 +193,7 @@ def plan_steps(model, objective, cfg: TrainConfig, device, dtype, dist: Dist, lo
         return int(cfg.steps)
     sec = probe_seconds_per_step(model, objective, cfg, device, dtype)
     total = max(1, int(cfg.minutes * 60 / sec))
-    if dist.world_size > 1:                       # every rank must agree on the length
+    if dist.world_size > 1:  # every rank must agree on the length
         t = torch.tensor([total], device=device)
         tdist.broadcast(t, 0)
         total = int(t.item())
@@ -206,8 +205,10 @@ def rng_state() -> dict:
     """Every random stream the loop draws from (dropout: torch; Python's for the odd draw), in a
     form torch.load(weights_only=True) reads back: random.getstate()'s tuple as a tensor."""
     version, internal, gauss = random.getstate()
-    state = {"torch": torch.get_rng_state(),
-             "python": {"version": version, "internal": torch.tensor(internal, dtype=torch.int64), "gauss": gauss}}
+    state = {
+        "torch": torch.get_rng_state(),
+        "python": {"version": version, "internal": torch.tensor(internal, dtype=torch.int64), "gauss": gauss},
+    }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -241,9 +242,10 @@ class Window:
         """The one host-device synchronisation: (means per step, tokens, seconds), averaged /
         summed over all processes under torchrun. Starts a new window."""
         names = sorted(self.sums)
-        values = torch.stack([self.sums[k].to(device) for k in names] +
-                             [torch.tensor(float(self.tokens), device=device)]).double()
-        if dist.world_size > 1:               # the mean over all processes, not rank 0's share
+        values = torch.stack(
+            [self.sums[k].to(device) for k in names] + [torch.tensor(float(self.tokens), device=device)]
+        ).double()
+        if dist.world_size > 1:  # the mean over all processes, not rank 0's share
             tdist.all_reduce(values)
             values[:-1] /= dist.world_size
         values = values.tolist()
@@ -262,7 +264,8 @@ def check_finite(logs: dict[str, float], step: int, run_dir: Path, lr: float) ->
         raise TrainingError(
             f"the loss became {bad} by step {step} (learning rate {lr:.2e}); training stopped "
             f"without saving these weights. The last good checkpoint is {last}. Try a lower "
-            f"learning rate or a longer warm-up, and --resume from it or start again.")
+            f"learning rate or a longer warm-up, and --resume from it or start again."
+        )
 
 
 def evaluate(model, objective, device, dtype, dist: Dist) -> dict[str, float]:
@@ -278,13 +281,36 @@ def evaluate(model, objective, device, dtype, dist: Dist) -> dict[str, float]:
     return result
 
 
-def save_checkpoint(run_dir: Path, model, tokenizer, optimizer, scheduler, dist: Dist, keep: set[int],
-                    step: int, total: int, elapsed: float, tokens: int) -> None:
+def save_checkpoint(
+    run_dir: Path,
+    model,
+    tokenizer,
+    optimizer,
+    scheduler,
+    dist: Dist,
+    keep: set[int],
+    step: int,
+    total: int,
+    elapsed: float,
+    tokens: int,
+) -> None:
     """checkpoints/step-N with everything a resume needs (rank 0 writes, the others wait)."""
     if dist.main:
-        write_checkpoint(run_dir, model, tokenizer, {
-            "step": step, "total_steps": total, "elapsed": elapsed, "tokens": tokens,
-            "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng_state()}, keep)
+        write_checkpoint(
+            run_dir,
+            model,
+            tokenizer,
+            {
+                "step": step,
+                "total_steps": total,
+                "elapsed": elapsed,
+                "tokens": tokens,
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "rng": rng_state(),
+            },
+            keep,
+        )
     if dist.world_size > 1:
         tdist.barrier()
 
@@ -302,15 +328,16 @@ def out_of_time(elapsed: float, cfg: TrainConfig, dist: Dist, device) -> bool:
 # ----------------------------------------------------------------------------------------
 # The loop
 # ----------------------------------------------------------------------------------------
-def train(model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=None,
-          resume: bool = False, log=print) -> dict:
+def train(
+    model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=None, resume: bool = False, log=print
+) -> dict:
     """Train `model` on `objective`; returns the last evaluation's metrics."""
     # ---- set-up: device, processes, precision; the run's length; optimizer and schedule
     run_dir = Path(cfg.out_dir)
     device, dist, dtype = setup(cfg)
     resume_from, state = find_resume_state(run_dir, resume, dist, log)
     model.to(device)
-    use_fast_dropout(model)            # nn.Dropout -> FastDropout (faster CPU masks; no parameters)
+    use_fast_dropout(model)  # nn.Dropout -> FastDropout (faster CPU masks; no parameters)
     total = int(state["total_steps"]) if state else plan_steps(model, objective, cfg, device, dtype, dist, log)
     warm, keep = warmup_steps(cfg, total), snapshot_steps(total, cfg.snapshots)
     torch.manual_seed(cfg.seed)
@@ -336,21 +363,38 @@ def train(model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=No
 
     metrics = MetricsLog(run_dir / METRICS_NAME, dist.main)
     if dist.main:
-        write_json(run_dir / TRAIN_CONFIG_NAME, {
-            **cfg.to_dict(), "total_steps": total, "warmup_steps": warm, "world_size": dist.world_size,
-            "device": str(device), "autocast": str(dtype)})
+        write_json(
+            run_dir / TRAIN_CONFIG_NAME,
+            {
+                **cfg.to_dict(),
+                "total_steps": total,
+                "warmup_steps": warm,
+                "world_size": dist.world_size,
+                "device": str(device),
+                "autocast": str(dtype),
+            },
+        )
         metrics.truncate_after(step)
-        log(f"training {type(model).__name__} on {device} ({dtype or 'fp32'}), {dist.world_size} "
-            f"process(es), {total} steps x {cfg.batch_size * cfg.grad_accum * dist.world_size} sequences")
+        log(
+            f"training {type(model).__name__} on {device} ({dtype or 'fp32'}), {dist.world_size} "
+            f"process(es), {total} steps x {cfg.batch_size * cfg.grad_accum * dist.world_size} sequences"
+        )
     if state and dist.main:
-        set_rng_state(state["rng"])                              # dropout exactly where it stopped
+        set_rng_state(state["rng"])  # dropout exactly where it stopped
     else:
-        torch.manual_seed(cfg.seed + 1000 * dist.rank + step)    # its own dropout stream per rank
-    if not state:                                                # step 0: the untrained model
+        torch.manual_seed(cfg.seed + 1000 * dist.rank + step)  # its own dropout stream per rank
+    if not state:  # step 0: the untrained model
         save_checkpoint(run_dir, model, tokenizer, optimizer, scheduler, dist, keep, 0, total, 0.0, 0)
 
-    bar = tqdm(total=total, initial=step, desc="train", unit="step", dynamic_ncols=True, file=sys.stderr,
-               disable=not (cfg.progress and dist.main))
+    bar = tqdm(
+        total=total,
+        initial=step,
+        desc="train",
+        unit="step",
+        dynamic_ncols=True,
+        file=sys.stderr,
+        disable=not (cfg.progress and dist.main),
+    )
     pin = device.type == "cuda"
     window, last_eval = Window(), {}
     run_t0 = time.perf_counter() - elapsed
@@ -359,14 +403,14 @@ def train(model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=No
         # ---- one optimizer step: grad_accum micro-batches; DDP averages gradients on the last
         for micro in range(cfg.grad_accum):
             batch = objective.train_batch(step * cfg.grad_accum + micro)
-            window.tokens += batch.num_tokens                    # counted on the host, before the copy
+            window.tokens += batch.num_tokens  # counted on the host, before the copy
             batch = (batch.pin_memory() if pin else batch).to(device, non_blocking=True)
             last_micro = micro == cfg.grad_accum - 1
             with contextlib.nullcontext() if last_micro or dist.world_size == 1 else wrapped.no_sync():
                 with autocast(device, dtype):
                     loss, parts = objective.loss(wrapped, batch)
                 (loss / cfg.grad_accum).backward()
-            window.add({**parts, "loss": loss.detach()}, 1.0 / cfg.grad_accum)   # the loss it learned from
+            window.add({**parts, "loss": loss.detach()}, 1.0 / cfg.grad_accum)  # the loss it learned from
         if cfg.clip_norm:
             window.add({"grad_norm": nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)})
         lr = scheduler.get_last_lr()[0]
@@ -380,7 +424,7 @@ def train(model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=No
 
         # ---- the time budget (--minutes) may end the run early
         if cfg.minutes is not None and step < total and out_of_time(elapsed, cfg, dist, device):
-            log(f"time budget reached at step {step} of {total}")   # slower than the probe said
+            log(f"time budget reached at step {step} of {total}")  # slower than the probe said
             total = step
         do_eval = every(step, cfg.eval_every) or step == total
         do_ckpt = every(step, cfg.ckpt_every) or step == total or step in keep
@@ -391,17 +435,36 @@ def train(model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=No
             check_finite(logs, step, run_dir, lr)
             tokens_seen += tokens
             tps = tokens / max(1e-9, seconds)
-            metrics.write({"split": "train", "step": step, "time": round(elapsed, 2), "tokens": tokens_seen,
-                           "lr": lr, "tokens_per_s": round(tps, 1), **{k: round(v, 5) for k, v in logs.items()}})
-            bar.set_postfix({k: f"{v:.3f}" for k, v in logs.items() if k in ("loss", "mlm_acc", "nsp_acc", "acc")}
-                            | {"tok/s": f"{tps:,.0f}"})
+            metrics.write(
+                {
+                    "split": "train",
+                    "step": step,
+                    "time": round(elapsed, 2),
+                    "tokens": tokens_seen,
+                    "lr": lr,
+                    "tokens_per_s": round(tps, 1),
+                    **{k: round(v, 5) for k, v in logs.items()},
+                }
+            )
+            bar.set_postfix(
+                {k: f"{v:.3f}" for k, v in logs.items() if k in ("loss", "mlm_acc", "nsp_acc", "acc")}
+                | {"tok/s": f"{tps:,.0f}"}
+            )
         if do_eval:
             last_eval = evaluate(model, objective, device, dtype, dist)
-            metrics.write({"split": "eval", "step": step, "time": round(elapsed, 2), "tokens": tokens_seen,
-                           **{k: round(v, 5) for k, v in last_eval.items()}})
+            metrics.write(
+                {
+                    "split": "eval",
+                    "step": step,
+                    "time": round(elapsed, 2),
+                    "tokens": tokens_seen,
+                    **{k: round(v, 5) for k, v in last_eval.items()},
+                }
+            )
         if do_ckpt:
-            save_checkpoint(run_dir, model, tokenizer, optimizer, scheduler, dist, keep,
-                            step, total, elapsed, tokens_seen)
+            save_checkpoint(
+                run_dir, model, tokenizer, optimizer, scheduler, dist, keep, step, total, elapsed, tokens_seen
+            )
     bar.close()
     if dist.world_size > 1:
         tdist.destroy_process_group()

@@ -12,6 +12,7 @@ DST/metrics.json, which tests/test_bundled.py re-checks. --snapshots: pre-traini
 checkpoints become DST/checkpoints/step-N (fp16 weights, no optimizer state; later runs' steps
 continue after earlier ones), so the dashboard's "watch BERT learn" works on the bundled model.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,8 +31,15 @@ sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402
 from lab.__main__ import main as lab_main  # noqa: E402
 from lab.datasets import data_dir  # noqa: E402
-from lab.files import (CHECKPOINTS_DIR, EVALUATIONS_NAME, METRICS_NAME, MODEL_CARD_NAME,  # noqa: E402
-                       PRETRAIN_CONFIG_NAME, TASK_CONFIG_NAME, checkpoint_name)
+from lab.files import (  # noqa: E402
+    CHECKPOINTS_DIR,
+    EVALUATIONS_NAME,
+    METRICS_NAME,
+    MODEL_CARD_NAME,
+    PRETRAIN_CONFIG_NAME,
+    TASK_CONFIG_NAME,
+    checkpoint_name,
+)
 from lab.runs import checkpoints, merge_histories, phases  # noqa: E402
 
 SIDE_FILES = (PRETRAIN_CONFIG_NAME, TASK_CONFIG_NAME, METRICS_NAME)
@@ -44,13 +52,17 @@ def main() -> None:
     ap.add_argument("--snapshots", type=Path, nargs="*", default=[], help="pre-training runs, in order")
     ap.add_argument("--keep-steps", type=int, nargs="*", help="global steps to keep (default: all)")
     ap.add_argument("--eval", action="append", default=[], help="arguments of python -m lab eval")
-    ap.add_argument("--label-names", nargs="*", help="names for a classifier's labels, in id order "
-                                                     "(GLUE files use 0, 1, ...; the dashboard shows names)")
+    ap.add_argument(
+        "--label-names",
+        nargs="*",
+        help="names for a classifier's labels, in id order (GLUE files use 0, 1, ...; the dashboard shows names)",
+    )
     args = ap.parse_args()
     data = data_dir()
     if data is None and any("DATA" in spec for spec in args.eval):
-        raise SystemExit("--eval uses DATA, but there is no data folder: set BERT_LAB_DATA "
-                         "or put one at ../shared/data")
+        raise SystemExit(
+            "--eval uses DATA, but there is no data folder: set BERT_LAB_DATA or put one at ../shared/data"
+        )
 
     model, tokenizer = lab.load(args.src)
     if args.label_names:
@@ -64,12 +76,12 @@ def main() -> None:
         if (args.src / name).is_file():
             shutil.copy(args.src / name, tmp / name)
 
-    parts = [p for run in args.snapshots for p in phases(run)]   # each run with its recipe phases
-    if parts:                                                # one training history for the Training tab
+    parts = [p for run in args.snapshots for p in phases(run)]  # each run with its recipe phases
+    if parts:  # one training history for the Training tab
         history = merge_histories(parts)
         (tmp / METRICS_NAME).write_text("".join(json.dumps(r) + "\n" for r in history))
     kept = []
-    for global_step, directory in checkpoints(parts):        # later parts continue earlier ones
+    for global_step, directory in checkpoints(parts):  # later parts continue earlier ones
         if args.keep_steps is None or global_step in args.keep_steps:
             snap, _ = lab.load(directory)
             lab.save(snap, None, tmp / CHECKPOINTS_DIR / checkpoint_name(global_step), dtype=torch.float16)
@@ -85,12 +97,20 @@ def main() -> None:
             if lab_main(["eval", *eval_args]) != 0:
                 raise SystemExit(f"eval failed: {spec}")
         metrics = json.loads(out.getvalue())
-        evaluations.append({"args": ["--model", str(args.dst.relative_to(ROOT) if args.dst.is_absolute() else args.dst),
-                                     *shlex.split(spec)], "metrics": metrics})
+        evaluations.append(
+            {
+                "args": [
+                    "--model",
+                    str(args.dst.relative_to(ROOT) if args.dst.is_absolute() else args.dst),
+                    *shlex.split(spec),
+                ],
+                "metrics": metrics,
+            }
+        )
         print(f"eval {spec}: {json.dumps(metrics)}")
     (tmp / EVALUATIONS_NAME).write_text(json.dumps({"evaluations": evaluations}, indent=2) + "\n")
     card = args.dst / MODEL_CARD_NAME
-    if card.is_file():                                       # the card is written by hand: keep it
+    if card.is_file():  # the card is written by hand: keep it
         shutil.copy(card, tmp / MODEL_CARD_NAME)
     shutil.rmtree(args.dst, ignore_errors=True)
     tmp.rename(args.dst)

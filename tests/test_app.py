@@ -6,6 +6,7 @@ The bundled pre-trained model (models/bert-lab-classroom) serves the pre-trainin
 QA and classification models, and a damaged model directory, are written to a temporary
 models root that the page is built with (fixtures `app_models_root`, `app`, `app_url` in conftest).
 """
+
 import json
 import os
 import subprocess
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.fixture(scope="module")
 def client(app_url):
     from gradio_client import Client
+
     return Client(app_url, verbose=False)
 
 
@@ -52,6 +54,7 @@ def plotly(value) -> dict:
 def csv_rows(path) -> list[list[str]]:
     """The rows of a figure's CSV download (a header first)."""
     import csv
+
     with open(path, newline="", encoding="utf-8") as f:
         return list(csv.reader(f))
 
@@ -59,8 +62,9 @@ def csv_rows(path) -> list[list[str]]:
 def python(code: str, *argv: str) -> str:
     """Run code in a fresh interpreter in the repository root; its stdout."""
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
-    return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, env=env, capture_output=True,
-                          text=True, check=True, timeout=120).stdout
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv], cwd=ROOT, env=env, capture_output=True, text=True, check=True, timeout=120
+    ).stdout
 
 
 def import_seconds(*modules: str) -> list[float]:
@@ -73,7 +77,8 @@ def import_seconds(*modules: str) -> list[float]:
 
 def test_importing_app_is_cheap_and_has_no_effects():
     # every argparse call and every Blocks made while `import app` runs, with argv a real run would reject
-    effects = python("""
+    effects = python(
+        """
 import argparse, json, sys
 import gradio as gr
 seen = []
@@ -84,7 +89,9 @@ gr.Blocks.__init__ = lambda self, *a, **k: seen.append(type(self).__name__) or i
 import app
 print(json.dumps({"seen": seen, "loaded": "dashboard" in sys.modules or "torch" in sys.modules,
                   "demo": "demo" in vars(app)}))
-""", "--no-such-option")
+""",
+        "--no-such-option",
+    )
     assert json.loads(effects.splitlines()[-1]) == {"seen": [], "loaded": False, "demo": False}
     app_s, gradio_s = import_seconds("app", "gradio")
     assert app_s - gradio_s < 0.5, f"import app {app_s:.2f} s, import gradio {gradio_s:.2f} s"
@@ -92,49 +99,80 @@ print(json.dumps({"seen": seen, "loaded": "dashboard" in sys.modules or "torch" 
 
 def test_settings_from_the_command_line_and_the_environment(app, monkeypatch, tmp_path):
     from dashboard import Settings
+
     monkeypatch.setenv("BERT_LAB_MODELS", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
-    settings = Settings.from_args(app.parser().parse_args(
-        ["--models-root", "~/mine", "--model", "runs/x", "--cache-models", "2", "--concurrency", "3"]))
-    assert settings.model_roots == [ROOT / "models", ROOT / "runs", Path("~/mine").expanduser(),
-                                    tmp_path / "a", tmp_path / "b"]
+    settings = Settings.from_args(
+        app.parser().parse_args(
+            ["--models-root", "~/mine", "--model", "runs/x", "--cache-models", "2", "--concurrency", "3"]
+        )
+    )
+    assert settings.model_roots == [
+        ROOT / "models",
+        ROOT / "runs",
+        Path("~/mine").expanduser(),
+        tmp_path / "a",
+        tmp_path / "b",
+    ]
     assert (settings.start_model, settings.cache_models, settings.concurrency) == ("runs/x", 2, 3)
 
 
 def test_every_event_has_an_api_name(app, client):
     names = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
-    expected = {"/fill_mask", "/words", "/mask_word", "/corrupt", "/next_sentence", "/attention", "/ablate",
-                "/bertviz", "/head_stats", "/answer", "/classify", "/training_curves", "/watch_learning", "/tokenize",
-                "/embeddings", "/model_info", "/add_model"}
+    expected = {
+        "/fill_mask",
+        "/words",
+        "/mask_word",
+        "/corrupt",
+        "/next_sentence",
+        "/attention",
+        "/ablate",
+        "/bertviz",
+        "/head_stats",
+        "/answer",
+        "/classify",
+        "/training_curves",
+        "/watch_learning",
+        "/tokenize",
+        "/embeddings",
+        "/model_info",
+        "/add_model",
+    }
     assert expected <= names, expected - names
 
 
 def test_default_models_serve_their_tabs(dash, app_models_root):
     assert dash.store.default_model("fill_mask") == BUNDLED
-    assert dash.store.default_model("answer") in (str(app_models_root / "tiny-squad"), "models/bert-lab-squad") or \
-        "squad" in dash.store.default_model("answer")
+    assert dash.store.default_model("answer") in (
+        str(app_models_root / "tiny-squad"),
+        "models/bert-lab-squad",
+    ) or "squad" in dash.store.default_model("answer")
     assert "sst2" in dash.store.default_model("classify")
 
 
 def test_fill_mask_good_input(client):
-    filled, bars, data, status = client.predict(BUNDLED, "the captain of the [MASK] looked at me .", 5, 1.0,
-                                                api_name="/fill_mask")
+    filled, bars, data, status = client.predict(
+        BUNDLED, "the captain of the [MASK] looked at me .", 5, 1.0, api_name="/fill_mask"
+    )
     assert status == "1 mask(s) predicted"
     guesses = [t for t in filled if t["class_or_confidence"] == "guess"]
     assert len(guesses) == 1 and guesses[0]["token"].strip()
-    (trace,) = plotly(bars)["data"]                              # five bars, drawn by the browser
+    (trace,) = plotly(bars)["data"]  # five bars, drawn by the browser
     assert len(trace["x"]) == 5 and trace["x"][0] == max(trace["x"])
     rows = csv_rows(data)
     assert len(rows) == 1 + 5 and [float(r[-1]) for r in rows[1:]] == pytest.approx(trace["x"], abs=1e-6)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "empty"),
-    ("   ", "empty"),
-    ("\x00\x01\x02", "empty"),
-    ("no mask here .", "no [MASK]"),
-    ("[MASK] " * 21, "at most 20"),
-    ("[CLS] [SEP]", "no [MASK]"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("\x00\x01\x02", "empty"),
+        ("no mask here .", "no [MASK]"),
+        ("[MASK] " * 21, "at most 20"),
+        ("[CLS] [SEP]", "no [MASK]"),
+    ],
+)
 def test_fill_mask_bad_input_gets_a_message(client, text, message):
     filled, bars, data, status = client.predict(BUNDLED, text, 5, 1.0, api_name="/fill_mask")
     assert filled is None and bars is None and data is None
@@ -183,7 +221,7 @@ def test_click_to_mask(client):
     assert text == "the [MASK] sat ." and "cat" in status
     text, status = client.predict("the cat sat .", 9, api_name="/mask_word")
     assert status.startswith("⚠️") and "4 words" in status
-    for index in (None, "two", 2**70, 1.5, -1):             # a clear message, never an internal error
+    for index in (None, "two", 2**70, 1.5, -1):  # a clear message, never an internal error
         text, status = client.predict("the cat sat .", index, api_name="/mask_word")
         assert status.startswith("⚠️ the word index") and "whole number" in status, (index, status)
 
@@ -192,14 +230,15 @@ def test_corruption_preview(client):
     text = "it was the best of times , it was the worst of times , it was the age of wisdom ."
     out, status = client.predict(BUNDLED, text, 3, api_name="/corrupt")
     again, _ = client.predict(BUNDLED, text, 3, api_name="/corrupt")
-    assert out == again                                     # the same seed, the same corruption
+    assert out == again  # the same seed, the same corruption
     chosen = [t for t in out if t["class_or_confidence"]]
     assert len(chosen) == int(status.split()[0]) >= 1
 
 
 def test_next_sentence(client):
-    label, status = client.predict(BUNDLED, "she opened the letter .", "it was from her sister .",
-                                   api_name="/next_sentence")
+    label, status = client.predict(
+        BUNDLED, "she opened the letter .", "it was from her sister .", api_name="/next_sentence"
+    )
     probs = {c["label"]: c["confidence"] for c in label["confidences"]}
     assert set(probs) == {"IsNext", "NotNext"} and abs(sum(probs.values()) - 1) < 1e-6
     label, status = client.predict(BUNDLED, "", "it was .", api_name="/next_sentence")
@@ -207,12 +246,13 @@ def test_next_sentence(client):
 
 
 def test_attention_and_bad_layer(client):
-    one, grid, table, tokens, data, status = client.predict(BUNDLED, "the cat sat on the mat .", "it was tired .",
-                                                             1, 1, api_name="/attention")
-    heat = plotly(one)["data"][0]                                # hover: query, key, weight
+    one, grid, table, tokens, data, status = client.predict(
+        BUNDLED, "the cat sat on the mat .", "it was tired .", 1, 1, api_name="/attention"
+    )
+    heat = plotly(one)["data"][0]  # hover: query, key, weight
     n = len([t for t in tokens if t["token"] != " "])
     assert len(heat["z"]) == n and "query" in heat["hovertemplate"] and "key" in heat["hovertemplate"]
-    assert len(plotly(grid)["data"]) == 2                        # the layer's two heads
+    assert len(plotly(grid)["data"]) == 2  # the layer's two heads
     assert len(csv_rows(data)) == 1 + n * n
     assert len(table["data"]) == 2 * 2 and table["headers"][:2] == ["layer", "head"]
     stats, data, status = client.predict(BUNDLED, "the cat sat on the mat .", "", api_name="/head_stats")
@@ -231,21 +271,22 @@ def test_ablation(client):
 def test_bertviz_html_is_in_an_iframe(client):
     frame, status = client.predict(BUNDLED, "the cat sat .", "", "head", api_name="/bertviz")
     assert frame.startswith("<iframe") and "srcdoc=" in frame and "offline" in status
-    assert "require.min.js" not in frame and "src=&quot;http" not in frame     # nothing from a CDN
+    assert "require.min.js" not in frame and "src=&quot;http" not in frame  # nothing from a CDN
     frame, status = client.predict(BUNDLED, "the cat sat .", "it purred .", "neuron", 1, 1, api_name="/bertviz")
     assert frame.startswith("<iframe") and "neuron view" in status and "src=&quot;http" not in frame
-    assert "&quot;queries&quot;" in frame                        # bertviz's neuron-view data, escaped in srcdoc
+    assert "&quot;queries&quot;" in frame  # bertviz's neuron-view data, escaped in srcdoc
     frame, status = client.predict(BUNDLED, "the cat sat .", "", "neuron", 9, 0, api_name="/bertviz")
     assert "layer" in status and "has 2" in status
 
 
 def test_question_answering(client, app_models_root):
-    context = "The Nautilus was built by Captain Nemo on a desert island. " * 40   # several windows
-    span, fig, table, data, status = client.predict(squad(app_models_root), "Who built the Nautilus?", context, 3,
-                                                    api_name="/answer")
+    context = "The Nautilus was built by Captain Nemo on a desert island. " * 40  # several windows
+    span, fig, table, data, status = client.predict(
+        squad(app_models_root), "Who built the Nautilus?", context, 3, api_name="/answer"
+    )
     answer = [t["token"] for t in span if t["class_or_confidence"] == "answer"]
     assert len(answer) == 1 and answer[0] in context
-    assert "".join(t["token"] for t in span) == context          # the whole context, in order
+    assert "".join(t["token"] for t in span) == context  # the whole context, in order
     assert len(table["data"]) == 3 and table["data"][0][1] == answer[0]
     assert "windows" in status and fig is not None
     *_, status = client.predict(squad(app_models_root), "", context, 3, api_name="/answer")
@@ -254,23 +295,35 @@ def test_question_answering(client, app_models_root):
     assert "context is empty" in status
 
 
-def test_question_answering_uses_the_models_own_windows_and_says_what_it_read(client, dash, app_models_root,
-                                                                              tmp_path_factory):
+def test_question_answering_uses_the_models_own_windows_and_says_what_it_read(
+    client, dash, app_models_root, tmp_path_factory
+):
     """A model's task_config.json (from finetune-qa) gives its window lengths and its training data;
     the status explains the [CLS] probability."""
     import shutil
+
     qa = app_models_root / "tiny-squad-v11"
     if not qa.exists():
         shutil.copytree(app_models_root / "tiny-squad", qa)
-        (qa / "task_config.json").write_text(json.dumps({
-            "task": "squad", "model": "/somewhere/bert-lab-classroom", "data": "/data/squad/dev-v1.1.json.zip",
-            "train_articles": 40, "max_seq_length": 32, "doc_stride": 8, "max_query_length": 8}))
+        (qa / "task_config.json").write_text(
+            json.dumps(
+                {
+                    "task": "squad",
+                    "model": "/somewhere/bert-lab-classroom",
+                    "data": "/data/squad/dev-v1.1.json.zip",
+                    "train_articles": 40,
+                    "max_seq_length": 32,
+                    "doc_stride": 8,
+                    "max_query_length": 8,
+                }
+            )
+        )
     lengths, trained = dash.tab("qa").training(str(qa))
     assert lengths == {"max_seq_length": 32, "doc_stride": 8, "max_query_length": 8}
     assert "bert-lab-classroom" in trained and "articles 1-40" in trained and "/somewhere" not in trained
     context = "The Nautilus was built by Captain Nemo on a desert island. " * 4
     *_, status = client.predict(str(qa), "Who built the Nautilus?", context, 3, api_name="/answer")
-    assert "windows" in status                      # 32-token windows: this context needs several
+    assert "windows" in status  # 32-token windows: this context needs several
     assert "P(start = [CLS])" in status and "articles 1-40" in status
 
 
@@ -297,13 +350,21 @@ def test_training_tab(client, app_models_root):
     # a tiny pre-training run inside a models root (runs/ is not in a fresh clone)
     from lab.pretrain import PretrainConfig, pretrain
     from lab.train import TrainConfig
+
     root = app_models_root
     corpus = root / "corpus.txt"
-    corpus.write_text("\n\n".join("\n".join(f"The word{(i * 7 + j) % 40} sat on the mat number {j}."
-                                            for j in range(12)) for i in range(8)) + "\n")
+    corpus.write_text(
+        "\n\n".join(
+            "\n".join(f"The word{(i * 7 + j) % 40} sat on the mat number {j}." for j in range(12)) for i in range(8)
+        )
+        + "\n"
+    )
     run = root / "tiny-run"
-    pretrain(str(corpus), PretrainConfig(preset="tiny", vocab_size=120, max_seq_length=32),
-             TrainConfig(out_dir=str(run), steps=4, batch_size=4, eval_every=0, progress=False))
+    pretrain(
+        str(corpus),
+        PretrainConfig(preset="tiny", vocab_size=120, max_seq_length=32),
+        TrainConfig(out_dir=str(run), steps=4, batch_size=4, eval_every=0, progress=False),
+    )
     fig, data, status = client.predict(str(run), "step", api_name="/training_curves")
     assert plotly(fig)["data"] and len(csv_rows(data)) > 1 and "records" in status
     table, status = client.predict(str(run), "the [MASK] sat on the mat .", api_name="/watch_learning")
@@ -321,20 +382,35 @@ def test_server_still_serves_after_everything(client):
 def test_each_tab_opens_with_its_example_computed_once(dash, app_models_root):
     """What a page computes when it opens: every tab's example (no error), cached for the next page."""
     store, links = dash.store, dash.ctx.links
-    defaults = [store.default_model("fill_mask"), "he opened the [MASK] .", store.default_model("next_sentence"),
-                "she sat down .", "she read .", store.default_model("attention"), "the cat sat .", "", 0, 0,
-                str(app_models_root / "tiny-squad"), "Who built it?", "Nemo built it.",
-                str(app_models_root / "tiny-sst2"), "a charming film .", ""]
+    defaults = [
+        store.default_model("fill_mask"),
+        "he opened the [MASK] .",
+        store.default_model("next_sentence"),
+        "she sat down .",
+        "she read .",
+        store.default_model("attention"),
+        "the cat sat .",
+        "",
+        0,
+        0,
+        str(app_models_root / "tiny-squad"),
+        "Who built it?",
+        "Nemo built it.",
+        str(app_models_root / "tiny-sst2"),
+        "a charming film .",
+        "",
+    ]
     views = links.opening_views(*defaults, "light")
     # the status of Masked LM, Next Sentence, Attention (its maps, then the head statistics), QA, Classify
     statuses = [views[i] for i in (3, 5, 11, 18, 20)]
     assert len(views) == 21 and all(s and not s.startswith("⚠️") for s in statuses), statuses
-    again = links.opening_views(*defaults, "light")              # the next page: from the cache
+    again = links.opening_views(*defaults, "light")  # the next page: from the cache
     assert all(a is b for a, b in zip(again, views))
 
 
 def test_help_where_students_look():
     from dashboard.help import HELP
+
     for tab, text in HELP.items():
         assert "What you are looking at" in text and ("Section" in text or "metrics.jsonl" in text), tab
     assert "Temperature" in HELP["mlm"] and "Entropy" in HELP["attention"]
@@ -344,8 +420,25 @@ def test_help_where_students_look():
 def test_a_shared_link_restores_the_tab_and_its_inputs(dash):
     from types import SimpleNamespace
     from urllib.parse import parse_qsl, urlsplit
-    values = ["models/bert-lab-classroom", "the [MASK] & the <sea>", None, "", "", "", "", "", 1, 0,
-              "minilm", "Who?", "Nemo did.", "", "", ""]
+
+    values = [
+        "models/bert-lab-classroom",
+        "the [MASK] & the <sea>",
+        None,
+        "",
+        "",
+        "",
+        "",
+        "",
+        1,
+        0,
+        "minilm",
+        "Who?",
+        "Nemo did.",
+        "",
+        "",
+        "",
+    ]
     links = dash.ctx.links
     url = links.share_link("qa", *values, request=SimpleNamespace(headers={"referer": "http://h:7860/?tab=mlm"}))
     assert url.startswith("http://h:7860/?tab=qa&")

@@ -4,6 +4,7 @@ page, escaping, confinement to the models roots, bad numbers, and the smaller on
 
 Models made here go into the session's temporary models root (conftest `app_models_root`).
 """
+
 import json
 import os
 import shutil
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.fixture(scope="module")
 def client(app_url):
     from gradio_client import Client
+
     return Client(app_url, verbose=False)
 
 
@@ -39,7 +41,7 @@ def test_1_a_damaged_model_is_refused_naming_what_is_missing(client, app_models_
     *_, status = client.predict(str(damaged), "he opened the [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert "damaged or partial" in status
     empty = copy_model(ROOT / BUNDLED, app_models_root / "empty-weights")
-    save_file({}, str(empty / "model.safetensors"))            # a valid file holding no tensors
+    save_file({}, str(empty / "model.safetensors"))  # a valid file holding no tensors
     _, status = client.predict(str(empty), api_name="/add_model")
     assert "damaged or partial" in status
 
@@ -59,7 +61,7 @@ def test_2_a_failed_add_keeps_the_menu_and_its_message(client, dash, app_models_
 def test_3_tokens_are_shown_apart(client):
     tokens, status = client.predict(BUNDLED, "The playing children were unbelievably happy.", api_name="/tokenize")
     shown = [t["token"] for t in tokens]
-    assert shown[0] == "[CLS]" and shown[1] == " "               # a space after every token
+    assert shown[0] == "[CLS]" and shown[1] == " "  # a space after every token
     assert all(shown[i] == " " for i in range(1, len(shown), 2))
     words = [t for t in shown if t != " "]
     assert "".join(words) != "".join(shown) and len(words) == int(status.split()[0])
@@ -68,6 +70,7 @@ def test_3_tokens_are_shown_apart(client):
 def test_4_the_80_10_10_colours_do_not_depend_on_the_seed(app, dash, app_models_root):
     """The legend's colours are fixed: [MASK] is the same colour for every seed."""
     from dashboard.help import CORRUPTION_COLORS
+
     demo = app.build(app_args(app, app_models_root))
     maps = [c.color_map for c in demo.blocks.values() if getattr(c, "label", "") and "15% chosen" in c.label]
     assert maps == [CORRUPTION_COLORS]
@@ -90,14 +93,15 @@ def test_5_wrong_sizes_fail_fast_and_the_failure_is_remembered(client, app_model
     assert "config.json does not match the weights" in status and time.perf_counter() - t0 < 4
     calls = []
     import lab.model_store
-    real_load = lab.model_store.load                              # what the model store loads with
+
+    real_load = lab.model_store.load  # what the model store loads with
     monkeypatch.setattr(lab.model_store, "load", lambda *a, **k: calls.append(a) or real_load(*a, **k))
     for _ in range(3):
         *_, again = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
         assert again == status
-    assert calls == []                                            # remembered: no new attempt
+    assert calls == []  # remembered: no new attempt
     config.update(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512)
-    (large / "config.json").write_text(json.dumps(config))        # fixed: its files changed
+    (large / "config.json").write_text(json.dumps(config))  # fixed: its files changed
     os.utime(large / "config.json", ns=(time.time_ns(), time.time_ns()))
     _, bars, _, status = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert bars and not status.startswith("⚠️") and len(calls) == 1
@@ -111,12 +115,15 @@ def test_6_training_tab_messages_use_relative_paths_and_suggest_nothing_harmful(
 
 def test_7_model_cards_render_safely():
     from dashboard.common import safe_card
-    card = safe_card("| field | value |\n|---|---|\n| a | b |\n\nNSP\n>= 90% is not met.\n"
-                         "![pixel](https://tracker.example/p.png) <img src=x onerror=alert(1)> <b>bold</b>")
-    assert "\n\\&gt;= 90%" in card                                  # not a quote: a sentence
+
+    card = safe_card(
+        "| field | value |\n|---|---|\n| a | b |\n\nNSP\n>= 90% is not met.\n"
+        "![pixel](https://tracker.example/p.png) <img src=x onerror=alert(1)> <b>bold</b>"
+    )
+    assert "\n\\&gt;= 90%" in card  # not a quote: a sentence
     assert "![" not in card and "[image: pixel](https://tracker.example/p.png)" in card
     assert "<img" not in card and "&lt;img src=x" in card and "<b>" not in card
-    for name in ("bert-lab-classroom", "bert-lab-sst2", "bert-lab-squad"):   # our own cards: a real header row
+    for name in ("bert-lab-classroom", "bert-lab-sst2", "bert-lab-squad"):  # our own cards: a real header row
         text = (ROOT / "models" / name / "README.md").read_text()
         assert "| | |" not in text, name
 
@@ -129,6 +136,7 @@ def test_8_user_and_model_text_is_escaped(client, app_models_root):
     _, status = client.predict("<img src=x onerror=alert(1)>", api_name="/add_model")
     assert "<img" not in status and "&lt;img" in status
     from dashboard.common import md_escape
+
     info = md_escape("![x](http://tracker/p.png) <b>name</b>")
     assert "![" not in info and "<b>" not in info
 
@@ -144,7 +152,7 @@ def test_9_files_of_a_model_folder_are_confined_to_the_roots(client, app_models_
 
 def test_10_none_wrong_types_and_huge_numbers_get_messages(client, dash):
     text = "it was the best of times , it was the worst of times ."
-    for seed in (None, 2**70, -3):                               # (the seed box rounds 1.5 itself)
+    for seed in (None, 2**70, -3):  # (the seed box rounds 1.5 itself)
         out, status = client.predict(BUNDLED, text, seed, api_name="/corrupt")
         assert status.startswith("⚠️ the seed") and "whole number" in status, (seed, status)
     *_, status = client.predict("m" * 5000, "a [MASK] .", 5, 1.0, api_name="/fill_mask")
@@ -158,7 +166,9 @@ def test_10_none_wrong_types_and_huge_numbers_get_messages(client, dash):
 
 def test_11_smaller_ones(client, app, app_models_root):
     # lowercase [mask] is a mask
-    filled, bars, _, status = client.predict(BUNDLED, "he opened the [mask] and walked in .", 5, 1.0, api_name="/fill_mask")
+    filled, bars, _, status = client.predict(
+        BUNDLED, "he opened the [mask] and walked in .", 5, 1.0, api_name="/fill_mask"
+    )
     assert bars and status == "1 mask(s) predicted"
     # a word-piece guess is marked as one
     assert {t["class_or_confidence"] for t in filled} <= {None, "guess", "guess (word piece)"}
@@ -171,8 +181,15 @@ def test_11_smaller_ones(client, app, app_models_root):
     demo = app.build(app_args(app, app_models_root))
     blocks = list(demo.blocks.values())
     import gradio as gr
+
     assert all(b.label for b in blocks if isinstance(b, gr.Plot))
-    submitted = {id(t) for dep in demo.fns.values() for t, event in getattr(dep, "targets", []) if event == "submit"
-                 for t in [demo.blocks.get(t)] if t is not None}
+    submitted = {
+        id(t)
+        for dep in demo.fns.values()
+        for t, event in getattr(dep, "targets", [])
+        if event == "submit"
+        for t in [demo.blocks.get(t)]
+        if t is not None
+    }
     boxes = [b for b in blocks if isinstance(b, gr.Textbox) and b.visible and b.interactive is not False]
     assert boxes and all(id(b) in submitted for b in boxes), [b.label for b in boxes if id(b) not in submitted]

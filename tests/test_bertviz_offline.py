@@ -6,6 +6,7 @@ every non-local request aborted and wait for bertviz's SVG (skipped when chromiu
 except under CI with BERT_LAB_REQUIRE_BROWSER=1, as tests/test_browser.py). The neuron view's
 queries and keys (explore.queries_and_keys) are checked against the model's own attention.
 """
+
 import json
 import math
 import re
@@ -19,7 +20,7 @@ import torch
 
 from lab import bertviz_offline, explore
 from tests.conftest import ROOT, chromium_browser
-from tests.test_explore import mlm  # noqa: F401  (the fixture: a tiny BertForPreTraining + tokenizer)
+from tests.test_explore import mlm_fixture  # noqa: F401  (registers the fixture `mlm`: a tiny BertForPreTraining + tokenizer)
 
 EVIL = "</script><img src=x onerror=alert(1)>"
 VIEWS = {"head": bertviz_offline.head_view_html, "model": bertviz_offline.model_view_html}
@@ -39,6 +40,7 @@ def evil_tokens(result):
 
 class Tags(HTMLParser):
     """Every start tag with its attributes, and the text of each <script>."""
+
     def __init__(self, page):
         super().__init__()
         self.tags, self.scripts, self._in_script = [], [], False
@@ -87,19 +89,20 @@ def test_page_inlines_d3_jquery_and_bertviz_script(result, view):
     assert d3.splitlines()[0] in page and jquery.splitlines()[0] in page
     assert d3[-2000:] in page and jquery[-2000:] in page
     import bertviz
+
     own = (Path(bertviz.__file__).parent / f"{view}_view.js").read_text()
-    assert own[-3000:] in page                       # bertviz's drawing code, unchanged
-    assert len(Tags(page).scripts) == 5              # error note, jQuery, d3, require shim, bertviz
+    assert own[-3000:] in page  # bertviz's drawing code, unchanged
+    assert len(Tags(page).scripts) == 5  # error note, jQuery, d3, require shim, bertviz
 
 
 @pytest.mark.parametrize("view", VIEWS)
 def test_page_carries_the_tokens_and_rounded_attention(result, view):
     page = VIEWS[view](result.attentions, result.tokens, result.sentence_b_start)
     params = page_params(page)
-    every = params["attention"][0]                   # "All"; then A->A, B->B, A->B, B->A
+    every = params["attention"][0]  # "All"; then A->A, B->B, A->B, B->A
     assert len(params["attention"]) == 5
     assert every["left_text"] == every["right_text"] == result.tokens
-    sent = torch.tensor(every["attn"], dtype=torch.float64)                      # (L, A, T, T)
+    sent = torch.tensor(every["attn"], dtype=torch.float64)  # (L, A, T, T)
     expected = torch.stack([a[0] for a in result.attentions]).double()
     assert sent.shape == expected.shape
     assert torch.allclose(sent, expected, atol=5e-4 + 1e-9)
@@ -115,10 +118,13 @@ def test_tokens_cannot_break_out_of_the_script(result, view):
     page = VIEWS[view](result.attentions, evil_tokens(result), result.sentence_b_start)
     assert EVIL not in page and "<img" not in page and "onerror=alert" in page
     parsed = Tags(page)
-    assert [t for t, _ in parsed.tags if t not in ("html", "head", "meta", "title", "body", "script",
-                                                   "div", "span", "select", "option")] == []
+    assert [
+        t
+        for t, _ in parsed.tags
+        if t not in ("html", "head", "meta", "title", "body", "script", "div", "span", "select", "option")
+    ] == []
     assert len(parsed.scripts) == 5
-    assert page_params(page)["attention"][0]["left_text"][2] == EVIL    # the same string to JS
+    assert page_params(page)["attention"][0]["left_text"][2] == EVIL  # the same string to JS
 
 
 def test_json_for_script_escapes_markup():
@@ -144,8 +150,9 @@ def fake_attention(layers, heads, tokens):
     return tuple(row for _ in range(layers)), [f"w{i}" for i in range(tokens)]
 
 
-@pytest.mark.parametrize("view, limit", [("head", bertviz_offline.HEAD_VIEW_LIMIT),
-                                         ("model", bertviz_offline.MODEL_VIEW_LIMIT)])
+@pytest.mark.parametrize(
+    "view, limit", [("head", bertviz_offline.HEAD_VIEW_LIMIT), ("model", bertviz_offline.MODEL_VIEW_LIMIT)]
+)
 def test_too_large_input_is_refused_with_the_limit(view, limit):
     # BERT-base's shape: 12 layers x 12 heads, 128 tokens = 2.4M weights
     attentions, tokens = fake_attention(12, 12, 128)
@@ -154,7 +161,7 @@ def test_too_large_input_is_refused_with_the_limit(view, limit):
     message = str(e.value)
     assert "12 layers x 12 heads x 128² tokens = 2,359,296" in message and "shorter text" in message
     fits = int(re.search(r"at most about (\d+) tokens", message).group(1))
-    assert 12 * 12 * fits ** 2 <= limit < 12 * 12 * (fits + 1) ** 2
+    assert 12 * 12 * fits**2 <= limit < 12 * 12 * (fits + 1) ** 2
     assert message.endswith("or the head view.") == (view == "model")
     # just under the limit is drawn
     attentions, tokens = fake_attention(12, 12, fits)
@@ -166,12 +173,15 @@ def test_limit_can_be_set(result):
         bertviz_offline.head_view_html(result.attentions, result.tokens, limit=100)
 
 
-@pytest.mark.parametrize("args, message", [
-    (lambda r: (r.attentions, r.tokens[:-1]), "T = "),
-    (lambda r: ((), r.tokens), "no attention maps"),
-    (lambda r: ([a[0] for a in r.attentions], r.tokens), r"\[1, heads, T, T\]"),
-    (lambda r: (r.attentions, r.tokens, len(r.tokens)), "sentence_b_start"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (lambda r: (r.attentions, r.tokens[:-1]), "T = "),
+        (lambda r: ((), r.tokens), "no attention maps"),
+        (lambda r: ([a[0] for a in r.attentions], r.tokens), r"\[1, heads, T, T\]"),
+        (lambda r: (r.attentions, r.tokens, len(r.tokens)), "sentence_b_start"),
+    ],
+)
 def test_bad_input_is_refused_with_a_message(result, args, message):
     with pytest.raises(ValueError, match=message):
         bertviz_offline.head_view_html(*args(result))
@@ -179,15 +189,18 @@ def test_bad_input_is_refused_with_a_message(result, args, message):
 
 def test_missing_package_names_what_to_install(monkeypatch, result):
     real = bertviz_offline.importlib.util.find_spec
-    monkeypatch.setattr(bertviz_offline.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "mpld3" else real(name, *a))
+    monkeypatch.setattr(
+        bertviz_offline.importlib.util, "find_spec", lambda name, *a: None if name == "mpld3" else real(name, *a)
+    )
     with pytest.raises(ModuleNotFoundError, match="pip install mpld3"):
         bertviz_offline.head_view_html(result.attentions, result.tokens)
 
 
 def test_core_import_needs_neither_bertviz_nor_its_libraries():
-    code = ("import sys, lab.bertviz_offline; "
-            "print([m for m in ('bertviz', 'mpld3', 'xstatic', 'IPython') if m in sys.modules])")
+    code = (
+        "import sys, lab.bertviz_offline; "
+        "print([m for m in ('bertviz', 'mpld3', 'xstatic', 'IPython') if m in sys.modules])"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -198,7 +211,7 @@ def test_core_import_needs_neither_bertviz_nor_its_libraries():
 def test_iframe_holds_the_page_escaped(result):
     page = bertviz_offline.head_view_html(result.attentions, evil_tokens(result))
     frame = bertviz_offline.iframe(page, 480)
-    (tag, attrs), = Tags(frame).tags                 # one element: nothing escaped the attribute
+    ((tag, attrs),) = Tags(frame).tags  # one element: nothing escaped the attribute
     assert tag == "iframe" and attrs["srcdoc"] == page
     assert attrs["sandbox"] == "allow-scripts" and "height:480px" in attrs["style"]
 
@@ -207,17 +220,20 @@ def test_frame_height_follows_the_tokens(result):
     attentions, _ = fake_attention(2, 4, 10)
     small = bertviz_offline.frame_height("head", attentions)
     assert 200 < small < bertviz_offline.frame_height("head", fake_attention(2, 4, 20)[0])
-    assert bertviz_offline.frame_height("model", fake_attention(12, 12, 200)[0]) == \
-        bertviz_offline.MAX_FRAME_HEIGHT
+    assert bertviz_offline.frame_height("model", fake_attention(12, 12, 200)[0]) == bertviz_offline.MAX_FRAME_HEIGHT
     with pytest.raises(ValueError, match="view must be"):
         bertviz_offline.frame_height("graph", attentions)
-    assert 200 < bertviz_offline.frame_height("neuron", attentions) < \
-        bertviz_offline.frame_height("neuron", fake_attention(2, 4, 20)[0])
+    assert (
+        200
+        < bertviz_offline.frame_height("neuron", attentions)
+        < bertviz_offline.frame_height("neuron", fake_attention(2, 4, 20)[0])
+    )
 
 
 @pytest.mark.parametrize("view", VIEWS)
 def test_show_displays_an_iframe_in_a_notebook(monkeypatch, result, view):
     import IPython.display
+
     shown = []
     monkeypatch.setattr(IPython.display, "display", shown.append)
     show = bertviz_offline.show_head_view if view == "head" else bertviz_offline.show_model_view
@@ -237,8 +253,9 @@ def qk(mlm):
 
 
 def neuron_page(r, tokens=None, **options):
-    return bertviz_offline.neuron_view_html(r.queries, r.keys, r.attentions, tokens or r.tokens,
-                                            r.sentence_b_start, **options)
+    return bertviz_offline.neuron_view_html(
+        r.queries, r.keys, r.attentions, tokens or r.tokens, r.sentence_b_start, **options
+    )
 
 
 def neuron_params(page: str) -> dict:
@@ -256,25 +273,26 @@ def test_queries_and_keys_reproduce_the_models_attention(mlm, qk, result):
     assert all(x.shape == (1, A, T, d) and x.dtype == torch.float32 for x in qk.queries + qk.keys)
     for l in range(L):
         assert torch.equal(qk.attentions[l], result.attentions[l])
-        q, k = qk.queries[l][0], qk.keys[l][0]                          # (A, T, d)
+        q, k = qk.queries[l][0], qk.keys[l][0]  # (A, T, d)
         # one unpadded text: the mask term is 0 everywhere
         scores = q @ k.transpose(-1, -2) / math.sqrt(d)
         assert torch.allclose(scores.softmax(-1), qk.attentions[l][0], atol=1e-6)
     # the vectors are the projections of the layer's input, head h = features h*d..(h+1)*d-1
     with torch.no_grad():
         enc = tok.encode("the cat sat on the mat .", "the dog ran .")
-        out = model.bert(torch.tensor([enc.input_ids]), torch.tensor([enc.token_type_ids]),
-                         output_hidden_states=True)
+        out = model.bert(torch.tensor([enc.input_ids]), torch.tensor([enc.token_type_ids]), output_hidden_states=True)
         for l, layer in enumerate(model.bert.encoder.layer):
-            x = out.hidden_states[l][0]                                   # (T, H) the input of layer l
+            x = out.hidden_states[l][0]  # (T, H) the input of layer l
             for h in range(A):
-                assert torch.allclose(qk.queries[l][0, h], layer.attention.self.query(x)[:, h * d:(h + 1) * d], atol=1e-6)
-                assert torch.allclose(qk.keys[l][0, h], layer.attention.self.key(x)[:, h * d:(h + 1) * d], atol=1e-6)
+                assert torch.allclose(
+                    qk.queries[l][0, h], layer.attention.self.query(x)[:, h * d : (h + 1) * d], atol=1e-6
+                )
+                assert torch.allclose(qk.keys[l][0, h], layer.attention.self.key(x)[:, h * d : (h + 1) * d], atol=1e-6)
 
 
 def test_queries_and_keys_leave_the_model_as_it_was(mlm):
     model, tok = mlm
-    model.train()                                        # dropout on: the result must still be eval's
+    model.train()  # dropout on: the result must still be eval's
     try:
         r = explore.queries_and_keys(model, tok, "the cat sat .")
         assert model.training
@@ -283,13 +301,16 @@ def test_queries_and_keys_leave_the_model_as_it_was(mlm):
     assert all(not m._forward_hooks for m in model.modules())
     assert r.sentence_b_start is None
     again = explore.queries_and_keys(model, tok, "the cat sat .")
-    assert all(torch.equal(a, b) for a, b in zip(r.queries + r.keys + r.attentions,
-                                                 again.queries + again.keys + again.attentions))
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(r.queries + r.keys + r.attentions, again.queries + again.keys + again.attentions)
+    )
 
 
 def test_queries_and_keys_from_many_threads_at_once(mlm):
     """The dashboard runs requests on one model concurrently: each gets its own text's vectors."""
     from concurrent.futures import ThreadPoolExecutor
+
     model, tok = mlm
     texts = ["the cat sat .", "the dog ran far away .", "a b c d e f g h .", "on the mat ."] * 4
     alone = {t: explore.queries_and_keys(model, tok, t) for t in set(texts)}
@@ -303,6 +324,7 @@ def test_queries_and_keys_from_many_threads_at_once(mlm):
 class ReplayModel:
     """Stands in for bertviz's patched model classes: its output's last element is, per layer,
     {"attn", "queries", "keys"} ([1, heads, T, T | d] each), here tensors computed beforehand."""
+
     def __init__(self, layers):
         self.layers = layers
 
@@ -319,15 +341,20 @@ def test_neuron_data_is_bertviz_own_format(mlm, qk):
     from types import SimpleNamespace
 
     from bertviz import neuron_view
+
     model, tok = mlm
-    stand_in = ReplayModel([{"attn": a, "queries": q, "keys": k}
-                            for a, q, k in zip(qk.attentions, qk.queries, qk.keys)])
-    tokenizer = SimpleNamespace(cls_token="[CLS]", sep_token="[SEP]", tokenize=tok.tokenize,
-                                convert_tokens_to_ids=tok.convert_tokens_to_ids)
-    theirs = neuron_view.get_attention(stand_in, "bert", tokenizer, "the cat sat on the mat .", "the dog ran .",
-                                       include_queries_and_keys=True)
-    ours = bertviz_offline.neuron_view_data(qk.queries, qk.keys, qk.attentions, qk.tokens, qk.sentence_b_start,
-                                            decimals=None)
+    stand_in = ReplayModel(
+        [{"attn": a, "queries": q, "keys": k} for a, q, k in zip(qk.attentions, qk.queries, qk.keys)]
+    )
+    tokenizer = SimpleNamespace(
+        cls_token="[CLS]", sep_token="[SEP]", tokenize=tok.tokenize, convert_tokens_to_ids=tok.convert_tokens_to_ids
+    )
+    theirs = neuron_view.get_attention(
+        stand_in, "bert", tokenizer, "the cat sat on the mat .", "the dog ran .", include_queries_and_keys=True
+    )
+    ours = bertviz_offline.neuron_view_data(
+        qk.queries, qk.keys, qk.attentions, qk.tokens, qk.sentence_b_start, decimals=None
+    )
     assert set(ours) == {"all", "aa", "bb", "ab", "ba"}
     assert ours == theirs
 
@@ -336,18 +363,27 @@ def test_neuron_data_blocks_hold_the_rounded_numbers(qk):
     data = bertviz_offline.neuron_view_data(qk.queries, qk.keys, qk.attentions, qk.tokens, qk.sentence_b_start)
     b, T = qk.sentence_b_start, len(qk.tokens)
     a_, b_ = slice(0, b), slice(b, T)
-    attn = torch.stack([x[0] for x in qk.attentions])                   # (L, A, T, T)
+    attn = torch.stack([x[0] for x in qk.attentions])  # (L, A, T, T)
     q, k = (torch.stack([x[0] for x in xs]) for xs in (qk.queries, qk.keys))
-    for name, rows, cols in (("all", slice(0, T), slice(0, T)), ("aa", a_, a_), ("bb", b_, b_),
-                             ("ab", a_, b_), ("ba", b_, a_)):
+    for name, rows, cols in (
+        ("all", slice(0, T), slice(0, T)),
+        ("aa", a_, a_),
+        ("bb", b_, b_),
+        ("ab", a_, b_),
+        ("ba", b_, a_),
+    ):
         block = data[name]
         assert block["left_text"] == qk.tokens[rows] and block["right_text"] == qk.tokens[cols]
         for key, expected in (("attn", attn[:, :, rows, cols]), ("queries", q[:, :, rows]), ("keys", k[:, :, cols])):
             sent = torch.tensor(block[key], dtype=torch.float64)
             assert sent.shape == expected.shape, (name, key)
             assert torch.allclose(sent, expected.double(), atol=5e-4 + 1e-9), (name, key)
-    single = bertviz_offline.neuron_view_data([x[..., :b, :] for x in qk.queries], [x[..., :b, :] for x in qk.keys],
-                                              [x[..., :b, :b] for x in qk.attentions], qk.tokens[:b])
+    single = bertviz_offline.neuron_view_data(
+        [x[..., :b, :] for x in qk.queries],
+        [x[..., :b, :] for x in qk.keys],
+        [x[..., :b, :b] for x in qk.attentions],
+        qk.tokens[:b],
+    )
     assert list(single) == ["all"]
 
 
@@ -369,17 +405,20 @@ def test_neuron_page_needs_no_network(qk):
 def test_neuron_page_runs_bertviz_script_with_the_data(qk):
     page = neuron_page(qk, layer=1, head=3)
     import bertviz
+
     own = (Path(bertviz.__file__).parent / "neuron_view.js").read_text()
-    assert own[-3000:] in page                       # bertviz's drawing code, unchanged
-    assert len(Tags(page).scripts) == 5              # error note, jQuery, d3, require shim, bertviz
+    assert own[-3000:] in page  # bertviz's drawing code, unchanged
+    assert len(Tags(page).scripts) == 5  # error note, jQuery, d3, require shim, bertviz
     params = neuron_params(page)
     assert params["layer"] == 1 and params["head"] == 3 and params["bidirectional"] is True
     assert params["display_mode"] == "light" and params["default_filter"] == "all"
     assert f'id="{params["root_div_id"]}"' in page and 'id="filter"' in page
-    assert params["attention"] == bertviz_offline.neuron_view_data(qk.queries, qk.keys, qk.attentions,
-                                                                   qk.tokens, qk.sentence_b_start)
+    assert params["attention"] == bertviz_offline.neuron_view_data(
+        qk.queries, qk.keys, qk.attentions, qk.tokens, qk.sentence_b_start
+    )
     # numpy integers (np.unravel_index) are accepted as layer and head
     import numpy as np
+
     assert neuron_params(neuron_page(qk, layer=np.int64(1), head=np.int64(0)))["layer"] == 1
 
 
@@ -388,8 +427,11 @@ def test_neuron_tokens_cannot_break_out_of_the_script(qk):
     page = neuron_page(qk, tokens)
     assert EVIL not in page and "<img" not in page and "onerror=alert" in page
     parsed = Tags(page)
-    assert [t for t, _ in parsed.tags if t not in ("html", "head", "meta", "title", "body", "script",
-                                                   "div", "span", "select", "option")] == []
+    assert [
+        t
+        for t, _ in parsed.tags
+        if t not in ("html", "head", "meta", "title", "body", "script", "div", "span", "select", "option")
+    ] == []
     assert len(parsed.scripts) == 5
     params = neuron_params(page)
     assert params["attention"]["all"]["left_text"][2] == EVIL == params["attention"]["aa"]["right_text"][2]
@@ -413,6 +455,7 @@ def test_neuron_view_too_large_is_refused_with_the_limit(pair):
 
     def numbers(t):
         return L * A * (2 * t * t + 6 * t * d if pair else t * t + 2 * t * d)
+
     assert numbers(fits) <= limit < numbers(fits + 1)
     # just under the limit is drawn
     attentions, tokens = fake_attention(L, A, fits)
@@ -432,31 +475,36 @@ def test_neuron_view_refuses_more_tokens_than_it_can_draw():
         bertviz_offline.neuron_view_html(vectors, vectors, attentions, tokens, max_tokens=20)
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(layer=2), r"layer must be one of 0\.\.1 \(this model has 2 layers\), got 2"),
-    (dict(head=-1), r"head must be one of 0\.\.3"),
-    (dict(head=1.0), r"head must be one of"),
-    (dict(display_mode="blue"), "display_mode"),
-    (dict(queries=lambda r: r.queries[:1]), r"1 layers of queries for 2 layers"),
-    (dict(keys=lambda r: [k[..., :4] for k in r.keys]), r"keys of layer 0 have shape \(1, 4, 14, 4\)"),
-    (dict(keys=lambda r: [k[:, :2] for k in r.keys]), r"\[1, 4, 14, d\]"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(layer=2), r"layer must be one of 0\.\.1 \(this model has 2 layers\), got 2"),
+        (dict(head=-1), r"head must be one of 0\.\.3"),
+        (dict(head=1.0), r"head must be one of"),
+        (dict(display_mode="blue"), "display_mode"),
+        (dict(queries=lambda r: r.queries[:1]), r"1 layers of queries for 2 layers"),
+        (dict(keys=lambda r: [k[..., :4] for k in r.keys]), r"keys of layer 0 have shape \(1, 4, 14, 4\)"),
+        (dict(keys=lambda r: [k[:, :2] for k in r.keys]), r"\[1, 4, 14, d\]"),
+    ],
+)
 def test_neuron_view_bad_input_is_refused_with_a_message(qk, change, message):
     change = dict(change)
-    vectors = {name: change.pop(name, lambda r: getattr(r, name))(qk) for name in ("queries", "keys")}
+    vectors = {name: change.pop(name)(qk) if name in change else getattr(qk, name) for name in ("queries", "keys")}
     with pytest.raises(ValueError, match=message):
-        bertviz_offline.neuron_view_html(vectors["queries"], vectors["keys"], qk.attentions, qk.tokens,
-                                         qk.sentence_b_start, **change)
+        bertviz_offline.neuron_view_html(
+            vectors["queries"], vectors["keys"], qk.attentions, qk.tokens, qk.sentence_b_start, **change
+        )
 
 
 def test_show_neuron_view_displays_an_iframe(monkeypatch, mlm):
     import IPython.display
+
     shown = []
     monkeypatch.setattr(IPython.display, "display", shown.append)
     model, tok = mlm
     assert bertviz_offline.show_neuron_view(model, tok, "the cat sat .", "the dog ran .", layer=1, head=2) is None
     (obj,) = shown
-    (tag, attrs), = Tags(obj.data).tags[1:]          # <div><iframe srcdoc=...></div>
+    ((tag, attrs),) = Tags(obj.data).tags[1:]  # <div><iframe srcdoc=...></div>
     assert tag == "iframe" and "cdnjs" not in obj.data
     params = neuron_params(attrs["srcdoc"])
     assert params["layer"] == 1 and params["head"] == 2 and set(params["attention"]) == {"all", "aa", "bb", "ab", "ba"}
@@ -486,6 +534,7 @@ def offline_page(browser):
         else:
             aborted.append(r.request.url)
             r.abort()
+
     page.route("**/*", route)
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
@@ -507,7 +556,7 @@ def test_view_draws_svg_with_the_network_blocked(browser, result, tmp_path, view
     # head view: every token twice (both sides); model view: the axis labels
     page.wait_for_function(SVG_DRAWN, arg=2 * len(tokens) if view == "head" else 4)
     assert aborted == [] and errors == [] and dialogs == []
-    if view == "head":            # the hostile token is drawn as text, and no <img> came of it
+    if view == "head":  # the hostile token is drawn as text, and no <img> came of it
         assert EVIL in page.locator("svg").first.text_content()
     assert page.locator("img").count() == 0
     page.close()
@@ -520,8 +569,9 @@ def test_view_draws_inside_a_sandboxed_srcdoc_iframe(browser, result, tmp_path):
     page_html = bertviz_offline.head_view_html(result.attentions, evil_tokens(result), result.sentence_b_start)
     height = bertviz_offline.frame_height("head", result.attentions)
     host = tmp_path / "host.html"
-    host.write_text(f"<!DOCTYPE html><html><body>{bertviz_offline.iframe(page_html, height)}</body></html>",
-                    encoding="utf-8")
+    host.write_text(
+        f"<!DOCTYPE html><html><body>{bertviz_offline.iframe(page_html, height)}</body></html>", encoding="utf-8"
+    )
     page, aborted, errors, dialogs = offline_page(browser)
     page.goto(host.as_uri())
     frame = page.frame_locator("iframe")
@@ -540,9 +590,11 @@ def test_bertviz_own_page_is_blank_offline(browser, result, tmp_path):
     """The control: bertviz's own page, under the same blocking, asks the CDN and draws nothing
     (so the tests above see the network blocked, and the offline page is what makes it draw)."""
     import bertviz
+
     path = tmp_path / "bertviz.html"
-    path.write_text(bertviz.head_view(list(result.attentions), result.tokens, html_action="return").data,
-                    encoding="utf-8")
+    path.write_text(
+        bertviz.head_view(list(result.attentions), result.tokens, html_action="return").data, encoding="utf-8"
+    )
     page, aborted, errors, dialogs = offline_page(browser)
     page.goto(path.as_uri())
     page.wait_for_timeout(500)
@@ -568,11 +620,13 @@ def test_neuron_view_draws_svg_with_the_network_blocked(browser, qk, tmp_path):
     assert page.locator("img").count() == 0
     i = 3
     page.locator("#collapsed #leftText text").nth(i).hover()
-    page.locator("#collapsed #leftText g").nth(i).locator("rect").last.click(force=True)   # the + sign
+    page.locator("#collapsed #leftText g").nth(i).locator("rect").last.click(force=True)  # the + sign
     page.locator("#expanded #leftText text").nth(i).hover()
     assert page.locator("#expanded").get_attribute("visibility") == "visible"
-    shown = [float(v) for v in page.locator("#dotproducts rect").evaluate_all(
-        "rects => rects.map(r => r.getAttribute('data-value'))")]
+    shown = [
+        float(v)
+        for v in page.locator("#dotproducts rect").evaluate_all("rects => rects.map(r => r.getAttribute('data-value'))")
+    ]
     data = neuron_params(path.read_text(encoding="utf-8"))["attention"]["all"]
     q, k = torch.tensor(data["queries"][1][2][i]), torch.tensor(data["keys"][1][2])
     expected = (k @ q / math.sqrt(q.shape[-1])).tolist()

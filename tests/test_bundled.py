@@ -5,6 +5,7 @@ Each models/<name>/ holds metrics.json: {"evaluations": [{"args": [...], "metric
 the `python -m lab eval` arguments (DATA stands for the data folder, ../shared/data) and what
 they printed when the model was made; the model card (README.md) shows the same numbers.
 """
+
 import json
 
 import pytest
@@ -14,8 +15,11 @@ from lab.__main__ import main
 from tests.conftest import ROOT, SHARED_DATA
 
 MODELS = sorted(p for p in (ROOT / "models").iterdir() if (p / "config.json").is_file())
-EXPECTED_CLASS = {"classroom": lab.BertForPreTraining, "sst2": lab.BertForSequenceClassification,
-                  "squad": lab.BertForQuestionAnswering}
+EXPECTED_CLASS = {
+    "classroom": lab.BertForPreTraining,
+    "sst2": lab.BertForSequenceClassification,
+    "squad": lab.BertForQuestionAnswering,
+}
 
 
 def test_the_bundled_models_are_there_and_small():
@@ -36,7 +40,7 @@ def test_each_bundled_model_loads_and_has_a_card(model_dir):
         assert section in card.lower(), f"{model_dir.name}/README.md says nothing about {section}"
     recorded = json.loads((model_dir / "metrics.json").read_text())["evaluations"]
     assert recorded
-    for entry in recorded:                          # the card shows the recorded figures
+    for entry in recorded:  # the card shows the recorded figures
         for key, value in entry["metrics"].items():
             if key in ("mlm_acc", "mlm_acc_masked", "nsp_acc", "accuracy", "exact_match", "f1"):
                 assert f"{100 * value:.1f}" in card, f"{model_dir.name}: {key} {100 * value:.1f} not in its card"

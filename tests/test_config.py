@@ -1,16 +1,24 @@
 """BertConfig: presets, validation, config.json round trip, labels as transformers keeps them."""
+
 import json
 
 import pytest
 
-from lab import BertConfig, PRESETS
+from lab import PRESETS, BertConfig
 
 
 def test_presets_have_googles_shapes():
-    shapes = {n: (c.num_hidden_layers, c.hidden_size, c.num_attention_heads)
-              for n in PRESETS for c in [BertConfig.preset(n)]}
-    assert shapes == {"tiny": (2, 128, 2), "mini": (4, 256, 4), "small": (4, 512, 8),
-                      "medium": (8, 512, 8), "base": (12, 768, 12), "large": (24, 1024, 16)}
+    shapes = {
+        n: (c.num_hidden_layers, c.hidden_size, c.num_attention_heads) for n in PRESETS for c in [BertConfig.preset(n)]
+    }
+    assert shapes == {
+        "tiny": (2, 128, 2),
+        "mini": (4, 256, 4),
+        "small": (4, 512, 8),
+        "medium": (8, 512, 8),
+        "base": (12, 768, 12),
+        "large": (24, 1024, 16),
+    }
     assert all(BertConfig.preset(n).intermediate_size == 4 * BertConfig.preset(n).hidden_size for n in PRESETS)
     assert BertConfig.preset("mini", vocab_size=8192).vocab_size == 8192
     with pytest.raises(ValueError, match="unknown preset 'huge'"):
@@ -31,17 +39,24 @@ def test_labels_inferred_like_transformers():
     assert BertConfig(label2id={"a": 0, "b": 1, "c": 2}).id2label == {0: "a", 1: "b", 2: "c"}
     assert BertConfig.from_dict({"num_labels": 5}).num_labels == 5
     # unknown transformers keys are ignored
-    assert BertConfig.from_dict({"hidden_size": 64, "num_attention_heads": 4, "use_cache": True,
-                                 "transformers_version": "5.0"}).hidden_size == 64
+    assert (
+        BertConfig.from_dict(
+            {"hidden_size": 64, "num_attention_heads": 4, "use_cache": True, "transformers_version": "5.0"}
+        ).hidden_size
+        == 64
+    )
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(hidden_size=100, num_attention_heads=12), "divisible by num_attention_heads"),
-    (dict(vocab_size=0), "vocab_size must be a positive integer"),
-    (dict(hidden_act="swish"), "hidden_act"),
-    (dict(hidden_dropout_prob=1.5), "hidden_dropout_prob"),
-    (dict(pad_token_id=40000), "pad_token_id"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(hidden_size=100, num_attention_heads=12), "divisible by num_attention_heads"),
+        (dict(vocab_size=0), "vocab_size must be a positive integer"),
+        (dict(hidden_act="swish"), "hidden_act"),
+        (dict(hidden_dropout_prob=1.5), "hidden_dropout_prob"),
+        (dict(pad_token_id=40000), "pad_token_id"),
+    ],
+)
 def test_validation_messages(kwargs, message):
     with pytest.raises(ValueError, match=message):
         BertConfig(**kwargs)

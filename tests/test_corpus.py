@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.corpus import (Document, detect_format, main, read_documents, split_documents,
-                        split_sentences)
+from lab.corpus import Document, detect_format, main, read_documents, split_documents, split_sentences
 from lab.datasets import data_dir, resolve_corpus
 
 
@@ -103,11 +102,22 @@ def test_gutenberg_file_bom_crlf_frame_chapters_wrapping_italics(tmp_path):
         '"Is it you?" said Mr. Bennet.',
         '"It is I," said she.',
     ]
-    assert docs[2].sentences == ["It was a very cold night; the wind blew hard.",
-                                 "Dr. J. R. Smith stayed in."]
+    assert docs[2].sentences == ["It was a very cold night; the wind blew hard.", "Dr. J. R. Smith stayed in."]
     text = " ".join(all_sentences(docs))
-    for leak in ("Gutenberg", "START OF", "END OF", "Release Date", "Produced by", "WARRANTY",
-                 "Illustration", "GEORGE ALLEN", "1894", "\ufeff", "\r", "_"):
+    for leak in (
+        "Gutenberg",
+        "START OF",
+        "END OF",
+        "Release Date",
+        "Produced by",
+        "WARRANTY",
+        "Illustration",
+        "GEORGE ALLEN",
+        "1894",
+        "\ufeff",
+        "\r",
+        "_",
+    ):
         assert leak not in text
     assert report.documents == 3 and report.sentences == 7
 
@@ -155,15 +165,14 @@ No one would have believed it.
 def test_plain_headings_start_documents_and_are_not_sentences(tmp_path):
     docs = read_documents(write(tmp_path / "novel.txt", PLAIN), format="plain")
     assert [d.title for d in docs] == [
-        "MY NOVEL / VOLUME I / CHAPTER I",         # stacked headings: one document
-        "Chapter 12",                              # "Chapter 12" with its text right below
+        "MY NOVEL / VOLUME I / CHAPTER I",  # stacked headings: one document
+        "Chapter 12",  # "Chapter 12" with its text right below
         "CHAPTER XLII. The Whiteness of the Whale",
         "CHAPTER 57. Of Whales in Paint; in Teeth; in Wood; in Sheet-Iron; in Stone; "
-        "in Mountains; in Stars.",                 # a wrapped chapter title
+        "in Mountains; in Stars.",  # a wrapped chapter title
         "BOOK ONE / THE COMING OF THE MARTIANS",
     ]
-    assert docs[0].sentences == ["It was a dark night.", "The rain fell.",
-                                 '"THERE SHE BLOWS!"', "(AHAB TO HIMSELF.)"]
+    assert docs[0].sentences == ["It was a dark night.", "The rain fell.", '"THERE SHE BLOWS!"', "(AHAB TO HIMSELF.)"]
     assert docs[1].sentences == ["He walked home.", "It was late."]
     assert docs[4].sentences == ["No one would have believed it."]
     assert [d.source for d in docs] == [f"novel.txt#{i}" for i in range(5)]
@@ -173,21 +182,22 @@ def test_plain_without_headings_is_one_document(tmp_path):
     text = "A first paragraph,\nwrapped at print width.\n\nA second one. It has two sentences.\n"
     docs = read_documents(write(tmp_path / "p.txt", text))
     assert len(docs) == 1 and docs[0].title == ""
-    assert docs[0].sentences == ["A first paragraph, wrapped at print width.",
-                                 "A second one.", "It has two sentences."]
+    assert docs[0].sentences == ["A first paragraph, wrapped at print width.", "A second one.", "It has two sentences."]
 
 
-WIKITEXT = """ 
- = Robert Boulter = 
- 
- Robert Boulter is an English film , television and theatre actor . He had a guest @-@ starring role in 2000 . 
- = = Career = = 
- 
- = = = 2000 – 2005 = = = 
- He was paid 1 @,@ 000 pounds , or 3 @.@ 5 times more , as " Craig " in " Teddy 's Story " . It was n't bad . 
- = Du Fu = 
- Du Fu was a Chinese poet ( 712 – 770 ) . 
-"""
+# WikiText's raw layout, spaces included: every line starts with a space and ends with " \n"
+WIKITEXT = (
+    " \n"
+    " = Robert Boulter = \n"
+    " \n"
+    " Robert Boulter is an English film , television and theatre actor . He had a guest @-@ starring role in 2000 . \n"
+    " = = Career = = \n"
+    " \n"
+    " = = = 2000 – 2005 = = = \n"
+    ' He was paid 1 @,@ 000 pounds , or 3 @.@ 5 times more , as " Craig " in " Teddy \'s Story " . It was n\'t bad . \n'
+    " = Du Fu = \n"
+    " Du Fu was a Chinese poet ( 712 – 770 ) . \n"
+)
 
 
 def test_wikitext_titles_subheadings_and_detokenisation(tmp_path):
@@ -227,21 +237,27 @@ def test_google_sentence_format(tmp_path):
     assert len(plain) == 1 and len(plain[0].sentences) == 5
 
 
-@pytest.mark.parametrize("text, expected", [
-    (GUTENBERG, "gutenberg"),
-    ("no start marker\n*** END OF THE PROJECT GUTENBERG EBOOK X ***\n", "gutenberg"),
-    (WIKITEXT, "wikitext"),
-    (SENTENCES, "sentences"),
-    (PLAIN, "plain"),
-    # wrapped prose: lines end mid-sentence and often start in lowercase
-    ("It was the best of times, it was\nthe worst of times. It was the age\nof wisdom.\n\n"
-     "It was the epoch of belief, it was\nthe epoch of incredulity.\n", "plain"),
-    # unwrapped paragraphs, one per line, blank lines between: paragraphs, not documents
-    ("First paragraph. It has two sentences.\n\nSecond one. Also two.\n\nThird. Yes.\n", "plain"),
-    # one paragraph per line, no blank lines: several sentences per line -> plain
-    ("One. Two. Three.\nFour. Five. Six.\nSeven. Eight.\n", "plain"),
-    ("Just one line.\n", "plain"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (GUTENBERG, "gutenberg"),
+        ("no start marker\n*** END OF THE PROJECT GUTENBERG EBOOK X ***\n", "gutenberg"),
+        (WIKITEXT, "wikitext"),
+        (SENTENCES, "sentences"),
+        (PLAIN, "plain"),
+        # wrapped prose: lines end mid-sentence and often start in lowercase
+        (
+            "It was the best of times, it was\nthe worst of times. It was the age\nof wisdom.\n\n"
+            "It was the epoch of belief, it was\nthe epoch of incredulity.\n",
+            "plain",
+        ),
+        # unwrapped paragraphs, one per line, blank lines between: paragraphs, not documents
+        ("First paragraph. It has two sentences.\n\nSecond one. Also two.\n\nThird. Yes.\n", "plain"),
+        # one paragraph per line, no blank lines: several sentences per line -> plain
+        ("One. Two. Three.\nFour. Five. Six.\nSeven. Eight.\n", "plain"),
+        ("Just one line.\n", "plain"),
+    ],
+)
 def test_detect_format(text, expected):
     assert detect_format(text.replace("\r\n", "\n").lstrip("\ufeff")) == expected
 
@@ -254,6 +270,7 @@ def test_unknown_format_is_rejected(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # Robustness
 # ---------------------------------------------------------------------------------------------
+
 
 def test_missing_path_names_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.txt"):
@@ -301,7 +318,7 @@ def test_latin1_file_is_decoded_as_an_8bit_encoding(tmp_path):
 
 def test_stray_bad_bytes_in_utf8_are_replaced_and_counted(tmp_path):
     path = tmp_path / "mixed.txt"
-    path.write_bytes("A naïve café.\nSecond line".encode("utf-8") + b"\xff" + b" ends here.\n")
+    path.write_bytes("A naïve café.\nSecond line".encode() + b"\xff" + b" ends here.\n")
     docs, report = read_documents(path, report=True)
     assert report.decode_replacements == 1 and not report.legacy_decoded
     assert all_sentences(docs) == ["A naïve café.", "Second line\ufffd ends here."]
@@ -322,7 +339,7 @@ def test_short_documents_are_skipped_and_counted(tmp_path, caplog):
     assert report.skipped_documents == 1 and report.skipped_sentences == 1
     assert report.documents == 2 and report.sentences == 4
     assert "1 short documents skipped" in report.summary()
-    assert "1 short documents skipped" in caplog.text             # the logged one-line summary
+    assert "1 short documents skipped" in caplog.text  # the logged one-line summary
     with pytest.raises(ValueError, match="fewer than 5 sentences"):
         read_documents(path, format="sentences", min_sentences=5)
 
@@ -341,44 +358,52 @@ def test_folder_is_read_recursively_in_sorted_order(tmp_path):
 # Sentence splitter
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("paragraph, expected", [
-    ("Mr. Bennet came. He sat down.", ["Mr. Bennet came.", "He sat down."]),
-    ("Mrs. Smith met Dr. Jones at St. Paul's. They talked.",
-     ["Mrs. Smith met Dr. Jones at St. Paul's.", "They talked."]),
-    ("Prof. Capt. Col. Gen. Lt. Rev. Hon. Ms. Jr. Sr. all came. Yes.",
-     ["Prof. Capt. Col. Gen. Lt. Rev. Hon. Ms. Jr. Sr. all came.", "Yes."]),
-    ("J. R. Smith wrote it. M. Aronnax read it.", ["J. R. Smith wrote it.", "M. Aronnax read it."]),
-    ("J.R.R. Tolkien wrote it. It sold.", ["J.R.R. Tolkien wrote it.", "It sold."]),
-    ('"Stop!" she said. He stopped.', ['"Stop!" she said.', "He stopped."]),
-    ('"Stop!" He stopped.', ['"Stop!"', "He stopped."]),
-    ('He asked, "Why?" Nobody knew.', ['He asked, "Why?"', "Nobody knew."]),
-    ("(He left.) She stayed.", ["(He left.)", "She stayed."]),
-    ("Wait... what is that? A whale!", ["Wait... what is that?", "A whale!"]),
-    ("He paused... Then he ran.", ["He paused...", "Then he ran."]),
-    ("He paused… Then he ran.", ["He paused…", "Then he ran."]),
-    ("the great day. . . . And strangest of all.",
-     ["the great day. . . .", "And strangest of all."]),
-    ("It cost 3.5 pounds. Cheap!", ["It cost 3.5 pounds.", "Cheap!"]),
-    ("Really? Yes! Good.", ["Really?", "Yes!", "Good."]),
-    ("Oh! how happy we were.", ["Oh! how happy we were."]),
-    ("What?! No way.", ["What?!", "No way."]),
-    ("She was happy; he was not; they parted.", ["She was happy; he was not; they parted."]),
-    ("Give it up--Sub-Subs! For by how much the more.",
-     ["Give it up--Sub-Subs!", "For by how much the more."]),
-    ("I—I cannot. No.", ["I—I cannot.", "No."]),
-    ("See p. 5 and No. 12 and Vol. II for details. Then stop.",
-     ["See p. 5 and No. 12 and Vol. II for details.", "Then stop."]),
-    ("He said no. Then he left.", ["He said no.", "Then he left."]),
-    ("Fruit, e.g. apples, i.e. Cox. Good ones.", ["Fruit, e.g. apples, i.e. Cox.", "Good ones."]),
-    ("Pens, ink, etc. The rest was paper.", ["Pens, ink, etc.", "The rest was paper."]),
-    ("Arsenal vs. Chelsea was dull.", ["Arsenal vs. Chelsea was dull."]),
-    ('"Yes," said I. Then we left.', ['"Yes," said I.', "Then we left."]),
-    ("The war began in 1914. 1915 was worse.", ["The war began in 1914.", "1915 was worse."]),
-    ("  Hello   world.\n  Bye.  ", ["Hello world.", "Bye."]),
-    ("A sentence without an end", ["A sentence without an end"]),
-    ("", []),
-    ("   \n ", []),
-])
+
+@pytest.mark.parametrize(
+    "paragraph, expected",
+    [
+        ("Mr. Bennet came. He sat down.", ["Mr. Bennet came.", "He sat down."]),
+        (
+            "Mrs. Smith met Dr. Jones at St. Paul's. They talked.",
+            ["Mrs. Smith met Dr. Jones at St. Paul's.", "They talked."],
+        ),
+        (
+            "Prof. Capt. Col. Gen. Lt. Rev. Hon. Ms. Jr. Sr. all came. Yes.",
+            ["Prof. Capt. Col. Gen. Lt. Rev. Hon. Ms. Jr. Sr. all came.", "Yes."],
+        ),
+        ("J. R. Smith wrote it. M. Aronnax read it.", ["J. R. Smith wrote it.", "M. Aronnax read it."]),
+        ("J.R.R. Tolkien wrote it. It sold.", ["J.R.R. Tolkien wrote it.", "It sold."]),
+        ('"Stop!" she said. He stopped.', ['"Stop!" she said.', "He stopped."]),
+        ('"Stop!" He stopped.', ['"Stop!"', "He stopped."]),
+        ('He asked, "Why?" Nobody knew.', ['He asked, "Why?"', "Nobody knew."]),
+        ("(He left.) She stayed.", ["(He left.)", "She stayed."]),
+        ("Wait... what is that? A whale!", ["Wait... what is that?", "A whale!"]),
+        ("He paused... Then he ran.", ["He paused...", "Then he ran."]),
+        ("He paused… Then he ran.", ["He paused…", "Then he ran."]),
+        ("the great day. . . . And strangest of all.", ["the great day. . . .", "And strangest of all."]),
+        ("It cost 3.5 pounds. Cheap!", ["It cost 3.5 pounds.", "Cheap!"]),
+        ("Really? Yes! Good.", ["Really?", "Yes!", "Good."]),
+        ("Oh! how happy we were.", ["Oh! how happy we were."]),
+        ("What?! No way.", ["What?!", "No way."]),
+        ("She was happy; he was not; they parted.", ["She was happy; he was not; they parted."]),
+        ("Give it up--Sub-Subs! For by how much the more.", ["Give it up--Sub-Subs!", "For by how much the more."]),
+        ("I—I cannot. No.", ["I—I cannot.", "No."]),
+        (
+            "See p. 5 and No. 12 and Vol. II for details. Then stop.",
+            ["See p. 5 and No. 12 and Vol. II for details.", "Then stop."],
+        ),
+        ("He said no. Then he left.", ["He said no.", "Then he left."]),
+        ("Fruit, e.g. apples, i.e. Cox. Good ones.", ["Fruit, e.g. apples, i.e. Cox.", "Good ones."]),
+        ("Pens, ink, etc. The rest was paper.", ["Pens, ink, etc.", "The rest was paper."]),
+        ("Arsenal vs. Chelsea was dull.", ["Arsenal vs. Chelsea was dull."]),
+        ('"Yes," said I. Then we left.', ['"Yes," said I.', "Then we left."]),
+        ("The war began in 1914. 1915 was worse.", ["The war began in 1914.", "1915 was worse."]),
+        ("  Hello   world.\n  Bye.  ", ["Hello world.", "Bye."]),
+        ("A sentence without an end", ["A sentence without an end"]),
+        ("", []),
+        ("   \n ", []),
+    ],
+)
 def test_split_sentences(paragraph, expected):
     assert split_sentences(paragraph) == expected
 
@@ -386,6 +411,7 @@ def test_split_sentences(paragraph, expected):
 # ---------------------------------------------------------------------------------------------
 # Held-out split
 # ---------------------------------------------------------------------------------------------
+
 
 def _docs(n: int) -> list[Document]:
     return [Document(source=f"d#{i}", sentences=[f"Sentence {i}."]) for i in range(n)]
@@ -402,10 +428,21 @@ def test_split_documents_is_deterministic_disjoint_and_ordered():
     assert split_documents(docs, held_out=0.05, seed=1)[1] != held
 
 
-@pytest.mark.parametrize("n, held_out, expected_held", [
-    (0, 0.02, 0), (1, 0.02, 0), (2, 0.02, 1), (3, 0.02, 1), (4, 0.02, 2), (10, 0.02, 2), (10, 0.5, 5), (10, 0.0, 0),
-    (10, 3, 3), (3, 10, 2),
-])
+@pytest.mark.parametrize(
+    "n, held_out, expected_held",
+    [
+        (0, 0.02, 0),
+        (1, 0.02, 0),
+        (2, 0.02, 1),
+        (3, 0.02, 1),
+        (4, 0.02, 2),
+        (10, 0.02, 2),
+        (10, 0.5, 5),
+        (10, 0.0, 0),
+        (10, 3, 3),
+        (3, 10, 2),
+    ],
+)
 def test_split_documents_sizes(n, held_out, expected_held):
     train, held = split_documents(_docs(n), held_out=held_out)
     assert len(held) == expected_held and len(train) == n - expected_held
@@ -421,14 +458,15 @@ def test_split_documents_rejects_bad_fractions(bad):
 # Command line: python -m lab.corpus
 # ---------------------------------------------------------------------------------------------
 
+
 def test_main_summarises_a_path_and_a_catalog_name(tmp_path, monkeypatch, capsys):
     path = write(tmp_path / "s.txt", SENTENCES)
     assert main([str(path), "--show", "1"]) == 0
     out = capsys.readouterr().out
     assert "s.txt#0" in out and "| This is the first sentence of doc one." in out
-    assert "Mr. Smith" not in out                               # --show 1: one sentence each
+    assert "Mr. Smith" not in out  # --show 1: one sentence each
 
-    data = tmp_path / "data"                                    # a catalog name, resolved
+    data = tmp_path / "data"  # a catalog name, resolved
     write(data / "wikitext-2-raw" / "wiki.test.raw", WIKITEXT)  # by lab.datasets (no network)
     monkeypatch.setenv("BERT_LAB_DATA", str(data))
     assert main(["wikitext-2", "--split", "test"]) == 0
@@ -444,8 +482,7 @@ def test_main_summarises_a_path_and_a_catalog_name(tmp_path, monkeypatch, capsys
 SHARED_DATA = data_dir() or Path("no data folder: set BERT_LAB_DATA")
 
 
-@pytest.mark.skipif(not (SHARED_DATA / "novels" / "mobydick.txt").exists(),
-                    reason=f"no real data at {SHARED_DATA}")
+@pytest.mark.skipif(not (SHARED_DATA / "novels" / "mobydick.txt").exists(), reason=f"no real data at {SHARED_DATA}")
 def test_real_novels_and_wikitext(monkeypatch):
     monkeypatch.setenv("BERT_LAB_DATA", str(SHARED_DATA))
     start = time.perf_counter()
@@ -454,19 +491,29 @@ def test_real_novels_and_wikitext(monkeypatch):
     text = " ".join(all_sentences(moby))
     # (The transcriber's note inside the frame, "...one from Project Gutenberg's archives",
     # is part of the book as distributed and stays.)
-    for leak in ("The Project Gutenberg EBook", "Project Gutenberg License", "Gutenberg-tm",
-                 "START OF THIS", "END OF THIS", "Posting Date", "EBook #2701",
-                 "LIMITED WARRANTY", "www.gutenberg.org", "\ufeff", "\r"):
+    for leak in (
+        "The Project Gutenberg EBook",
+        "Project Gutenberg License",
+        "Gutenberg-tm",
+        "START OF THIS",
+        "END OF THIS",
+        "Posting Date",
+        "EBook #2701",
+        "LIMITED WARRANTY",
+        "www.gutenberg.org",
+        "\ufeff",
+        "\r",
+    ):
         assert leak not in text
     assert moby[1].title == "CHAPTER 1. Loomings." and moby[1].sentences[0] == "Call me Ishmael."
-    assert 130 <= len(moby) <= 140                             # 135 chapters + front + epilogue
+    assert 130 <= len(moby) <= 140  # 135 chapters + front + epilogue
 
     docs, report = read_documents(resolve_corpus("novels"), report=True)
     assert not report.files_skipped and len(report.files_read) == 10
-    assert len(docs) > 100 * 4                                  # chapters of ten novels
-    assert 40_000 < report.sentences < 90_000                   # ~1.28M words, ~20 words each
+    assert len(docs) > 100 * 4  # chapters of ten novels
+    assert 40_000 < report.sentences < 90_000  # ~1.28M words, ~20 words each
     lengths = sorted(len(s.split()) for s in all_sentences(docs))
-    assert 8 <= lengths[len(lengths) // 2] <= 30                # median words per sentence
+    assert 8 <= lengths[len(lengths) // 2] <= 30  # median words per sentence
 
     wiki = read_documents(resolve_corpus("wikitext-2", split="test"))
     assert 55 <= len(wiki) <= 65 and wiki[0].title == "Robert Boulter"

@@ -19,9 +19,19 @@ from pathlib import Path
 import pytest
 
 from lab import datasets
-from lab.datasets import (CATALOG, CatalogEntry, ChecksumError, DownloadError, RemoteFile,
-                          data_dir, default_cache_dir, fetch, find_data, is_shared,
-                          resolve_corpus)
+from lab.datasets import (
+    CATALOG,
+    CatalogEntry,
+    ChecksumError,
+    DownloadError,
+    RemoteFile,
+    data_dir,
+    default_cache_dir,
+    fetch,
+    find_data,
+    is_shared,
+    resolve_corpus,
+)
 
 WIKITEXT = " = Robert Boulter = \n Robert Boulter is an actor . He had a role in 2000 . \n"
 
@@ -44,14 +54,15 @@ def _zip_bytes(members: dict[str, str]) -> bytes:
 # The catalog
 # ---------------------------------------------------------------------------------------------
 
+
 def test_catalog_lists_the_corpora_the_lab_uses():
     assert set(CATALOG) == {"novels", "wikitext-2", "wikitext-103", "squad-v1.1", "sst2"}
     novel_urls = [f.url for f in CATALOG["novels"].files]
     assert novel_urls[0] == "https://www.gutenberg.org/cache/epub/1342/pg1342.txt"
-    assert [int(u.rsplit("/pg", 1)[1][:-4]) for u in novel_urls] == [
-        1342, 158, 161, 141, 121, 105, 2701, 1400, 36, 164]
+    assert [int(u.rsplit("/pg", 1)[1][:-4]) for u in novel_urls] == [1342, 158, 161, 141, 121, 105, 2701, 1400, 36, 164]
     assert CATALOG["wikitext-2"].files[0].url == (
-        "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-raw-v1.zip")
+        "https://s3.amazonaws.com/research.metamind.io/wikitext/wikitext-2-raw-v1.zip"
+    )
     assert CATALOG["wikitext-103"].splits["test"] == "wikitext-103-raw/wiki.test.raw"
     assert {f.name for f in CATALOG["squad-v1.1"].files} == {"train-v1.1.json", "dev-v1.1.json"}
     assert CATALOG["sst2"].files[0].url == "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip"
@@ -62,8 +73,9 @@ def test_catalog_lists_the_corpora_the_lab_uses():
 # The local data folder and the cache
 # ---------------------------------------------------------------------------------------------
 
+
 def test_data_dir_is_bert_lab_data_when_set_and_only_it(tmp_path, monkeypatch):
-    shared = tmp_path / "shared" / "data"                       # beside a fake repository
+    shared = tmp_path / "shared" / "data"  # beside a fake repository
     shared.mkdir(parents=True)
     monkeypatch.setattr(datasets, "__file__", str(tmp_path / "repo" / "lab" / "datasets.py"))
     own = tmp_path / "mine"
@@ -71,7 +83,7 @@ def test_data_dir_is_bert_lab_data_when_set_and_only_it(tmp_path, monkeypatch):
     monkeypatch.setenv("BERT_LAB_DATA", str(own))
     assert data_dir() == own
     monkeypatch.setenv("BERT_LAB_DATA", str(tmp_path / "absent"))
-    assert data_dir() is None                                   # no fallback to ../shared/data
+    assert data_dir() is None  # no fallback to ../shared/data
 
 
 def test_data_dir_without_env_is_shared_data_beside_the_repository(tmp_path, monkeypatch):
@@ -101,7 +113,7 @@ def test_find_data_and_is_shared(tmp_path, monkeypatch):
     assert is_shared(data / "sst2" / ".." / "sst2")
     assert not is_shared(fallback) and not is_shared(tmp_path)
     monkeypatch.setenv("BERT_LAB_DATA", str(tmp_path / "absent"))
-    assert not is_shared(data / "sst2" / "train.tsv")           # no data folder at all
+    assert not is_shared(data / "sst2" / "train.tsv")  # no data folder at all
 
 
 def test_default_cache_dir_honours_environment(monkeypatch, tmp_path):
@@ -115,8 +127,9 @@ def test_default_cache_dir_honours_environment(monkeypatch, tmp_path):
 # Download + cache (local HTTP server and file:// only)
 # ---------------------------------------------------------------------------------------------
 
+
 class _Handler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):                  # keep pytest's output clean
+    def log_message(self, *args):  # keep pytest's output clean
         pass
 
     def do_GET(self):
@@ -132,8 +145,7 @@ def server(tmp_path, monkeypatch):
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     www = tmp_path / "www"
     www.mkdir()
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(_Handler, directory=str(www)))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(www)))
     httpd.requests = []
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
@@ -146,8 +158,9 @@ def server(tmp_path, monkeypatch):
 
 
 def _entry(url: str, name: str = "tiny", sha256: str | None = None, **kw) -> CatalogEntry:
-    return CatalogEntry(name=name, description="test corpus",
-                        files=(RemoteFile(f"{url}/book.txt", "book.txt", sha256=sha256),), **kw)
+    return CatalogEntry(
+        name=name, description="test corpus", files=(RemoteFile(f"{url}/book.txt", "book.txt", sha256=sha256),), **kw
+    )
 
 
 def test_fetch_downloads_once_and_records_checksum_on_first_use(server, tmp_path):
@@ -180,8 +193,7 @@ def test_fetch_downloads_once_and_records_checksum_on_first_use(server, tmp_path
     (folder / "book.txt").unlink()
     fetch(_entry(url), cache_dir=cache, progress=False)
     assert requests == ["/book.txt", "/book.txt"]
-    assert (folder / "book.txt.sha256").read_text().split()[0] == (
-        hashlib.sha256(b"changed upstream").hexdigest())
+    assert (folder / "book.txt.sha256").read_text().split()[0] == (hashlib.sha256(b"changed upstream").hexdigest())
 
 
 def test_a_cached_file_without_sidecar_is_recorded_then_verified(server, tmp_path):
@@ -201,8 +213,8 @@ def test_fetch_verifies_a_catalog_checksum(server, tmp_path):
     good = _entry(url, sha256=hashlib.sha256(content).hexdigest())
     folder = fetch(good, cache_dir=tmp_path / "ok", progress=False)
     assert (folder / "book.txt").read_bytes() == content
-    assert not (folder / "book.txt.sha256").exists()           # the catalog is the reference
-    (folder / "book.txt").write_bytes(b"corrupted")             # a cached file is checked too
+    assert not (folder / "book.txt.sha256").exists()  # the catalog is the reference
+    (folder / "book.txt").write_bytes(b"corrupted")  # a cached file is checked too
     with pytest.raises(ChecksumError, match="the catalog says"):
         fetch(good, cache_dir=tmp_path / "ok", progress=False)
 
@@ -212,7 +224,7 @@ def test_fetch_verifies_a_catalog_checksum(server, tmp_path):
         fetch(bad, cache_dir=cache, progress=False)
     message = str(err.value)
     assert f"{url}/book.txt" in message and "0" * 64 in message
-    assert list((cache / "tiny").iterdir()) == []              # no corrupt file, no temp file
+    assert list((cache / "tiny").iterdir()) == []  # no corrupt file, no temp file
 
 
 def _closed_port() -> int:
@@ -224,26 +236,26 @@ def _closed_port() -> int:
 def test_failed_download_names_the_url_and_suggests_a_local_path(server, tmp_path):
     url, _, _ = server
     with pytest.raises(DownloadError) as err:
-        fetch(_entry(url), cache_dir=tmp_path / "c", progress=False)   # www/book.txt: 404
+        fetch(_entry(url), cache_dir=tmp_path / "c", progress=False)  # www/book.txt: 404
     message = str(err.value)
     assert f"{url}/book.txt" in message and "404" in message
     assert "local path" in message and "BERT_LAB_DATA" in message
     assert list((tmp_path / "c" / "tiny").iterdir()) == []
 
-    nobody = f"http://127.0.0.1:{_closed_port()}"                      # connection refused
+    nobody = f"http://127.0.0.1:{_closed_port()}"  # connection refused
     with pytest.raises(OSError, match=f"could not download {nobody}/book.txt"):
         fetch(_entry(nobody), cache_dir=tmp_path / "c", progress=False)
 
 
 def test_fetch_with_file_url(tmp_path):
     source = write(tmp_path / "src" / "book.txt", "Local file. Fetched by URL.\n")
-    entry = CatalogEntry(name="local", description="",
-                         files=(RemoteFile(source.as_uri(), "book.txt"),))
+    entry = CatalogEntry(name="local", description="", files=(RemoteFile(source.as_uri(), "book.txt"),))
     folder = fetch(entry, cache_dir=tmp_path / "cache", progress=False)
     assert (folder / "book.txt").read_bytes() == source.read_bytes()
     assert (folder / "book.txt.sha256").exists()
-    missing = CatalogEntry(name="gone", description="",
-                           files=(RemoteFile((tmp_path / "nope.txt").as_uri(), "nope.txt"),))
+    missing = CatalogEntry(
+        name="gone", description="", files=(RemoteFile((tmp_path / "nope.txt").as_uri(), "nope.txt"),)
+    )
     with pytest.raises(DownloadError, match="nope.txt"):
         fetch(missing, cache_dir=tmp_path / "cache", progress=False)
 
@@ -252,10 +264,9 @@ def test_progress_bar_is_shown_on_stderr(server, tmp_path, capsys):
     url, www, _ = server
     (www / "book.txt").write_bytes(b"x" * 5000)
     fetch(_entry(url), cache_dir=tmp_path / "cache", progress=True)
-    assert "100%" in capsys.readouterr().err                   # tqdm, through pooch
+    assert "100%" in capsys.readouterr().err  # tqdm, through pooch
     (www / "other.txt").write_bytes(b"y" * 5000)
-    quiet = CatalogEntry(name="quiet", description="",
-                         files=(RemoteFile(f"{url}/other.txt", "other.txt"),))
+    quiet = CatalogEntry(name="quiet", description="", files=(RemoteFile(f"{url}/other.txt", "other.txt"),))
     fetch(quiet, cache_dir=tmp_path / "cache", progress=False)
     assert "100%" not in capsys.readouterr().err
 
@@ -264,26 +275,35 @@ def test_progress_bar_is_shown_on_stderr(server, tmp_path, capsys):
 # resolve_corpus
 # ---------------------------------------------------------------------------------------------
 
+
 def test_zip_corpus_is_extracted_and_resolved_by_split(server, tmp_path, monkeypatch):
     url, www, requests = server
-    (www / "wt.zip").write_bytes(_zip_bytes({
-        "wt-raw/wiki.train.raw": WIKITEXT, "wt-raw/wiki.test.raw": " = Only = \n Test text . \n"}))
+    (www / "wt.zip").write_bytes(
+        _zip_bytes({"wt-raw/wiki.train.raw": WIKITEXT, "wt-raw/wiki.test.raw": " = Only = \n Test text . \n"})
+    )
     splits = {"train": "wt-raw/wiki.train.raw", "test": "wt-raw/wiki.test.raw"}
-    entry = CatalogEntry(name="wt", description="", default_split="train", splits=splits,
-                         files=(RemoteFile(f"{url}/wt.zip", "wt.zip",
-                                           members=tuple(splits.values())),),
-                         local={"test": ("wt-raw/wiki.test.raw",)}, format="wikitext")
+    entry = CatalogEntry(
+        name="wt",
+        description="",
+        default_split="train",
+        splits=splits,
+        files=(RemoteFile(f"{url}/wt.zip", "wt.zip", members=tuple(splits.values())),),
+        local={"test": ("wt-raw/wiki.test.raw",)},
+        format="wikitext",
+    )
     monkeypatch.setitem(CATALOG, "wt", entry)
     (tmp_path / "empty").mkdir()
-    monkeypatch.setenv("BERT_LAB_DATA", str(tmp_path / "empty"))     # no local copy
+    monkeypatch.setenv("BERT_LAB_DATA", str(tmp_path / "empty"))  # no local copy
     monkeypatch.setenv("BERT_LAB_CACHE", str(tmp_path / "cache"))
     path = resolve_corpus("wt", split="test", progress=False)
     assert path == tmp_path / "cache" / "wt" / "wt-raw" / "wiki.test.raw"
     assert path.read_text() == " = Only = \n Test text . \n"
-    assert resolve_corpus("wt", progress=False).name == "wiki.train.raw"    # default split
+    assert resolve_corpus("wt", progress=False).name == "wiki.train.raw"  # default split
     assert requests == ["/wt.zip"]
     assert sorted(p.name for p in (tmp_path / "cache" / "wt" / "wt-raw").iterdir()) == [
-        "wiki.test.raw", "wiki.train.raw"]                                 # no temp files left
+        "wiki.test.raw",
+        "wiki.train.raw",
+    ]  # no temp files left
     with pytest.raises(ValueError, match="no split 'valid'; its splits: train, test"):
         resolve_corpus("wt", split="valid")
 
@@ -291,6 +311,7 @@ def test_zip_corpus_is_extracted_and_resolved_by_split(server, tmp_path, monkeyp
 def test_resolve_corpus_paths_names_and_bert_lab_data(tmp_path, monkeypatch):
     def no_network(*args, **kwargs):
         raise AssertionError("resolve_corpus must not download here")
+
     monkeypatch.setattr(datasets, "fetch", no_network)
     # An existing path comes back as is, even one named like a catalog corpus.
     local = write(tmp_path / "mine.txt", "Hi.")
@@ -309,7 +330,7 @@ def test_resolve_corpus_paths_names_and_bert_lab_data(tmp_path, monkeypatch):
     (data / "squad" / "dev-v1.1.json.zip").write_bytes(_zip_bytes({"dev-v1.1.json": "{}"}))
     (data / "novels").mkdir()
     monkeypatch.setenv("BERT_LAB_DATA", str(data))
-    monkeypatch.chdir(data / "squad")                          # no ./novels here
+    monkeypatch.chdir(data / "squad")  # no ./novels here
     assert resolve_corpus("wikitext-2", split="test") == data / "wikitext-2-raw" / "wiki.test.raw"
     assert resolve_corpus("sst2", split="dev") == data / "sst2" / "dev.tsv"
     assert resolve_corpus("squad-v1.1", split="dev") == data / "squad" / "dev-v1.1.json.zip"
@@ -325,9 +346,10 @@ def test_resolve_corpus_explains_a_missing_local_split(tmp_path, monkeypatch):
 
     def offline(entry, cache_dir=None, progress=True):
         raise DownloadError(f"could not download {entry.files[0].url}: offline")
+
     monkeypatch.setattr(datasets, "fetch", offline)
     with pytest.raises(DownloadError) as err:
-        resolve_corpus("wikitext-2")                            # default split: train
+        resolve_corpus("wikitext-2")  # default split: train
     assert "wikitext-2-raw/wiki.train.raw" in str(err.value) and "'train'" in str(err.value)
     monkeypatch.setenv("BERT_LAB_DATA", str(tmp_path / "absent"))
     with pytest.raises(DownloadError, match="absent is not a folder"):

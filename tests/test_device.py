@@ -1,4 +1,5 @@
 """Device, precision and process set-up (lab/device.py)."""
+
 import pytest
 import torch
 

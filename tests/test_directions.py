@@ -1,4 +1,5 @@
 """lab.directions: visibility masks, encoding under a direction, influence, attention maps."""
+
 import pytest
 import torch
 
@@ -6,8 +7,12 @@ import lab
 from lab import directions
 from tests.conftest import tiny_config
 
-TEXT = ["the cat sat on the mat .", "the dog ran in the park .", "a bird sang in the tree .",
-        "the sun was warm and the sky was blue ."]
+TEXT = [
+    "the cat sat on the mat .",
+    "the dog ran in the park .",
+    "a bird sang in the tree .",
+    "the sun was warm and the sky was blue .",
+]
 
 
 @pytest.fixture(scope="module")
@@ -18,8 +23,9 @@ def tok():
 @pytest.fixture(scope="module")
 def mlm(tok):
     torch.manual_seed(0)
-    return lab.BertForMaskedLM(tiny_config(vocab_size=tok.vocab_size, hidden_dropout_prob=0.0,
-                                           attention_probs_dropout_prob=0.0)).eval()
+    return lab.BertForMaskedLM(
+        tiny_config(vocab_size=tok.vocab_size, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    ).eval()
 
 
 def test_visibility_masks():
@@ -39,7 +45,7 @@ def test_direction_mask_combines_direction_and_padding():
     mask = directions.direction_mask(ids, "left_to_right", padding)
     assert mask.shape == (2, 3, 3) and mask.dtype == torch.bool
     assert mask[0].tolist() == directions.visibility_mask(3, "left_to_right").tolist()
-    assert mask[1].int().tolist() == [[1, 0, 0], [1, 1, 0], [1, 1, 0]]     # the padded key is hidden
+    assert mask[1].int().tolist() == [[1, 0, 0], [1, 1, 0], [1, 1, 0]]  # the padded key is hidden
     with pytest.raises(ValueError, match="direction"):
         directions.direction_mask(ids, "sideways")
 
@@ -57,11 +63,11 @@ def test_encode_bidirectional_is_the_models_own_forward(mlm):
 def test_left_to_right_is_causal_and_equals_running_each_prefix(mlm):
     ids = torch.randint(5, mlm.config.vocab_size, (1, 8))
     out = directions.encode(mlm, ids, "left_to_right", output_attentions=True)
-    for a in out.attentions:                         # no weight on the future
+    for a in out.attentions:  # no weight on the future
         assert torch.all(a[0].triu(diagonal=1) == 0)
-    for t in range(1, 9):                            # position t-1 only depends on the prefix:
-        prefix = directions.encode(mlm, ids[:, :t], "left_to_right").last_hidden_state   # (1, t, H)
-        assert torch.allclose(out.last_hidden_state[0, :t], prefix[0], atol=1e-5)         # the future changes nothing
+    for t in range(1, 9):  # position t-1 only depends on the prefix:
+        prefix = directions.encode(mlm, ids[:, :t], "left_to_right").last_hidden_state  # (1, t, H)
+        assert torch.allclose(out.last_hidden_state[0, :t], prefix[0], atol=1e-5)  # the future changes nothing
     # (a bidirectional run of the prefix differs: with 2 layers, earlier positions saw each other)
     # right-to-left mirrors it: changing the first token changes no other position's output
     other = ids.clone()
@@ -90,4 +96,4 @@ def test_directional_attention(tok, mlm):
     result = directions.directional_attention(mlm, tok, ids, "left_to_right")
     assert len(result.tokens) == 7 and result.attentions[0].shape == (1, 4, 7, 7)
     stats = result.head_stats()
-    assert stats["next"].max() == 0                  # a left-to-right head never looks ahead
+    assert stats["next"].max() == 0  # a left-to-right head never looks ahead

@@ -12,6 +12,7 @@ f-string or a string literal of three words or more; an `if`/`for` block counts 
 statement in it does that. Such cells carry the metadata {"jupyter": {"source_hidden": true}}
 (JupyterLab collapses the code and keeps the output prose); no other cell hides its source.
 """
+
 import ast
 import re
 from pathlib import Path
@@ -29,7 +30,7 @@ MAX_README_LINES = 300
 PROSE_MIN_LINES = 8
 DIARY = ("tried and dropped", "the issue asked", "missed", "as the issue measured", "not yet the targets")
 
-LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")      # [text](target) and ![alt](target)
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")  # [text](target) and ![alt](target)
 HTML_REF = re.compile(r"""(?:src|href)=["']([^"']+)["']""")
 
 
@@ -50,7 +51,9 @@ def relative_targets(text: str) -> list[str]:
 # ------------------------------------------------------------------------------------------------
 def test_readme_is_a_short_map():
     lines = README.read_text().splitlines()
-    assert len(lines) <= MAX_README_LINES, f"README.md has {len(lines)} lines (at most {MAX_README_LINES}): move detail to docs/"
+    assert len(lines) <= MAX_README_LINES, (
+        f"README.md has {len(lines)} lines (at most {MAX_README_LINES}): move detail to docs/"
+    )
 
 
 def test_readme_keeps_the_two_commands_ci_runs():
@@ -64,8 +67,15 @@ def test_readme_keeps_the_two_commands_ci_runs():
 def test_readme_links_to_the_docs_pages_and_they_exist():
     targets = relative_targets(README.read_text())
     pages = {t.split("#")[0] for t in targets if t.startswith("docs/") and t.split("#")[0].endswith(".md")}
-    for page in ("docs/dashboard.md", "docs/pretraining.md", "docs/fine-tuning.md", "docs/performance.md",
-                 "docs/teaching/lesson-plan.md", "docs/teaching/worksheet.md", "docs/teaching/prompts.md"):
+    for page in (
+        "docs/dashboard.md",
+        "docs/pretraining.md",
+        "docs/fine-tuning.md",
+        "docs/performance.md",
+        "docs/teaching/lesson-plan.md",
+        "docs/teaching/worksheet.md",
+        "docs/teaching/prompts.md",
+    ):
         assert page in pages, f"README.md does not link to {page}"
     for page in pages:
         assert (ROOT / page).is_file(), f"README.md links to {page}, which does not exist"
@@ -82,8 +92,10 @@ def test_every_relative_link_and_image_resolves(md):
 
 
 def test_relative_targets_finds_links_and_skips_code_and_urls():
-    text = ("see [a](docs/a.md) and ![b](docs/images/b.png), <img src=\"c.png\">, [web](https://x.org), "
-            "[top](#tour), `[code](not/a/link.md)`\n```\n[fenced](no.md)\n```")
+    text = (
+        'see [a](docs/a.md) and ![b](docs/images/b.png), <img src="c.png">, [web](https://x.org), '
+        "[top](#tour), `[code](not/a/link.md)`\n```\n[fenced](no.md)\n```"
+    )
     assert relative_targets(text) == ["docs/a.md", "docs/images/b.png", "c.png"]
 
 
@@ -113,7 +125,7 @@ def opening_lines(card: Path, n: int = 2) -> list[str]:
     """The first n non-blank lines after the title."""
     lines = [line for line in card.read_text().splitlines() if line.strip()]
     assert lines and lines[0].startswith("# "), f"{card} has no title"
-    return lines[1:1 + n]
+    return lines[1 : 1 + n]
 
 
 @pytest.mark.parametrize("card", CARDS, ids=lambda p: p.parent.name)
@@ -123,11 +135,13 @@ def test_model_card_opens_with_plain_lines(card):
     assert len(opening) == 2
     for line in opening:
         assert not line.startswith(("#", "|", "-", "*", ">", "```", "    ")), f"{card}: not a plain line: {line!r}"
-        assert "`" not in line and "python " not in line and "--" not in line, \
+        assert "`" not in line and "python " not in line and "--" not in line, (
             f"{card}: the opening lines are for a class, no code or commands: {line!r}"
+        )
     text = " ".join(opening).lower()
-    assert "good at" in text and any(w in text for w in ("bad at", "weak at", "poor at")), \
+    assert "good at" in text and any(w in text for w in ("bad at", "weak at", "poor at")), (
         f"{card}: say what it is good and bad at"
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -135,8 +149,9 @@ def test_model_card_opens_with_plain_lines(card):
 # ------------------------------------------------------------------------------------------------
 def _parse(source: str) -> ast.Module:
     # IPython magics and shell lines are not Python: blank them out
-    return ast.parse("\n".join("#" + line if line.lstrip().startswith(("%", "!")) else line
-                               for line in source.splitlines()))
+    return ast.parse(
+        "\n".join("#" + line if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+    )
 
 
 def _called(node, name: str) -> bool:
@@ -151,9 +166,13 @@ def _shows_markdown(stmt) -> bool:
 
 
 def _has_prose(stmt) -> bool:
-    return any(isinstance(node, ast.JoinedStr)
-               or isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value.split()) >= 3
-               for node in ast.walk(stmt))
+    return any(
+        isinstance(node, ast.JoinedStr)
+        or isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and len(node.value.split()) >= 3
+        for node in ast.walk(stmt)
+    )
 
 
 def _written(stmt) -> set[str]:
@@ -162,8 +181,12 @@ def _written(stmt) -> set[str]:
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and node.func.attr in ("append", "extend") and isinstance(node.func.value, ast.Name)):
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "extend")
+            and isinstance(node.func.value, ast.Name)
+        ):
             names.add(node.func.value.id)
     return names
 
@@ -183,8 +206,11 @@ def _leaves(stmt):
 def _assembles_text(stmt, wanted: set[str]) -> bool:
     if isinstance(stmt, (ast.If, ast.For)):
         return all(_has_prose(leaf) and _written(leaf) & wanted for leaf in _leaves(stmt))
-    return isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr)) and \
-        _has_prose(stmt) and bool(_written(stmt) & wanted)
+    return (
+        isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr))
+        and _has_prose(stmt)
+        and bool(_written(stmt) & wanted)
+    )
 
 
 def prose_block(source: str) -> list[ast.stmt]:
@@ -208,15 +234,21 @@ def is_prose_only(source: str) -> bool:
 
 
 def test_prose_only_definition():
-    prose = "x = measure()\n" + "lines = [f\"it was {x} today\"]\n" + "lines.append(f\"and {x} more words\")\n" * 6 \
-        + "Markdown(\"\\n\".join(lines))\n"
+    prose = (
+        "x = measure()\n"
+        + 'lines = [f"it was {x} today"]\n'
+        + 'lines.append(f"and {x} more words")\n' * 6
+        + 'Markdown("\\n".join(lines))\n'
+    )
     assert is_prose_only(prose)
-    computing = "x = measure()\n" * 9 + "Markdown(f\"it was {x} today and more\")\n"
+    computing = "x = measure()\n" * 9 + 'Markdown(f"it was {x} today and more")\n'
     assert not is_prose_only(computing)
-    no_markdown = "lines = [f\"it was {x} today\"]\n" * 9 + "print(lines)\n"
+    no_markdown = 'lines = [f"it was {x} today"]\n' * 9 + "print(lines)\n"
     assert not is_prose_only(no_markdown)
-    loop_that_computes = ("lines = []\nfor m in models:\n    r = evaluate(m)\n    lines.append(f\"{m} scores {r} here\")\n"
-                          * 3 + "Markdown(\"\\n\".join(lines))\n")
+    loop_that_computes = (
+        'lines = []\nfor m in models:\n    r = evaluate(m)\n    lines.append(f"{m} scores {r} here")\n' * 3
+        + 'Markdown("\\n".join(lines))\n'
+    )
     assert not is_prose_only(loop_that_computes)
 
 
@@ -234,6 +266,10 @@ def test_prose_only_cells_are_collapsed_and_no_others(path):
 
 
 def test_some_notebook_cells_are_prose_only():
-    count = sum(is_prose_only(c.source) for nb in NOTEBOOKS for c in nbformat.read(nb, as_version=4).cells
-                if c.cell_type == "code")
+    count = sum(
+        is_prose_only(c.source)
+        for nb in NOTEBOOKS
+        for c in nbformat.read(nb, as_version=4).cells
+        if c.cell_type == "code"
+    )
     assert count >= 3, count

@@ -5,6 +5,7 @@ CSV holds what is drawn; themes, focus and downloads work.
 The hand-built results and the tiny model are tests/test_plots.py's, so both kinds of figure
 are checked on the same inputs.
 """
+
 import base64
 import copy
 import csv
@@ -24,11 +25,18 @@ import pytest
 
 from lab import explore, figure_data, figures, plots
 from tests.conftest import ROOT
-from tests.test_plots import (ablation_result, answer_result, attention_result, bars, embedding_result,
-                              image_axes, stats_of, tiny)  # noqa: F401  (tiny: a fixture)
+from tests.test_plots import (
+    ablation_result,
+    answer_result,
+    attention_result,
+    bars,
+    embedding_result,
+    image_axes,  # noqa: F401  (tiny: a fixture)
+    stats_of,
+)
 
-EVIL = "<img src=x>"                                   # a token that would be HTML if not escaped
-FILL = [[("cat", 0.5), ("##ing", 0.2), (EVIL, 0.1)], [("a", 0.9), ("b", 0.05)]]   # two [MASK]s
+EVIL = "<img src=x>"  # a token that would be HTML if not escaped
+FILL = [[("cat", 0.5), ("##ing", 0.2), (EVIL, 0.1)], [("a", 0.9), ("b", 0.05)]]  # two [MASK]s
 
 
 def hand_built(kind: str):
@@ -42,16 +50,42 @@ def hand_built(kind: str):
     abl = ablation_result(L=3, A=4)
     abl.tokens[1] = EVIL
     records = [{"split": "train", "step": 10 * s, "time": 60.0 * s, "mlm_loss": 5.0 - s} for s in range(1, 4)]
-    records += [{"split": "eval", "step": 30, "time": 180.0, "mlm_loss": 2.5, "nsp_loss": 0.6,
-                 "mlm_acc": 0.3, "mlm_acc_masked": 0.25, "nsp_acc": 0.7}]
-    return {"attention_heatmap": (att, 1, 2), "attention_focus": (att, 1, 2, 2),
-            "attention_grid": (att, 1), "head_stats_heatmaps": ({**stats_of(3, 4), EVIL: np.ones((3, 4))},),
-            "ablation_heatmap": (abl,), "span_probabilities": (ans,), "fill_mask_bars": (FILL,),
-            "embedding_components": (emb,), "training_curves": (records, "time", EVIL)}[kind]
+    records += [
+        {
+            "split": "eval",
+            "step": 30,
+            "time": 180.0,
+            "mlm_loss": 2.5,
+            "nsp_loss": 0.6,
+            "mlm_acc": 0.3,
+            "mlm_acc_masked": 0.25,
+            "nsp_acc": 0.7,
+        }
+    ]
+    return {
+        "attention_heatmap": (att, 1, 2),
+        "attention_focus": (att, 1, 2, 2),
+        "attention_grid": (att, 1),
+        "head_stats_heatmaps": ({**stats_of(3, 4), EVIL: np.ones((3, 4))},),
+        "ablation_heatmap": (abl,),
+        "span_probabilities": (ans,),
+        "fill_mask_bars": (FILL,),
+        "embedding_components": (emb,),
+        "training_curves": (records, "time", EVIL),
+    }[kind]
 
 
-KINDS = ["attention_heatmap", "attention_focus", "attention_grid", "head_stats_heatmaps", "ablation_heatmap",
-         "span_probabilities", "fill_mask_bars", "embedding_components", "training_curves"]
+KINDS = [
+    "attention_heatmap",
+    "attention_focus",
+    "attention_grid",
+    "head_stats_heatmaps",
+    "ablation_heatmap",
+    "span_probabilities",
+    "fill_mask_bars",
+    "embedding_components",
+    "training_curves",
+]
 
 
 def build(kind: str, **kwargs):
@@ -79,10 +113,12 @@ def decoded(values) -> np.ndarray:
 
 
 def test_figure_data_and_plots_do_not_import_plotly_and_figure_data_draws_nothing():
-    code = ("import sys, lab.figure_data\n"
-            "print(sorted({'plotly', 'matplotlib'} & {m.split('.')[0] for m in sys.modules}))\n"
-            "import lab.plots\n"
-            "print(sorted({'plotly'} & {m.split('.')[0] for m in sys.modules}))")
+    code = (
+        "import sys, lab.figure_data\n"
+        "print(sorted({'plotly', 'matplotlib'} & {m.split('.')[0] for m in sys.modules}))\n"
+        "import lab.plots\n"
+        "print(sorted({'plotly'} & {m.split('.')[0] for m in sys.modules}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.split("\n")[:2] == ["[]", "[]"], out.stdout
 
@@ -90,8 +126,15 @@ def test_figure_data_and_plots_do_not_import_plotly_and_figure_data_draws_nothin
 def test_docstrings_list_every_figure_and_names_match_plots():
     for kind in KINDS:
         assert f"{kind}(" in figures.__doc__ and f"{kind}(" in figure_data.__doc__, kind
-    shared = {"training_curves", "attention_heatmap", "attention_grid", "head_stats_heatmaps",
-              "ablation_heatmap", "span_probabilities", "embedding_components"}
+    shared = {
+        "training_curves",
+        "attention_heatmap",
+        "attention_grid",
+        "head_stats_heatmaps",
+        "ablation_heatmap",
+        "span_probabilities",
+        "embedding_components",
+    }
     assert shared <= set(dir(plots)) and shared <= set(dir(figures))
 
 
@@ -102,10 +145,10 @@ def test_every_builder_returns_a_themed_plotly_figure_with_room_for_the_title(ki
         assert isinstance(fig, go.Figure)
         assert fig.layout.template == pio.templates[template]
         assert fig.layout.meta["figure"] == kind
-        assert fig.layout.margin.t >= figures.TOP_MARGIN             # gr.Plot's label badge sits above
+        assert fig.layout.margin.t >= figures.TOP_MARGIN  # gr.Plot's label badge sits above
         assert fig.layout.title.yref == "container" and fig.layout.title.pad.t >= 30
-        assert fig.layout.width is None and 300 <= fig.layout.height <= 1200   # the page sets the width
-        out = json.loads(fig.to_json())                                # what gr.Plot sends
+        assert fig.layout.width is None and 300 <= fig.layout.height <= 1200  # the page sets the width
+        out = json.loads(fig.to_json())  # what gr.Plot sends
         assert out["config"]["toImageButtonOptions"] == {"format": "png", "filename": kind}
     with pytest.raises(ValueError, match="theme must be one of light, dark"):
         build(kind, theme="blue")
@@ -118,15 +161,15 @@ def test_every_builder_returns_a_themed_plotly_figure_with_room_for_the_title(ki
 
 def test_attention_heatmap_draws_the_heads_probabilities_and_hover_names_query_key_weight():
     att = attention_result(L=2, A=3, T=6, b=3)
-    att.tokens[3] = att.tokens[1]                                      # a repeated token: "w0" twice
+    att.tokens[3] = att.tokens[1]  # a repeated token: "w0" twice
     fig = figures.attention_heatmap(att, layer=1, head=2)
     [heat] = fig.data
     np.testing.assert_allclose(z(heat), att.attentions[1][0, 2].numpy(), rtol=1e-6)
     assert (heat.zmin, heat.zmax) == (0.0, pytest.approx(float(att.attentions[1][0, 2].max())))
-    labels = ["[CLS]", "w0 (1)", "w1", "w0 (3)", "w3", "[SEP]"]         # one category per position
+    labels = ["[CLS]", "w0 (1)", "w1", "w0 (3)", "w3", "[SEP]"]  # one category per position
     assert list(heat.x) == list(heat.y) == labels
     assert fig.layout.xaxis.ticktext == tuple(att.tokens) and fig.layout.xaxis.tickvals == tuple(labels)
-    assert fig.layout.yaxis.autorange == "reversed"                   # query 0 at the top
+    assert fig.layout.yaxis.autorange == "reversed"  # query 0 at the top
     assert heat.hovertemplate.startswith("query: %{y}<br>key: %{x}<br>weight: %{z:.3f}")
     # short: the weights written in, formatted as lab.plots writes them
     assert heat.texttemplate == "%{text}"
@@ -139,26 +182,27 @@ def test_attention_heatmap_draws_the_heads_probabilities_and_hover_names_query_k
     with pytest.raises(ValueError, match="head 3 does not exist"):
         figures.attention_heatmap(att, 0, 3)
     long = figures.attention_heatmap(attention_result(L=1, A=1, T=200), 0, 0)
-    assert long.data[0].texttemplate is None                           # no numbers in 40,000 cells
+    assert long.data[0].texttemplate is None  # no numbers in 40,000 cells
     assert len(long.data[0].x) == 200 and len(long.layout.xaxis.tickvals) <= figures.MAX_TICKS
 
 
 def outlines(shapes) -> set:
     """(kind, from, to) of the focus rectangles: a row spans the x domain, a column the y domain."""
-    return {("row", s.y0, s.y1) if s.xref.endswith("domain") else ("column", s.x0, s.x1)
-            for s in shapes if s.type == "rect"}
+    return {
+        ("row", s.y0, s.y1) if s.xref.endswith("domain") else ("column", s.x0, s.x1) for s in shapes if s.type == "rect"
+    }
 
 
 def test_attention_focus_outlines_the_tokens_row_and_column_and_draws_them_as_bars():
     att = attention_result(L=2, A=3, T=6)
     fig = figures.attention_focus(att, 1, 2, token_index=3)
-    weights = att.attentions[1][0, 2].numpy()                          # (T queries, T keys)
+    weights = att.attentions[1][0, 2].numpy()  # (T queries, T keys)
     heat, column, row = fig.data
     np.testing.assert_allclose(z(heat), weights, rtol=1e-6)
     assert outlines(fig.layout.shapes) == {("row", 2.5, 3.5), ("column", 2.5, 3.5)}
-    np.testing.assert_allclose(row.y, weights[3, :], rtol=1e-6)          # where token 3 attends
-    np.testing.assert_allclose(column.x, weights[:, 3], rtol=1e-6)       # what attends to token 3
-    assert list(row.x) == list(heat.x) and list(column.y) == list(heat.y)   # bars line up with the map
+    np.testing.assert_allclose(row.y, weights[3, :], rtol=1e-6)  # where token 3 attends
+    np.testing.assert_allclose(column.x, weights[:, 3], rtol=1e-6)  # what attends to token 3
+    assert list(row.x) == list(heat.x) and list(column.y) == list(heat.y)  # bars line up with the map
     light = figures.THEMES["light"]
     assert [c == light.highlight for c in row.marker.color] == [i == 3 for i in range(6)]
     assert "w2" in fig.layout.title.text and "query: w2" in row.hovertemplate
@@ -176,8 +220,10 @@ def test_attention_heatmap_menu_highlights_a_token_in_the_browser():
     assert len(menu.buttons) == 1 + 5 and menu.active == 3
     assert all(b.method == "relayout" for b in menu.buttons)
     assert outlines(go.Layout(shapes=menu.buttons[0].args[0]["shapes"]).shapes) == set()
-    assert outlines(go.Layout(shapes=menu.buttons[4].args[0]["shapes"]).shapes) == {("row", 2.5, 3.5),
-                                                                                    ("column", 2.5, 3.5)}
+    assert outlines(go.Layout(shapes=menu.buttons[4].args[0]["shapes"]).shapes) == {
+        ("row", 2.5, 3.5),
+        ("column", 2.5, 3.5),
+    }
     assert outlines(figures.attention_heatmap(att, 0, 0).layout.shapes) == set()
 
 
@@ -189,7 +235,7 @@ def test_attention_grid_has_token_labels_and_each_heads_probabilities():
     for h, trace in enumerate(fig.data):
         np.testing.assert_allclose(z(trace), att.attentions[1][0, h].numpy(), rtol=1e-6)
         assert trace.texttemplate is None and trace.showscale is False
-    assert fig.layout.xaxis.ticktext == tuple(att.tokens)              # tokens on the axes
+    assert fig.layout.xaxis.ticktext == tuple(att.tokens)  # tokens on the axes
     assert fig.layout.yaxis.ticktext == tuple(att.tokens)
     every = figures.attention_grid(att)
     assert len(every.data) == 10
@@ -225,9 +271,9 @@ def test_matplotlib_and_plotly_draw_the_same_figure_data():
     [ax], [trace] = image_axes(plots.ablation_heatmap(abl)), figures.ablation_heatmap(abl).data
     np.testing.assert_allclose(z(trace), data.values)
     assert [t.get_text() for t in ax.texts] == [format(v, data.cell_format) for v in data.values.flat]
-    assert [t for row in trace.text for t in row] == [t.get_text() for t in ax.texts]   # the same texts
+    assert [t for row in trace.text for t in row] == [t.get_text() for t in ax.texts]  # the same texts
     assert trace.texttemplate == "%{text}" and "%{text}" in trace.hovertemplate
-    assert ax.images[0].get_cmap().name == data.colors                 # red = the model needed the head
+    assert ax.images[0].get_cmap().name == data.colors  # red = the model needed the head
     assert trace.colorscale == go.Heatmap(colorscale=data.colors).colorscale
 
     ans = answer_result()
@@ -242,7 +288,7 @@ def test_matplotlib_and_plotly_draw_the_same_figure_data():
     data = figure_data.embedding_components(emb, dims=8)
     maps, traces = image_axes(plots.embedding_components(emb, dims=8)), figures.embedding_components(emb, dims=8).data
     for panel, ax, trace in zip(data.panels, maps, traces, strict=True):
-        np.testing.assert_allclose(ax.images[0].get_array(), panel.values)   # (dims, T)
+        np.testing.assert_allclose(ax.images[0].get_array(), panel.values)  # (dims, T)
         np.testing.assert_allclose(z(trace), panel.values)
 
     records = hand_built("training_curves")[0]
@@ -254,8 +300,10 @@ def test_matplotlib_and_plotly_draw_the_same_figure_data():
         assert list(line.get_xdata()) == list(trace.x) == s.x and list(line.get_ydata()) == list(trace.y) == s.y
 
 
-@pytest.mark.parametrize("kind", ["attention_heatmap", "head_stats_heatmaps", "ablation_heatmap",
-                                  "span_probabilities", "embedding_components"])
+@pytest.mark.parametrize(
+    "kind",
+    ["attention_heatmap", "head_stats_heatmaps", "ablation_heatmap", "span_probabilities", "embedding_components"],
+)
 def test_both_modules_draw_whatever_figure_data_returns(kind, monkeypatch):
     """Change the numbers figure_data gives: both figures change with them (no second computation)."""
     original = getattr(figure_data, kind)
@@ -272,11 +320,19 @@ def test_both_modules_draw_whatever_figure_data_returns(kind, monkeypatch):
     monkeypatch.setattr(figure_data, kind, doubled)
     args = hand_built(kind)
     expected = doubled(*args)
-    first = (expected.panels[0].values if hasattr(expected, "panels")
-             else expected.start if kind == "span_probabilities" else expected.values)
+    first = (
+        expected.panels[0].values
+        if hasattr(expected, "panels")
+        else expected.start
+        if kind == "span_probabilities"
+        else expected.values
+    )
     mpl = getattr(plots, kind)(*args)
-    drawn = ([b.get_height() for b in bars(mpl.axes[0])] if kind == "span_probabilities"
-             else image_axes(mpl)[0].images[0].get_array())
+    drawn = (
+        [b.get_height() for b in bars(mpl.axes[0])]
+        if kind == "span_probabilities"
+        else image_axes(mpl)[0].images[0].get_array()
+    )
     np.testing.assert_allclose(drawn, first)
     trace = getattr(figures, kind)(*args).data[0]
     np.testing.assert_allclose(trace.y if kind == "span_probabilities" else z(trace), first)
@@ -290,20 +346,29 @@ def test_both_modules_draw_whatever_figure_data_returns(kind, monkeypatch):
 @pytest.mark.parametrize("kind", KINDS)
 def test_user_and_model_text_is_escaped_wherever_plotly_renders_it(kind):
     text = build(kind).to_json()
-    assert "&lt;img src=x&gt;" in text                                  # the token is there, escaped
-    assert "<img" not in text and "\\u003cimg" not in text              # and never as a tag
+    assert "&lt;img src=x&gt;" in text  # the token is there, escaped
+    assert "<img" not in text and "\\u003cimg" not in text  # and never as a tag
 
 
 def test_escaping_keeps_tokens_literal():
     assert figures._html("<b>&") == "&lt;b&gt;&amp;"
-    assert figures._html("$x$") == "&#36;x$"                            # not LaTeX
+    assert figures._html("$x$") == "&#36;x$"  # not LaTeX
     assert figures._html("##ing") == "##ing"
 
 
-@pytest.mark.parametrize("kind, count", [
-    ("attention_heatmap", 36), ("attention_grid", 3 * 36), ("head_stats_heatmaps", 7 * 12),
-    ("ablation_heatmap", 12), ("span_probabilities", 12), ("fill_mask_bars", 5),
-    ("embedding_components", 5 * 32 * 7), ("training_curves", 3 + 5)])
+@pytest.mark.parametrize(
+    "kind, count",
+    [
+        ("attention_heatmap", 36),
+        ("attention_grid", 3 * 36),
+        ("head_stats_heatmaps", 7 * 12),
+        ("ablation_heatmap", 12),
+        ("span_probabilities", 12),
+        ("fill_mask_bars", 5),
+        ("embedding_components", 5 * 32 * 7),
+        ("training_curves", 3 + 5),
+    ],
+)
 def test_csv_has_a_header_and_one_row_per_drawn_value(kind, count):
     fig = build(kind)
     text = figures.figure_csv(fig)
@@ -314,7 +379,7 @@ def test_csv_has_a_header_and_one_row_per_drawn_value(kind, count):
     if kind == "attention_heatmap":
         assert header == ["layer", "head", "query_index", "query", "key_index", "key", "weight"]
         np.testing.assert_allclose([float(r["weight"]) for r in rows], z(fig.data[0]).flatten())
-        assert rows[2 * 6 + 2]["query"] == rows[2]["key"] == EVIL       # CSV keeps the raw token
+        assert rows[2 * 6 + 2]["query"] == rows[2]["key"] == EVIL  # CSV keeps the raw token
     if kind == "ablation_heatmap":
         np.testing.assert_allclose([float(r["change in loss"]) for r in rows], z(fig.data[0]).flatten())
     if kind == "span_probabilities":
@@ -324,7 +389,7 @@ def test_csv_has_a_header_and_one_row_per_drawn_value(kind, count):
 def test_figure_csv_needs_a_figure_made_here():
     fig = build("ablation_heatmap")
     with pytest.raises(ValueError, match="no figure data"):
-        figures.figure_csv(go.Figure(fig))                                # a copy keeps no data
+        figures.figure_csv(go.Figure(fig))  # a copy keeps no data
     with pytest.raises(ValueError, match="no figure data"):
         figures.figure_csv("not a figure")
 
@@ -339,26 +404,35 @@ def test_fill_mask_bars_marks_word_pieces_and_shows_each_masks_probabilities():
     assert [a.text for a in fig.layout.annotations] == ["[MASK] 1", "[MASK] 2"]
     rows = read_csv(figures.figure_csv(fig))
     assert [(r["mask"], r["rank"], r["token"], r["shown_as"]) for r in rows[:2]] == [
-        ("1", "1", "cat", "cat"), ("1", "2", "##ing", "…ing (piece)")]
+        ("1", "1", "cat", "cat"),
+        ("1", "2", "##ing", "…ing (piece)"),
+    ]
     with pytest.raises(ValueError, match="no \\[MASK\\] predictions"):
         figures.fill_mask_bars([])
 
 
 def test_download_as_svg_and_gradio_passes_the_config_to_plotly_js():
     fig = figures.download_as(build("span_probabilities"), "svg")
-    assert json.loads(fig.to_json())["config"]["toImageButtonOptions"] == {"format": "svg",
-                                                                           "filename": "span_probabilities"}
+    assert json.loads(fig.to_json())["config"]["toImageButtonOptions"] == {
+        "format": "svg",
+        "filename": "span_probabilities",
+    }
     with pytest.raises(ValueError, match="image_format"):
         figures.download_as(fig, "gif")
     gr = pytest.importorskip("gradio")
-    sent = json.loads(gr.Plot().postprocess(fig).plot)                 # what the browser receives
+    sent = json.loads(gr.Plot().postprocess(fig).plot)  # what the browser receives
     assert sent["config"]["toImageButtonOptions"]["format"] == "svg"
     np.testing.assert_allclose(decoded(sent["data"][0]["y"]), fig.data[0].y)
 
 
 def test_axis_labels_and_piece_labels():
     assert figure_data.axis_labels(["[CLS]", "the", "cat", "the", "[SEP]"]) == [
-        "[CLS]", "the (1)", "cat", "the (3)", "[SEP]"]
+        "[CLS]",
+        "the (1)",
+        "cat",
+        "the (3)",
+        "[SEP]",
+    ]
     # a token that reads like another's suffixed name: every position gets its index
     assert figure_data.axis_labels(["a", "a", "a (1)"]) == ["a (0)", "a (1)", "a (1) (2)"]
     assert figure_data.piece_label("##ing") == "…ing (piece)" and figure_data.piece_label("##") == "##"
@@ -374,7 +448,7 @@ def test_figures_from_explore_results(tiny):
     att = explore.attention(mlm, tok, "the cat sat on the mat .", "the dog ran .")
     fig = figures.attention_heatmap(att, 1, 3)
     np.testing.assert_allclose(z(fig.data[0]), att.attentions[1][0, 3].numpy(), rtol=1e-6)
-    assert len(set(fig.data[0].x)) == len(att.tokens)                   # "the" x3, "[SEP]" x2: distinct
+    assert len(set(fig.data[0].x)) == len(att.tokens)  # "the" x3, "[SEP]" x2: distinct
     assert fig.layout.xaxis.ticktext == tuple(att.tokens)
     focus = figures.attention_focus(att, 1, 3, att.sentence_b_start)
     np.testing.assert_allclose(focus.data[2].y, att.attentions[1][0, 3, att.sentence_b_start].numpy(), rtol=1e-6)
@@ -390,15 +464,17 @@ def test_figures_from_explore_results(tiny):
     for trace, guesses in zip(fig.data, filled, strict=True):
         np.testing.assert_allclose(trace.x, [p for _, p in guesses])
         assert list(trace.y) == [figures._html(figure_data.piece_label(t)) for t, _ in guesses]
-    assert [a.text for a in fig.layout.annotations] == [f"[MASK] {k + 1} (token {p})"
-                                                        for k, p in enumerate(filled.mask_positions)]
+    assert [a.text for a in fig.layout.annotations] == [
+        f"[MASK] {k + 1} (token {p})" for k, p in enumerate(filled.mask_positions)
+    ]
 
     ans = explore.answer(qa, tok, "where did the cat sit ?", "the cat sat on the mat . the dog ran in the park .")
     start, end = figures.span_probabilities(ans).data
     np.testing.assert_allclose(start.y, ans.start_probs, rtol=1e-6)
     covered = figure_data.span_probabilities(ans).span
     assert [c == figures.THEMES["light"].highlight for c in start.marker.color] == [
-        i in covered for i in range(len(ans.tokens))] and covered
+        i in covered for i in range(len(ans.tokens))
+    ] and covered
 
     emb = explore.embeddings(mlm, tok, "the cat sat .", "the dog ran .")
     np.testing.assert_allclose(z(figures.embedding_components(emb).data[3]), emb.total.T.numpy(), rtol=1e-6)
@@ -408,7 +484,9 @@ def _plain(value):
     """A figure's JSON with typed arrays ({"dtype", "bdata"}) decoded to lists of numbers."""
     if isinstance(value, dict):
         if "bdata" in value:
-            return decoded(value).reshape([int(n) for n in value["shape"].split(",")] if "shape" in value else -1).tolist()
+            return (
+                decoded(value).reshape([int(n) for n in value["shape"].split(",")] if "shape" in value else -1).tolist()
+            )
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
@@ -423,10 +501,10 @@ def test_fast_json_is_plotlys_json(kind):
     plotly's own, with the change."""
     fig = build(kind)
     fast = json.loads(fig.to_json())
-    assert fig.lab_state == "plain"                                    # no plotly objects made to send it
+    assert fig.lab_state == "plain"  # no plotly objects made to send it
     built = build(kind)
-    assert built.data and built.lab_state == "built"                   # first use: plotly's constructor ran
-    slow = json.loads(built.to_json())                                 # plotly's to_json, validated figure
+    assert built.data and built.lab_state == "built"  # first use: plotly's constructor ran
+    slow = json.loads(built.to_json())  # plotly's to_json, validated figure
     assert _plain(fast) == _plain(slow) and fast["config"] == slow["config"]
     again = pio.from_json(json.dumps({k: v for k, v in fast.items() if k != "config"}))
     assert _plain(json.loads(pio.to_json(again))) == _plain({k: v for k, v in fast.items() if k != "config"})
@@ -457,8 +535,8 @@ def test_the_dashboards_path_makes_no_plotly_objects_and_names_the_figure():
         figures.figure_csv(fig)
         figures.download_as(fig, "svg")
         assert fig.lab_state == "plain", kind
-        assert fig.layout.meta["figure"] == kind                       # plotly's API still works (now built)
-        assert figures.figure_name(go.Figure(fig)) == kind             # a copy: from its layout.meta
+        assert fig.layout.meta["figure"] == kind  # plotly's API still works (now built)
+        assert figures.figure_name(go.Figure(fig)) == kind  # a copy: from its layout.meta
     assert figures.figure_name(go.Figure()) == "figure"
 
 
@@ -477,7 +555,7 @@ def test_plotly_objects_are_made_once_when_threads_race_for_them():
         assert name == "attention_grid" and len(zs) == 3
         for a, b in zip(zs, seen[0][0]):
             np.testing.assert_array_equal(a, b)
-    copied = copy.deepcopy(build("ablation_heatmap"))                  # copies keep the drawing
+    copied = copy.deepcopy(build("ablation_heatmap"))  # copies keep the drawing
     assert copied.data[0].texttemplate == "%{text}" and figures.figure_name(copied) == "ablation_heatmap"
 
 
@@ -513,17 +591,29 @@ def _strings(value):
 def test_every_number_format_is_one_the_dashboards_plotly_js_reads(kind):
     """Every %{value:format} in the figure's templates is a format plotly.js 3 passes to d3 in a
     form d3 accepts ("+.3f" is not: plotly.js 3 makes it "~+.3f" and draws the raw float)."""
-    assert not D3_FORMAT.match(_plotly_js_3_adjust("+.3f"))           # the defect this guards against
+    assert not D3_FORMAT.match(_plotly_js_3_adjust("+.3f"))  # the defect this guards against
     assert D3_FORMAT.match(_plotly_js_3_adjust(".3f")) and D3_FORMAT.match(_plotly_js_3_adjust(".4g"))
-    formats = [f for text in _strings(json.loads(build(kind).to_json()))
-               for f in re.findall(r"%\{[^}:]*:([^}]*)\}", text)]
+    formats = [
+        f for text in _strings(json.loads(build(kind).to_json())) for f in re.findall(r"%\{[^}:]*:([^}]*)\}", text)
+    ]
     for fmt in formats:
         assert D3_FORMAT.match(_plotly_js_3_adjust(fmt)), fmt
 
 
-@pytest.mark.parametrize("array", [np.float32([[0.5, 1], [0, 0]]), np.arange(5), np.arange(5) * 10**6,
-                                   np.array([2**40]), np.uint64([3]), np.array(["a", "b"]),
-                                   np.array([True, False]), np.zeros(0), np.arange(6.0).reshape(3, 2)[:, 1]])
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.float32([[0.5, 1], [0, 0]]),
+        np.arange(5),
+        np.arange(5) * 10**6,
+        np.array([2**40]),
+        np.uint64([3]),
+        np.array(["a", "b"]),
+        np.array([True, False]),
+        np.zeros(0),
+        np.arange(6.0).reshape(3, 2)[:, 1],
+    ],
+)
 def test_arrays_are_written_as_plotly_writes_them(array):
     """Typed arrays ({"dtype", "bdata", "shape"}) where plotly.js has the type, lists otherwise."""
     ours = json.loads(orjson.dumps({"x": array}, default=figures._typed_array))["x"]

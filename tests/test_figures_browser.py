@@ -14,7 +14,7 @@ read the d3 format "+.3f". Screenshots of both pages are saved in pytest's tempo
 Skipped when chromium is absent, except under CI (BERT_LAB_REQUIRE_BROWSER=1), where it fails.
 Marked slow (a browser and a Gradio server start).
 """
-import json
+
 import re
 from pathlib import Path
 
@@ -27,26 +27,28 @@ from tests.test_plots import ablation_result, attention_result, stats_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-WIDTH = 1024                      # px: projectors are often this wide
+WIDTH = 1024  # px: projectors are often this wide
 AT_MOST_3_DECIMALS = re.compile(r"^[+\-\u2212]?\d+(\.\d{1,3})?%?$")
-CELLS = ".heatmaplayer text"      # the numbers plotly.js writes in heatmap cells
-BARS = ".bartext"                 # and next to bars
+CELLS = ".heatmaplayer text"  # the numbers plotly.js writes in heatmap cells
+BARS = ".bartext"  # and next to bars
 
 
 def drawn_figures() -> dict:
     """elem_id -> (figure, selector of its drawn numbers); the ablation's largest effect (0.436)
     gives the format "+.3f", the one plotly.js 3 could not read."""
-    return {"heatmap": (figures.attention_heatmap(attention_result(L=2, A=3, T=6, b=3), 1, 2), CELLS),
-            "stats": (figures.head_stats_heatmaps(stats_of(3, 4)), CELLS),
-            "ablation": (figures.ablation_heatmap(ablation_result(L=3, A=4)), CELLS),
-            "fill": (figures.fill_mask_bars(FILL), BARS)}
+    return {
+        "heatmap": (figures.attention_heatmap(attention_result(L=2, A=3, T=6, b=3), 1, 2), CELLS),
+        "stats": (figures.head_stats_heatmaps(stats_of(3, 4)), CELLS),
+        "ablation": (figures.ablation_heatmap(ablation_result(L=3, A=4)), CELLS),
+        "fill": (figures.fill_mask_bars(FILL), BARS),
+    }
 
 
 def expected_texts(fig) -> list[str]:
     """The numbers the figure's data asks to be written, as Python formats them (lab.plots
     writes the same strings): each cell's value with its panel's format, each guess's share."""
     data = fig.lab_data
-    if hasattr(data, "masks"):                                        # fill_mask_bars
+    if hasattr(data, "masks"):  # fill_mask_bars
         return [f"{p:.1%}" for m in data.masks for p in m.probabilities]
     return [format(v, p.cell_format) for p in getattr(data, "panels", [data]) for v in p.values.flat]
 
@@ -79,8 +81,9 @@ def test_cell_numbers_in_gradios_plotly_js(browser, tmp_path):
         for name, (fig, selector) in shown.items():
             page.locator(f"#{name}").scroll_into_view_if_needed()
             page.wait_for_selector(f"#{name} .main-svg")
-            page.wait_for_function("([root, sel]) => document.querySelectorAll(`${root} ${sel}`).length > 0",
-                                   arg=[f"#{name}", selector])
+            page.wait_for_function(
+                "([root, sel]) => document.querySelectorAll(`${root} ${sel}`).length > 0", arg=[f"#{name}", selector]
+            )
             check_drawn(page, name, fig, selector, root=f"#{name}")
         # the ablation's hover shows the same text as its cell
         cell = page.locator("#ablation .heatmaplayer text").first
@@ -101,11 +104,16 @@ def test_cell_numbers_in_plotlys_own_plotly_js(browser, tmp_path):
     js = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text(encoding="utf-8")
     shown = drawn_figures()
     divs = "".join(f'<div id="{name}"></div>' for name in shown)
-    calls = "".join(f'f = {fig.to_json()}; Plotly.newPlot("{name}", f.data, f.layout, f.config);\n'
-                    for name, (fig, _) in shown.items())
+    calls = "".join(
+        f'f = {fig.to_json()}; Plotly.newPlot("{name}", f.data, f.layout, f.config);\n'
+        for name, (fig, _) in shown.items()
+    )
     page_file = tmp_path / "figures.html"
-    page_file.write_text(f'<html><head><meta charset="utf-8"><script>{js}</script></head><body>{divs}'
-                         f"<script>let f;\n{calls}</script></body></html>", encoding="utf-8")
+    page_file.write_text(
+        f'<html><head><meta charset="utf-8"><script>{js}</script></head><body>{divs}'
+        f"<script>let f;\n{calls}</script></body></html>",
+        encoding="utf-8",
+    )
     page = browser.new_page(viewport={"width": WIDTH, "height": 900})
     page.goto(page_file.as_uri())
     for name, (fig, selector) in shown.items():

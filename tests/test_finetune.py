@@ -1,5 +1,6 @@
 """Fine-tuning: data reading, the two approaches (fine-tune vs frozen features), QA through the
 one training loop, from a small saved model. Tiny synthetic data written by the tests."""
+
 import json
 import random
 
@@ -33,8 +34,14 @@ def base_model(tmp_path_factory):
     out = tmp_path_factory.mktemp("base")
     text = [" ".join(WORDS + POS + NEG)] * 50 + ["who is where when what why ?"] * 20
     tok = lab.Tokenizer.train(iter(text), vocab_size=120, show_progress=False)
-    cfg = lab.BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                         intermediate_size=37, max_position_embeddings=128)
+    cfg = lab.BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=128,
+    )
     torch.manual_seed(0)
     lab.save(lab.BertForPreTraining(cfg), tok, out)
     return out
@@ -49,8 +56,9 @@ def sst(tmp_path_factory):
 
 
 def test_read_formats_and_errors(tmp_path):
-    (tmp_path / "pairs.csv").write_text("sentence1,sentence2,label\nhe ran .,he moved .,entailment\n"
-                                        "it rained .,\"the sun, it shone .\",contradiction\n")
+    (tmp_path / "pairs.csv").write_text(
+        'sentence1,sentence2,label\nhe ran .,he moved .,entailment\nit rained .,"the sun, it shone .",contradiction\n'
+    )
     data = read_classification(tmp_path / "pairs.csv")
     assert data.pairs == ["he moved .", "the sun, it shone ."] and data.labels == ["entailment", "contradiction"]
     assert label_names(["10", "2", "1"]) == ["1", "2", "10"] and label_names(["neg", "pos"]) == ["neg", "pos"]
@@ -71,16 +79,32 @@ def test_read_formats_and_errors(tmp_path):
 
 
 def run_cls(base_model, sst, out, *extra):
-    return main(["finetune-cls", "--model", str(base_model), "--train", str(sst / "train.tsv"),
-                 "--dev", str(sst / "dev.tsv"), "--out", str(out), "--no-progress", "--threads", "1",
-                 "--batch-size", "16", *extra])
+    return main(
+        [
+            "finetune-cls",
+            "--model",
+            str(base_model),
+            "--train",
+            str(sst / "train.tsv"),
+            "--dev",
+            str(sst / "dev.tsv"),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--threads",
+            "1",
+            "--batch-size",
+            "16",
+            *extra,
+        ]
+    )
 
 
 def test_finetune_learns_and_saves_a_loadable_classifier(base_model, sst, tmp_path, capsys):
     assert run_cls(base_model, sst, tmp_path / "ft", "--epochs", "3", "--lr", "3e-3", "--precision", "fp32") == 0
     evals = [r for r in read_metrics(tmp_path / "ft") if r["split"] == "eval"]
-    assert [r["step"] for r in evals] == [25, 50, 75]                        # once per epoch
-    assert evals[-1]["accuracy"] > 0.9 and 0.0 < evals[-1]["f1"] <= 1.0     # the task is learnable
+    assert [r["step"] for r in evals] == [25, 50, 75]  # once per epoch
+    assert evals[-1]["accuracy"] > 0.9 and 0.0 < evals[-1]["f1"] <= 1.0  # the task is learnable
     model, tok = lab.load(tmp_path / "ft")
     assert type(model) is lab.BertForSequenceClassification
     assert model.config.id2label == {0: "0", 1: "1"}
@@ -95,15 +119,18 @@ def test_frozen_features_train_only_the_task_layer(base_model, sst, tmp_path, ca
     before, _ = lab.load(base_model, lab.BertModel)
     assert run_cls(base_model, sst, tmp_path / "feat", "--mode", "features", "--steps", "10", "--lr", "1e-2") == 0
     out = capsys.readouterr().out
-    assert "features: 66 of" in out                     # classifier 2 x 32 + 2 biases
+    assert "features: 66 of" in out  # classifier 2 x 32 + 2 biases
     after, _ = lab.load(tmp_path / "feat")
     for (name, a), b in zip(before.state_dict().items(), after.bert.state_dict().values()):
-        assert torch.equal(a, b), name                  # the encoder did not move
-    assert run_cls(base_model, sst, tmp_path / "feat2", "--mode", "features", "--feature-layers", "2",
-                   "--steps", "10") == 0
-    assert "features: 130 of" in capsys.readouterr().out   # 2 x (2 layers x 32) + 2
-    assert run_cls(base_model, sst, tmp_path / "feat5", "--mode", "features", "--feature-layers", "5",
-                   "--steps", "2") == 2                     # the model has only 2 layers
+        assert torch.equal(a, b), name  # the encoder did not move
+    assert (
+        run_cls(base_model, sst, tmp_path / "feat2", "--mode", "features", "--feature-layers", "2", "--steps", "10")
+        == 0
+    )
+    assert "features: 130 of" in capsys.readouterr().out  # 2 x (2 layers x 32) + 2
+    assert (
+        run_cls(base_model, sst, tmp_path / "feat5", "--mode", "features", "--feature-layers", "5", "--steps", "2") == 2
+    )  # the model has only 2 layers
     assert "feature_layers must be between 1 and the model's 2 layers" in capsys.readouterr().err
 
 
@@ -111,13 +138,29 @@ def test_a_feature_based_run_loads_and_evaluates_like_any_other(base_model, sst,
     """Bug: a --feature-layers 2 run was saved as "FeatureClassifier" and then failed to load
     (classifier.weight [2, 64] vs [2, 32]) in lab.load, eval and the dashboard."""
     run = tmp_path / "feat2"
-    assert run_cls(base_model, sst, run, "--mode", "features", "--feature-layers", "2", "--steps", "6",
-                   "--lr", "1e-2", "--precision", "fp32") == 0
+    assert (
+        run_cls(
+            base_model,
+            sst,
+            run,
+            "--mode",
+            "features",
+            "--feature-layers",
+            "2",
+            "--steps",
+            "6",
+            "--lr",
+            "1e-2",
+            "--precision",
+            "fp32",
+        )
+        == 0
+    )
     final = [r for r in read_metrics(run) if r["split"] == "eval"][-1]
     model, tok = lab.load(run)
     assert type(model) is lab.BertForSequenceClassification and model.config.classifier_layers == 2
     assert json.loads((run / "config.json").read_text())["architectures"] == ["BertForSequenceClassification"]
-    assert explore.classify(model, tok, "a b c")                     # the dashboard's call works
+    assert explore.classify(model, tok, "a b c")  # the dashboard's call works
     capsys.readouterr()
     assert main(["eval", "--model", str(run)]) == 0
     assert json.loads(capsys.readouterr().out)["accuracy"] == pytest.approx(final["accuracy"], abs=1e-4)
@@ -138,11 +181,27 @@ def test_zero_intervals_mean_off(base_model, sst, tmp_path):
     """Bug: --ckpt-every 0 or --log-every 0 crashed with ZeroDivisionError; 0 means off, as for
     --eval-every: the run still logs, evaluates and checkpoints at its end."""
     run = tmp_path / "zero"
-    assert run_cls(base_model, sst, run, "--steps", "4", "--ckpt-every", "0", "--log-every", "0",
-                   "--eval-every", "0", "--snapshots", "0") == 0
+    assert (
+        run_cls(
+            base_model,
+            sst,
+            run,
+            "--steps",
+            "4",
+            "--ckpt-every",
+            "0",
+            "--log-every",
+            "0",
+            "--eval-every",
+            "0",
+            "--snapshots",
+            "0",
+        )
+        == 0
+    )
     records = read_metrics(run)
     assert [(r["split"], r["step"]) for r in records] == [("train", 4), ("eval", 4)]
-    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step-0000004"]   # no snapshots
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["step-0000004"]  # no snapshots
 
 
 def test_random_init_baseline_runs(base_model, sst, tmp_path, capsys):
@@ -162,14 +221,51 @@ def test_question_answering_through_the_loop(base_model, tmp_path, capsys):
             words[10] = answer
             context = " ".join(words)
             start = context.index(" " + answer + " ") + 1
-            paragraphs.append({"context": context, "qas": [{"id": f"q{a}{p}", "question": "what is where ?",
-                                                             "answers": [{"text": answer, "answer_start": start}]}]})
+            paragraphs.append(
+                {
+                    "context": context,
+                    "qas": [
+                        {
+                            "id": f"q{a}{p}",
+                            "question": "what is where ?",
+                            "answers": [{"text": answer, "answer_start": start}],
+                        }
+                    ],
+                }
+            )
         articles.append({"title": f"t{a}", "paragraphs": paragraphs})
     (tmp_path / "squad.json").write_text(json.dumps({"version": "1.1", "data": articles}))
-    assert main(["finetune-qa", "--model", str(base_model), "--data", str(tmp_path / "squad.json"),
-                 "--train-articles", "2", "--out", str(tmp_path / "qa"), "--max-seq-length", "32",
-                 "--doc-stride", "8", "--max-query-length", "8", "--batch-size", "4", "--steps", "6",
-                 "--eval-every", "3", "--no-progress", "--threads", "1"]) == 0
+    assert (
+        main(
+            [
+                "finetune-qa",
+                "--model",
+                str(base_model),
+                "--data",
+                str(tmp_path / "squad.json"),
+                "--train-articles",
+                "2",
+                "--out",
+                str(tmp_path / "qa"),
+                "--max-seq-length",
+                "32",
+                "--doc-stride",
+                "8",
+                "--max-query-length",
+                "8",
+                "--batch-size",
+                "4",
+                "--steps",
+                "6",
+                "--eval-every",
+                "3",
+                "--no-progress",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     evals = [r for r in read_metrics(tmp_path / "qa") if r["split"] == "eval"]
     assert [r["step"] for r in evals] == [3, 6] and all(0 <= r["f1"] <= 1 for r in evals)
     model, _ = lab.load(tmp_path / "qa")
@@ -189,22 +285,27 @@ def test_finetune_resumes_exactly(base_model, sst, tmp_path):
     """The same loop as pre-training: a run continued from its step-2 checkpoint ends where an
     uninterrupted run ends."""
     import shutil
+
     args = ("--steps", "4", "--ckpt-every", "2", "--log-every", "1", "--precision", "fp32")
     assert run_cls(base_model, sst, tmp_path / "whole", *args) == 0
     assert run_cls(base_model, sst, tmp_path / "cut", *args) == 0
-    shutil.rmtree(tmp_path / "cut" / "checkpoints" / "step-0000004")     # as if killed after step 2
+    shutil.rmtree(tmp_path / "cut" / "checkpoints" / "step-0000004")  # as if killed after step 2
     assert run_cls(base_model, sst, tmp_path / "cut", *args, "--resume") == 0
     a, _ = lab.load(tmp_path / "whole")
     b, _ = lab.load(tmp_path / "cut")
     for (name, x), y in zip(a.state_dict().items(), b.state_dict().values()):
         assert torch.equal(x, y), name
-    losses = lambda run: [r["loss"] for r in read_metrics(run) if r["split"] == "train"]
+
+    def losses(run):
+        return [r["loss"] for r in read_metrics(run) if r["split"] == "train"]
+
     assert losses(tmp_path / "cut") == losses(tmp_path / "whole")
 
 
 def test_integer_labels_address_a_named_classifier(tmp_path):
     """A GLUE file's 0/1 labels evaluate a classifier whose labels have names (the bundled one)."""
     from lab.finetune import encode_classification
+
     (tmp_path / "dev.tsv").write_text("sentence\tlabel\ngood film\t1\nbad film\t0\n")
     tok = lab.Tokenizer.train(iter(["good bad film"] * 5), vocab_size=40, show_progress=False)
     enc = encode_classification(read_classification(tmp_path / "dev.tsv"), tok, {"negative": 0, "positive": 1})

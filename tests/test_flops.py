@@ -1,5 +1,6 @@
 """lab.flops: FLOP counts from the shape (checked against torch's counter), the paper's total,
 a timing that leaves the model as it was, random batches of a real batch's shape."""
+
 import torch
 
 import lab
@@ -8,19 +9,24 @@ from lab.batch import Batch
 from lab.instances import SpecialIds
 from tests.conftest import tiny_config
 
-TEXT = ["the cat sat on the mat .", "the dog ran in the park .", "a bird sang in the tree .",
-        "the sun was warm and the sky was blue ."]
+TEXT = [
+    "the cat sat on the mat .",
+    "the dog ran in the park .",
+    "a bird sang in the tree .",
+    "the sun was warm and the sky was blue .",
+]
 
 
 def test_forward_flops_match_flop_counter():
     from torch.utils.flop_counter import FlopCounterMode
+
     cfg = tiny_config(vocab_size=101)
     model = lab.BertForPreTraining(cfg)
     B, T = 3, 10
     ids = torch.randint(5, 101, (B, T))
     labels = torch.full_like(ids, -100)
-    labels[:, 2:4] = ids[:, 2:4]                     # 6 predictions
-    with FlopCounterMode(display=False) as counter:   # output_attentions: explicit matmuls, counted
+    labels[:, 2:4] = ids[:, 2:4]  # 6 predictions
+    with FlopCounterMode(display=False) as counter:  # output_attentions: explicit matmuls, counted
         out = model(ids, mlm_labels=labels, nsp_label=torch.zeros(B, dtype=torch.long), output_attentions=True)
     assert counter.get_total_flops() == flops.forward_flops(cfg, B, T, predictions=6)
     with FlopCounterMode(display=False) as counter:
@@ -39,6 +45,7 @@ def test_pretraining_flops_of_bert_base():
 
 def test_measure_flop_rate_does_not_change_the_model():
     from lab.instances import collate, create_instances
+
     tok = lab.Tokenizer.train(iter(TEXT * 20), vocab_size=80, show_progress=False)
     special = SpecialIds.from_vocab(tok.vocab)
     docs = [[tok.encode(s, add_special_tokens=False).input_ids for s in TEXT]] * 3

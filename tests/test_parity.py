@@ -3,6 +3,7 @@
 Random init, eval mode, fp32, inputs with padding and segment-B tokens; logits, every hidden
 state and every attention map must agree within 1e-5.
 """
+
 import pytest
 import torch
 
@@ -12,27 +13,34 @@ from tests.test_model import batch
 
 transformers = pytest.importorskip("transformers")
 
-PAIRS = [("BertModel", lab.BertModel), ("BertForPreTraining", lab.BertForPreTraining),
-         ("BertForMaskedLM", lab.BertForMaskedLM),
-         ("BertForSequenceClassification", lab.BertForSequenceClassification),
-         ("BertForQuestionAnswering", lab.BertForQuestionAnswering)]
-HEAD_OUTPUTS = {"BertForPreTraining": [("mlm_logits", "prediction_logits"), ("nsp_logits", "seq_relationship_logits")],
-                "BertForMaskedLM": [("mlm_logits", "logits")],
-                "BertForSequenceClassification": [("logits", "logits")],
-                "BertForQuestionAnswering": [("start_logits", "start_logits"), ("end_logits", "end_logits")],
-                "BertModel": [("pooler_output", "pooler_output")]}
+PAIRS = [
+    ("BertModel", lab.BertModel),
+    ("BertForPreTraining", lab.BertForPreTraining),
+    ("BertForMaskedLM", lab.BertForMaskedLM),
+    ("BertForSequenceClassification", lab.BertForSequenceClassification),
+    ("BertForQuestionAnswering", lab.BertForQuestionAnswering),
+]
+HEAD_OUTPUTS = {
+    "BertForPreTraining": [("mlm_logits", "prediction_logits"), ("nsp_logits", "seq_relationship_logits")],
+    "BertForMaskedLM": [("mlm_logits", "logits")],
+    "BertForSequenceClassification": [("logits", "logits")],
+    "BertForQuestionAnswering": [("start_logits", "start_logits"), ("end_logits", "end_logits")],
+    "BertModel": [("pooler_output", "pooler_output")],
+}
 
 
 def labelled_config(name):
     # three labels for the classifier; transformers sizes its QA layer by num_labels, so 2 there
-    return tiny_config() if name == "BertForQuestionAnswering" else \
-        tiny_config(id2label={0: "neg", 1: "pos", 2: "mixed"})
+    return (
+        tiny_config() if name == "BertForQuestionAnswering" else tiny_config(id2label={0: "neg", 1: "pos", 2: "mixed"})
+    )
 
 
 def compare(ours, theirs, name, ids, types, mask):
     a = ours(ids, types, mask, output_attentions=True, output_hidden_states=True)
-    b = theirs(input_ids=ids, token_type_ids=types, attention_mask=mask,
-               output_attentions=True, output_hidden_states=True)
+    b = theirs(
+        input_ids=ids, token_type_ids=types, attention_mask=mask, output_attentions=True, output_hidden_states=True
+    )
     worst = 0.0
     for mine, hf in HEAD_OUTPUTS[name]:
         torch.testing.assert_close(a[mine], b[hf], atol=1e-5, rtol=1e-5)
@@ -67,7 +75,7 @@ def test_transformers_checkpoint_loads_in_lab(tmp_path, name, cls):
     hf_cfg = transformers.BertConfig(**{k: v for k, v in cfg.to_dict().items() if k != "model_type"})
     torch.manual_seed(1)
     theirs = getattr(transformers, name)(hf_cfg).eval()
-    with torch.no_grad():   # non-trivial LayerNorm and bias values, so that every tensor matters
+    with torch.no_grad():  # non-trivial LayerNorm and bias values, so that every tensor matters
         for n, p in theirs.named_parameters():
             if "LayerNorm" in n or n.endswith("bias"):
                 p.add_(torch.randn_like(p) * 0.1)
@@ -82,12 +90,16 @@ def test_transformers_checkpoint_loads_in_lab(tmp_path, name, cls):
 def test_bare_encoder_checkpoint_feeds_a_new_head(tmp_path):
     """A BertModel directory (no 'bert.' prefix) starts a classifier: encoder loaded, head new."""
     cfg = tiny_config()
-    hf = transformers.BertModel(transformers.BertConfig(**{k: v for k, v in cfg.to_dict().items()
-                                                             if k != "model_type"})).eval()
+    hf = transformers.BertModel(
+        transformers.BertConfig(**{k: v for k, v in cfg.to_dict().items() if k != "model_type"})
+    ).eval()
     hf.save_pretrained(tmp_path)
     model, _, report = lab.load(tmp_path, lab.BertForSequenceClassification, return_report=True)
     assert sorted(report.missing) == ["classifier.bias", "classifier.weight"]
     ids, types, mask = batch(cfg)
-    torch.testing.assert_close(model.bert(ids, types, mask).last_hidden_state,
-                               hf(input_ids=ids, token_type_ids=types, attention_mask=mask).last_hidden_state,
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        model.bert(ids, types, mask).last_hidden_state,
+        hf(input_ids=ids, token_type_ids=types, attention_mask=mask).last_hidden_state,
+        atol=1e-5,
+        rtol=1e-5,
+    )

@@ -1,5 +1,6 @@
 """The run directory (lab/runs.py): layout, metrics of a recipe's phases read as one run,
 checkpoints across phases, completeness, and fresh run names."""
+
 import json
 
 import pytest
@@ -31,16 +32,16 @@ def test_a_recipe_is_read_as_one_run(tmp_path):
         checkpoint(first, s)
     for s in (0, 100):
         checkpoint(run, s)
-    (run / "checkpoints" / "step-0000200.tmp").mkdir()                   # being written: not a checkpoint
+    (run / "checkpoints" / "step-0000200.tmp").mkdir()  # being written: not a checkpoint
     assert runs.phases(run) == [first, run]
     merged = runs.read_metrics(run)
     assert [r["step"] for r in merged] == [10, 200, 210, 300]
     assert [r["tokens"] for r in merged] == [1000, 20000, 21000, 30000]
     assert [r["phase"] for r in merged] == ["phase1-len32", "phase1-len32", "final", "final"]
-    assert runs.read_metrics(run / "metrics.jsonl")[0]["step"] == 10     # a file alone: as written
+    assert runs.read_metrics(run / "metrics.jsonl")[0]["step"] == 10  # a file alone: as written
     found = runs.checkpoints(run)
     assert [s for s, _ in found] == [0, 50, 200, 300]
-    assert found[2][1] == first / "checkpoints" / "step-0000200"          # the earlier phase wins a tie
+    assert found[2][1] == first / "checkpoints" / "step-0000200"  # the earlier phase wins a tie
     assert runs.phase_dirs(tmp_path / "x", ["len32", "len128"]) == [tmp_path / "x" / "phase1-len32", tmp_path / "x"]
     assert runs.has_metrics(run) and not runs.has_metrics(tmp_path / "empty")
     with pytest.raises(FileNotFoundError, match="no metrics.jsonl"):
@@ -50,7 +51,7 @@ def test_a_recipe_is_read_as_one_run(tmp_path):
 def test_completeness_resume_points_and_refusal(tmp_path):
     run = tmp_path / "run"
     assert runs.latest_resumable(run) is None and not runs.is_complete(run)
-    runs.refuse_existing_run(run)                                           # nothing there: fine
+    runs.refuse_existing_run(run)  # nothing there: fine
     d = checkpoint(run, 5)
     (d / runs.STATE_NAME).write_bytes(b"")
     runs.write_json(run / "train_config.json", {"total_steps": 10})
@@ -68,8 +69,8 @@ def test_write_checkpoint_keeps_snapshots_and_the_newest(tmp_path, tiny_cfg):
     for step in (0, 5, 10):
         runs.write_checkpoint(run, model, None, {"step": step}, keep_steps={0})
     names = sorted(p.name for p in (run / "checkpoints").iterdir())
-    assert names == ["step-0000000", "step-0000010"]                       # 5 pruned: not a snapshot
-    assert not (run / "checkpoints" / "step-0000000" / runs.STATE_NAME).exists()   # a snapshot: model only
+    assert names == ["step-0000000", "step-0000010"]  # 5 pruned: not a snapshot
+    assert not (run / "checkpoints" / "step-0000000" / runs.STATE_NAME).exists()  # a snapshot: model only
     assert (run / "checkpoints" / "step-0000010" / runs.STATE_NAME).is_file()
     assert runs.is_model_dir(run) and runs.is_model_dir(run / "checkpoints" / "step-0000000")
 

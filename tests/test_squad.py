@@ -1,4 +1,5 @@
 """lab.squad: loading, doc-stride features, collate, span decoding, the official EM/F1."""
+
 import json
 import zipfile
 
@@ -28,8 +29,15 @@ def tok():
 
 def example(answer="Four Five", start=ANSWER_START, impossible=False, qid="q1", context=CONTEXT):
     answers = [] if impossible else [{"text": answer, "answer_start": start}]
-    return Example(id=qid, title="numbers", context=context, question="what is it ?", answers=answers,
-                   is_impossible=impossible, article_index=0)
+    return Example(
+        id=qid,
+        title="numbers",
+        context=context,
+        question="what is it ?",
+        answers=answers,
+        is_impossible=impossible,
+        article_index=0,
+    )
 
 
 def windows_features(tok, ex=None, training=True):
@@ -54,7 +62,7 @@ def test_doc_stride_windows_worked_example(tok):
         assert tokens == ["[CLS]", "what", "is", "it", "?", "[SEP]", *words[lo:hi], "[SEP]"]
         assert f.token_type_ids == [0] * PREFIX + [1] * (hi - lo + 1)
         assert f.attention_mask == [1] * len(f.input_ids)
-        assert f.token_type_ids.index(1) == PREFIX          # the context starts after [CLS] q [SEP]
+        assert f.token_type_ids.index(1) == PREFIX  # the context starts after [CLS] q [SEP]
         # Offsets only on context tokens, and they point at the context's words.
         assert f.offsets[:PREFIX] == [None] * PREFIX and f.offsets[-1] is None
         assert [CONTEXT[a:b].lower() for a, b in f.offsets[PREFIX:-1]] == words[lo:hi]
@@ -97,8 +105,15 @@ def test_offsets_with_trained_tokenizer_keep_original_text():
     texts = ["the eiffel tower is in paris , france .", "where is the tower ?", "it was built in 1889 ."] * 5
     trained = lab.Tokenizer.train(iter(texts), vocab_size=60, min_frequency=1, show_progress=False)
     context = "The Eiffel Tower is in Paris, France. It was built in 1889."
-    ex = Example("e1", "Eiffel", context, "Where is the Eiffel Tower?",
-                 [{"text": "Paris, France", "answer_start": context.index("Paris")}], False, 0)
+    ex = Example(
+        "e1",
+        "Eiffel",
+        context,
+        "Where is the Eiffel Tower?",
+        [{"text": "Paris, France", "answer_start": context.index("Paris")}],
+        False,
+        0,
+    )
     (f,) = squad.make_features([ex], trained)
     a, b = f.offsets[f.start_position][0], f.offsets[f.end_position][1]
     assert context[a:b] == "Paris, France"  # case and punctuation come from the context itself
@@ -121,15 +136,17 @@ def test_collate_and_model_loss(tok):
     assert batch.attention_mask.sum(1).tolist() == [13, 13, 11]
     assert batch.token_type_ids[0].tolist() == [0] * 6 + [1] * 7 + [0] * 3
     assert batch.start_positions.tolist() == [10, 7, 0] and batch.end_positions.tolist() == [11, 8, 0]
-    assert set(batch.as_dict()) == {"input_ids", "token_type_ids", "attention_mask", "start_positions",
-                                    "end_positions"}
+    assert set(batch.as_dict()) == {"input_ids", "token_type_ids", "attention_mask", "start_positions", "end_positions"}
     torch.manual_seed(0)
     model = lab.BertForQuestionAnswering(tiny_config(vocab_size=len(VOCAB)))
     out = model(**batch.to("cpu").as_dict())
     assert out.start_logits.shape == (3, 16) and torch.isfinite(out.loss)
     inference = squad.collate_features(windows_features(tok, training=False), tok.pad_token_id)
-    assert "start_positions" not in inference and set(inference.keys()) == {"input_ids", "token_type_ids",
-                                                                           "attention_mask"}
+    assert "start_positions" not in inference and set(inference.keys()) == {
+        "input_ids",
+        "token_type_ids",
+        "attention_mask",
+    }
 
 
 def test_predict_end_to_end(tok):
@@ -158,7 +175,7 @@ def test_decode_best_span_and_character_offsets(tok):
     spans = squad.decode_spans(feats, s, e, example())
     best = spans[0]
     assert (best.text, best.start, best.end, best.score) == ("Four Five", 19, 28, 10.0)
-    assert all(CONTEXT[sp.start:sp.end] == sp.text for sp in spans)
+    assert all(CONTEXT[sp.start : sp.end] == sp.text for sp in spans)
     assert len({sp.text for sp in spans}) == len(spans) <= 20  # distinct texts, at most n_best
     assert sum(sp.probability for sp in spans) == pytest.approx(1.0)
     assert [sp.score for sp in spans] == sorted((sp.score for sp in spans), reverse=True)
@@ -255,8 +272,13 @@ def test_exact_match_and_f1():
 
 
 def test_evaluate_percent_missing_and_impossible(caplog):
-    exs = [example(answer="Four", qid="a"), example(answer="Four Five", qid="b"),
-           example(impossible=True, qid="c"), example(impossible=True, qid="d"), example(qid="e")]
+    exs = [
+        example(answer="Four", qid="a"),
+        example(answer="Four Five", qid="b"),
+        example(impossible=True, qid="c"),
+        example(impossible=True, qid="d"),
+        example(qid="e"),
+    ]
     preds = {"a": "four", "b": "Five", "c": "", "d": "Four"}  # "e" is missing
     with caplog.at_level("WARNING", logger="lab.squad"):
         result = squad.evaluate(exs, preds)
@@ -282,10 +304,27 @@ def test_load_v1_and_v2(tmp_path):
     qa = {"id": "q1", "question": "what is it ?", "answers": [{"text": "Four", "answer_start": 19}]}
     (ex,) = squad.load_squad(write(tmp_path / "v1.json", squad_json([qa])))
     assert (ex.id, ex.title, ex.context, ex.question, ex.is_impossible, ex.article_index) == (
-        "q1", "numbers", CONTEXT, "what is it ?", False, 0)
+        "q1",
+        "numbers",
+        CONTEXT,
+        "what is it ?",
+        False,
+        0,
+    )
     assert ex.answers == [{"text": "Four", "answer_start": 19}]
-    v2 = squad_json([qa, {"id": "q2", "question": "why ?", "answers": [], "is_impossible": True,
-                          "plausible_answers": [{"text": "six", "answer_start": 29}]}], version="v2.0")
+    v2 = squad_json(
+        [
+            qa,
+            {
+                "id": "q2",
+                "question": "why ?",
+                "answers": [],
+                "is_impossible": True,
+                "plausible_answers": [{"text": "six", "answer_start": 29}],
+            },
+        ],
+        version="v2.0",
+    )
     exs, report = squad.load_squad(write(tmp_path / "v2.json", v2), report=True)
     assert [e.is_impossible for e in exs] == [False, True] and exs[1].answers == []
     assert report.ok and report.impossible == 1 and report.questions == 2
@@ -306,8 +345,11 @@ def test_load_counts_and_reports_problems(tmp_path, caplog):
         # answer_start off by 2: the text is in the context -> repaired to the nearest occurrence
         {"id": "shifted", "question": "q?", "answers": [{"text": "Four", "answer_start": 17}]},
         # one good answer, one whose text is nowhere in the context -> that answer dropped
-        {"id": "half", "question": "q?", "answers": [{"text": "six", "answer_start": 29},
-                                                      {"text": "eleven", "answer_start": 3}]},
+        {
+            "id": "half",
+            "question": "q?",
+            "answers": [{"text": "six", "answer_start": 29}, {"text": "eleven", "answer_start": 3}],
+        },
         # v1.1 question left without any answer -> an error, skipped
         {"id": "lost", "question": "q?", "answers": [{"text": "twelve", "answer_start": 0}]},
         {"id": "empty", "question": "q?", "answers": []},
@@ -331,9 +373,21 @@ def test_load_counts_and_reports_problems(tmp_path, caplog):
 
 def test_load_zip_and_split_by_article(tmp_path):
     data = squad_json([])
-    data["data"] = [{"title": f"art{k}", "paragraphs": [{"context": CONTEXT, "qas": [
-        {"id": f"{k}-{i}", "question": "q?", "answers": [{"text": "six", "answer_start": 29}]} for i in range(2)]}]}
-        for k in range(5)]
+    data["data"] = [
+        {
+            "title": f"art{k}",
+            "paragraphs": [
+                {
+                    "context": CONTEXT,
+                    "qas": [
+                        {"id": f"{k}-{i}", "question": "q?", "answers": [{"text": "six", "answer_start": 29}]}
+                        for i in range(2)
+                    ],
+                }
+            ],
+        }
+        for k in range(5)
+    ]
     with zipfile.ZipFile(tmp_path / "tiny.json.zip", "w") as zf:
         zf.writestr("tiny.json", json.dumps(data))
     exs = squad.load_squad(tmp_path / "tiny.json.zip")

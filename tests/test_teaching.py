@@ -1,6 +1,7 @@
 """The teacher pack's prompt lists stay true: docs/teaching/prompts.md is what the bundled models
 answer now (scripts/teaching_prompts.py --check), every task has prompts that work and prompts
 that fail, and each explanation matches the measured outcome. A few seconds on 2 CPU cores."""
+
 import ast
 import importlib.util
 import sys
@@ -16,7 +17,7 @@ SCRIPT = ROOT / "scripts" / "teaching_prompts.py"
 def prompts():
     spec = importlib.util.spec_from_file_location("teaching_prompts", SCRIPT)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module                     # (its dataclasses look themselves up there)
+    sys.modules[spec.name] = module  # (its dataclasses look themselves up there)
     spec.loader.exec_module(module)
     return module
 
@@ -33,7 +34,9 @@ def test_the_script_says_how_to_run_it(prompts):
 def test_the_page_matches_what_the_models_give_now(prompts, results):
     page = prompts.PAGE.read_text()
     diff = prompts.differences(prompts.render(results), page)
-    assert not diff, "docs/teaching/prompts.md is out of date (python scripts/teaching_prompts.py):\n" + "\n".join(diff[:40])
+    assert not diff, "docs/teaching/prompts.md is out of date (python scripts/teaching_prompts.py):\n" + "\n".join(
+        diff[:40]
+    )
 
 
 def test_the_check_command_passes_and_fails(prompts, tmp_path, monkeypatch):
@@ -70,8 +73,11 @@ def dashboard_examples() -> dict:
         pytest.skip("dashboard/help.py not found")
     wanted = {"MLM_EXAMPLES", "NSP_EXAMPLES", "QA_CONTEXT", "QA_CONTEXT_2", "QA_EXAMPLES", "CLS_EXAMPLES"}
     tree = ast.parse(help_py.read_text())
-    assigns = [node for node in tree.body if isinstance(node, ast.Assign)
-               and any(isinstance(t, ast.Name) and t.id in wanted for t in node.targets)]
+    assigns = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in wanted for t in node.targets)
+    ]
     namespace: dict = {}
     exec(compile(ast.Module(body=assigns, type_ignores=[]), str(help_py), "exec"), namespace)
     return namespace
@@ -79,11 +85,12 @@ def dashboard_examples() -> dict:
 
 def test_the_dashboard_examples_are_among_the_measured_prompts(prompts, results):
     ex = dashboard_examples()
-    assert prompts.CONTEXTS == {"Longbourn": ex["QA_CONTEXT"], "Nautilus": ex["QA_CONTEXT_2"]}, \
+    assert prompts.CONTEXTS == {"Longbourn": ex["QA_CONTEXT"], "Nautilus": ex["QA_CONTEXT_2"]}, (
         "the QA paragraphs of scripts/teaching_prompts.py must be the dashboard's"
+    )
     measured = {p.inputs for p in results}
-    assert (ex["MLM_EXAMPLES"][0][0],) in measured            # the Masked LM and Training tabs open on it
-    assert tuple(ex["NSP_EXAMPLES"][0]) in measured            # the Next Sentence and Attention tabs
+    assert (ex["MLM_EXAMPLES"][0][0],) in measured  # the Masked LM and Training tabs open on it
+    assert tuple(ex["NSP_EXAMPLES"][0]) in measured  # the Next Sentence and Attention tabs
     assert (ex["CLS_EXAMPLES"][0][0],) in measured
     questions = {p.inputs[0] for p in results if p.task.startswith("answer:")}
     assert {q for q, _ in ex["QA_EXAMPLES"][:2]} <= questions

@@ -5,6 +5,7 @@ Every fixture is written here: a few hundred short sentences built from a handfu
 (play, walk, talk, ...) with the endings -s, -ed, -ing, -er, so that a ~100-token vocabulary
 learns "play" and "##ing" but not "playing" (checked stable over 100 trainings).
 """
+
 import importlib.util
 import json
 import random
@@ -25,8 +26,10 @@ def make_sentences(n=400, seed=0):
     endings = ["", "s", "ed", "ing", "er"]
     places = ["in the park", "at home", "with the ball", "every day", "after school", "on the street"]
     marks = [".", "!", "?", ", then ;", ", and ,"]
-    return [f"{rng.choice(subjects)} {rng.choice(stems)}{rng.choice(endings)} "
-            f"{rng.choice(places)} {rng.choice(marks)}" for _ in range(n)]
+    return [
+        f"{rng.choice(subjects)} {rng.choice(stems)}{rng.choice(endings)} {rng.choice(places)} {rng.choice(marks)}"
+        for _ in range(n)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -349,8 +352,13 @@ def bert_tok(bert_vocab_dir):
 
 def test_bert_base_vocab_ids(bert_tok):
     assert len(bert_tok) == 30522
-    assert (bert_tok.pad_token_id, bert_tok.unk_token_id, bert_tok.cls_token_id,
-            bert_tok.sep_token_id, bert_tok.mask_token_id) == (0, 100, 101, 102, 103)
+    assert (
+        bert_tok.pad_token_id,
+        bert_tok.unk_token_id,
+        bert_tok.cls_token_id,
+        bert_tok.sep_token_id,
+        bert_tok.mask_token_id,
+    ) == (0, 100, 101, 102, 103)
     assert bert_tok.tokenize("unaffable") == ["una", "##ffa", "##ble"]
 
 

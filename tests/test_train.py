@@ -6,6 +6,7 @@ folder (Google's one-sentence-per-line format, blank lines between documents), m
 compared, the WordPiece vocabulary is trained once and passed to both with --tokenizer
 (`Tokenizer.train` is not bit-for-bit reproducible between processes).
 """
+
 import json
 import os
 import random
@@ -46,10 +47,16 @@ def make_sentences(seed: int = 0, documents: int = 30) -> list[list[str]]:
     least 8 words, so every instance holds well over 14 maskable tokens (see the DDP test)."""
     rng = random.Random(seed)
     syllables = ["ka", "lo", "mi", "ne", "po", "ru", "sa", "ti", "vu", "ze", "ba", "do", "fe", "gi", "hu"]
-    words = sorted({rng.choice(syllables) + rng.choice(syllables) + rng.choice(["", "n", "r", "s"])
-                    for _ in range(2000)})[:300]
-    return [[" ".join(rng.choice(words) for _ in range(rng.randint(8, 14))).capitalize() + "."
-             for _ in range(rng.randint(6, 12))] for _ in range(documents)]
+    words = sorted(
+        {rng.choice(syllables) + rng.choice(syllables) + rng.choice(["", "n", "r", "s"]) for _ in range(2000)}
+    )[:300]
+    return [
+        [
+            " ".join(rng.choice(words) for _ in range(rng.randint(8, 14))).capitalize() + "."
+            for _ in range(rng.randint(6, 12))
+        ]
+        for _ in range(documents)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +79,15 @@ def run_cli(args: list[str], timeout: float = 120, torchrun: int | None = None) 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     launcher = [sys.executable, "-m", "lab"]
     if torchrun:
-        launcher = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                    f"--nproc_per_node={torchrun}", "-m", "lab"]
+        launcher = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            f"--nproc_per_node={torchrun}",
+            "-m",
+            "lab",
+        ]
     proc = subprocess.run(launcher + args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"exit code {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
@@ -89,15 +103,15 @@ def train_records(run: Path) -> list[dict]:
 def test_lr_schedule_snapshots_and_weight_decay_groups(tiny_cfg):
     # linear warm-up over 10 steps: 0.1, 0.2, ..., 1.0 (the first step already learns)
     assert [lr_factor(s, 100, 10) for s in range(10)] == pytest.approx([(s + 1) / 10 for s in range(10)])
-    assert lr_factor(10, 100, 10) == pytest.approx(1.0)              # peak right after warm-up
-    assert lr_factor(55, 100, 10) == pytest.approx(0.5)              # half way down the decay
-    assert lr_factor(99, 100, 10) == pytest.approx(1 / 90)           # the last step still learns
+    assert lr_factor(10, 100, 10) == pytest.approx(1.0)  # peak right after warm-up
+    assert lr_factor(55, 100, 10) == pytest.approx(0.5)  # half way down the decay
+    assert lr_factor(99, 100, 10) == pytest.approx(1 / 90)  # the last step still learns
     assert lr_factor(100, 100, 10) == pytest.approx(0.0)
     # decay ends at min_ratio: 1 - frac * (1 - min_ratio)
     assert lr_factor(55, 100, 10, min_ratio=0.1) == pytest.approx(0.55)
     assert lr_factor(100, 100, 10, min_ratio=0.1) == pytest.approx(0.1)
-    assert lr_factor(150, 100, 10, min_ratio=0.1) == pytest.approx(0.1)   # never below the floor
-    assert lr_factor(0, 100, 0) == pytest.approx(1.0)                # no warm-up: start at the peak
+    assert lr_factor(150, 100, 10, min_ratio=0.1) == pytest.approx(0.1)  # never below the floor
+    assert lr_factor(0, 100, 0) == pytest.approx(1.0)  # no warm-up: start at the peak
     assert all(lr_factor(s, 100, 10) >= lr_factor(s + 1, 100, 10) for s in range(9, 100))
 
     assert snapshot_steps(1000, 5) == {0, 50, 200, 500, 1000}
@@ -111,7 +125,7 @@ def test_lr_schedule_snapshots_and_weight_decay_groups(tiny_cfg):
     assert decay["lr"] == no_decay["lr"] == 3e-4
     group_of = {id(p): "decay" for p in decay["params"]} | {id(p): "no_decay" for p in no_decay["params"]}
     named = dict(model.named_parameters())
-    assert len(group_of) == len(named)                                # every parameter once
+    assert len(group_of) == len(named)  # every parameter once
     for name, p in named.items():
         expected = "no_decay" if name.endswith(".bias") or "LayerNorm" in name else "decay"
         assert group_of[id(p)] == expected, name
@@ -133,33 +147,74 @@ def test_cli_options_and_help_come_from_the_settings_dataclasses(capsys):
     from lab.finetune import ClassificationConfig, QAConfig
     from lab.pretrain import PretrainConfig
 
-    for command, classes in (("pretrain", (PretrainConfig, TrainConfig)),
-                             ("finetune-cls", (ClassificationConfig, TrainConfig)),
-                             ("finetune-qa", (QAConfig, TrainConfig))):
+    for command, classes in (
+        ("pretrain", (PretrainConfig, TrainConfig)),
+        ("finetune-cls", (ClassificationConfig, TrainConfig)),
+        ("finetune-qa", (QAConfig, TrainConfig)),
+    ):
         with pytest.raises(SystemExit):
             build_parser().parse_args([command, "--help"])
-        text = " ".join(capsys.readouterr().out.split())                 # argparse wraps lines
+        text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
         for cls in classes:
             for f in dataclasses.fields(cls):
                 meaning = f.metadata["help"]
                 assert meaning, f"{cls.__name__}.{f.name} has no help"
                 flag = "--out" if f.name == "out_dir" else "--" + f.name.replace("_", "-")
                 assert flag in text and " ".join(meaning.split()) in text, (command, f.name)
-    args = build_parser().parse_args(["pretrain", "--corpus", "c", "--out", "o", "--adam-betas", "0.8", "0.9",
-                                      "--threads", "2", "--no-progress", "--dropout", "0"])
+    args = build_parser().parse_args(
+        [
+            "pretrain",
+            "--corpus",
+            "c",
+            "--out",
+            "o",
+            "--adam-betas",
+            "0.8",
+            "0.9",
+            "--threads",
+            "2",
+            "--no-progress",
+            "--dropout",
+            "0",
+        ]
+    )
     assert (args.adam_betas, args.threads, args.progress, args.dropout, args.lr) == ([0.8, 0.9], 2, False, 0.0, None)
 
 
 def test_cli_pretrain_smoke(corpus, tmp_path, capsys):
     run = tmp_path / "run"
-    args = ["pretrain", "--corpus", str(corpus), "--out", str(run), *SMALL, "--vocab-size", "200",
-            "--batch-size", "4", "--steps", "6", "--eval-every", "3", "--ckpt-every", "3", "--log-every", "1"]
+    args = [
+        "pretrain",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(run),
+        *SMALL,
+        "--vocab-size",
+        "200",
+        "--batch-size",
+        "4",
+        "--steps",
+        "6",
+        "--eval-every",
+        "3",
+        "--ckpt-every",
+        "3",
+        "--log-every",
+        "1",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "final held-out evaluation" in out
 
-    for name in ["config.json", "model.safetensors", "vocab.txt", "train_config.json",
-                 "pretrain_config.json", "metrics.jsonl"]:
+    for name in [
+        "config.json",
+        "model.safetensors",
+        "vocab.txt",
+        "train_config.json",
+        "pretrain_config.json",
+        "metrics.jsonl",
+    ]:
         assert (run / name).is_file(), name
     tc = json.loads((run / "train_config.json").read_text())
     assert tc["total_steps"] == 6 and tc["steps"] == 6 and tc["batch_size"] == 4
@@ -170,12 +225,23 @@ def test_cli_pretrain_smoke(corpus, tmp_path, capsys):
     eval_recs = [r for r in records if r["split"] == "eval"]
     assert [r["step"] for r in train_recs] == [1, 2, 3, 4, 5, 6]
     for r in train_recs:
-        for key in ["step", "time", "tokens", "lr", "tokens_per_s", "loss", "mlm_loss", "mlm_acc",
-                    "mlm_acc_masked", "nsp_loss", "nsp_acc"]:
+        for key in [
+            "step",
+            "time",
+            "tokens",
+            "lr",
+            "tokens_per_s",
+            "loss",
+            "mlm_loss",
+            "mlm_acc",
+            "mlm_acc_masked",
+            "nsp_loss",
+            "nsp_acc",
+        ]:
             assert key in r, (key, r)
         assert r["loss"] == pytest.approx(r["mlm_loss"] + r["nsp_loss"], abs=1e-4)
         assert 0 <= r["mlm_acc"] <= 1 and 0 <= r["nsp_acc"] <= 1 and r["lr"] > 0
-        assert 4 < r["mlm_loss"] < 7                    # ln(200) = 5.3: an untrained model guesses
+        assert 4 < r["mlm_loss"] < 7  # ln(200) = 5.3: an untrained model guesses
     tokens = [r["tokens"] for r in train_recs]
     assert all(a < b for a, b in zip(tokens, tokens[1:])), tokens
     assert [r["step"] for r in eval_recs] == [3, 6]
@@ -192,15 +258,30 @@ def test_cli_pretrain_smoke(corpus, tmp_path, capsys):
     assert snapshots[0] == "step-0000000" and snapshots[-1] == "step-0000006"
     assert not [n for n in snapshots if n.endswith(".tmp")]
     with_state = [n for n in snapshots if (run / "checkpoints" / n / STATE_NAME).is_file()]
-    assert with_state == ["step-0000006"]                            # only the newest resumes
-    for n in snapshots:                                              # every snapshot is a model
+    assert with_state == ["step-0000006"]  # only the newest resumes
+    for n in snapshots:  # every snapshot is a model
         assert (run / "checkpoints" / n / "model.safetensors").is_file()
 
     # the same --out again without --resume: refused, and the existing run is left alone
-    before = {n: (run / n).read_bytes() for n in ["pretrain_config.json", "metrics.jsonl", "vocab.txt",
-                                                   "model.safetensors"]}
-    again = ["pretrain", "--corpus", str(corpus), "--out", str(run), *SMALL, "--vocab-size", "200",
-             "--batch-size", "4", "--steps", "6", "--eval-instances", "8"]
+    before = {
+        n: (run / n).read_bytes() for n in ["pretrain_config.json", "metrics.jsonl", "vocab.txt", "model.safetensors"]
+    }
+    again = [
+        "pretrain",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(run),
+        *SMALL,
+        "--vocab-size",
+        "200",
+        "--batch-size",
+        "4",
+        "--steps",
+        "6",
+        "--eval-instances",
+        "8",
+    ]
     assert main(again) == 2
     err = capsys.readouterr().err
     assert "--resume" in err and "error" in err
@@ -213,9 +294,25 @@ def test_cli_pretrain_smoke(corpus, tmp_path, capsys):
 @pytest.mark.slow
 def test_resume_after_sigkill_matches_uninterrupted_run(corpus, tokenizer_dir, tmp_path):
     steps = 60
-    common = ["pretrain", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir), *SMALL, *EXACT,
-              "--batch-size", "4", "--steps", str(steps), "--ckpt-every", "10", "--log-every", "1",
-              "--eval-every", "1000"]      # dropout stays on: its RNG is resumed too
+    common = [
+        "pretrain",
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        str(tokenizer_dir),
+        *SMALL,
+        *EXACT,
+        "--batch-size",
+        "4",
+        "--steps",
+        str(steps),
+        "--ckpt-every",
+        "10",
+        "--log-every",
+        "1",
+        "--eval-every",
+        "1000",
+    ]  # dropout stays on: its RNG is resumed too
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "lab"]
     run_a, run_b = tmp_path / "a", tmp_path / "b"
@@ -228,10 +325,17 @@ def test_resume_after_sigkill_matches_uninterrupted_run(corpus, tokenizer_dir, t
         return any(json.loads(l)["step"] >= 22 for l in lines[-3:] if l.endswith("}"))
 
     # A (uninterrupted) runs beside B's first, killed process: one core each
-    a = subprocess.Popen(cmd + common + ["--out", str(run_a)], cwd=ROOT, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    b = subprocess.Popen(cmd + common + ["--out", str(run_b)], cwd=ROOT, env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    a = subprocess.Popen(
+        cmd + common + ["--out", str(run_a)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    b = subprocess.Popen(
+        cmd + common + ["--out", str(run_b)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 90
         while not logged_past_20():
@@ -307,8 +411,17 @@ def test_nan_loss_stops_with_a_clear_error(corpus, tokenizer_dir, tmp_path):
     torch.manual_seed(0)
     model = lab.BertForPreTraining(lab.BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
     run = tmp_path / "nan"
-    cfg = TrainConfig(out_dir=str(run), steps=20, batch_size=4, ckpt_every=5, eval_every=0, log_every=1,
-                      precision="fp32", progress=False, threads=1)
+    cfg = TrainConfig(
+        out_dir=str(run),
+        steps=20,
+        batch_size=4,
+        ckpt_every=5,
+        eval_every=0,
+        log_every=1,
+        precision="fp32",
+        progress=False,
+        threads=1,
+    )
     with pytest.raises(TrainingError) as info:
         train(model, objective, cfg, tokenizer, log=lambda *_: None)
     message = str(info.value)
@@ -323,7 +436,7 @@ def test_nan_loss_stops_with_a_clear_error(corpus, tokenizer_dir, tmp_path):
     snap, _ = lab.load(good)
     state = torch.load(good / STATE_NAME, map_location="cpu", weights_only=True)
     assert state["step"] == 5 and state["total_steps"] == 20
-    root, _ = lab.load(run)                                           # the run root: step 5's model
+    root, _ = lab.load(run)  # the run root: step 5's model
     assert all(torch.equal(v, root.state_dict()[k]) for k, v in snap.state_dict().items())
     assert all(torch.isfinite(p).all() for p in root.parameters())
 
@@ -341,15 +454,35 @@ def test_train_swaps_in_fast_dropout_and_checkpoints_stay_plain(corpus, tokenize
     tokenizer = lab.Tokenizer.load(tokenizer_dir)
     train_docs, held_inst = load_corpus(corpus, pc, tokenizer, log=lambda *_: None)
     special = SpecialIds.from_vocab(tokenizer.vocab)
-    objective = PretrainObjective(PretrainingData(train_docs, special, batch_size=4, seed=0),
-                                  fixed_batches(held_inst, special, pc), special.mask_id)
+    objective = PretrainObjective(
+        PretrainingData(train_docs, special, batch_size=4, seed=0),
+        fixed_batches(held_inst, special, pc),
+        special.mask_id,
+    )
     model = lab.BertForPreTraining(lab.BertConfig.preset("tiny", vocab_size=tokenizer.vocab_size))
-    dropouts = lambda m: {n: x for n, x in m.named_modules() if isinstance(x, nn.Dropout)}
+
+    def dropouts(m):
+        return {n: x for n, x in m.named_modules() if isinstance(x, nn.Dropout)}
+
     before = dropouts(model)
     assert before and all(type(d) is nn.Dropout for d in before.values())
     run = tmp_path / "fast"
-    train(model, objective, TrainConfig(out_dir=str(run), steps=2, batch_size=4, eval_every=0, log_every=1,
-                                        precision="fp32", progress=False, threads=1), tokenizer, log=lambda *_: None)
+    train(
+        model,
+        objective,
+        TrainConfig(
+            out_dir=str(run),
+            steps=2,
+            batch_size=4,
+            eval_every=0,
+            log_every=1,
+            precision="fp32",
+            progress=False,
+            threads=1,
+        ),
+        tokenizer,
+        log=lambda *_: None,
+    )
     after = dropouts(model)
     assert after.keys() == before.keys() and all(type(d) is FastDropout for d in after.values())
     assert [d.p for d in after.values()] == [d.p for d in before.values()]
@@ -384,6 +517,7 @@ def test_fast_dropout_is_dropout():
 @pytest.mark.slow
 def test_ddp_two_processes_match_one_process(corpus, tokenizer_dir, tmp_path):
     import torch.distributed as tdist
+
     if not (tdist.is_available() and tdist.is_gloo_available()):
         pytest.skip("torch.distributed with the gloo backend is not available in this torch build")
     # Every sequence predicts exactly 2 tokens (at most 2 per sequence, every instance has well
@@ -396,21 +530,43 @@ def test_ddp_two_processes_match_one_process(corpus, tokenizer_dir, tmp_path):
     # (With BERT's own 15% counts the halves weigh their tokens differently, as each shard of
     # Google's TPU code also averages over its own predictions: then the losses differed by up to
     # 5e-4 relative, grad norms by 3e-3 and weights by 3.6e-3 with these settings.)
-    common = ["pretrain", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir), *SMALL, *EXACT,
-              "--dropout", "0", "--steps", "4", "--log-every", "1", "--eval-every", "2", "--ckpt-every", "2",
-              "--short-seq-prob", "0", "--max-predictions-per-seq", "2", "--lr", "1e-3"]
+    common = [
+        "pretrain",
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        str(tokenizer_dir),
+        *SMALL,
+        *EXACT,
+        "--dropout",
+        "0",
+        "--steps",
+        "4",
+        "--log-every",
+        "1",
+        "--eval-every",
+        "2",
+        "--ckpt-every",
+        "2",
+        "--short-seq-prob",
+        "0",
+        "--max-predictions-per-seq",
+        "2",
+        "--lr",
+        "1e-3",
+    ]
     one, two = tmp_path / "one", tmp_path / "two"
     proc = run_cli(common + ["--out", str(two), "--batch-size", "4"], torchrun=2, timeout=180)
     assert "2 process(es)" in proc.stdout and "4 steps x 8 sequences" in proc.stdout
     run_cli(common + ["--out", str(one), "--batch-size", "8"])
 
     rec_1, rec_2 = train_records(one), train_records(two)
-    assert [r["step"] for r in rec_2] == [r["step"] for r in rec_1] == [1, 2, 3, 4]   # rank 0 wrote once
+    assert [r["step"] for r in rec_2] == [r["step"] for r in rec_1] == [1, 2, 3, 4]  # rank 0 wrote once
     for r1, r2 in zip(rec_1, rec_2):
         for key in ["loss", "mlm_loss", "nsp_loss", "grad_norm", "mlm_acc", "nsp_acc"]:
             assert r2[key] == pytest.approx(r1[key], abs=2e-5), (r1["step"], key, r1[key], r2[key])
         assert r2["lr"] == r1["lr"]
-        assert r2["tokens"] == r1["tokens"]                 # every rank's tokens are counted
+        assert r2["tokens"] == r1["tokens"]  # every rank's tokens are counted
     ev_1 = [r for r in read_metrics(one) if r["split"] == "eval"]
     ev_2 = [r for r in read_metrics(two) if r["split"] == "eval"]
     assert [r["step"] for r in ev_2] == [2, 4]
@@ -421,13 +577,14 @@ def test_ddp_two_processes_match_one_process(corpus, tokenizer_dir, tmp_path):
     init = lab.load(one / "checkpoints" / "step-0000000")[0].state_dict()
     moved = max((sd_1[k] - init[k]).abs().max().item() for k in sd_1)
     diff = max((sd_1[k] - sd_2[k]).abs().max().item() for k in sd_1)
-    assert moved > 1e-3                                   # 4 steps at lr 1e-3 did change the weights...
-    assert diff < 1e-5, diff                              # ...the same way in both runs
+    assert moved > 1e-3  # 4 steps at lr 1e-3 did change the weights...
+    assert diff < 1e-5, diff  # ...the same way in both runs
 
     # only rank 0 wrote: one metrics file, one checkpoints folder, no stray per-rank folders
     assert sorted(p.name for p in two.iterdir()) == sorted(p.name for p in one.iterdir())
-    assert sorted(p.name for p in (two / "checkpoints").iterdir()) == \
-        sorted(p.name for p in (one / "checkpoints").iterdir())
+    assert sorted(p.name for p in (two / "checkpoints").iterdir()) == sorted(
+        p.name for p in (one / "checkpoints").iterdir()
+    )
     assert len(read_metrics(two)) == len(read_metrics(one))
 
 
@@ -438,9 +595,31 @@ def test_minutes_budget_sets_steps_and_stops_on_time(corpus, tokenizer_dir, tmp_
     run = tmp_path / "timed"
     budget = 0.05 * 60
     t0 = time.perf_counter()
-    assert main(["pretrain", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir), "--out", str(run),
-                 *SMALL, "--batch-size", "4", "--minutes", "0.05", "--log-every", "1", "--eval-every", "0",
-                 "--ckpt-every", "1000"]) == 0
+    assert (
+        main(
+            [
+                "pretrain",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer_dir),
+                "--out",
+                str(run),
+                *SMALL,
+                "--batch-size",
+                "4",
+                "--minutes",
+                "0.05",
+                "--log-every",
+                "1",
+                "--eval-every",
+                "0",
+                "--ckpt-every",
+                "1000",
+            ]
+        )
+        == 0
+    )
     wall = time.perf_counter() - t0
     out = capsys.readouterr().out
     assert "speed probe" in out
@@ -450,11 +629,11 @@ def test_minutes_budget_sets_steps_and_stops_on_time(corpus, tokenizer_dir, tmp_
     assert total > 1
     recs = train_records(run)
     last = recs[-1]
-    if "time budget reached" not in out:              # the probe was right: all its steps ran
+    if "time budget reached" not in out:  # the probe was right: all its steps ran
         assert last["step"] == total
     assert last["step"] <= total
     assert budget * 0.25 <= last["time"] <= budget + 2.0, last
-    assert wall < budget + 20, wall                   # start-up + probe + budget + final eval
+    assert wall < budget + 20, wall  # start-up + probe + budget + final eval
     assert (run / "checkpoints" / f"step-{last['step']:07d}" / STATE_NAME).is_file()
 
 
@@ -463,14 +642,47 @@ def test_minutes_budget_sets_steps_and_stops_on_time(corpus, tokenizer_dir, tmp_
 # ----------------------------------------------------------------------------------------
 def test_two_phase_recipe_continues_from_the_first_phase(tmp_path, corpus, tokenizer_dir, monkeypatch):
     from lab import pretrain as pt
-    monkeypatch.setitem(pt.RECIPES, "two", [
-        pt.Phase("short", pt.PretrainConfig(preset="tiny", max_seq_length=16, eval_seq_length=32, eval_instances=16),
-                 TrainConfig(batch_size=8, lr=1e-3, eval_every=2, ckpt_every=2, log_every=1), share=0.5),
-        pt.Phase("long", pt.PretrainConfig(max_seq_length=32, eval_seq_length=32, eval_instances=16),
-                 TrainConfig(batch_size=4, lr=1e-3, eval_every=2, ckpt_every=2, log_every=1), share=0.5)])
+
+    monkeypatch.setitem(
+        pt.RECIPES,
+        "two",
+        [
+            pt.Phase(
+                "short",
+                pt.PretrainConfig(preset="tiny", max_seq_length=16, eval_seq_length=32, eval_instances=16),
+                TrainConfig(batch_size=8, lr=1e-3, eval_every=2, ckpt_every=2, log_every=1),
+                share=0.5,
+            ),
+            pt.Phase(
+                "long",
+                pt.PretrainConfig(max_seq_length=32, eval_seq_length=32, eval_instances=16),
+                TrainConfig(batch_size=4, lr=1e-3, eval_every=2, ckpt_every=2, log_every=1),
+                share=0.5,
+            ),
+        ],
+    )
     out = tmp_path / "run"
-    assert main(["pretrain", "--recipe", "two", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir),
-                 "--out", str(out), "--steps", "8", "--no-progress", "--threads", "1"]) == 0
+    assert (
+        main(
+            [
+                "pretrain",
+                "--recipe",
+                "two",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer_dir),
+                "--out",
+                str(out),
+                "--steps",
+                "8",
+                "--no-progress",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
     first = out / "phase1-short"
     assert json.loads((first / "train_config.json").read_text())["total_steps"] == 4
     assert json.loads((first / "pretrain_config.json").read_text())["max_seq_length"] == 16
@@ -488,16 +700,56 @@ def test_two_phase_recipe_continues_from_the_first_phase(tmp_path, corpus, token
     assert {r["phase"] for r in records} == {"phase1-short", "final"}
     # resuming a finished recipe skips both phases and changes nothing
     before = (out / "model.safetensors").read_bytes()
-    assert main(["pretrain", "--recipe", "two", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir),
-                 "--out", str(out), "--steps", "8", "--no-progress", "--threads", "1", "--resume"]) == 0
+    assert (
+        main(
+            [
+                "pretrain",
+                "--recipe",
+                "two",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer_dir),
+                "--out",
+                str(out),
+                "--steps",
+                "8",
+                "--no-progress",
+                "--threads",
+                "1",
+                "--resume",
+            ]
+        )
+        == 0
+    )
     assert (out / "model.safetensors").read_bytes() == before
 
 
 def test_eval_fill_mask_and_plot_commands(corpus, tokenizer_dir, tmp_path, capsys):
     """The commands that report on a run: eval reproduces the run's own held-out figures."""
     run = tmp_path / "run"
-    assert main(["pretrain", "--corpus", str(corpus), "--tokenizer", str(tokenizer_dir), "--out", str(run),
-                 *SMALL, *EXACT, "--eval-instances", "1000", "--batch-size", "4", "--steps", "4"]) == 0
+    assert (
+        main(
+            [
+                "pretrain",
+                "--corpus",
+                str(corpus),
+                "--tokenizer",
+                str(tokenizer_dir),
+                "--out",
+                str(run),
+                *SMALL,
+                *EXACT,
+                "--eval-instances",
+                "1000",
+                "--batch-size",
+                "4",
+                "--steps",
+                "4",
+            ]
+        )
+        == 0
+    )
     last = [r for r in read_metrics(run) if r["split"] == "eval"][-1]
     capsys.readouterr()
     assert main(["eval", "--model", str(run), "--corpus", str(corpus), "--split", "held-out"]) == 0
@@ -507,7 +759,7 @@ def test_eval_fill_mask_and_plot_commands(corpus, tokenizer_dir, tmp_path, capsy
     assert held["mlm_acc"] == pytest.approx(last["mlm_acc"], abs=1e-4)
     assert held["nsp_acc"] == pytest.approx(last["nsp_acc"], abs=1e-4)
     assert main(["eval", "--model", str(run), "--corpus", str(corpus)]) == 0
-    assert json.loads(capsys.readouterr().out)["documents"] == 30          # every document
+    assert json.loads(capsys.readouterr().out)["documents"] == 30  # every document
     assert main(["fill-mask", "--model", str(run), "--top-k", "3", "ka [MASK] lo ."]) == 0
     assert "[MASK] 1:" in capsys.readouterr().out
     assert main(["fill-mask", "--model", str(run), "no mask here"]) == 2

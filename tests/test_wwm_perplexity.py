@@ -1,6 +1,7 @@
 """lab.language_models, whole-word masking and the masked-LM perplexity (notebook 2, section 6):
 words of pieces, which masking splits them, the two-way piece accuracy, and perplexities whose
 values are known exactly (a uniform guess gives the vocabulary size, a certain one gives 1)."""
+
 import math
 from types import SimpleNamespace
 
@@ -13,10 +14,12 @@ from lab.batch import IGNORE_INDEX
 from lab.instances import SpecialIds, mask_tokens
 from tests.conftest import tiny_config
 
-TEXT = ["the unbelievably tall players were playing in the playground .",
-        "she played unbelievably well , and the players cheered .",
-        "an unremarkable afternoon became a remarkable evening .",
-        "the remarkably quiet playground was empty at night ."]
+TEXT = [
+    "the unbelievably tall players were playing in the playground .",
+    "she played unbelievably well , and the players cheered .",
+    "an unremarkable afternoon became a remarkable evening .",
+    "the remarkably quiet playground was empty at night .",
+]
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +30,7 @@ def tok():
 
 def _special_with_pieces():
     """ids 5..49 are word starts, 50..99 are ## pieces."""
-    return SpecialIds(pad_id=0, cls_id=2, sep_id=3, mask_id=4, vocab_size=100,
-                      is_subword=lambda i: i >= 50)
+    return SpecialIds(pad_id=0, cls_id=2, sep_id=3, mask_id=4, vocab_size=100, is_subword=lambda i: i >= 50)
 
 
 def test_word_spans_group_pieces_and_skip_specials():
@@ -44,7 +46,7 @@ def test_word_spans_group_pieces_and_skip_specials():
 def test_whole_word_masking_never_splits_a_word_and_token_masking_does():
     special = _special_with_pieces()
     g = torch.Generator().manual_seed(0)
-    ids = torch.randint(5, 100, (400, 40), generator=g)       # about half the tokens are ## pieces
+    ids = torch.randint(5, 100, (400, 40), generator=g)  # about half the tokens are ## pieces
     ids[:, 0], ids[:, -1] = special.cls_id, special.sep_id
     for seed in range(3):
         _, labels = mask_tokens(ids, None, special, torch.Generator().manual_seed(seed), whole_word=True)
@@ -67,12 +69,15 @@ def test_count_masking_and_compare_masking_on_text(tok):
     assert demo.tokens[0] == "[CLS]" and demo.tokens[-1] == "[SEP]"
     special = SpecialIds.from_vocab(tok.vocab)
     spans = lm.word_spans(tok.convert_tokens_to_ids(demo.tokens), special)
-    assert any(e - s >= 3 for s, e in spans)                    # the sentence has a 3+-piece word
-    hidden = lambda shown, s, e: sum(t == "[MASK]" for t in shown[s:e])
+    assert any(e - s >= 3 for s, e in spans)  # the sentence has a 3+-piece word
+
+    def hidden(shown, s, e):
+        return sum(t == "[MASK]" for t in shown[s:e])
+
     # token-level: some word is half hidden; whole-word (same seed): every word all or nothing
     assert any(0 < hidden(demo.token_level, s, e) < e - s for s, e in spans)
     assert all(hidden(demo.whole_word, s, e) in (0, e - s) for s, e in spans)
-    assert " ".join(demo.tokens[spans[0][0]:spans[0][1]]) in " ".join(demo.tokens)
+    assert " ".join(demo.tokens[spans[0][0] : spans[0][1]]) in " ".join(demo.tokens)
     assert all(w in " ".join(demo.tokens) for w in demo.split_words)
     # a text of whole words only: nothing to show
     plain = lab.Tokenizer.train(iter(["a b c d e f g h ."] * 10), vocab_size=40, show_progress=False)
@@ -92,7 +97,7 @@ class _SiblingReader(torch.nn.Module):
     def forward(self, input_ids, attention_mask, mlm_labels):
         self.seen.append((input_ids.clone(), mlm_labels.clone()))
         picked = mlm_labels != IGNORE_INDEX
-        labels = mlm_labels[picked]                                          # (N,)
+        labels = mlm_labels[picked]  # (N,)
         one_mask = ((input_ids == self.mask_id).sum(1) == 1)[picked.nonzero()[:, 0]]
         guess = torch.where(one_mask, labels, (labels + 1) % self.vocab_size)
         return SimpleNamespace(mlm_logits=torch.nn.functional.one_hot(guess, self.vocab_size).float())
@@ -105,7 +110,7 @@ def test_continuation_piece_accuracy_masks_one_piece_or_the_whole_word(tok):
     pieces = sum(tok.is_subword(t) for s in TEXT for t in tok.tokenize(s))
     words = sum(e - s > 1 for s_ in TEXT for s, e in lm.word_spans(tok.encode(s_).input_ids, special))
     assert result.pieces == pieces > 5 and result.words == words and result.sentences == len(TEXT)
-    assert result.partial == 1.0 and result.whole == 0.0          # siblings visible vs hidden
+    assert result.partial == 1.0 and result.whole == 0.0  # siblings visible vs hidden
     assert len(result.partial_correct) == len(result.whole_correct) == pieces
     assert len(result.examples) == 3 and result.examples[0]["piece"].startswith("##")
     # what the model was shown: the scored position is a ## piece and holds [MASK]; in the
@@ -142,7 +147,7 @@ def test_perplexity_of_a_uniform_guess_is_the_vocabulary_size(tok):
         head.bias.zero_()
     model_score = lm.masked_lm_perplexity(model, tok, TEXT * 5)
     assert model_score.perplexity == pytest.approx(V, rel=1e-5)
-    assert model_score.predictions == score.predictions          # same seed, same positions
+    assert model_score.predictions == score.predictions  # same seed, same positions
 
 
 def test_unigram_perplexity_is_known_exactly():
