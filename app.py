@@ -26,6 +26,7 @@ tab), the models come from lab.model_store. Importing app.py parses no arguments
 and builds no page; `app.demo` (what `gradio app.py` and Hugging Face Spaces look for) builds the
 page with the default settings on first use; build(args) builds it for a command line.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,24 +41,45 @@ ALL_INTERFACES = ("0.0.0.0", "::")
 def parser() -> argparse.ArgumentParser:
     """The command line of `python app.py` (--help prints this file's docstring too)."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default=None,
-                   help="start on this model directory (under a models root) or Hugging Face id (ORG/NAME)")
-    p.add_argument("--models-root", action="append", default=[],
-                   help="another folder whose model directories may be served (repeatable)")
-    p.add_argument("--host", default="127.0.0.1",
-                   help="interface to bind (0.0.0.0: every IPv4 interface, the classroom's network; ::: every IPv6 one)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="start on this model directory (under a models root) or Hugging Face id (ORG/NAME)",
+    )
+    p.add_argument(
+        "--models-root",
+        action="append",
+        default=[],
+        help="another folder whose model directories may be served (repeatable)",
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="interface to bind (0.0.0.0: every IPv4 interface, the classroom's network; ::: every IPv6 one)",
+    )
     p.add_argument("--port", type=int, default=7860)
     p.add_argument("--share", action="store_true", help="also publish a temporary gradio.live link")
-    p.add_argument("--allow-downloads", action="store_true",
-                   help="let users add Hugging Face models by id (downloaded into the Hub cache) although the "
-                        "app is public (--host other than localhost, or --share); on localhost they always may")
-    p.add_argument("--concurrency", type=int, default=2,
-                   help="requests computed at once (each with its own CPU thread); others wait in the queue")
+    p.add_argument(
+        "--allow-downloads",
+        action="store_true",
+        help="let users add Hugging Face models by id (downloaded into the Hub cache) although the "
+        "app is public (--host other than localhost, or --share); on localhost they always may",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=2,
+        help="requests computed at once (each with its own CPU thread); others wait in the queue",
+    )
     p.add_argument("--queue-size", type=int, default=128, help="requests that may wait; more are turned away")
     p.add_argument("--cache-models", type=int, default=4, help="models kept loaded at once")
-    p.add_argument("--precision", choices=["bf16", "fp32"], default="bf16",
-                   help="bf16: forward passes under bf16 autocast where the hardware is fast at it "
-                        "(2-3x faster for BERT-base on a CPU; probabilities differ in the 2nd-3rd digit)")
+    p.add_argument(
+        "--precision",
+        choices=["bf16", "fp32"],
+        default="bf16",
+        help="bf16: forward passes under bf16 autocast where the hardware is fast at it "
+        "(2-3x faster for BERT-base on a CPU; probabilities differ in the 2nd-3rd digit)",
+    )
     return p
 
 
@@ -66,6 +88,7 @@ def build(args: argparse.Namespace):
     demo.launch(..., **dashboard.LAUNCH_OPTIONS). The dashboard (and torch under it) is imported
     here, not when app.py is: `python app.py --help` and tools that import app.py stay quick."""
     from dashboard import Dashboard, Settings
+
     return Dashboard(Settings.from_args(args)).build()
 
 
@@ -78,13 +101,14 @@ def addresses(host: str, port: int) -> list[str]:
     import socket
 
     import psutil
+
     family = socket.AF_INET6 if host == "::" else socket.AF_INET
     found = []
     for addrs in psutil.net_if_addrs().values():
         for a in addrs:
             ip = a.address.split("%")[0]
             if a.family != family or ip.startswith("127.") or ip == "::1" or ip.lower().startswith("fe80"):
-                continue                                         # loopback, and IPv6 link-local (needs %interface)
+                continue  # loopback, and IPv6 link-local (needs %interface)
             found.append(f"http://[{ip}]:{port}/" if family == socket.AF_INET6 else f"http://{ip}:{port}/")
     return found
 
@@ -93,18 +117,27 @@ def banner(args: argparse.Namespace, downloads: bool) -> str:
     """What the terminal says once the page is up: where students connect, whether Hub
     downloads are allowed, how to get a public link."""
     from dashboard.context import LOCAL_HOSTS
+
     lines = ["", "BERT Lab is ready: every tab's model is loaded."]
     if args.host in LOCAL_HOSTS:
-        lines.append(f"  open   http://{'[::1]' if args.host == '::1' else '127.0.0.1'}:{args.port}/ "
-                     f"(this computer only; for a classroom: --host 0.0.0.0)")
+        lines.append(
+            f"  open   http://{'[::1]' if args.host == '::1' else '127.0.0.1'}:{args.port}/ "
+            f"(this computer only; for a classroom: --host 0.0.0.0)"
+        )
     else:
         found = addresses(args.host, args.port)
         lines.append("  students type one of:" if found else "  no network address found: is the network up?")
         lines += [f"    {url}" for url in found]
         if args.host == "0.0.0.0":
             lines.append("  (IPv4; for students on IPv6 only, start with --host ::)")
-    lines.append("  Hugging Face downloads: " + ("on (the Model tab can add Hub models)" if downloads else
-                                                 "off on a public server (--allow-downloads turns them on)"))
+    lines.append(
+        "  Hugging Face downloads: "
+        + (
+            "on (the Model tab can add Hub models)"
+            if downloads
+            else "off on a public server (--allow-downloads turns them on)"
+        )
+    )
     if not args.share:
         lines.append("  a public link through gradio.live (needs internet): add --share")
     return "\n".join(lines) + "\n"
@@ -115,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     precision, build the page (every tab's default model loaded) and serve it."""
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO)
-    logging.getLogger("httpx").setLevel(logging.WARNING)       # not a line per health check
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per health check
     import torch
 
     from dashboard import LAUNCH_OPTIONS, Dashboard, Settings
@@ -127,10 +160,18 @@ def main(argv: list[str] | None = None) -> None:
     settings = Settings.from_args(args)
     print("BERT Lab: loading the models and computing each tab's first view ...", flush=True)
     demo = Dashboard(settings).build()
-    host = f"[{args.host}]" if ":" in args.host else args.host      # Gradio writes an IPv6 address in brackets
-    demo.launch(server_name=host, server_port=args.port, share=args.share, quiet=True, prevent_thread_lock=True,
-                **LAUNCH_OPTIONS)
-    print(banner(args, settings.downloads) + (f"  public link: {demo.share_url}\n" if demo.share_url else ""), flush=True)
+    host = f"[{args.host}]" if ":" in args.host else args.host  # Gradio writes an IPv6 address in brackets
+    demo.launch(
+        server_name=host,
+        server_port=args.port,
+        share=args.share,
+        quiet=True,
+        prevent_thread_lock=True,
+        **LAUNCH_OPTIONS,
+    )
+    print(
+        banner(args, settings.downloads) + (f"  public link: {demo.share_url}\n" if demo.share_url else ""), flush=True
+    )
     try:
         demo.block_thread()
     except KeyboardInterrupt:
@@ -142,6 +183,7 @@ def __getattr__(name: str):
     and Hugging Face Spaces, which import this file and look for `demo`)."""
     if name == "demo":
         from dashboard import Dashboard, Settings
+
         globals()["demo"] = Dashboard(Settings.from_args(parser().parse_args([]))).build()
         return globals()["demo"]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

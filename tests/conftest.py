@@ -1,10 +1,11 @@
 """Shared fixtures: an oddly sized tiny config (as HF's BertModelTester) and paths to shared data."""
+
 import contextlib
 import importlib
 import os
 import shutil
-import tempfile
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -23,9 +24,18 @@ SHARED_DATA = Path(os.environ.get("BERT_LAB_DATA", ROOT.parent / "shared" / "dat
 
 def tiny_config(**overrides):
     from lab import BertConfig
-    values = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                  intermediate_size=37, max_position_embeddings=64, type_vocab_size=2,
-                  hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+
+    values = dict(
+        vocab_size=99,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=37,
+        max_position_embeddings=64,
+        type_vocab_size=2,
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+    )
     values.update(overrides)
     return BertConfig(**values)
 
@@ -53,14 +63,19 @@ BUNDLED = "models/bert-lab-classroom"
 @pytest.fixture(scope="session")
 def app_models_root(tmp_path_factory):
     import lab
+
     root = tmp_path_factory.mktemp("models-root")
     _, tok = lab.load(ROOT / BUNDLED)
     torch.manual_seed(0)
     cfg = tiny_config(vocab_size=tok.vocab_size)
     lab.save(lab.BertForQuestionAnswering(cfg), tok, root / "tiny-squad")
-    lab.save(lab.BertForSequenceClassification(tiny_config(vocab_size=tok.vocab_size,
-                                                           id2label={0: "negative", 1: "positive"})),
-             tok, root / "tiny-sst2")
+    lab.save(
+        lab.BertForSequenceClassification(
+            tiny_config(vocab_size=tok.vocab_size, id2label={0: "negative", 1: "positive"})
+        ),
+        tok,
+        root / "tiny-sst2",
+    )
     lab.save(lab.BertModel(cfg), tok, root / "encoder-only")
     broken = root / "broken"
     lab.save(lab.BertForPreTraining(cfg), tok, broken)
@@ -87,6 +102,7 @@ def make_dashboard(app, app_models_root, *argv):
     """A dashboard for app.py's command line (the temporary models root besides models/ and
     runs/), its page built: its tabs' handlers are dash.tab("mlm").fill_mask, ..."""
     from dashboard import Dashboard, Settings
+
     dash = Dashboard(Settings.from_args(app.parser().parse_args(["--models-root", str(app_models_root), *argv])))
     dash.build()
     return dash
@@ -101,8 +117,10 @@ def dash(app, app_models_root):
 @pytest.fixture(scope="session")
 def app_url(dash):
     from dashboard import LAUNCH_OPTIONS
-    _, url, _ = dash.demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=None,
-                                 quiet=True, **LAUNCH_OPTIONS)
+
+    _, url, _ = dash.demo.launch(
+        prevent_thread_lock=True, server_name="127.0.0.1", server_port=None, quiet=True, **LAUNCH_OPTIONS
+    )
     yield url
     dash.demo.close()
 
@@ -123,9 +141,13 @@ def chromium_browser():
             pytest.fail("chromium is required here (BERT_LAB_REQUIRE_BROWSER=1): install it with `make browser`")
         pytest.skip("chromium not installed (`make browser` installs Debian's chromium)")
     from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
+        )
         try:
             yield browser
         finally:

@@ -3,6 +3,7 @@ checked in a real browser at 1024 px in tests/test_browser.py): every tab's firs
 when the page is built, menus that list only the models serving their tab, a confirmation when a
 model is added and "no such folder" for a mistyped one, no silent truncation, examples that say
 what they are, and the classroom start-up message."""
+
 import os
 import socket
 import subprocess
@@ -20,6 +21,7 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.fixture(scope="module")
 def client(app_url):
     from gradio_client import Client
+
     return Client(app_url, verbose=False)
 
 
@@ -33,15 +35,15 @@ def component(demo, **attrs):
 def test_every_tab_opens_with_its_view_computed(dash):
     """Item 3: the page's initial values already hold each tab's example view."""
     demo = dash.demo
-    assert component(demo, elem_id="mlm-bars").value                          # the fill-mask bars
+    assert component(demo, elem_id="mlm-bars").value  # the fill-mask bars
     assert "mask(s) predicted" in component(demo, elem_id="mlm-status").value
-    assert component(demo, elem_id="att-stats").value                         # the head statistics
+    assert component(demo, elem_id="att-stats").value  # the head statistics
     assert "answer:" in component(demo, elem_id="qa-status").value
     assert component(demo, elem_id="training-curves").value
     table = component(demo, elem_id="training-watch").value
     assert table["headers"][:2] == ["step", "[MASK] 1"] and len(table["data"]) > 2
     labels = [b for b in demo.blocks.values() if type(b).__name__ == "Label"]
-    assert len(labels) == 2 and all(b.value and b.value.get("confidences") for b in labels)   # NSP, Classify
+    assert len(labels) == 2 and all(b.value and b.value.get("confidences") for b in labels)  # NSP, Classify
 
 
 def test_menus_list_only_the_models_that_serve_their_tab(dash, app_models_root):
@@ -57,7 +59,7 @@ def test_menus_list_only_the_models_that_serve_their_tab(dash, app_models_root):
     assert store.display(app_models_root / "tiny-squad") in qa and BUNDLED not in qa
     assert BUNDLED in store.models_for("fill_mask") and "models/bert-lab-squad" not in store.models_for("fill_mask")
     assert store.display(app_models_root / "broken") in store.list_models()
-    assert store.display(app_models_root / "broken") not in store.models_for("fill_mask")   # cannot load: serves nothing
+    assert store.display(app_models_root / "broken") not in store.models_for("fill_mask")  # cannot load: serves nothing
     assert store.models_for(None) == store.list_models()
 
 
@@ -75,7 +77,7 @@ def test_adding_a_model_confirms_and_a_mistyped_folder_says_so(client):
 
 def test_next_sentence_and_classify_say_when_they_cut(client, app_models_root):
     """Item 5: a 5,000-word input is cut to the model's window, and the status says so."""
-    long = "the ship sailed on through the night . " * 625                     # 5,000 words
+    long = "the ship sailed on through the night . " * 625  # 5,000 words
     _, status = client.predict(BUNDLED, long, "it was tired .", api_name="/next_sentence")
     assert "tokens from the end of the longer sentence were cut" in status and "P(IsNext)" in status
     _, status = client.predict(BUNDLED, "she smiled .", "he left .", api_name="/next_sentence")
@@ -89,12 +91,13 @@ def test_next_sentence_and_classify_say_when_they_cut(client, app_models_root):
 def test_next_sentence_examples_say_what_each_pair_is(dash):
     """Item 7: each example pair is labelled as a real continuation or a random sentence."""
     from dashboard.help import NSP_EXAMPLE_LABELS, NSP_EXAMPLES
+
     assert len(NSP_EXAMPLE_LABELS) == len(NSP_EXAMPLES)
     assert {label.split(" (")[1] for label in NSP_EXAMPLE_LABELS} == {"IsNext)", "NotNext)"}
-    examples = [b for b in dash.demo.blocks.values()
-                if type(b).__name__ == "Dataset" and getattr(b, "sample_labels", None)]
-    assert any(all(any(label in s for s in b.sample_labels) for label in set(NSP_EXAMPLE_LABELS))
-               for b in examples)
+    examples = [
+        b for b in dash.demo.blocks.values() if type(b).__name__ == "Dataset" and getattr(b, "sample_labels", None)
+    ]
+    assert any(all(any(label in s for s in b.sample_labels) for label in set(NSP_EXAMPLE_LABELS)) for b in examples)
 
 
 def free_port() -> int:
@@ -110,8 +113,14 @@ def test_classroom_start_up_prints_the_addresses_students_type():
     link; not Gradio's 0.0.0.0 URL or its share=True hint."""
     port = free_port()
     env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
-    server = subprocess.Popen([sys.executable, "app.py", "--host", "0.0.0.0", "--port", str(port)], cwd=ROOT,
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "app.py", "--host", "0.0.0.0", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         lines, deadline = [], time.time() + 240
         while time.time() < deadline and not any("public link" in line for line in lines):
@@ -124,10 +133,15 @@ def test_classroom_start_up_prints_the_addresses_students_type():
         assert "0.0.0.0" not in out and "share=True" not in out and "Running on local URL" not in out, out
         urls = [line.strip() for line in lines if line.strip().startswith("http://")]
         import psutil
-        expected = {a.address for addrs in psutil.net_if_addrs().values() for a in addrs
-                    if a.family == socket.AF_INET and not a.address.startswith("127.")}
+
+        expected = {
+            a.address
+            for addrs in psutil.net_if_addrs().values()
+            for a in addrs
+            if a.family == socket.AF_INET and not a.address.startswith("127.")
+        }
         assert {u.split("//")[1].split(":")[0] for u in urls} == expected, out
-        for url in urls:                                                       # each one answers
+        for url in urls:  # each one answers
             assert urllib.request.urlopen(url, timeout=10).status == 200
     finally:
         server.terminate()

@@ -1,6 +1,7 @@
 """lab.model_store.ModelStore: the models a server or notebook offers, as an object (no module
 globals): names and confinement, the tasks each model serves without loading it, the shared LRU
 cache and the memory of a failed load."""
+
 import os
 
 import pytest
@@ -27,7 +28,7 @@ def test_names_tasks_and_menus(root):
     assert store.models_for("answer") == ["@mine/qa"] and store.models_for("classify") == ["@mine/cls"]
     assert store.models_for("fill_mask") == ["@mine/pre"] == store.models_for("next_sentence")
     assert store.models_for("attention") == store.list_models()
-    assert store.loaded() == 0                                   # menus read config.json, not the weights
+    assert store.loaded() == 0  # menus read config.json, not the weights
     model, _ = store.model_for("@mine/qa", "answer")
     assert type(model) is lab.BertForQuestionAnswering and store.tasks("@mine/qa") >= {"answer", "attention"}
     with pytest.raises(ModelError, match="no question-answering head"):
@@ -38,22 +39,26 @@ def test_names_tasks_and_menus(root):
 def test_two_stores_share_nothing(root, tmp_path):
     a, b = ModelStore([root], base=ROOT, cache_size=1), ModelStore([root], base=ROOT)
     a.get("@mine/pre")
-    a.get("@mine/qa")                                            # evicts pre (cache of one)
+    a.get("@mine/qa")  # evicts pre (cache of one)
     assert a.loaded() == 1 and b.loaded() == 0
     assert a.get("@mine/qa") is a.get("@mine/qa") and b.get("@mine/qa") is not a.get("@mine/qa")
 
 
 def test_confinement_and_messages(root, tmp_path):
     store = ModelStore([root], base=ROOT)
-    for name, message in [("/etc", "outside the models roots"), ("@mine/../..", "outside the models roots"),
-                          ("@mine/nothing", "no such folder: @mine/nothing"), ("", "choose a model first"),
-                          ("x" * 400, "at most 300")]:
+    for name, message in [
+        ("/etc", "outside the models roots"),
+        ("@mine/../..", "outside the models roots"),
+        ("@mine/nothing", "no such folder: @mine/nothing"),
+        ("", "choose a model first"),
+        ("x" * 400, "at most 300"),
+    ]:
         with pytest.raises(ModelError, match=message):
             store.get(name)
     os.symlink("/etc/passwd", root / "pre" / "notes.md")
     with pytest.raises(ModelError, match="points outside the models roots"):
         store.get("@mine/pre")
-    assert str(tmp_path) not in store.display(root / "pre")      # never a server path
+    assert str(tmp_path) not in store.display(root / "pre")  # never a server path
 
 
 def test_a_failed_load_is_remembered_until_the_files_change(root, monkeypatch):
@@ -61,13 +66,13 @@ def test_a_failed_load_is_remembered_until_the_files_change(root, monkeypatch):
     weights = root / "cls" / "model.safetensors"
     good = weights.read_bytes()
     weights.write_bytes(b"not a safetensors file")
-    assert store.tasks("@mine/cls") == frozenset()               # a damaged model serves nothing
+    assert store.tasks("@mine/cls") == frozenset()  # a damaged model serves nothing
     calls = []
     real = lab.model_store.load
     monkeypatch.setattr(lab.model_store, "load", lambda *a, **k: calls.append(a) or real(*a, **k))
     for _ in range(3):
         with pytest.raises(ModelError, match="could not load @mine/cls"):
             store.get("@mine/cls")
-    assert len(calls) == 1                                       # tried once
+    assert len(calls) == 1  # tried once
     weights.write_bytes(good)
     assert store.get("@mine/cls") and len(calls) == 2 and "classify" in store.tasks("@mine/cls")
