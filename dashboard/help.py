@@ -37,6 +37,7 @@ CORRUPTION_COLORS = {"[MASK] (80%)": "#f97316", "random (10%)": "#ef4444", "kept
 CSS = """
 .bl-status {min-height:1.4em}
 .bl-card td:first-child {white-space:nowrap}
+#model-add {align-self:flex-end; margin-bottom:var(--spacing-xl)}
 """
 LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft())   # Gradio 6: look and feel go to launch()
 

@@ -3,6 +3,11 @@
 Opens the page, runs a fill-mask (typed and by clicking a word), a question-answering request and
 the attention view, asserts what is visible, and saves screenshots (the README shows them):
     BERT_LAB_SCREENSHOTS=docs/images .venv/bin/python -m pytest tests/test_browser.py
+Then, at 1024 x 768 (a classroom projector), measures in the page what issue 20 was about: the QA
+context wraps between words, figure titles uncovered and uncut, each tab's first view drawn without
+a click, model menus per task, bertviz's model view fitting its frame, the Next Sentence examples'
+labels, adding a model; and saves app_1024_<tab>.png of every tab. Every page has the network
+blocked: nothing may leave the machine.
 Skipped when chromium is absent, except under CI (BERT_LAB_REQUIRE_BROWSER=1), where it fails.
 Marked slow (a browser and a server start): `pytest -m "not slow"` leaves it out.
 """
@@ -20,9 +25,16 @@ OUTSIDE: list[str] = []          # requests the page tried to send anywhere but 
 
 
 @pytest.fixture(scope="module")
-def page(app_url):
-    """The dashboard with the network blocked: every request that does not go to the app's own
-    server is aborted and recorded, so everything the page draws must come from the app."""
+def browser():
+    """One headless chromium for the module's pages."""
+    with chromium_browser() as browser:
+        yield browser
+
+
+def offline_page(browser, app_url, viewport):
+    """A new page (its own browser context: no cache shared with the other pages) with the network
+    blocked: every request that does not go to the app's own server is aborted and recorded in
+    OUTSIDE, so everything the page draws must come from the app."""
     from urllib.parse import urlparse
     own = urlparse(app_url).netloc
 
@@ -33,13 +45,33 @@ def page(app_url):
         OUTSIDE.append(r.request.url)
         return r.abort()
 
-    with chromium_browser() as browser:
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
-        page.set_default_timeout(60_000)
-        page.route("**/*", route)
-        page.goto(app_url)
-        page.wait_for_selector("#mlm-text textarea")
-        yield page
+    page = browser.new_page(viewport=viewport)
+    page.set_default_timeout(60_000)
+    page.route("**/*", route)
+    return page
+
+
+@pytest.fixture(scope="module")
+def page(browser, app_url):
+    """The dashboard at 1280 x 1000, the network blocked (offline_page)."""
+    page = offline_page(browser, app_url, {"width": 1280, "height": 1000})
+    page.goto(app_url)
+    page.wait_for_selector("#mlm-text textarea")
+    yield page
+    page.close()
+
+
+PROJECTOR = {"width": 1024, "height": 768}     # a classroom projector
+
+
+@pytest.fixture(scope="module")
+def narrow(browser, app_url):
+    """The dashboard at 1024 x 768 (a classroom projector), the network blocked (offline_page)."""
+    page = offline_page(browser, app_url, PROJECTOR)
+    page.goto(app_url)
+    page.wait_for_selector("#mlm-text textarea")
+    yield page
+    page.close()
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +85,18 @@ def open_tab(page, name):
     page.get_by_role("tab", name=name).click()
 
 
+def screenshot(page, path):
+    """The whole page, the mouse moved away (no hovered button or figure toolbar in the picture)."""
+    page.mouse.move(0, 0)
+    page.screenshot(path=str(path), full_page=True)
+
+
 def test_fill_mask_in_the_browser(page, shots):
     open_tab(page, "Masked LM")
     page.fill("#mlm-text textarea", "the captain of the [MASK] looked at me and smiled .")
+    page.locator("#mlm-text textarea").press("End")
+    page.keyboard.type(" ")                                 # typed: the opening example's results go
+    page.wait_for_function("!document.querySelector('#mlm-status').innerText.includes('predicted')")
     page.click("#mlm-predict")
     page.wait_for_function("document.querySelector('#mlm-status').innerText.includes('predicted')")
     page.wait_for_selector("#mlm-bars .js-plotly-plot g.point")       # bars drawn by plotly, in the browser
@@ -65,7 +106,7 @@ def test_fill_mask_in_the_browser(page, shots):
     # the best guess appears, highlighted, in the sentence
     filled = page.locator("#mlm-filled").inner_text()
     assert any(label.split(" ")[0].lstrip("…") in filled for label in labels)
-    page.screenshot(path=str(shots / "app_masked_lm.png"), full_page=True)
+    screenshot(page, shots / "app_masked_lm.png")
 
 
 def test_click_a_word_to_mask_it(page):
@@ -103,7 +144,7 @@ def test_question_answering_in_the_browser(page, shots):
     assert answer and answer in context
     assert "P(start = [CLS])" in status and "fine-tuned from" in status
     assert answer in page.locator("#qa-span").inner_text()
-    page.screenshot(path=str(shots / "app_question_answering.png"), full_page=True)
+    screenshot(page, shots / "app_question_answering.png")
 
 
 def test_attention_in_the_browser(page, shots):
@@ -114,7 +155,7 @@ def test_attention_in_the_browser(page, shots):
     # click a token: its row and column are outlined and shown as bars
     page.locator("#att-tokens").get_by_text("sitting", exact=True).click()
     page.wait_for_function("[...document.querySelectorAll('.bl-status')].some(e => e.innerText.includes('its row'))")
-    page.screenshot(path=str(shots / "app_attention.png"), full_page=True)
+    screenshot(page, shots / "app_attention.png")
     # bertviz's head view draws with the network blocked (d3 and jQuery come from the app)
     page.get_by_text("bertviz: the head, model and neuron views").click()
     page.get_by_role("button", name="Show bertviz").click()
@@ -137,3 +178,422 @@ def test_a_shared_link_opens_the_tab_with_its_inputs(page, app_url):
     other.wait_for_function("[...document.querySelectorAll('textarea')].some(t => t.value === 'the ship sailed at dawn .')")
     assert other.get_by_role("tab", name="Next Sentence").get_attribute("aria-selected") == "true"
     other.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# At 1024 px wide (a classroom projector): each visual item of issue 20, measured in the page.
+# The new screenshots are app_1024_<tab>.png.
+# ----------------------------------------------------------------------------------------------
+def open_accordion(page, title):
+    """Open an accordion (a click on an open one would close it)."""
+    button = page.locator("button.label-wrap", has_text=title)
+    if "open" not in (button.get_attribute("class") or "").split():
+        button.click()
+
+
+def panel(page):
+    """The open tab's panel."""
+    return page.locator("[role=tabpanel]:visible")
+
+
+# Every run of non-space characters of a HighlightedText's pieces, with where it is drawn: the
+# distinct tops of its boxes (a word split over two lines has two), its left and right edges,
+# whether the text goes on with a space, and whether it is in a highlighted (labelled) piece.
+WORDS_JS = """(block) => {
+  const pieces = [...block.querySelectorAll('.textfield .text')];
+  const all = pieces.map(p => p.textContent).join('');
+  const words = [];
+  let offset = 0;
+  for (const piece of pieces) {
+    const walker = document.createTreeWalker(piece, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const rects = [...range.getClientRects()].filter(r => r.width > 0 && r.height > 0);
+        const tops = [];
+        for (const r of rects) if (!tops.some(t => Math.abs(t - r.top) < 3)) tops.push(r.top);
+        const end = offset + m.index + m[0].length;
+        words.push({word: m[0], tops, top: Math.min(...rects.map(r => r.top)),
+                    left: Math.min(...rects.map(r => r.left)), right: Math.max(...rects.map(r => r.right)),
+                    space_after: end < all.length && /\\s/.test(all[end]),
+                    answer: piece.closest('.token').classList.contains('highlighted')});
+      }
+      offset += node.data.length;
+    }
+  }
+  return {words, shown: pieces.map(p => p.innerText).join('')};
+}"""
+
+
+def test_question_answering_context_wraps_between_words_at_1024(narrow, shots):
+    """A long context (the example's, four times) answered at 1024 px: no word is cut over two
+    lines, every space of the context shows (as text and as a gap between the words), and the
+    highlighted answer shares its line with the words around it."""
+    from dashboard.help import QA_CONTEXT
+    page, context = narrow, " ".join([QA_CONTEXT] * 4)
+    open_tab(page, "Question Answering")
+    page.fill("#qa-question textarea", "What did Mr. Bingley rent?")
+    page.fill("#qa-context textarea", context)
+    page.locator("#qa-context textarea").press("End")
+    page.keyboard.type(" ")                                 # typed: the old answer goes
+    page.wait_for_function("!document.querySelector('#qa-status').innerText.includes('answer:')")
+    page.click("#qa-answer")
+    page.wait_for_function("document.querySelector('#qa-status').innerText.includes('answer:')")
+    page.wait_for_function("document.querySelectorAll('#qa-span .textfield .text').length > 100")
+    drawn = page.locator("#qa-span").evaluate(WORDS_JS)
+    words, shown = drawn["words"], drawn["shown"]
+    # the visible text is the context, spaces included
+    assert " ".join(shown.split()) == " ".join(context.strip().split())
+    split = [w["word"] for w in words if len(w["tops"]) != 1]
+    assert not split, f"words cut over two lines at 1024 px: {split}"
+    lines = sorted({round(w["top"]) for w in words})
+    assert len(lines) >= 3, lines                           # a long context: it does wrap
+    # where the context has a space, two words on one line are drawn apart
+    for w, nxt in zip(words, words[1:]):
+        if w["space_after"] and abs(w["top"] - nxt["top"]) < 3:
+            assert nxt["left"] - w["right"] >= 2, (w["word"], nxt["word"], nxt["left"] - w["right"])
+    # the answer (mid-sentence: "rented Netherfield Park.") is not alone on its line
+    first = next(i for i, w in enumerate(words) if w["answer"])
+    answer = [w for w in words if w["answer"]]
+    assert 0 < first and any(not w["answer"] for w in words[first:]), "the answer is not mid-sentence"
+    on_its_line = [w["word"] for w in words if not w["answer"] and abs(w["top"] - words[first]["top"]) < 3]
+    assert on_its_line, f"the answer {[w['word'] for w in answer]} is alone on its line"
+    print(f"\nQA context at 1024 px: {len(words)} words on {len(lines)} lines, none cut; the answer shares its "
+          f"line with {len(on_its_line)} words")
+    screenshot(page, shots / "app_1024_question_answering.png")
+    assert OUTSIDE == [], OUTSIDE
+
+
+# A figure's title, measured where it is drawn: its box and the figure's, its font size, what of
+# its Gradio block outside the figure (a label badge, a button, a progress overlay) is drawn over
+# its box, and at five points across its middle what is drawn above it (every element made
+# hit-testable for the measure: a Gradio badge and plotly's titles have pointer-events: none).
+# An element counts when it is drawn: not display: none, hidden or fully transparent.
+TITLE_JS = """(plot) => {
+  const title = plot.querySelector('.gtitle');
+  if (!title) return null;
+  title.scrollIntoView({block: 'center'});
+  const r = title.getBoundingClientRect(), box = plot.getBoundingClientRect();
+  const block = plot.closest('.block');
+  const name = e => e.tagName + '.' + (e.className.baseVal ?? e.className);
+  const drawn = e => {
+    for (let x = e; x && x !== document.body; x = x.parentElement) {
+      const s = getComputedStyle(x);
+      if (s.display === 'none' || s.visibility === 'hidden' || +s.opacity === 0) return false;
+    }
+    const b = e.getBoundingClientRect();
+    return b.width > 1 && b.height > 1;
+  };
+  const overlapping = [...block.querySelectorAll('*')].filter(e => !plot.contains(e) && !e.contains(plot)).filter(e => {
+    const b = e.getBoundingClientRect();
+    return b.left < r.right && b.right > r.left && b.top < r.bottom && b.bottom > r.top && drawn(e);
+  }).map(name);
+  const style = document.createElement('style');
+  style.textContent = '* {pointer-events: auto !important}';
+  document.head.append(style);
+  const above = [];
+  for (const f of [0.1, 0.3, 0.5, 0.7, 0.9]) {
+    const stack = document.elementsFromPoint(r.left + f * r.width, r.top + r.height / 2);
+    const i = stack.findIndex(e => title.contains(e));
+    above.push(i < 0 ? null : stack.slice(0, i).filter(e => !plot.contains(e) && drawn(e)).map(name));
+  }
+  style.remove();
+  const texts = [title, ...title.querySelectorAll('text, tspan')];
+  return {text: title.textContent, title: [r.left, r.top, r.right, r.bottom],
+          plot: [box.left, box.top, box.right, box.bottom],
+          font: parseFloat(getComputedStyle(title).fontSize),
+          smallest: Math.min(...texts.map(t => parseFloat(getComputedStyle(t).fontSize))),
+          overlapping, above, id: block.id, width: window.innerWidth};
+}"""
+# the progress overlays of a page's opening event, faded out
+NO_OVERLAY_JS = """(plot) => [...plot.closest('.block').querySelectorAll('[data-testid=status-tracker]')]
+    .every(e => getComputedStyle(e).display === 'none' || +getComputedStyle(e).opacity === 0)"""
+
+
+# For each x axis of a figure whose tick labels stand upright (turned 90 degrees): how far the
+# closest two consecutive labels run into each other (px; 0 or less: apart)
+UPRIGHT_TICKS_JS = """(plot) => [...plot.querySelectorAll('g.xaxislayer-above')].map(axis => {
+  const boxes = [...axis.querySelectorAll('text')].map(t => t.getBoundingClientRect())
+    .filter(b => b.width > 0 && b.height > b.width).sort((a, b) => a.left - b.left);
+  return Math.max(-99, ...boxes.slice(1).map((b, i) => boxes[i].right - b.left));
+})"""
+
+
+def check_titles(page, plots):
+    """Every figure's title is inside its figure, readable (14 px or more, a subtitle line 11 px
+    or more), inside the window, and nothing is drawn over it."""
+    titles = []
+    for i in range(plots.count()):
+        plots.nth(i).element_handle().wait_for_element_state("stable")
+        page.wait_for_function(NO_OVERLAY_JS, arg=plots.nth(i).element_handle(), timeout=10_000)
+        t = plots.nth(i).evaluate(TITLE_JS)
+        assert t is not None, f"figure {i} has no title"
+        where = f"figure {i} ({t['id'] or 'no id'}) title {t['text'][:50]!r}"
+        (left, top, right, bottom), (pl, pt, pr, pb) = t["title"], t["plot"]
+        assert pl - 1 <= left and right <= pr + 1 and pt - 1 <= top and bottom <= pb + 1, f"{where} is cut: {t}"
+        assert 0 <= left and right <= t["width"], f"{where} leaves the window: {t}"
+        assert t["font"] >= 14 and t["smallest"] >= 11, f"{where}: {t['font']} px, a part {t['smallest']} px"
+        assert not t["overlapping"], f"{where} is covered by {t['overlapping']}"
+        hits = [a for a in t["above"] if a is not None]
+        assert hits, f"{where}: no point of it could be reached: {t}"
+        assert all(a == [] for a in hits), f"{where} is covered by {hits}"
+        titles.append(t["text"])
+    return titles
+
+
+def show_ablation(page):
+    """Attention tab: the ablation figure drawn (silence each head), once per page."""
+    open_tab(page, "Attention")
+    if page.locator("#att-ablation .heatmaplayer").count():
+        return
+    open_accordion(page, "Silence one head at a time (Michel et al. 2019)")
+    page.get_by_role("button", name="Silence each head").click()
+    page.wait_for_selector("#att-ablation .heatmaplayer")
+    page.wait_for_function("document.querySelector('#abl-status').innerText.includes('baseline loss')")
+
+
+def test_attention_figures_at_1024(narrow, dash):
+    """The ablation figure's cells show at most 3 decimals, and no figure of the Attention tab
+    (one head, the layer's heads, the head statistics, the ablation) has its title covered by a
+    label badge or cut off at 1024 px."""
+    import re
+    page = narrow
+    open_tab(page, "Attention")
+    page.wait_for_selector("#att-stats .heatmaplayer")
+    show_ablation(page)
+    cells = page.locator("#att-ablation .heatmaplayer text").evaluate_all("els => els.map(e => e.textContent)")
+    model, _ = dash.store.get(dash.store.default_model("attention"))     # the tab's model
+    assert len(cells) == model.config.num_hidden_layers * model.config.num_attention_heads, cells
+    long = [c for c in cells if not re.fullmatch(r"[+\-−]?\d+(\.\d{1,3})?", c.strip())]
+    assert not long, f"ablation cells with more than 3 decimals (or not a number): {long}"
+    plots = panel(page).locator(".js-plotly-plot")
+    assert plots.count() == 4, plots.count()             # one head, the layer's heads, statistics, ablation
+    assert page.locator("#att-ablation .js-plotly-plot, #att-stats .js-plotly-plot").count() == 2
+    titles = check_titles(page, plots)
+    # the layer's heads side by side: their tokens (turned upright) do not run into each other
+    grid = plots.filter(has=page.locator(".gtitle", has_text="(rows: queries, columns: keys)"))
+    overlaps = grid.evaluate(UPRIGHT_TICKS_JS)
+    assert overlaps and min(overlaps) > -99, overlaps        # labels upright: the measure applies
+    assert max(overlaps) <= 1, f"the layer grid's token labels overlap by {max(overlaps):.1f} px"
+    print(f"\nablation cells at 1024 px: {cells}; titles clear: {[t[:40] for t in titles]}; layer grid's token "
+          f"labels: {len(overlaps)} axes, closest {max(overlaps):.1f} px apart")
+    assert OUTSIDE == [], OUTSIDE
+
+
+FIRST_VIEW_S = 5          # each tab's first view is there within this, without a click
+# the Masked LM bars, after DOMContentLoaded: 1.8-3.0 s measured in headless chromium on a busy
+# 2-core machine, most of it Gradio's plotly chunk (1.3 MB) arriving and being parsed; the figure
+# itself comes with the page (checked in its config below)
+FIRST_BARS_S = 5.0
+
+
+def test_each_tab_drawn_on_load_at_1024(browser, app_url, shots):
+    """A fresh page (its own browser context, nothing cached) at 1024 px: without pressing any
+    button, each tab shows its first view within a few seconds, and the Masked LM bars (in the
+    page's initial config) are drawn soon after the page's HTML is read (timed on a server that
+    has served a page before, as in a classroom: the first page after start-up is slower)."""
+    warm = offline_page(browser, app_url, PROJECTOR)
+    warm.goto(app_url)
+    warm.wait_for_selector("#mlm-bars g.point")
+    warm.close()
+    page = offline_page(browser, app_url, PROJECTOR)
+    try:
+        page.goto(app_url, wait_until="domcontentloaded")
+        drawn_at = page.wait_for_function(
+            "() => document.querySelectorAll('#mlm-bars g.point').length === 5 && performance.now()",
+            polling="raf", timeout=10_000).json_value()
+        loaded_at = page.evaluate("performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
+        seconds = (drawn_at - loaded_at) / 1000
+        print(f"\nMasked LM bars drawn {seconds:.2f} s after DOMContentLoaded ({drawn_at / 1000:.2f} s after "
+              f"navigation start) at 1024 px")
+        assert seconds < FIRST_BARS_S, seconds
+        # they come with the page: the figure is in its initial config, not computed for this page
+        config = page.evaluate("async () => (await fetch('config')).json()")
+        bars = [c for c in config["components"] if c.get("props", {}).get("elem_id") == "mlm-bars"]
+        assert bars and bars[0]["props"].get("value"), "the Masked LM bars are not in the page's config"
+        screenshot(page, shots / "app_1024_masked_lm.png")
+        wait = FIRST_VIEW_S * 1000
+
+        open_tab(page, "Next Sentence")
+        label = panel(page).locator("[data-testid=label-output-value]")
+        label.wait_for(timeout=wait)
+        assert label.inner_text().strip() in ("IsNext", "NotNext")
+        screenshot(page, shots / "app_1024_next_sentence.png")
+
+        open_tab(page, "Attention")
+        panel(page).locator(".js-plotly-plot .heatmaplayer").first.wait_for(timeout=wait)
+        page.wait_for_selector("#att-stats .heatmaplayer", timeout=wait)
+
+        open_tab(page, "Question Answering")
+        page.wait_for_function("document.querySelector('#qa-status').innerText.includes('answer:')", timeout=wait)
+        assert page.locator("#qa-span .highlighted").count() == 1
+
+        open_tab(page, "Classify")
+        label = panel(page).locator("[data-testid=label-output-value]")
+        label.wait_for(timeout=wait)
+        assert label.inner_text().strip()
+        screenshot(page, shots / "app_1024_classify.png")
+
+        open_tab(page, "Training")
+        page.wait_for_selector("#training-curves .js-plotly-plot .scatterlayer .trace", timeout=wait)
+        assert page.locator("#training-curves .scatterlayer .trace").count() >= 2     # loss and accuracy
+        page.wait_for_selector("#training-watch .virtual-row:visible", timeout=wait)   # Gradio's rows
+        header = [h.strip() for h in page.locator("#training-watch [role=columnheader]").all_inner_texts()]
+        assert header == ["step", "[MASK] 1"], header
+        rows = page.locator("#training-watch .virtual-row:visible")
+        assert rows.count() >= 2 and rows.first.inner_text().split()[0].isdigit(), rows.all_inner_texts()
+        screenshot(page, shots / "app_1024_training.png")
+
+        open_tab(page, "Model")
+        page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent && "
+                               "p.innerText.includes('serves:') && p.innerText.includes('parameters:'))", timeout=wait)
+        assert "layers L = " in panel(page).inner_text()
+        screenshot(page, shots / "app_1024_model.png")
+    finally:
+        page.close()
+    assert OUTSIDE == [], OUTSIDE
+
+
+def menu_options(page):
+    """The open tab's model menu, opened: the models it lists."""
+    menu = panel(page).get_by_role("combobox", name="Model")
+    menu.click()
+    options = page.locator("ul[role=listbox] li[role=option]:visible")
+    options.first.wait_for()
+    listed = options.evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
+    page.keyboard.press("Escape")
+    return listed
+
+
+def test_model_menus_list_only_the_tabs_models_at_1024(narrow, dash):
+    """A tab's model menu lists the models that serve it: Question Answering only QA models (not
+    the pre-trained bert-lab-classroom), Masked LM the models with an MLM head (not a SQuAD one)."""
+    page = narrow
+    open_tab(page, "Question Answering")
+    qa = menu_options(page)
+    assert sorted(qa) == sorted(dash.store.models_for("answer")), qa
+    assert "models/bert-lab-classroom" not in qa and "models/bert-lab-squad" in qa, qa
+    open_tab(page, "Masked LM")
+    mlm = menu_options(page)
+    assert sorted(mlm) == sorted(dash.store.models_for("fill_mask")), mlm
+    assert "models/bert-lab-classroom" in mlm and "models/bert-lab-squad" not in mlm, mlm
+    print(f"\nQA menu: {qa}\nMasked LM menu: {mlm}")
+    assert OUTSIDE == [], OUTSIDE
+
+
+def bertviz_model_view(page):
+    """Attention tab: bertviz's model view drawn; its iframe and the frame inside."""
+    open_tab(page, "Attention")
+    shown = "[...document.querySelectorAll('.bl-status')].some(e => e.innerText.includes('bertviz model view'))"
+    if not page.evaluate(shown):
+        open_accordion(page, "bertviz: the head, model and neuron views")
+        panel(page).get_by_role("radio", name="model", exact=True).check()
+        page.get_by_role("button", name="Show bertviz").click()
+        page.wait_for_function(shown)
+    iframe = panel(page).locator("iframe[srcdoc]")
+    frame = iframe.element_handle().content_frame()
+    frame.wait_for_selector("rect.attn_background")
+    return iframe, frame
+
+
+def test_bertviz_model_view_fits_at_1024(narrow, dash, shots):
+    """bertviz's model view at 1024 px: the frame is tall enough that nothing scrolls inside it
+    (every layer is in view), and each thumbnail is at most 7 px per token high (bertviz's own
+    size would be 42 px per token for a 2-head model)."""
+    page = narrow
+    show_ablation(page)                                   # the screenshot shows it too
+    iframe, frame = bertviz_model_view(page)
+    frame_height = iframe.evaluate("f => f.clientHeight")
+    inside = frame.evaluate("() => [document.documentElement.scrollHeight, window.innerHeight]")
+    assert inside[0] <= frame_height + 4, f"the model view scrolls inside its frame: {inside[0]} px in {frame_height}"
+    thumbs = frame.evaluate("""() => [...document.querySelectorAll('rect.attn_background')].map(r => {
+        const rows = [...r.parentNode.querySelectorAll('g[source-index]')]
+            .map(s => +s.querySelector('line').getAttribute('y1'));
+        return {height: +r.getAttribute('height'), tokens: rows.length, pitch: rows.length > 1 ? rows[1] - rows[0] : 0};
+    })""")
+    model, _ = dash.store.get(dash.store.default_model("attention"))
+    assert len(thumbs) == model.config.num_hidden_layers * model.config.num_attention_heads, thumbs
+    for t in thumbs:
+        assert t["tokens"] > 1 and t["pitch"] <= 7.01, t
+        assert t["height"] <= 7 * t["tokens"] + 12, t      # 7 px per token + bertviz's 2 x 5 px padding
+    print(f"\nbertviz model view at 1024 px: frame {frame_height} px, page inside {inside[0]} px, thumbnails "
+          f"{thumbs[0]['height']} px for {thumbs[0]['tokens']} tokens ({thumbs[0]['pitch']} px per token)")
+    iframe.scroll_into_view_if_needed()
+    screenshot(page, shots / "app_1024_attention.png")
+    assert OUTSIDE == [], OUTSIDE
+
+
+@pytest.mark.xfail(strict=True, reason="bertviz draws its model view 970 px wide (DIV_WIDTH in its "
+                                       "model_view.js): at 1024 px the frame is narrower and the last head is cut "
+                                       "(lab/bertviz_offline.py)")
+def test_bertviz_model_view_fits_the_width_at_1024(narrow):
+    """Nothing of the model view is out of its frame on the right at 1024 px."""
+    iframe, frame = bertviz_model_view(narrow)
+    width = iframe.evaluate("f => f.clientWidth")
+    right = frame.evaluate("() => Math.max(...[...document.querySelectorAll('svg')]"
+                           ".map(s => s.getBoundingClientRect().right))")
+    assert right <= width, f"the model view is {right:.0f} px wide in a {width} px frame"
+
+
+def test_next_sentence_examples_say_what_each_pair_is_at_1024(narrow):
+    """The Next Sentence examples are labelled with what each pair is, readable at 1024 px."""
+    from dashboard.help import NSP_EXAMPLE_LABELS
+    page = narrow
+    open_tab(page, "Next Sentence")
+    examples = panel(page).locator("button.gallery-item")
+    assert examples.count() == len(NSP_EXAMPLE_LABELS) == 4
+    shown = examples.all_inner_texts()
+    for text, label in zip(shown, NSP_EXAMPLE_LABELS):
+        assert text.startswith(label + ":"), (text, label)
+    assert {"continues A (IsNext)", "from another book (NotNext)"} == set(NSP_EXAMPLE_LABELS)
+    for i in range(examples.count()):
+        assert examples.nth(i).is_visible()
+    print(f"\nNext Sentence examples: {shown}")
+    assert OUTSIDE == [], OUTSIDE
+
+
+def test_adding_a_model_confirms_it_at_1024(narrow):
+    """Model tab: a mistyped folder is named as such (not a failed Hub download), and a model
+    that loads is confirmed with the tasks it serves."""
+    page = narrow
+    open_tab(page, "Model")
+    # the Add button sits beside the box it adds from (not up by the box's two-line label)
+    box = page.locator("#model-add-path textarea").bounding_box()
+    button = page.locator("#model-add").bounding_box()
+    assert box["y"] <= button["y"] + button["height"] / 2 <= box["y"] + box["height"] + 16, (box, button)
+    page.fill("#model-add-path textarea", "runs/nonexistent")
+    page.click("#model-add")
+    page.wait_for_function("document.querySelector('#model-status').innerText.includes('no such folder')")
+    status = page.locator("#model-status").inner_text()
+    assert "Hub" not in status and "runs/nonexistent" in status, status
+    page.fill("#model-add-path textarea", "models/bert-lab-sst2")
+    page.click("#model-add")
+    page.wait_for_function("document.querySelector('#model-status').innerText.trim().startsWith('added')")
+    status = page.locator("#model-status").inner_text().strip()
+    assert status == "added models/bert-lab-sst2: it serves classify; every menu lists it", status
+    assert OUTSIDE == [], OUTSIDE
+
+
+@pytest.mark.xfail(strict=True, reason="the page's opening event (dashboard/page.py, links.opening_views) shows "
+                                       "Gradio's progress overlay over every tab's outputs while it waits in the queue")
+def test_first_views_stay_visible_while_the_queue_is_busy_at_1024(browser, app_url):
+    """A classroom's busy server: the page's queued opening event waits (held here). The first
+    views came with the page, so none of them may be hidden behind a progress overlay meanwhile."""
+    held = []
+    page = offline_page(browser, app_url, PROJECTOR)
+    page.route("**/gradio_api/queue/join*", held.append)      # tried before offline_page's route
+    try:
+        page.goto(app_url)
+        page.wait_for_selector("#mlm-bars g.point")
+        page.wait_for_timeout(2000)
+        assert held, "the page sent no queued event"
+        covered = page.evaluate("""() => [...document.querySelectorAll('[data-testid=status-tracker]')]
+            .filter(e => e.offsetParent && +getComputedStyle(e).opacity > 0.5 && e.getBoundingClientRect().height > 20)
+            .map(e => e.parentElement.id || e.parentElement.className)""")
+        assert not covered, f"first views behind a progress overlay while the queue is busy: {covered}"
+    finally:
+        for route in held:
+            route.continue_()
+        page.close()

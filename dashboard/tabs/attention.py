@@ -148,9 +148,11 @@ class Attention:
         b = gr.Textbox(label="Sentence B (optional)", value=b0)
         btn = gr.Button("Show attention", variant="primary")
         status = status_box(value=first[5])
-        with gr.Row():
-            heatmap = plot("one head: hover for the weight; highlight a token from the figure's menu", first[0])
-            grid = plot("all heads of the layer", first[1])
+        with gr.Row():       # side by side in a window 1200 px wide or more; one under the other on a 1024 px projector
+            with gr.Column(min_width=560):
+                heatmap = plot("one head: hover for the weight; highlight a token from the figure's menu", first[0])
+            with gr.Column(min_width=560):
+                grid = plot("all heads of the layer", first[1])
         tokens = gr.HighlightedText(first[3], label="Click a token: where it attends (its row) and what attends to "
                                                     "it (its column)", interactive=False, elem_id="att-tokens")
         csv = data_box(first[4])
