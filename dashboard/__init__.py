@@ -9,6 +9,7 @@
 The models come from lab.model_store.ModelStore; every computation from lab.explore; every
 figure from lab.figures (drawn by the browser).
 """
+
 from .context import Context, Settings
 from .help import LAUNCH_OPTIONS
 from .page import Dashboard

@@ -6,6 +6,7 @@ A handler returns (*outputs, status). Wrapped with @handler(n), a problem the us
 becomes the status line; a bug is logged and reported by its type only, and the server keeps
 serving. Status lines are escaped: a model's label or a typed name shows as text, never as HTML.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,7 +26,7 @@ from lab.model_store import short
 from lab.tokenizer import clean_text
 
 log = logging.getLogger("bert-lab.app")
-MAX_TEXT_CHARS = 20_000        # longer inputs are cut (with a notice) before tokenizing
+MAX_TEXT_CHARS = 20_000  # longer inputs are cut (with a notice) before tokenizing
 THEMES = ("light", "dark")
 
 
@@ -47,6 +48,7 @@ def handler(n_outputs: int, keep: bool = False, hide=()):
     outputs are cleared (n_outputs Nones; keep=True: left as they are, e.g. a menu) and the
     message becomes the status. Messages carry display names, never server paths; an unexpected
     error shows only its type. `hide`: absolute paths to cut out of messages (the repository)."""
+
     def wrap(fn):
         @functools.wraps(fn)
         def safe(*args, **kwargs):
@@ -57,13 +59,17 @@ def handler(n_outputs: int, keep: bool = False, hide=()):
                 message = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
                 for path in hide:
                     message = message.replace(str(path) + os.sep, "")
-            except Exception as e:                               # a bug: keep serving, say what happened
+            except Exception as e:  # a bug: keep serving, say what happened
                 log.exception("handler %s failed", fn.__name__)
-                message = (f"internal error ({type(e).__name__}) in {fn.__name__}; the server keeps running "
-                           f"and its log has the details")
+                message = (
+                    f"internal error ({type(e).__name__}) in {fn.__name__}; the server keeps running "
+                    f"and its log has the details"
+                )
             cleared = gr.update() if keep else None
             return (*[cleared] * n_outputs, status_html(notice(message)))
+
         return safe
+
     return wrap
 
 
@@ -87,7 +93,7 @@ def float_input(value, name: str, lo: float, hi: float) -> float:
         number = float(value)
     except (TypeError, ValueError):
         raise UserError(f"{name} must be a number from {lo:g} to {hi:g}, not “{short(value, 40)}”") from None
-    if not lo <= number <= hi:                                   # also refuses nan
+    if not lo <= number <= hi:  # also refuses nan
         raise UserError(f"{name} must be a number from {lo:g} to {hi:g}, not {short(value, 40)}")
     return number
 
@@ -122,8 +128,10 @@ def truncation_note(cut: int, limit: int, pair: bool = False) -> str:
     if not cut:
         return ""
     where = "from the end of the longer sentence" if pair else "at the end"
-    return f"Note: the {'pair' if pair else 'text'} was longer than the model's {limit} tokens; {cut} tokens " \
-           f"{where} were cut. "
+    return (
+        f"Note: the {'pair' if pair else 'text'} was longer than the model's {limit} tokens; {cut} tokens "
+        f"{where} were cut. "
+    )
 
 
 def cut_tokens(model, tokenizer, text_a: str, text_b: str | None = None) -> int:
@@ -166,8 +174,7 @@ def submit_and_clear(boxes, fn, inputs, outputs, queue: dict) -> None:
     results (they no longer match the input)."""
     for box in boxes:
         box.submit(fn, inputs, outputs, api_visibility="private", **queue)
-        box.input(cleared(len(outputs)), None, outputs, api_visibility="private", queue=False,
-                  show_progress="hidden")
+        box.input(cleared(len(outputs)), None, outputs, api_visibility="private", queue=False, show_progress="hidden")
 
 
 def data_box(value: str | None = None) -> gr.DownloadButton:
@@ -203,6 +210,6 @@ def safe_card(text: str) -> str:
     """A model card (README.md, written by whoever made the model) made safe to render: raw HTML
     is shown as text, images become links (nothing remote loads for every student), and a line
     that starts with '>=' or '<=' stays a sentence instead of turning into a quote."""
-    text = html.escape(text, quote=False)                        # <img>, <script>: text
-    text = re.sub(r"!\[", "[image: ", text)                       # ![alt](url) -> a link, not loaded
+    text = html.escape(text, quote=False)  # <img>, <script>: text
+    text = re.sub(r"!\[", "[image: ", text)  # ![alt](url) -> a link, not loaded
     return re.sub(r"^(\s*)&gt;", r"\1\\&gt;", text, flags=re.MULTILINE)

@@ -1,6 +1,7 @@
 """What the tabs are given: the settings from the command line, the model store, the CSV folder,
 the queue settings every model computation shares, and the page-wide pieces (the theme, the model
 menus, the shared inputs). One Context per page; nothing lives in module globals."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,20 +16,21 @@ from lab.model_store import ModelStore
 from .common import CsvFolder
 from .links import Links
 
-REPO = Path(__file__).resolve().parents[1]                   # the repository: names are shown relative to it
-REPO_ROOTS = (REPO / "models", REPO / "runs")                 # models roots always served
-LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")               # binds where only this machine's users reach the app
+REPO = Path(__file__).resolve().parents[1]  # the repository: names are shown relative to it
+REPO_ROOTS = (REPO / "models", REPO / "runs")  # models roots always served
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")  # binds where only this machine's users reach the app
 
 
 @dataclass
 class Settings:
     """The dashboard's settings, from the command line (app.parser())."""
-    model_roots: list[Path] = field(default_factory=lambda: list(REPO_ROOTS))   # models may be served from here
-    start_model: str | None = None     # --model: every tab that it serves starts on it
-    cache_models: int = 4              # models kept loaded at once
-    concurrency: int = 2               # requests computed at once
-    queue_size: int = 128              # requests that may wait
-    downloads: bool = False            # Hub ids may be downloaded: a localhost bind without --share, or --allow-downloads
+
+    model_roots: list[Path] = field(default_factory=lambda: list(REPO_ROOTS))  # models may be served from here
+    start_model: str | None = None  # --model: every tab that it serves starts on it
+    cache_models: int = 4  # models kept loaded at once
+    concurrency: int = 2  # requests computed at once
+    queue_size: int = 128  # requests that may wait
+    downloads: bool = False  # Hub ids may be downloaded: a localhost bind without --share, or --allow-downloads
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Settings:
@@ -37,13 +39,23 @@ class Settings:
         the app (--host 127.0.0.1, localhost or ::1, no --share), or with --allow-downloads."""
         extra = [*args.models_root, *os.environ.get("BERT_LAB_MODELS", "").split(":")]
         downloads = args.allow_downloads or (args.host in LOCAL_HOSTS and not args.share)
-        return cls(model_roots=[*REPO_ROOTS, *(Path(p).expanduser() for p in extra if p)],
-                   start_model=args.model, cache_models=args.cache_models,
-                   concurrency=args.concurrency, queue_size=args.queue_size, downloads=downloads)
+        return cls(
+            model_roots=[*REPO_ROOTS, *(Path(p).expanduser() for p in extra if p)],
+            start_model=args.model,
+            cache_models=args.cache_models,
+            concurrency=args.concurrency,
+            queue_size=args.queue_size,
+            downloads=downloads,
+        )
 
     def store(self) -> ModelStore:
-        return ModelStore(self.model_roots, base=REPO, cache_size=self.cache_models, downloads=self.downloads,
-                          start_model=self.start_model)
+        return ModelStore(
+            self.model_roots,
+            base=REPO,
+            cache_size=self.cache_models,
+            downloads=self.downloads,
+            start_model=self.start_model,
+        )
 
 
 class Context:
@@ -60,7 +72,7 @@ class Context:
         self.links = Links()
         self.theme: gr.Radio | None = None
         self.menus: list[tuple[gr.Dropdown, str | None]] = []
-        self.page_opens: list[tuple] = []        # (fn, inputs, outputs): run when a page opens, before its views
+        self.page_opens: list[tuple] = []  # (fn, inputs, outputs): run when a page opens, before its views
 
     def on_open(self, fn, inputs, outputs) -> None:
         """Run fn when a page opens (after a link's inputs are restored), unqueued: it must be quick."""
@@ -69,8 +81,13 @@ class Context:
     def model_menu(self, task: str | None, label: str = "Model") -> gr.Dropdown:
         """A model menu listing the models that serve `task` (all for None), on the tab's
         default model; refreshed with the others when a model is added."""
-        menu = gr.Dropdown(choices=self.store.models_for(task), value=self.store.default_model(task), label=label,
-                           allow_custom_value=True, scale=2)
+        menu = gr.Dropdown(
+            choices=self.store.models_for(task),
+            value=self.store.default_model(task),
+            label=label,
+            allow_custom_value=True,
+            scale=2,
+        )
         self.menus.append((menu, task))
         return menu
 

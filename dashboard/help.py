@@ -1,5 +1,6 @@
 """The words on the page: each tab's help (what you are looking at, where the paper says it),
 the examples, colours, CSS and the few lines of JavaScript the page runs."""
+
 import gradio as gr
 
 # Novel-style examples: the bundled model was pre-trained on ten 19th-century novels.
@@ -15,21 +16,37 @@ MLM_EXAMPLES = [
 NSP_EXAMPLES = [
     ["elizabeth walked into the drawing room .", "her mother was sitting by the fire with her sisters ."],
     ["the nautilus dived deeper into the ocean .", "she had not danced with him since the ball at netherfield ."],
-    ["captain nemo showed us the great salon of the nautilus .",
-     "its walls were covered with paintings and the glass cases held rare shells ."],
+    [
+        "captain nemo showed us the great salon of the nautilus .",
+        "its walls were covered with paintings and the glass cases held rare shells .",
+    ],
     ["the martians came out of the cylinder .", "emma thought mr . knightley was the best man she knew ."],
 ]
-NSP_EXAMPLE_LABELS = ["continues A (IsNext)", "from another book (NotNext)", "continues A (IsNext)",
-                      "from another book (NotNext)"]
-QA_CONTEXT = ("Elizabeth Bennet lived at Longbourn with her parents and four sisters. In 1811 Mr. Bingley, "
-              "a rich young man, rented Netherfield Park. His friend Mr. Darcy was proud and did not dance "
-              "with Elizabeth at the first ball.")
-QA_CONTEXT_2 = ("The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by "
-                "electricity, and Nemo used it to explore the oceans of the world for many years.")
-QA_EXAMPLES = [["What did Mr. Bingley rent?", QA_CONTEXT], ["Who built the Nautilus?", QA_CONTEXT_2],
-               ["Who was proud?", QA_CONTEXT]]
-CLS_EXAMPLES = [["a charming and often moving film ."], ["the plot is thin and the acting is worse ."],
-                ["boring , predictable and far too long ."]]
+NSP_EXAMPLE_LABELS = [
+    "continues A (IsNext)",
+    "from another book (NotNext)",
+    "continues A (IsNext)",
+    "from another book (NotNext)",
+]
+QA_CONTEXT = (
+    "Elizabeth Bennet lived at Longbourn with her parents and four sisters. In 1811 Mr. Bingley, "
+    "a rich young man, rented Netherfield Park. His friend Mr. Darcy was proud and did not dance "
+    "with Elizabeth at the first ball."
+)
+QA_CONTEXT_2 = (
+    "The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by "
+    "electricity, and Nemo used it to explore the oceans of the world for many years."
+)
+QA_EXAMPLES = [
+    ["What did Mr. Bingley rent?", QA_CONTEXT],
+    ["Who built the Nautilus?", QA_CONTEXT_2],
+    ["Who was proud?", QA_CONTEXT],
+]
+CLS_EXAMPLES = [
+    ["a charming and often moving film ."],
+    ["the plot is thin and the acting is worse ."],
+    ["boring , predictable and far too long ."],
+]
 
 # fixed colours: the legend means the same thing whatever order the kinds appear in
 CORRUPTION_COLORS = {"[MASK] (80%)": "#f97316", "random (10%)": "#ef4444", "kept (10%)": "#22c55e"}
@@ -39,13 +56,14 @@ CSS = """
 .bl-card td:first-child {white-space:nowrap}
 #model-add {align-self:flex-end; margin-bottom:var(--spacing-xl)}
 """
-LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft())   # Gradio 6: look and feel go to launch()
+LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft())  # Gradio 6: look and feel go to launch()
 
 
 THEME_JS = "() => document.body.classList.contains('dark') ? 'dark' : 'light'"
 # the open tab, as the browser shows it (the first input of the link button's event)
-CURRENT_TAB_JS = ("(tab, ...rest) => [document.querySelector('button[role=tab][aria-selected=true]')?.innerText"
-                  " ?? tab, ...rest]")
+CURRENT_TAB_JS = (
+    "(tab, ...rest) => [document.querySelector('button[role=tab][aria-selected=true]')?.innerText ?? tab, ...rest]"
+)
 # the browser knows the page's address (behind a proxy, a share link, ...): a relative link -> absolute
 ABSOLUTE_LINK_JS = "(link) => link.startsWith('?') ? window.location.origin + window.location.pathname + link : link"
 
@@ -53,35 +71,35 @@ ABSOLUTE_LINK_JS = "(link) => link.startsWith('?') ? window.location.origin + wi
 # number on the page that needs one.
 HELP = {
     "mlm": "**What you are looking at:** BERT's first pre-training task, the *masked language model* "
-           "(Devlin et al. 2019, Section 3.1, Task #1): 15% of the tokens are hidden and the model guesses each "
-           "from the words on **both** sides. Write [MASK] where a word should be guessed, or click a word to mask "
-           "it; the bars are the model's probabilities for its best guesses (a *word piece* such as ##ing continues "
-           "a word). **Temperature** divides the scores before the softmax: below 1 sharpens the guesses, above 1 "
-           "flattens them, 1 gives the model's own probabilities.",
+    "(Devlin et al. 2019, Section 3.1, Task #1): 15% of the tokens are hidden and the model guesses each "
+    "from the words on **both** sides. Write [MASK] where a word should be guessed, or click a word to mask "
+    "it; the bars are the model's probabilities for its best guesses (a *word piece* such as ##ing continues "
+    "a word). **Temperature** divides the scores before the softmax: below 1 sharpens the guesses, above 1 "
+    "flattens them, 1 gives the model's own probabilities.",
     "nsp": "**What you are looking at:** the second pre-training task, *next sentence prediction* (Section 3.1, "
-           "Task #2): half of the B sentences in pre-training were the real next sentence (IsNext), half a random "
-           "sentence from another document (NotNext). The answer comes from the final [CLS] vector.",
+    "Task #2): half of the B sentences in pre-training were the real next sentence (IsNext), half a random "
+    "sentence from another document (NotNext). The answer comes from the final [CLS] vector.",
     "attention": "**What you are looking at:** each of the L layers has A attention heads (multi-head attention, "
-                 "Section 3 and Vaswani et al. 2017). A row is one token attending (its weights sum to 1), a column "
-                 "one token being attended to; hover for a weight, click a token under the maps to follow it. The "
-                 "table and the head statistics are Clark et al. 2019 (*What does BERT look at?*): how much attention "
-                 "goes to [CLS], [SEP], the token itself and its neighbours. **Entropy** (nats) measures how spread a "
-                 "head is: 0 = all on one token, ln T = evenly over all T tokens. Silencing heads one at a time is "
-                 "Michel et al. 2019 (*Are sixteen heads really better than one?*).",
+    "Section 3 and Vaswani et al. 2017). A row is one token attending (its weights sum to 1), a column "
+    "one token being attended to; hover for a weight, click a token under the maps to follow it. The "
+    "table and the head statistics are Clark et al. 2019 (*What does BERT look at?*): how much attention "
+    "goes to [CLS], [SEP], the token itself and its neighbours. **Entropy** (nats) measures how spread a "
+    "head is: 0 = all on one token, ln T = evenly over all T tokens. Silencing heads one at a time is "
+    "Michel et al. 2019 (*Are sixteen heads really better than one?*).",
     "qa": "**What you are looking at:** extractive question answering (Section 4.2, SQuAD): a QA model scores "
-          "every context token as the answer's **start** and **end**; the answer is the best-scoring span "
-          "(start ≤ end, at most 30 tokens). The status line says what the chosen model was fine-tuned on; pick "
-          "another model to compare answers to the same question. **The [CLS] score**: a SQuAD 2.0-style model "
-          "points start and end at [CLS] to say \"no answer\"; these models learned SQuAD v1.1, where every "
-          "question has an answer, so the probability left on [CLS] is leftover mass, not a verdict.",
+    "every context token as the answer's **start** and **end**; the answer is the best-scoring span "
+    "(start ≤ end, at most 30 tokens). The status line says what the chosen model was fine-tuned on; pick "
+    "another model to compare answers to the same question. **The [CLS] score**: a SQuAD 2.0-style model "
+    'points start and end at [CLS] to say "no answer"; these models learned SQuAD v1.1, where every '
+    "question has an answer, so the probability left on [CLS] is leftover mass, not a verdict.",
     "classify": "**What you are looking at:** fine-tuning (Section 4.1, GLUE): BERT plus one linear layer on the "
-                "final [CLS] vector, every weight trained on labelled sentences; the bundled model learned SST-2 "
-                "(movie-review sentences, negative / positive). Pair tasks (MNLI, QNLI) put a second sentence in "
-                "segment B.",
+    "final [CLS] vector, every weight trained on labelled sentences; the bundled model learned SST-2 "
+    "(movie-review sentences, negative / positive). Pair tasks (MNLI, QNLI) put a second sentence in "
+    "segment B.",
     "training": "**What you are looking at:** a training run's loss and held-out accuracy (its metrics.jsonl; "
-                "pre-training procedure: Section 3.1 and Appendix A.2), and the same masked sentence through the "
-                "run's checkpoints: watch BERT learn.",
+    "pre-training procedure: Section 3.1 and Appendix A.2), and the same masked sentence through the "
+    "run's checkpoints: watch BERT learn.",
     "model": "**What you are looking at:** the chosen model (its card, its shape: L layers, hidden size H, A heads, "
-             "Section 3) and its input representation (Section 3, Figure 2): WordPiece tokens, plus a segment and "
-             "a position embedding, summed.",
+    "Section 3) and its input representation (Section 3, Figure 2): WordPiece tokens, plus a segment and "
+    "a position embedding, summed.",
 }

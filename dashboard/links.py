@@ -10,6 +10,7 @@ restores when a page opens, and the opening views (a page opened with the tab's 
 light theme shows the views computed at start-up at once; a link or the dark theme recomputes
 only the tabs whose inputs differ, from a small cache shared by all pages).
 """
+
 from __future__ import annotations
 
 import threading
@@ -19,22 +20,22 @@ from urllib.parse import urlencode
 
 import gradio as gr
 
-MAX_LINK_VALUE = 20_000          # characters of one value in a link (as a typed text)
-OPENING_CACHE = 32               # opening views kept for the next pages
+MAX_LINK_VALUE = 20_000  # characters of one value in a link (as a typed text)
+OPENING_CACHE = 32  # opening views kept for the next pages
 
 
 @dataclass
 class Opener:
-    fn: object                    # fn(*values, theme) -> the outputs' values
-    inputs: list                  # components whose values fn takes
-    outputs: list                 # components it fills
-    initial_key: tuple            # (values, theme) of the views given to the components at build
+    fn: object  # fn(*values, theme) -> the outputs' values
+    inputs: list  # components whose values fn takes
+    outputs: list  # components it fills
+    initial_key: tuple  # (values, theme) of the views given to the components at build
 
 
 class Links:
     def __init__(self):
-        self.inputs: dict[str, gr.components.Component] = {}    # query key -> component, in declaration order
-        self.tabs: dict[str, str] = {}                           # tab id -> its name on the page, in page order
+        self.inputs: dict[str, gr.components.Component] = {}  # query key -> component, in declaration order
+        self.tabs: dict[str, str] = {}  # tab id -> its name on the page, in page order
         self.openers: list[Opener] = []
         self._cache: OrderedDict[tuple, tuple] = OrderedDict()
         self._lock = threading.Lock()
@@ -64,7 +65,7 @@ class Links:
         page's ABSOLUTE_LINK_JS completes it in the browser)."""
         headers = getattr(request, "headers", None) or {}
         base = (headers.get("referer") or "").split("?", 1)[0]
-        tab = str(tab).strip()                                  # the browser sends the tab's name
+        tab = str(tab).strip()  # the browser sends the tab's name
         tab = next((i for i, name in self.tabs.items() if name == tab), tab)
         query = {"tab": tab if tab in self.tabs else next(iter(self.tabs))}
         query |= {k: str(v) for k, v in zip(self.inputs, values) if v not in (None, "")}
@@ -117,7 +118,7 @@ class Links:
         theme = theme if theme in ("light", "dark") else "light"
         out, start = [], 0
         for i, opener in enumerate(self.openers):
-            mine = tuple(values[start:start + len(opener.inputs)])
+            mine = tuple(values[start : start + len(opener.inputs)])
             start += len(opener.inputs)
             if (i, _key(mine), theme) == opener.initial_key:
                 out += [gr.update()] * len(opener.outputs)

@@ -9,6 +9,7 @@ Each tab computes its first view while the page is built (the server starts with
 default model loaded), so a page shows results as soon as it opens; a link's inputs or the dark
 theme recompute only what differs (dashboard.links).
 """
+
 from __future__ import annotations
 
 import gradio as gr
@@ -33,14 +34,22 @@ class Dashboard:
         with gr.Blocks(title="BERT Lab") as demo:
             # the page's light/dark theme, read from the browser when the page opens: figures follow it
             ctx.theme = gr.Radio(["light", "dark"], value="light", visible=False)
-            gr.Markdown("# BERT Lab\nEvery idea of the BERT paper (Devlin et al. 2019), live: masked words, next "
-                        "sentences, attention heads, answer spans. Pick a model in each tab; the **Model** tab "
-                        "describes it.")
+            gr.Markdown(
+                "# BERT Lab\nEvery idea of the BERT paper (Devlin et al. 2019), live: masked words, next "
+                "sentences, attention heads, answer spans. Pick a model in each tab; the **Model** tab "
+                "describes it."
+            )
             with gr.Row():
                 link_btn = gr.Button("Link to this tab and its inputs", size="sm", scale=1)
-                link = gr.Textbox(show_label=False, placeholder="a link that opens this tab with these inputs",
-                                  interactive=False, buttons=["copy"], scale=4, elem_id="share-link")
-            current_tab = gr.Textbox(self.tabs[0].id, visible=False)   # filled in by the browser (CURRENT_TAB_JS)
+                link = gr.Textbox(
+                    show_label=False,
+                    placeholder="a link that opens this tab with these inputs",
+                    interactive=False,
+                    buttons=["copy"],
+                    scale=4,
+                    elem_id="share-link",
+                )
+            current_tab = gr.Textbox(self.tabs[0].id, visible=False)  # filled in by the browser (CURRENT_TAB_JS)
             with gr.Tabs() as tabs:
                 for tab in self.tabs:
                     with ctx.links.tab(tab.id, tab.name):
@@ -56,13 +65,23 @@ class Dashboard:
         that differ from the start-up ones, Hub models added since), and the link button."""
         ctx, links = self.ctx, self.ctx.links
         shared = list(links.inputs.values())
-        demo.load(self.tab("model").menus_on_open, None, [m for m, _ in ctx.menus], api_visibility="private",
-                  queue=False)
+        demo.load(
+            self.tab("model").menus_on_open, None, [m for m, _ in ctx.menus], api_visibility="private", queue=False
+        )
         opened = demo.load(None, None, ctx.theme, js=THEME_JS).then(
-            links.restore, None, [tabs, *shared], api_visibility="private", queue=False)
+            links.restore, None, [tabs, *shared], api_visibility="private", queue=False
+        )
         for fn, inputs, outputs in ctx.page_opens:
             opened = opened.then(fn, inputs, outputs, api_visibility="private", queue=False)
-        opened.then(links.opening_views, [*links.opening_inputs(), ctx.theme], links.opening_outputs(),
-                    api_visibility="private", **ctx.queue)
-        link_btn.click(links.share_link, [current_tab, *shared], link, api_visibility="private", queue=False,
-                       js=CURRENT_TAB_JS).then(None, link, link, js=ABSOLUTE_LINK_JS)
+        # the views already shown stay visible while this waits its turn (no progress overlay)
+        opened.then(
+            links.opening_views,
+            [*links.opening_inputs(), ctx.theme],
+            links.opening_outputs(),
+            api_visibility="private",
+            show_progress="hidden",
+            **ctx.queue,
+        )
+        link_btn.click(
+            links.share_link, [current_tab, *shared], link, api_visibility="private", queue=False, js=CURRENT_TAB_JS
+        ).then(None, link, link, js=ABSOLUTE_LINK_JS)

@@ -75,8 +75,11 @@ NEURON_VIEW_LIMIT = 1_000_000
 NEURON_VIEW_MAX_TOKENS = 128
 DECIMALS = 3  # digits kept of each attention weight
 MAX_FRAME_HEIGHT = 2400  # px; a taller view scrolls inside its iframe
-_THUMBNAIL_ROW = "config.thumbnailBoxHeight = 7 * (12 / config.totalHeads);"  # bertviz 1.4's model view
-THUMBNAIL_ROW_JS = "Math.min(7, 7 * (12 / config.totalHeads))"  # px per token, here
+THUMBNAIL_ROW_JS = "Math.min(7, 7 * (12 / config.totalHeads))"  # px per token of a model-view thumbnail
+_MODEL_VIEW_SIZES = [  # bertviz 1.4's model view -> here
+    ("const DIV_WIDTH = 970;", "const DIV_WIDTH = Math.min(970, document.documentElement.clientWidth - 16);"),
+    ("config.thumbnailBoxHeight = 7 * (12 / config.totalHeads);", f"config.thumbnailBoxHeight = {THUMBNAIL_ROW_JS};"),
+]
 
 _VIEWS = ("head", "model", "neuron")
 _PARAMS_MARKER = "PYTHON_PARAMS"  # bertviz's placeholder for its data in {head,model}_view.js
@@ -397,14 +400,16 @@ def _bertviz_parts(view: str, attentions: list, tokens: list[str], sentence_b_st
     # `require.config({paths: {d3: CDN, jquery: CDN}});` -> nothing (the shim has the modules)
     template = re.sub(r"require\.config\(\{.*?\}\);", "", template, count=1, flags=re.S)
     if view == "model":
-        # bertviz sizes a thumbnail row at 7 * 12 / heads px per token: 42 px for a 2-head model,
-        # so one layer of a sentence fills a screen. At most 7 px (BERT-base's size) here.
-        if _THUMBNAIL_ROW not in template:
-            raise RuntimeError(
-                f"bertviz {getattr(bertviz, '__version__', '?')} sizes its model view "
-                f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating"
-            )
-        template = template.replace(_THUMBNAIL_ROW, f"config.thumbnailBoxHeight = {THUMBNAIL_ROW_JS};", 1)
+        # bertviz 1.4 sizes its model view for a wide window: 970 px wide whatever the frame, and a
+        # thumbnail row 7 * 12 / heads px per token (42 px for a 2-head model, so one layer of a
+        # sentence fills a screen). Here: the frame's width at most, and at most 7 px per token.
+        for original, resized in _MODEL_VIEW_SIZES:
+            if original not in template:
+                raise RuntimeError(
+                    f"bertviz {getattr(bertviz, '__version__', '?')} sizes its model view "
+                    f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating"
+                )
+            template = template.replace(original, resized, 1)
     return markup, template, json.loads(data)
 
 

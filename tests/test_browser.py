@@ -11,6 +11,7 @@ blocked: nothing may leave the machine.
 Skipped when chromium is absent, except under CI (BERT_LAB_REQUIRE_BROWSER=1), where it fails.
 Marked slow (a browser and a server start): `pytest -m "not slow"` leaves it out.
 """
+
 import os
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from tests.conftest import chromium_browser
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-OUTSIDE: list[str] = []          # requests the page tried to send anywhere but the app: all blocked
+OUTSIDE: list[str] = []  # requests the page tried to send anywhere but the app: all blocked
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +37,7 @@ def offline_page(browser, app_url, viewport):
     blocked: every request that does not go to the app's own server is aborted and recorded in
     OUTSIDE, so everything the page draws must come from the app."""
     from urllib.parse import urlparse
+
     own = urlparse(app_url).netloc
 
     def route(r):
@@ -61,7 +63,7 @@ def page(browser, app_url):
     page.close()
 
 
-PROJECTOR = {"width": 1024, "height": 768}     # a classroom projector
+PROJECTOR = {"width": 1024, "height": 768}  # a classroom projector
 
 
 @pytest.fixture(scope="module")
@@ -95,11 +97,11 @@ def test_fill_mask_in_the_browser(page, shots):
     open_tab(page, "Masked LM")
     page.fill("#mlm-text textarea", "the captain of the [MASK] looked at me and smiled .")
     page.locator("#mlm-text textarea").press("End")
-    page.keyboard.type(" ")                                 # typed: the opening example's results go
+    page.keyboard.type(" ")  # typed: the opening example's results go
     page.wait_for_function("!document.querySelector('#mlm-status').innerText.includes('predicted')")
     page.click("#mlm-predict")
     page.wait_for_function("document.querySelector('#mlm-status').innerText.includes('predicted')")
-    page.wait_for_selector("#mlm-bars .js-plotly-plot g.point")       # bars drawn by plotly, in the browser
+    page.wait_for_selector("#mlm-bars .js-plotly-plot g.point")  # bars drawn by plotly, in the browser
     assert page.locator("#mlm-bars g.point").count() == 5
     labels = page.locator("#mlm-bars .ytick text").evaluate_all("els => els.map(e => e.textContent)")
     assert len(labels) == 5 and all(labels)
@@ -129,18 +131,17 @@ def test_bad_input_shows_a_message(page):
 
 def test_question_answering_in_the_browser(page, shots):
     open_tab(page, "Question Answering")
-    context = ("The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by "
-               "electricity.")
+    context = "The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by electricity."
     page.fill("#qa-question textarea", "Who built the Nautilus?")
     page.fill("#qa-context textarea", context)
     page.locator("#qa-context textarea").press("End")
-    page.keyboard.type(" ")                                 # typed, as a student would
+    page.keyboard.type(" ")  # typed, as a student would
     # the tab opened with its example answered; typing cleared it (old results go with their input)
     page.wait_for_function("!document.querySelector('#qa-status').innerText.includes('answer:')")
     page.click("#qa-answer")
     page.wait_for_function("document.querySelector('#qa-status').innerText.includes('answer:')")
     status = page.locator("#qa-status").inner_text()
-    answer = status.split("answer: “", 1)[1].split("”", 1)[0]       # the status goes on after the answer
+    answer = status.split("answer: “", 1)[1].split("”", 1)[0]  # the status goes on after the answer
     assert answer and answer in context
     assert "P(start = [CLS])" in status and "fine-tuned from" in status
     assert answer in page.locator("#qa-span").inner_text()
@@ -151,7 +152,7 @@ def test_attention_in_the_browser(page, shots):
     open_tab(page, "Attention")
     page.get_by_role("button", name="Show attention").click()
     page.wait_for_function("[...document.querySelectorAll('.bl-status')].some(e => e.innerText.includes('layers x'))")
-    page.wait_for_selector(".js-plotly-plot .heatmaplayer")         # the maps, drawn by plotly offline
+    page.wait_for_selector(".js-plotly-plot .heatmaplayer")  # the maps, drawn by plotly offline
     # click a token: its row and column are outlined and shown as bars
     page.locator("#att-tokens").get_by_text("sitting", exact=True).click()
     page.wait_for_function("[...document.querySelectorAll('.bl-status')].some(e => e.innerText.includes('its row'))")
@@ -175,7 +176,9 @@ def test_a_shared_link_opens_the_tab_with_its_inputs(page, app_url):
     assert url.startswith(app_url.rstrip("/")) and "tab=nsp" in url and "nsp_a=" in url, url
     other = page.context.browser.new_page()
     other.goto(url.replace("nsp_a=", "nsp_a=the+ship+sailed+at+dawn+.&ignored="))
-    other.wait_for_function("[...document.querySelectorAll('textarea')].some(t => t.value === 'the ship sailed at dawn .')")
+    other.wait_for_function(
+        "[...document.querySelectorAll('textarea')].some(t => t.value === 'the ship sailed at dawn .')"
+    )
     assert other.get_by_role("tab", name="Next Sentence").get_attribute("aria-selected") == "true"
     other.close()
 
@@ -232,12 +235,13 @@ def test_question_answering_context_wraps_between_words_at_1024(narrow, shots):
     lines, every space of the context shows (as text and as a gap between the words), and the
     highlighted answer shares its line with the words around it."""
     from dashboard.help import QA_CONTEXT
+
     page, context = narrow, " ".join([QA_CONTEXT] * 4)
     open_tab(page, "Question Answering")
     page.fill("#qa-question textarea", "What did Mr. Bingley rent?")
     page.fill("#qa-context textarea", context)
     page.locator("#qa-context textarea").press("End")
-    page.keyboard.type(" ")                                 # typed: the old answer goes
+    page.keyboard.type(" ")  # typed: the old answer goes
     page.wait_for_function("!document.querySelector('#qa-status').innerText.includes('answer:')")
     page.click("#qa-answer")
     page.wait_for_function("document.querySelector('#qa-status').innerText.includes('answer:')")
@@ -249,7 +253,7 @@ def test_question_answering_context_wraps_between_words_at_1024(narrow, shots):
     split = [w["word"] for w in words if len(w["tops"]) != 1]
     assert not split, f"words cut over two lines at 1024 px: {split}"
     lines = sorted({round(w["top"]) for w in words})
-    assert len(lines) >= 3, lines                           # a long context: it does wrap
+    assert len(lines) >= 3, lines  # a long context: it does wrap
     # where the context has a space, two words on one line are drawn apart
     for w, nxt in zip(words, words[1:]):
         if w["space_after"] and abs(w["top"] - nxt["top"]) < 3:
@@ -260,8 +264,10 @@ def test_question_answering_context_wraps_between_words_at_1024(narrow, shots):
     assert 0 < first and any(not w["answer"] for w in words[first:]), "the answer is not mid-sentence"
     on_its_line = [w["word"] for w in words if not w["answer"] and abs(w["top"] - words[first]["top"]) < 3]
     assert on_its_line, f"the answer {[w['word'] for w in answer]} is alone on its line"
-    print(f"\nQA context at 1024 px: {len(words)} words on {len(lines)} lines, none cut; the answer shares its "
-          f"line with {len(on_its_line)} words")
+    print(
+        f"\nQA context at 1024 px: {len(words)} words on {len(lines)} lines, none cut; the answer shares its "
+        f"line with {len(on_its_line)} words"
+    )
     screenshot(page, shots / "app_1024_question_answering.png")
     assert OUTSIDE == [], OUTSIDE
 
@@ -359,30 +365,33 @@ def test_attention_figures_at_1024(narrow, dash):
     (one head, the layer's heads, the head statistics, the ablation) has its title covered by a
     label badge or cut off at 1024 px."""
     import re
+
     page = narrow
     open_tab(page, "Attention")
     page.wait_for_selector("#att-stats .heatmaplayer")
     show_ablation(page)
     cells = page.locator("#att-ablation .heatmaplayer text").evaluate_all("els => els.map(e => e.textContent)")
-    model, _ = dash.store.get(dash.store.default_model("attention"))     # the tab's model
+    model, _ = dash.store.get(dash.store.default_model("attention"))  # the tab's model
     assert len(cells) == model.config.num_hidden_layers * model.config.num_attention_heads, cells
     long = [c for c in cells if not re.fullmatch(r"[+\-−]?\d+(\.\d{1,3})?", c.strip())]
     assert not long, f"ablation cells with more than 3 decimals (or not a number): {long}"
     plots = panel(page).locator(".js-plotly-plot")
-    assert plots.count() == 4, plots.count()             # one head, the layer's heads, statistics, ablation
+    assert plots.count() == 4, plots.count()  # one head, the layer's heads, statistics, ablation
     assert page.locator("#att-ablation .js-plotly-plot, #att-stats .js-plotly-plot").count() == 2
     titles = check_titles(page, plots)
     # the layer's heads side by side: their tokens (turned upright) do not run into each other
     grid = plots.filter(has=page.locator(".gtitle", has_text="(rows: queries, columns: keys)"))
     overlaps = grid.evaluate(UPRIGHT_TICKS_JS)
-    assert overlaps and min(overlaps) > -99, overlaps        # labels upright: the measure applies
+    assert overlaps and min(overlaps) > -99, overlaps  # labels upright: the measure applies
     assert max(overlaps) <= 1, f"the layer grid's token labels overlap by {max(overlaps):.1f} px"
-    print(f"\nablation cells at 1024 px: {cells}; titles clear: {[t[:40] for t in titles]}; layer grid's token "
-          f"labels: {len(overlaps)} axes, closest {max(overlaps):.1f} px apart")
+    print(
+        f"\nablation cells at 1024 px: {cells}; titles clear: {[t[:40] for t in titles]}; layer grid's token "
+        f"labels: {len(overlaps)} axes, closest {max(overlaps):.1f} px apart"
+    )
     assert OUTSIDE == [], OUTSIDE
 
 
-FIRST_VIEW_S = 5          # each tab's first view is there within this, without a click
+FIRST_VIEW_S = 5  # each tab's first view is there within this, without a click
 # the Masked LM bars, after DOMContentLoaded: 1.8-3.0 s measured in headless chromium on a busy
 # 2-core machine, most of it Gradio's plotly chunk (1.3 MB) arriving and being parsed; the figure
 # itself comes with the page (checked in its config below)
@@ -403,11 +412,15 @@ def test_each_tab_drawn_on_load_at_1024(browser, app_url, shots):
         page.goto(app_url, wait_until="domcontentloaded")
         drawn_at = page.wait_for_function(
             "() => document.querySelectorAll('#mlm-bars g.point').length === 5 && performance.now()",
-            polling="raf", timeout=10_000).json_value()
+            polling="raf",
+            timeout=10_000,
+        ).json_value()
         loaded_at = page.evaluate("performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd")
         seconds = (drawn_at - loaded_at) / 1000
-        print(f"\nMasked LM bars drawn {seconds:.2f} s after DOMContentLoaded ({drawn_at / 1000:.2f} s after "
-              f"navigation start) at 1024 px")
+        print(
+            f"\nMasked LM bars drawn {seconds:.2f} s after DOMContentLoaded ({drawn_at / 1000:.2f} s after "
+            f"navigation start) at 1024 px"
+        )
         assert seconds < FIRST_BARS_S, seconds
         # they come with the page: the figure is in its initial config, not computed for this page
         config = page.evaluate("async () => (await fetch('config')).json()")
@@ -438,8 +451,8 @@ def test_each_tab_drawn_on_load_at_1024(browser, app_url, shots):
 
         open_tab(page, "Training")
         page.wait_for_selector("#training-curves .js-plotly-plot .scatterlayer .trace", timeout=wait)
-        assert page.locator("#training-curves .scatterlayer .trace").count() >= 2     # loss and accuracy
-        page.wait_for_selector("#training-watch .virtual-row:visible", timeout=wait)   # Gradio's rows
+        assert page.locator("#training-curves .scatterlayer .trace").count() >= 2  # loss and accuracy
+        page.wait_for_selector("#training-watch .virtual-row:visible", timeout=wait)  # Gradio's rows
         header = [h.strip() for h in page.locator("#training-watch [role=columnheader]").all_inner_texts()]
         assert header == ["step", "[MASK] 1"], header
         rows = page.locator("#training-watch .virtual-row:visible")
@@ -447,8 +460,11 @@ def test_each_tab_drawn_on_load_at_1024(browser, app_url, shots):
         screenshot(page, shots / "app_1024_training.png")
 
         open_tab(page, "Model")
-        page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent && "
-                               "p.innerText.includes('serves:') && p.innerText.includes('parameters:'))", timeout=wait)
+        page.wait_for_function(
+            "[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent && "
+            "p.innerText.includes('serves:') && p.innerText.includes('parameters:'))",
+            timeout=wait,
+        )
         assert "layers L = " in panel(page).inner_text()
         screenshot(page, shots / "app_1024_model.png")
     finally:
@@ -503,7 +519,7 @@ def test_bertviz_model_view_fits_at_1024(narrow, dash, shots):
     (every layer is in view), and each thumbnail is at most 7 px per token high (bertviz's own
     size would be 42 px per token for a 2-head model)."""
     page = narrow
-    show_ablation(page)                                   # the screenshot shows it too
+    show_ablation(page)  # the screenshot shows it too
     iframe, frame = bertviz_model_view(page)
     frame_height = iframe.evaluate("f => f.clientHeight")
     inside = frame.evaluate("() => [document.documentElement.scrollHeight, window.innerHeight]")
@@ -517,29 +533,30 @@ def test_bertviz_model_view_fits_at_1024(narrow, dash, shots):
     assert len(thumbs) == model.config.num_hidden_layers * model.config.num_attention_heads, thumbs
     for t in thumbs:
         assert t["tokens"] > 1 and t["pitch"] <= 7.01, t
-        assert t["height"] <= 7 * t["tokens"] + 12, t      # 7 px per token + bertviz's 2 x 5 px padding
-    print(f"\nbertviz model view at 1024 px: frame {frame_height} px, page inside {inside[0]} px, thumbnails "
-          f"{thumbs[0]['height']} px for {thumbs[0]['tokens']} tokens ({thumbs[0]['pitch']} px per token)")
+        assert t["height"] <= 7 * t["tokens"] + 12, t  # 7 px per token + bertviz's 2 x 5 px padding
+    print(
+        f"\nbertviz model view at 1024 px: frame {frame_height} px, page inside {inside[0]} px, thumbnails "
+        f"{thumbs[0]['height']} px for {thumbs[0]['tokens']} tokens ({thumbs[0]['pitch']} px per token)"
+    )
     iframe.scroll_into_view_if_needed()
     screenshot(page, shots / "app_1024_attention.png")
     assert OUTSIDE == [], OUTSIDE
 
 
-@pytest.mark.xfail(strict=True, reason="bertviz draws its model view 970 px wide (DIV_WIDTH in its "
-                                       "model_view.js): at 1024 px the frame is narrower and the last head is cut "
-                                       "(lab/bertviz_offline.py)")
 def test_bertviz_model_view_fits_the_width_at_1024(narrow):
     """Nothing of the model view is out of its frame on the right at 1024 px."""
     iframe, frame = bertviz_model_view(narrow)
     width = iframe.evaluate("f => f.clientWidth")
-    right = frame.evaluate("() => Math.max(...[...document.querySelectorAll('svg')]"
-                           ".map(s => s.getBoundingClientRect().right))")
+    right = frame.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('svg')].map(s => s.getBoundingClientRect().right))"
+    )
     assert right <= width, f"the model view is {right:.0f} px wide in a {width} px frame"
 
 
 def test_next_sentence_examples_say_what_each_pair_is_at_1024(narrow):
     """The Next Sentence examples are labelled with what each pair is, readable at 1024 px."""
     from dashboard.help import NSP_EXAMPLE_LABELS
+
     page = narrow
     open_tab(page, "Next Sentence")
     examples = panel(page).locator("button.gallery-item")
@@ -576,14 +593,12 @@ def test_adding_a_model_confirms_it_at_1024(narrow):
     assert OUTSIDE == [], OUTSIDE
 
 
-@pytest.mark.xfail(strict=True, reason="the page's opening event (dashboard/page.py, links.opening_views) shows "
-                                       "Gradio's progress overlay over every tab's outputs while it waits in the queue")
 def test_first_views_stay_visible_while_the_queue_is_busy_at_1024(browser, app_url):
     """A classroom's busy server: the page's queued opening event waits (held here). The first
     views came with the page, so none of them may be hidden behind a progress overlay meanwhile."""
     held = []
     page = offline_page(browser, app_url, PROJECTOR)
-    page.route("**/gradio_api/queue/join*", held.append)      # tried before offline_page's route
+    page.route("**/gradio_api/queue/join*", lambda route: held.append(route))  # tried before offline_page's route
     try:
         page.goto(app_url)
         page.wait_for_selector("#mlm-bars g.point")

@@ -1,4 +1,5 @@
 """One module per tab: its handlers first, then build() laying out its components."""
+
 from .attention import Attention
 from .classify import Classify
 from .masked_lm import MaskedLM
@@ -7,6 +8,6 @@ from .next_sentence import NextSentence
 from .question_answering import QuestionAnswering
 from .training import Training
 
-TABS = (MaskedLM, NextSentence, Attention, QuestionAnswering, Classify, Training, Model)   # in page order
+TABS = (MaskedLM, NextSentence, Attention, QuestionAnswering, Classify, Training, Model)  # in page order
 
 __all__ = ["TABS", "Attention", "Classify", "MaskedLM", "Model", "NextSentence", "QuestionAnswering", "Training"]

@@ -1,5 +1,6 @@
 """Attention: one head and the layer's heads as heatmaps, click a token to follow it, Clark et al.'s
 head statistics, silencing each head (Michel et al.), and bertviz's views drawn offline."""
+
 from __future__ import annotations
 
 import functools
@@ -8,19 +9,41 @@ import gradio as gr
 
 from lab import bertviz_offline, explore, figures
 
-from ..common import (UserError, data_box, handler, int_input, masked_text, notice, optional_text, plot,
-                      status_box, status_html, submit_and_clear, text_input, theme_input, truncation_note)
+from ..common import (
+    UserError,
+    data_box,
+    handler,
+    int_input,
+    masked_text,
+    notice,
+    optional_text,
+    plot,
+    status_box,
+    status_html,
+    submit_and_clear,
+    text_input,
+    theme_input,
+    truncation_note,
+)
 from ..help import HELP, MLM_EXAMPLES, NSP_EXAMPLES
 
-STAT_NAMES = {"cls": "[CLS]", "sep": "[SEP]", "self": "itself", "prev": "previous token",
-              "next": "next token", "entropy": "entropy (nats)"}
+STAT_NAMES = {
+    "cls": "[CLS]",
+    "sep": "[SEP]",
+    "self": "itself",
+    "prev": "previous token",
+    "next": "next token",
+    "entropy": "entropy (nats)",
+}
 
 
 def layer_and_head(model, layer, head) -> tuple[int, int]:
     """The page's layer and head checked against the model's shape (a clear message if not)."""
     L, A = model.config.num_hidden_layers, model.config.num_attention_heads
-    return (int_input(layer, f"the layer (this model has {L})", 0, L - 1),
-            int_input(head, f"the head (this model has {A} per layer)", 0, A - 1))
+    return (
+        int_input(layer, f"the layer (this model has {L})", 0, L - 1),
+        int_input(head, f"the head (this model has {A} per layer)", 0, A - 1),
+    )
 
 
 class Attention:
@@ -44,35 +67,44 @@ class Attention:
     def attention(self, model_name, text_a, text_b="", layer=0, head=0, theme="light"):
         """-> (heatmap of one head, grid of the layer's heads, head statistics table, the tokens to
         click, the head's CSV, status)."""
-        return self._views(*(str(v) if v is not None else "" for v in (model_name, text_a, text_b, layer, head)),
-                           theme_input(theme))
+        return self._views(
+            *(str(v) if v is not None else "" for v in (model_name, text_a, text_b, layer, head)), theme_input(theme)
+        )
 
     def _compute_views(self, model_name, text_a, text_b, layer, head, theme):
         model, result, layer, head = self._request(model_name, text_a, text_b, layer, head)
         stats = result.head_stats()
         L, A = stats["entropy"].shape
-        table = [[f"{i}", f"{h}"] + [round(float(stats[k][i, h]), 3) for k in STAT_NAMES]
-                 for i in range(L) for h in range(A)]
+        table = [
+            [f"{i}", f"{h}"] + [round(float(stats[k][i, h]), 3) for k in STAT_NAMES] for i in range(L) for h in range(A)
+        ]
         one = figures.attention_heatmap(result, layer, head, theme=theme)
         chips = [c for t in result.tokens for c in ((t, None), (" ", None))]
         note = truncation_note(result.truncated, model.config.max_position_embeddings, pair=bool(text_b.strip()))
-        return (one, figures.attention_grid(result, layer, theme=theme),
-                {"headers": ["layer", "head", *STAT_NAMES.values()], "data": table}, chips, self.ctx.csv.write(one),
-                note or f"{len(result.tokens)} tokens, {L} layers x {A} heads; click a token below the maps to follow it")
+        return (
+            one,
+            figures.attention_grid(result, layer, theme=theme),
+            {"headers": ["layer", "head", *STAT_NAMES.values()], "data": table},
+            chips,
+            self.ctx.csv.write(one),
+            note or f"{len(result.tokens)} tokens, {L} layers x {A} heads; click a token below the maps to follow it",
+        )
 
     @handler(1)
     def attention_token(self, model_name, text_a, text_b, layer, head, theme, evt: gr.SelectData):
         """A click on a token: the head with that token's row (where it attends) and column (what
         attends to it) outlined, and both as bars."""
         index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
-        if not isinstance(index, int) or index % 2:              # a space between two tokens
+        if not isinstance(index, int) or index % 2:  # a space between two tokens
             return gr.update(), ""
         _, result, layer, head = self._request(model_name, text_a, text_b, layer, head)
         token = index // 2
         if token >= len(result.tokens):
             raise UserError("that token is no longer in the text: press Show attention again")
-        return (figures.attention_focus(result, layer, head, token, theme=theme_input(theme)),
-                f"token {token} “{result.tokens[token]}”: its row is where it attends, its column what attends to it")
+        return (
+            figures.attention_focus(result, layer, head, token, theme=theme_input(theme)),
+            f"token {token} “{result.tokens[token]}”: its row is where it attends, its column what attends to it",
+        )
 
     @handler(2)
     def head_stats(self, model_name, text_a, text_b="", theme="light"):
@@ -90,9 +122,14 @@ class Attention:
         result = explore.ablate_heads(model, tokenizer, text)
         worst = divmod(int(result.effect.argmax()), result.effect.shape[1])
         fig = figures.ablation_heatmap(result, theme=theme_input(theme))
-        return fig, self.ctx.csv.write(fig), (
-            f"baseline loss {result.baseline:.3f}; silencing layer {worst[0]} head {worst[1]} hurts most "
-            f"(+{float(result.effect.max()):.3f})")
+        return (
+            fig,
+            self.ctx.csv.write(fig),
+            (
+                f"baseline loss {result.baseline:.3f}; silencing layer {worst[0]} head {worst[1]} hurts most "
+                f"(+{float(result.effect.max()):.3f})"
+            ),
+        )
 
     @handler(1)
     def bertviz_view(self, model_name, text_a, text_b="", view="head", layer=0, head=0):
@@ -106,13 +143,19 @@ class Attention:
             if view == "neuron":
                 layer, head = layer_and_head(model, layer, head)
                 result = explore.queries_and_keys(model, tokenizer, a, b)
-                page = bertviz_offline.neuron_view_html(result.queries, result.keys, result.attentions,
-                                                        result.tokens, result.sentence_b_start, layer=layer,
-                                                        head=head)
+                page = bertviz_offline.neuron_view_html(
+                    result.queries,
+                    result.keys,
+                    result.attentions,
+                    result.tokens,
+                    result.sentence_b_start,
+                    layer=layer,
+                    head=head,
+                )
             else:
                 result = explore.attention(model, tokenizer, a, b)
                 draw = bertviz_offline.model_view_html if view == "model" else bertviz_offline.head_view_html
-                page = draw(result.attentions, result.tokens, result.sentence_b_start)   # ValueError above its cap
+                page = draw(result.attentions, result.tokens, result.sentence_b_start)  # ValueError above its cap
         except ImportError as e:
             raise UserError(f"bertviz is not available on this server: {e}") from None
         frame = bertviz_offline.iframe(page, bertviz_offline.frame_height(view, result.attentions))
@@ -122,11 +165,11 @@ class Attention:
         """The layer and head sliders follow the chosen model's shape (keeping a position it has)."""
         try:
             cfg = self.store.get(model_name)[0].config
-        except Exception as e:                                   # reported by the Show button too
+        except Exception as e:  # reported by the Show button too
             return gr.update(), gr.update(), status_html(notice(str(e)))
         L, A = cfg.num_hidden_layers, cfg.num_attention_heads
         keep = [v if isinstance(v, (int, float)) and 0 <= v < n else 0 for v, n in ((layer, L), (head, A))]
-        return gr.Slider(maximum=L - 1, value=keep[0]), gr.Slider(maximum=A - 1, value=keep[1]), ""
+        return gr.Slider(maximum=L - 1, value=keep[0]), gr.Slider(maximum=A - 1, value=keep[1]), gr.update()
 
     def opening(self, model_name, a, b, layer, head, theme):
         """The example's maps and the head statistics."""
@@ -148,16 +191,21 @@ class Attention:
         b = gr.Textbox(label="Sentence B (optional)", value=b0)
         btn = gr.Button("Show attention", variant="primary")
         status = status_box(value=first[5])
-        with gr.Row():       # side by side in a window 1200 px wide or more; one under the other on a 1024 px projector
+        with gr.Row():  # side by side in a window 1200 px wide or more; one under the other on a 1024 px projector
             with gr.Column(min_width=560):
                 heatmap = plot("one head: hover for the weight; highlight a token from the figure's menu", first[0])
             with gr.Column(min_width=560):
                 grid = plot("all heads of the layer", first[1])
-        tokens = gr.HighlightedText(first[3], label="Click a token: where it attends (its row) and what attends to "
-                                                    "it (its column)", interactive=False, elem_id="att-tokens")
+        tokens = gr.HighlightedText(
+            first[3],
+            label="Click a token: where it attends (its row) and what attends to it (its column)",
+            interactive=False,
+            elem_id="att-tokens",
+        )
         csv = data_box(first[4])
-        table = gr.Dataframe(first[2], label="what each head looks at: mean attention to ... (Clark et al. 2019)",
-                             interactive=False)
+        table = gr.Dataframe(
+            first[2], label="what each head looks at: mean attention to ... (Clark et al. 2019)", interactive=False
+        )
         stats_btn = gr.Button("Plot the head statistics")
         stats_plot = plot("head statistics (Clark et al. 2019)", first[6], elem_id="att-stats")
         stats_csv = data_box(first[7])
@@ -168,9 +216,12 @@ class Attention:
             abl_csv = data_box()
             abl_status = status_box(elem_id="abl-status")
         with gr.Accordion("bertviz: the head, model and neuron views (Vig 2019), drawn offline", open=False):
-            view = gr.Radio(["head", "model", "neuron"], value="head", label="view",
-                            info="neuron: the layer and head above, their query and key vectors "
-                                 "(click ⊕ beside a token)")
+            view = gr.Radio(
+                ["head", "model", "neuron"],
+                value="head",
+                label="view",
+                info="neuron: the layer and head above, their query and key vectors (click ⊕ beside a token)",
+            )
             viz_btn = gr.Button("Show bertviz")
             viz = gr.HTML()
             viz_status = status_box()
@@ -181,8 +232,9 @@ class Attention:
         for slider in (layer, head):
             slider.release(self.attention, inputs, outputs, api_visibility="private", **Q)
         tokens.select(self.attention_token, inputs, [heatmap, status], api_visibility="private", **Q)
-        stats_btn.click(self.head_stats, [model, a, b, ctx.theme], [stats_plot, stats_csv, status],
-                        api_name="head_stats", **Q)
+        stats_btn.click(
+            self.head_stats, [model, a, b, ctx.theme], [stats_plot, stats_csv, status], api_name="head_stats", **Q
+        )
         abl_in, abl_out = [model, abl_text, ctx.theme], [abl_plot, abl_csv, abl_status]
         abl_btn.click(self.ablate, abl_in, abl_out, api_name="ablate", **Q)
         submit_and_clear([abl_text], self.ablate, abl_in, abl_out, Q)
@@ -190,5 +242,6 @@ class Attention:
         model.change(self.shape, [model, layer, head], [layer, head, status], api_visibility="private")
         ctx.on_open(self.shape, [model, layer, head], [layer, head, status])
         ctx.links.share(att_model=model, att_a=a, att_b=b, att_layer=layer, att_head=head)
-        ctx.links.opening(self.opening, inputs[:-1], [*outputs, stats_plot, stats_csv], first,
-                          (model.value, a0, b0, 0, 0))
+        ctx.links.opening(
+            self.opening, inputs[:-1], [*outputs, stats_plot, stats_csv], first, (model.value, a0, b0, 0, 0)
+        )

@@ -1,4 +1,5 @@
 """Classify: a fine-tuned [CLS] classifier's label probabilities for a sentence (or a pair)."""
+
 from __future__ import annotations
 
 import gradio as gr
@@ -23,8 +24,9 @@ class Classify:
         unused = ""
         if pair and finetune.task_settings(self.store.model_dir(model_name)[0]).get("pair") is False:
             pair, unused = None, " (this model was fine-tuned on single sentences: the second sentence was not used)"
-        note = truncation_note(cut_tokens(model, tokenizer, text, pair), model.config.max_position_embeddings,
-                               pair=pair is not None)
+        note = truncation_note(
+            cut_tokens(model, tokenizer, text, pair), model.config.max_position_embeddings, pair=pair is not None
+        )
         probs = explore.classify(model, tokenizer, text, pair)
         best = max(probs, key=probs.get)
         return probs, f"{note}{best} ({probs[best]:.1%}){unused}"

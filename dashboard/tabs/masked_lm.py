@@ -1,4 +1,5 @@
 """Masked LM: fill-mask with top-k bars, click a word to mask it, the 80/10/10 corruption preview."""
+
 from __future__ import annotations
 
 import re
@@ -7,8 +8,21 @@ import gradio as gr
 
 from lab import explore, figures
 
-from ..common import (MAX_TEXT_CHARS, UserError, data_box, float_input, handler, int_input, masked_text,
-                      plot, status_box, submit_and_clear, text_input, theme_input, truncation_note)
+from ..common import (
+    MAX_TEXT_CHARS,
+    UserError,
+    data_box,
+    float_input,
+    handler,
+    int_input,
+    masked_text,
+    plot,
+    status_box,
+    submit_and_clear,
+    text_input,
+    theme_input,
+    truncation_note,
+)
 from ..help import CORRUPTION_COLORS, HELP, MLM_EXAMPLES
 
 WORD = re.compile(r"\[MASK\]|[\w'’-]+|[^\w\s]")
@@ -27,8 +41,13 @@ class MaskedLM:
         """Sentence with [MASK]s -> (sentence with the best guesses, top-k bars per mask, their CSV, status)."""
         model, tokenizer = self.store.model_for(model_name, "fill_mask")
         text = masked_text(text)
-        result = explore.fill_mask(model, tokenizer, text, top_k=int_input(top_k, "top k", 1, 50),
-                                   temperature=float_input(temperature, "the temperature", 0.05, 20))
+        result = explore.fill_mask(
+            model,
+            tokenizer,
+            text,
+            top_k=int_input(top_k, "top k", 1, 50),
+            temperature=float_input(temperature, "the temperature", 0.05, 20),
+        )
         # the sentence as WordPiece tokens with each [MASK] replaced by its top guess, highlighted
         filled, masks = [], iter(result)
         specials = set(tokenizer.convert_ids_to_tokens([tokenizer.cls_token_id, tokenizer.sep_token_id]))
@@ -36,7 +55,7 @@ class MaskedLM:
             if tok in specials:
                 continue
             if i in result.mask_positions:
-                guess = next(masks)[0][0]                        # a word piece (##ing) is marked as one
+                guess = next(masks)[0][0]  # a word piece (##ing) is marked as one
                 filled.append((guess, "guess (word piece)" if guess.startswith("##") else "guess"))
             else:
                 filled.append((tok, None))
@@ -68,15 +87,15 @@ class MaskedLM:
         if not 0 <= index < len(matches):
             raise UserError(f"word {index} does not exist: the sentence has {len(matches)} words")
         m = matches[index]
-        return text[:m.start()] + "[MASK]" + text[m.end():], f"masked “{m.group()}”"
+        return text[: m.start()] + "[MASK]" + text[m.end() :], f"masked “{m.group()}”"
 
     def on_word_select(self, model_name, text, top_k, temperature, theme, evt: gr.SelectData):
         """A click on a word: mask it and predict, in one event (one writer of the status line)."""
         index = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
-        if not isinstance(index, int) or index % 2:              # a space between two words
+        if not isinstance(index, int) or index % 2:  # a space between two words
             return gr.update(), gr.update(), gr.update(), gr.update(), gr.update()
         new_text, status = self.mask_word(text, index // 2)
-        if new_text is None:                                     # the message is in status
+        if new_text is None:  # the message is in status
             return gr.update(), None, None, None, status
         return (new_text, *self.fill_mask(model_name, new_text, top_k, temperature, theme))
 
@@ -96,8 +115,10 @@ class MaskedLM:
                 out.append((f"{seen} ← {label}", "[MASK] (80%)" if kind == "mask" else "random (10%)"))
             out.append((" ", None))
         c = prev.counts
-        return out, (f"{c['chosen']} of {c['tokens']} tokens chosen (15%): {c['mask']} → [MASK], "
-                     f"{c['random']} → a random token, {c['keep']} kept; the model must predict all {c['chosen']}")
+        return out, (
+            f"{c['chosen']} of {c['tokens']} tokens chosen (15%): {c['mask']} → [MASK], "
+            f"{c['random']} → a random token, {c['keep']} kept; the model must predict all {c['chosen']}"
+        )
 
     def opening(self, model_name, text, theme):
         """What the tab shows when a page opens: the example predicted."""
@@ -114,29 +135,41 @@ class MaskedLM:
         example = MLM_EXAMPLES[0][0]
         first = self.opening(model.value, example, "light")
         text = gr.Textbox(label="Sentence", value=example, elem_id="mlm-text")
-        words = gr.HighlightedText(self.words(example), label="Click a word to mask it", interactive=False,
-                                   elem_id="mlm-words", color_map={"masked": "#f97316"})
+        words = gr.HighlightedText(
+            self.words(example),
+            label="Click a word to mask it",
+            interactive=False,
+            elem_id="mlm-words",
+            color_map={"masked": "#f97316"},
+        )
         btn = gr.Button("Predict", variant="primary", elem_id="mlm-predict")
         status = status_box(elem_id="mlm-status", value=first[3])
-        filled = gr.HighlightedText(first[0], label="Best guesses", elem_id="mlm-filled",
-                                    color_map={"guess": "#22c55e", "guess (word piece)": "#a3e635"})
+        filled = gr.HighlightedText(
+            first[0],
+            label="Best guesses",
+            elem_id="mlm-filled",
+            color_map={"guess": "#22c55e", "guess (word piece)": "#a3e635"},
+        )
         bars = plot("best guesses at each [MASK] and their probabilities", first[1], elem_id="mlm-bars")
         bars_csv = data_box(first[2])
         gr.Examples(MLM_EXAMPLES, [text], cache_examples=False)
         with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
             seed = gr.Number(value=0, precision=0, label="seed")
             corrupt_btn = gr.Button("Corrupt this sentence")
-            corrupted = gr.HighlightedText(label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True,
-                                           color_map=CORRUPTION_COLORS)
+            corrupted = gr.HighlightedText(
+                label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True, color_map=CORRUPTION_COLORS
+            )
             corrupt_status = status_box()
         inputs, outputs = [model, text, top_k, temperature, ctx.theme], [filled, bars, bars_csv, status]
         btn.click(self.fill_mask, inputs, outputs, api_name="fill_mask", **Q)
         submit_and_clear([text], self.fill_mask, inputs, outputs, Q)
-        text.change(self.words, text, words, api_name="words", show_progress="hidden", queue=False,
-                    trigger_mode="always_last")
+        text.change(
+            self.words, text, words, api_name="words", show_progress="hidden", queue=False, trigger_mode="always_last"
+        )
         words.select(self.on_word_select, inputs, [text, *outputs], api_visibility="private", **Q)
-        gr.Button("mask word", visible=False).click(self.mask_word, [text, gr.Number(visible=False)], [text, status],
-                                                    api_name="mask_word", **Q)
+        gr.Button("mask word", visible=False).click(
+            self.mask_word, [text, gr.Number(visible=False)], [text, status], api_name="mask_word", **Q
+        )
         corrupt_btn.click(self.corrupt, [model, text, seed], [corrupted, corrupt_status], api_name="corrupt", **Q)
         ctx.links.share(mlm_model=model, mlm_text=text)
         ctx.links.opening(self.opening, [model, text], outputs, first, (model.value, example))

@@ -1,4 +1,5 @@
 """Next Sentence: P(IsNext) for a pair of sentences, with examples that say what each pair is."""
+
 from __future__ import annotations
 
 import gradio as gr
@@ -37,8 +38,12 @@ class NextSentence:
         btn = gr.Button("Score", variant="primary")
         label = gr.Label(first[0], label="Next sentence?")
         status = status_box(value=first[1])
-        gr.Examples(NSP_EXAMPLES, [a, b], cache_examples=False, example_labels=[
-            f"{label}: {a} / {b}" for label, (a, b) in zip(NSP_EXAMPLE_LABELS, NSP_EXAMPLES)])
+        gr.Examples(
+            NSP_EXAMPLES,
+            [a, b],
+            cache_examples=False,
+            example_labels=[f"{label}: {a} / {b}" for label, (a, b) in zip(NSP_EXAMPLE_LABELS, NSP_EXAMPLES)],
+        )
         inputs, outputs = [model, a, b], [label, status]
         btn.click(self.next_sentence, inputs, outputs, api_name="next_sentence", **Q)
         submit_and_clear([a, b], self.next_sentence, inputs, outputs, Q)

@@ -1,5 +1,6 @@
 """Question Answering: the best answer spans of a context, their start / end probabilities, and
 what the model was fine-tuned on."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,8 +9,18 @@ import gradio as gr
 
 from lab import explore, figures, finetune
 
-from ..common import (UserError, data_box, handler, int_input, plot, status_box, submit_and_clear, text_input,
-                      theme_input, word_chips)
+from ..common import (
+    UserError,
+    data_box,
+    handler,
+    int_input,
+    plot,
+    status_box,
+    submit_and_clear,
+    text_input,
+    theme_input,
+    word_chips,
+)
 from ..help import HELP, QA_CONTEXT, QA_EXAMPLES
 
 
@@ -30,9 +41,11 @@ class QuestionAnswering:
         lengths = finetune.qa_lengths(path)
         data = Path(str(task.get("data", "SQuAD"))).name
         base = Path(str(task.get("model", "?")))
-        base = base.parent.name if base.name == "model" else base.name     # a package's model/ folder: the package
-        return lengths, (f"fine-tuned from {base} on {data}, articles 1-{task.get('train_articles', '?')} "
-                         f"(the rest held out), windows of {lengths.get('max_seq_length', '?')} tokens")
+        base = base.parent.name if base.name == "model" else base.name  # a package's model/ folder: the package
+        return lengths, (
+            f"fine-tuned from {base} on {data}, articles 1-{task.get('train_articles', '?')} "
+            f"(the rest held out), windows of {lengths.get('max_seq_length', '?')} tokens"
+        )
 
     @handler(4)
     def answer(self, model_name, question, context, top_k=3, theme="light"):
@@ -46,14 +59,19 @@ class QuestionAnswering:
             raise UserError("no answer span found in the context")
         best = result.spans[0]
         # one piece per word: a projected context wraps between words, and the answer stays in its line
-        highlighted = [*word_chips(c[:best.start]), (c[best.start:best.end], "answer"), *word_chips(c[best.end:])]
-        table = {"headers": ["rank", "answer", "score", "probability", "characters"],
-                 "data": [[i, s.text, round(s.score, 2), round(s.probability, 3), f"{s.start}-{s.end}"]
-                          for i, s in enumerate(result.spans, 1)]}
+        highlighted = [*word_chips(c[: best.start]), (c[best.start : best.end], "answer"), *word_chips(c[best.end :])]
+        table = {
+            "headers": ["rank", "answer", "score", "probability", "characters"],
+            "data": [
+                [i, s.text, round(s.score, 2), round(s.probability, 3), f"{s.start}-{s.end}"]
+                for i, s in enumerate(result.spans, 1)
+            ],
+        }
         note = f"context read in {result.num_windows} overlapping windows; " if result.num_windows > 1 else ""
         note += "the question was cut to fit; " if result.question_truncated else ""
-        cls = (f"; P(start = [CLS]) = {result.start_probs[0]:.2f}"
-               if result.tokens and result.tokens[0] == "[CLS]" else "")
+        cls = (
+            f"; P(start = [CLS]) = {result.start_probs[0]:.2f}" if result.tokens and result.tokens[0] == "[CLS]" else ""
+        )
         trained = f" — this model was {trained}" if trained else ""
         fig = figures.span_probabilities(result, theme=theme_input(theme))
         return highlighted, fig, table, self.ctx.csv.write(fig), f"{note}answer: “{best.text}”{cls}{trained}"
@@ -73,14 +91,15 @@ class QuestionAnswering:
         c = gr.Textbox(label="Context", value=QA_CONTEXT, lines=5, elem_id="qa-context")
         btn = gr.Button("Answer", variant="primary", elem_id="qa-answer")
         status = status_box(elem_id="qa-status", value=first[4])
-        span = gr.HighlightedText(first[0], label="Answer in its context", color_map={"answer": "#22c55e"},
-                                  elem_id="qa-span")
+        span = gr.HighlightedText(
+            first[0], label="Answer in its context", color_map={"answer": "#22c55e"}, elem_id="qa-span"
+        )
         probs = plot("start / end probabilities", first[1])
         table = gr.Dataframe(first[2], label="best answers", interactive=False)
         csv = data_box(first[3])
         gr.Examples(QA_EXAMPLES, [q, c], cache_examples=False)
         inputs, outputs = [model, q, c, k, ctx.theme], [span, probs, table, csv, status]
         btn.click(self.answer, inputs, outputs, api_name="answer", **Q)
-        submit_and_clear([q, c], self.answer, inputs, outputs, Q)   # Enter in the question; Shift+Enter in the context
+        submit_and_clear([q, c], self.answer, inputs, outputs, Q)  # Enter in the question; Shift+Enter in the context
         ctx.links.share(qa_model=model, qa_q=q, qa_c=c)
         ctx.links.opening(self.opening, [model, q, c], outputs, first, (model.value, q0, QA_CONTEXT))

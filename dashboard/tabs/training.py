@@ -1,13 +1,24 @@
 """Training: a run's loss and held-out accuracy curves, and "watch BERT learn": one masked
 sentence through the run's checkpoints."""
+
 from __future__ import annotations
 
 import gradio as gr
 
 from lab import explore, figures, runs
 
-from ..common import (UserError, cleared, data_box, handler, int_input, masked_text, plot, status_box,
-                      submit_and_clear, theme_input)
+from ..common import (
+    UserError,
+    cleared,
+    data_box,
+    handler,
+    int_input,
+    masked_text,
+    plot,
+    status_box,
+    submit_and_clear,
+    theme_input,
+)
 from ..help import HELP, MLM_EXAMPLES
 
 
@@ -38,23 +49,35 @@ class Training:
         text = masked_text(text)
         if not runs.checkpoints(path):
             with_snapshots = [r for r in self.store.list_runs() if runs.checkpoints(self.store.resolve(r, "run"))]
-            raise UserError(f"{self.store.display(path)} keeps no checkpoints to replay (fine-tuned models keep none); "
-                            + (f"choose one that does: {', '.join(with_snapshots[:5])}" if with_snapshots else
-                               "pre-training runs and the bundled bert-lab-classroom do"))
+            raise UserError(
+                f"{self.store.display(path)} keeps no checkpoints to replay (fine-tuned models keep none); "
+                + (
+                    f"choose one that does: {', '.join(with_snapshots[:5])}"
+                    if with_snapshots
+                    else "pre-training runs and the bundled bert-lab-classroom do"
+                )
+            )
         rows = []
         for step, result in explore.checkpoint_predictions(
-                path, text, top_k=int_input(top_k, "top k", 1, 20),
-                progress=(lambda items: progress.tqdm(items, desc="checkpoints")) if progress else None):
+            path,
+            text,
+            top_k=int_input(top_k, "top k", 1, 20),
+            progress=(lambda items: progress.tqdm(items, desc="checkpoints")) if progress else None,
+        ):
             rows.append([step] + [", ".join(f"{t} {p:.0%}" for t, p in preds) for preds in result])
         masks = max((len(r) - 1 for r in rows), default=0)
-        return ({"headers": ["step"] + [f"[MASK] {k}" for k in range(1, masks + 1)], "data": rows},
-                f"{len(rows)} checkpoints")
+        return (
+            {"headers": ["step"] + [f"[MASK] {k}" for k in range(1, masks + 1)], "data": rows},
+            f"{len(rows)} checkpoints",
+        )
 
     def default_run(self) -> str | None:
         """A bundled model with checkpoints first: it keeps snapshots of its training."""
         names = self.store.list_runs()
-        return next((r for r in names if r.startswith("models/") and runs.checkpoints(self.store.resolve(r, "run"))),
-                    names[0] if names else None)
+        return next(
+            (r for r in names if r.startswith("models/") and runs.checkpoints(self.store.resolve(r, "run"))),
+            names[0] if names else None,
+        )
 
     def build(self):
         ctx, Q = self.ctx, self.ctx.queue
@@ -71,14 +94,27 @@ class Training:
         curves_status = status_box(value=curves0[2])
         watch_text = gr.Textbox(label="Sentence with [MASK]", value=example)
         watch_btn = gr.Button("Predict at every checkpoint")
-        watch_table = gr.Dataframe(watch0[0], label="the best guesses at each checkpoint", interactive=False,
-                                   elem_id="training-watch")
+        watch_table = gr.Dataframe(
+            watch0[0], label="the best guesses at each checkpoint", interactive=False, elem_id="training-watch"
+        )
         watch_status = status_box(value=watch0[1])
-        curves_btn.click(self.training_curves, [run, x_axis, ctx.theme], [curves, curves_csv, curves_status],
-                         api_name="training_curves", **Q)
-        watch_btn.click(self.watch_learning, [run, watch_text], [watch_table, watch_status],
-                        api_name="watch_learning", **Q)
+        curves_btn.click(
+            self.training_curves,
+            [run, x_axis, ctx.theme],
+            [curves, curves_csv, curves_status],
+            api_name="training_curves",
+            **Q,
+        )
+        watch_btn.click(
+            self.watch_learning, [run, watch_text], [watch_table, watch_status], api_name="watch_learning", **Q
+        )
         submit_and_clear([watch_text], self.watch_learning, [run, watch_text], [watch_table, watch_status], Q)
         # another run: the old run's curves, title and replay go
-        run.change(cleared(5), None, [curves, curves_csv, curves_status, watch_table, watch_status],
-                   api_visibility="private", queue=False, show_progress="hidden")
+        run.change(
+            cleared(5),
+            None,
+            [curves, curves_csv, curves_status, watch_table, watch_status],
+            api_visibility="private",
+            queue=False,
+            show_progress="hidden",
+        )
