@@ -31,8 +31,9 @@ from tests.test_plots import (
     attention_result,
     bars,
     embedding_result,
-    image_axes,  # noqa: F401  (tiny: a fixture)
+    image_axes,
     stats_of,
+    tiny_fixture,  # noqa: F401  (registers the fixture `tiny`: test_plots' tiny models)
 )
 
 EVIL = "<img src=x>"  # a token that would be HTML if not escaped

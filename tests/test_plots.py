@@ -410,8 +410,8 @@ def test_figures_drawn_from_8_threads_at_once_keep_their_own_content():
 # ----------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def tiny():
+@pytest.fixture(scope="module", name="tiny")
+def tiny_fixture():
     tok = lab.Tokenizer.train(
         iter(["the cat sat on the mat . the dog ran in the park ."] * 30), vocab_size=60, show_progress=False
     )
