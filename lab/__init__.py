@@ -13,6 +13,7 @@ from .model import (
     BertForPreTraining,
     BertForQuestionAnswering,
     BertForSequenceClassification,
+    BertForTokenClassification,
     BertModel,
     ModelOutput,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "BertForPreTraining",
     "BertForMaskedLM",
     "BertForSequenceClassification",
+    "BertForTokenClassification",
     "BertForQuestionAnswering",
     "ModelOutput",
     "Tokenizer",

@@ -3,6 +3,7 @@
     lab.save(model, tokenizer, "runs/mine")               # writes the three files atomically
     model, tokenizer = lab.load("runs/mine")               # lab or transformers directories
     model, tokenizer = lab.load("runs/mine", BertForSequenceClassification)   # add a new head
+    lab.load("runs/ner")        # a BertForTokenClassification: config.json's architectures say so
 
 Parameter names are transformers' (`bert.encoder.layer.0.attention.self.query.weight`, ...), so a
 directory written here loads with `BertForPreTraining.from_pretrained` and one written by
@@ -35,6 +36,7 @@ from .model import (
     BertForPreTraining,
     BertForQuestionAnswering,
     BertForSequenceClassification,
+    BertForTokenClassification,
     BertModel,
     BertPreTrainedModel,
 )
@@ -169,24 +171,44 @@ def _normalise_names(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
+def saved_architectures(directory) -> list[str]:
+    """config.json's `architectures` (written by lab.save and by transformers' save_pretrained):
+    ["BertForTokenClassification"], ...; [] when absent."""
+    arch = json.loads((Path(directory) / CONFIG_NAME).read_text()).get("architectures") or []
+    return [str(a) for a in arch] if isinstance(arch, list) else []
+
+
 def saved_model_class(directory) -> str:
     """The class name of a saved model without loading its weights: config.json's
-    `architectures` (written by lab.save and by transformers' save_pretrained), else inferred
-    from the tensor names."""
+    `architectures`, else inferred from the tensor names."""
     directory = resolve_model(directory, weights=False)  # a path, or a Hub id -> its cached folder
-    arch = json.loads((directory / CONFIG_NAME).read_text()).get("architectures") or []
-    if arch and arch[0] in {cls.__name__ for cls in MODEL_CLASSES.values()}:
+    arch = saved_architectures(directory)
+    if arch and arch[0] in MODEL_CLASSES:
         return arch[0]
     return infer_model_class(read_state_dict(directory)).__name__
 
 
-def infer_model_class(keys) -> type[BertPreTrainedModel]:
-    """Which head a checkpoint carries, from its tensor names."""
+CLASSIFIERS = (BertForSequenceClassification, BertForTokenClassification)  # both store classifier.*
+
+
+def infer_model_class(keys, architectures=()) -> type[BertPreTrainedModel]:
+    """Which head a checkpoint carries, from its tensor names, and, where names cannot tell,
+    from config.json's `architectures`.
+
+    Both classifiers store `classifier.weight` [K, H]: the one over [CLS] (a sentence label)
+    and the one over every token (a tag per token). Their difference in the tensors is the
+    pooler: the sequence classifier reads the pooled [CLS], the token classifier has none
+    (transformers builds it with add_pooling_layer=False too, so save_pretrained writes no
+    `bert.pooler.*` for it)."""
     keys = set(keys)
     if "qa_outputs.weight" in keys:
         return BertForQuestionAnswering
     if "classifier.weight" in keys:
-        return BertForSequenceClassification
+        named = [c for c in CLASSIFIERS if c.__name__ in architectures]
+        if named:
+            return named[0]
+        pooled = any(k.startswith(("bert.pooler.", "pooler.")) for k in keys)
+        return BertForSequenceClassification if pooled else BertForTokenClassification
     if "cls.seq_relationship.weight" in keys:
         return BertForPreTraining
     if "cls.predictions.bias" in keys or "cls.predictions.transform.dense.weight" in keys:
@@ -207,7 +229,8 @@ def load(
     """(model, tokenizer) from an HF-layout directory or a Hugging Face Hub id such as
     "google-bert/bert-base-uncased" (fetched once into the Hub cache, see lab.hub; revision: a
     branch, tag or commit; download=False: the cache only).  model_class None = what the
-    checkpoint has.
+    checkpoint has: its heads' tensors, and config.json's architectures to tell a token
+    classifier from a sequence classifier (see infer_model_class).
 
     Asking for another head than the checkpoint's is how fine-tuning starts: the encoder is
     loaded, the new head is initialised and reported as such.  Returns (model, tokenizer,
@@ -232,7 +255,7 @@ def load(
         if model_class not in MODEL_CLASSES:
             raise ValueError(f"unknown model class {model_class!r}; choose one of {list(MODEL_CLASSES)}")
         model_class = MODEL_CLASSES[model_class]
-    model_class = model_class or infer_model_class(sd)
+    model_class = model_class or infer_model_class(sd, saved_architectures(directory))
     check_weights(model_class, config, sd, directory, strict=strict)  # before allocating anything
     model = model_class(config)
     report = load_weights(model, directory, sd)

@@ -39,13 +39,13 @@ from .checkpoint import load
 from .device import autocast, autocast_dtype, cpu_has_fast_bf16
 from .files import has_tokenizer_files
 from .instances import SpecialIds, mask_tokens
-from .model import BertSelfAttention
+from .model import BertForSequenceClassification, BertForTokenClassification, BertSelfAttention
 from .runs import checkpoints
 from .squad import Example, Span, collate_features, decode_spans, make_features
 from .tokenizer import Tokenizer, clean_text
 
 MAX_MASKS = 20  # more [MASK]s than pre-training ever showed a 128-token sequence
-TASKS = ("fill_mask", "next_sentence", "attention", "answer", "classify", "embeddings")
+TASKS = ("fill_mask", "next_sentence", "attention", "answer", "classify", "tag", "embeddings")
 _SPECIAL_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")  # never chosen for masked-LM prediction
 
 
@@ -176,8 +176,11 @@ def model_tasks(model) -> set[str]:
         tasks.add("next_sentence")
     if getattr(model, "qa_outputs", None) is not None:
         tasks.add("answer")
-    if getattr(model, "classifier", None) is not None:
+    # both classifiers have a `classifier` layer: the class says whether it reads [CLS] or every token
+    if isinstance(model, BertForSequenceClassification):
         tasks.add("classify")
+    if isinstance(model, BertForTokenClassification):
+        tasks.add("tag")
     return tasks
 
 
@@ -198,6 +201,9 @@ def missing_head_message(model, task: str) -> str:
         "classify": f"this model ({name}) has no classification head: fine-tune one with "
         f"python -m lab finetune-cls --model MODEL --train TRAIN --dev DEV, "
         f"or pick a classification model",
+        "tag": f"this model ({name}) has no token-classification head: fine-tune one with "
+        f"python -m lab finetune-tag --model MODEL --train FILE --eval FILE --out DIR, "
+        f"or pick a tagging model",
     }[task]
 
 

@@ -9,8 +9,9 @@ Reading order follows the paper:
   3.0  Input representation: token + segment + position embeddings, LayerNorm, dropout.
   3.0  The encoder: L identical post-LN Transformer layers (self-attention, feed-forward), GELU.
   3.1  Pre-training heads: masked LM (tied to the input embeddings) and next sentence prediction.
-  3.2  Fine-tuning heads: one extra layer, for classification ([CLS] -> pooler -> K) or for
-       span extraction (every token -> start and end logits).
+  3.2  Fine-tuning heads: one extra layer, for classification ([CLS] -> pooler -> K), for
+       tagging (every token -> K, Section 5.3's NER) or for span extraction (every token ->
+       start and end logits).
 Module and parameter names are those of Hugging Face's `modeling_bert.py` (`bert.encoder.layer.0.
 attention.self.query.weight`, `cls.predictions.transform.dense.weight`, ...), so a checkpoint moves
 between the two without renaming.  Shapes: B batch, T tokens, H hidden, A heads, d = H / A.
@@ -39,7 +40,7 @@ class ModelOutput:
     nsp_loss: torch.Tensor | None = None
     mlm_logits: torch.Tensor | None = None  # [B, T, V], or [N, V] at the N labelled / predict_at positions
     nsp_logits: torch.Tensor | None = None  # [B, 2]: 0 = IsNext, 1 = NotNext
-    logits: torch.Tensor | None = None  # [B, K] sequence classification
+    logits: torch.Tensor | None = None  # [B, K] sequence classification, [B, T, K] token classification
     start_logits: torch.Tensor | None = None  # [B, T] question answering
     end_logits: torch.Tensor | None = None  # [B, T]
     last_hidden_state: torch.Tensor | None = None  # [B, T, H]
@@ -587,6 +588,44 @@ class BertForSequenceClassification(_HeadModel):
             out.loss = F.cross_entropy(out.logits.float(), labels)
 
 
+class BertForTokenClassification(_HeadModel):
+    """Every token vector -> dropout -> linear W in R^{K x H}: one tag per token (NER, POS).
+
+    The paper's tagging head (Section 5.3): each word's label sits on its first WordPiece, the
+    other pieces get label -100 and are ignored by the loss (lab.tagging builds such labels). No
+    pooler, as in transformers (add_pooling_layer=False): the [CLS] summary is not used.
+    With config.classifier_layers = N > 1 each token's vectors from the last N layers are
+    concatenated (K x N*H): the feature-based approach of the paper's Table 7 (best: last four).
+    """
+
+    label_names = ("labels",)
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__(cfg, add_pooling_layer=False)
+        p = cfg.classifier_dropout if cfg.classifier_dropout is not None else cfg.hidden_dropout_prob
+        self.dropout = nn.Dropout(p)
+        self.classifier = nn.Linear(cfg.classifier_layers * cfg.hidden_size, cfg.num_labels)
+        self.head_needs_hidden_states = cfg.classifier_layers > 1
+        self.init_weights()
+
+    def head(self, out: ModelOutput, labels=None):
+        n = self.config.classifier_layers
+        if n == 1:
+            features = out.last_hidden_state  # (B, T, H)
+        else:  # hidden_states: embeddings + L layers; every token of the last n, side by side
+            features = torch.cat(out.hidden_states[-n:], dim=-1)  # (B, T, n*H)
+        out.logits = self.classifier(self.dropout(features))  # (B, T, K)
+        if labels is not None:
+            # mean cross-entropy over the labelled tokens only; labels [B, T] with -100 = ignore.
+            # Example: labels [[-100, 3, -100, 0, -100]] ([CLS] Jo ##hn runs [SEP]) -> 2 terms.
+            # sum / count (count at least 1) is transformers' mean, and 0 rather than NaN for a
+            # batch with no label at all (F.cross_entropy's mean would divide by zero)
+            K = out.logits.shape[-1]
+            flat = labels.reshape(-1)  # (B*T,)
+            total = F.cross_entropy(out.logits.float().reshape(-1, K), flat, ignore_index=-100, reduction="sum")
+            out.loss = total / (flat != -100).sum().clamp(min=1)
+
+
 class BertForQuestionAnswering(_HeadModel):
     """Every token vector -> (start logit, end logit); the answer is the best span start..end."""
 
@@ -610,5 +649,12 @@ class BertForQuestionAnswering(_HeadModel):
 
 MODEL_CLASSES = {
     c.__name__: c
-    for c in (BertModel, BertForPreTraining, BertForMaskedLM, BertForSequenceClassification, BertForQuestionAnswering)
+    for c in (
+        BertModel,
+        BertForPreTraining,
+        BertForMaskedLM,
+        BertForSequenceClassification,
+        BertForTokenClassification,
+        BertForQuestionAnswering,
+    )
 }

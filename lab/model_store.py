@@ -44,6 +44,7 @@ CLASS_TASKS = {
     "BertForMaskedLM": ANY_BERT | {"fill_mask"},
     "BertForQuestionAnswering": ANY_BERT | {"answer"},
     "BertForSequenceClassification": ANY_BERT | {"classify"},
+    "BertForTokenClassification": ANY_BERT | {"tag"},
 }
 
 

@@ -31,6 +31,50 @@ def test_round_trip_and_inferred_class(tmp_path):
     assert json.loads((tmp_path / "config.json").read_text())["architectures"] == ["BertForPreTraining"]
 
 
+def test_token_classifier_round_trip_and_its_class(tmp_path):
+    """lab.save writes the architecture; lab.load picks it from config.json, and, without it,
+    from the tensor names: a classifier with no pooler is a token classifier."""
+    labels = {0: "O", 1: "B-LOC", 2: "I-LOC", 3: "B-PER"}
+    model = saved(tmp_path, lab.BertForTokenClassification, id2label=labels)
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["architectures"] == ["BertForTokenClassification"]
+    assert lab.checkpoint.saved_model_class(tmp_path) == "BertForTokenClassification"
+    back, _, report = lab.load(tmp_path, return_report=True)
+    assert type(back) is lab.BertForTokenClassification and not report.missing and not report.unexpected
+    assert back.config.id2label == labels and back.config.label2id["B-PER"] == 3
+    ids, types, mask = batch(model.config)
+    torch.testing.assert_close(back(ids, types, mask).logits, model(ids, types, mask).logits)
+    # without architectures: the tensor names (no bert.pooler.*) still say token classifier
+    del config["architectures"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert type(lab.load(tmp_path)[0]) is lab.BertForTokenClassification
+    seq = tmp_path / "seq"
+    saved(seq, lab.BertForSequenceClassification)
+    config = json.loads((seq / "config.json").read_text())
+    del config["architectures"]
+    (seq / "config.json").write_text(json.dumps(config))
+    assert type(lab.load(seq)[0]) is lab.BertForSequenceClassification
+    # architectures win where the names cannot tell (an old token classifier saved with a pooler)
+    keys = {"bert.pooler.dense.weight", "classifier.weight"}
+    assert lab.checkpoint.infer_model_class(keys) is lab.BertForSequenceClassification
+    assert lab.checkpoint.infer_model_class(keys, ["BertForTokenClassification"]) is lab.BertForTokenClassification
+
+
+def test_a_models_root_offers_the_token_classifier_for_tagging_only(tmp_path):
+    from lab.model_store import ModelStore
+    from tests.conftest import BUNDLED, ROOT
+
+    _, tok = lab.load(ROOT / BUNDLED)  # a served model needs a tokenizer
+    for name, cls in [("tagger", lab.BertForTokenClassification), ("sentiment", lab.BertForSequenceClassification)]:
+        lab.save(cls(tiny_config(vocab_size=tok.vocab_size)), tok, tmp_path / "root" / name)
+    store = ModelStore([tmp_path / "root"], base=tmp_path)
+    tagger, sentiment = store.display(tmp_path / "root" / "tagger"), store.display(tmp_path / "root" / "sentiment")
+    assert store.models_for("tag") == [tagger] and store.models_for("classify") == [sentiment]
+    assert store.loaded() == 0  # told from config.json alone
+    model, _ = store.model_for(tagger, "tag")
+    assert type(model) is lab.BertForTokenClassification and "classify" not in store.tasks(tagger)
+
+
 def test_fp16_storage_loads_back_as_fp32(tmp_path):
     model = saved(tmp_path)
     small = tmp_path / "half"

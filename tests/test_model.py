@@ -12,6 +12,7 @@ CLASSES = [
     lab.BertForPreTraining,
     lab.BertForMaskedLM,
     lab.BertForSequenceClassification,
+    lab.BertForTokenClassification,
     lab.BertForQuestionAnswering,
 ]
 
@@ -55,6 +56,8 @@ def test_output_shapes(cls):
         assert out.mlm_logits.shape == (3, 11, 99) and out.nsp_logits.shape == (3, 2)
     if cls is lab.BertForSequenceClassification:
         assert out.logits.shape == (3, 3)
+    if cls is lab.BertForTokenClassification:
+        assert out.logits.shape == (3, 11, 3) and out.pooler_output is None  # one tag per token, no pooler
     if cls is lab.BertForQuestionAnswering:
         assert out.start_logits.shape == (3, 11) and out.end_logits.shape == (3, 11)
 
@@ -178,6 +181,7 @@ def test_mlm_decoder_is_tied_to_word_embeddings(tiny_cfg, tmp_path):
         lab.BertForPreTraining,
         lab.BertForMaskedLM,
         lab.BertForSequenceClassification,
+        lab.BertForTokenClassification,
         lab.BertForQuestionAnswering,
     ],
 )
@@ -234,6 +238,68 @@ def test_losses_of_the_fine_tuning_heads(tiny_cfg):
     torch.testing.assert_close(out.loss, ce(out.logits, torch.tensor([0, 1, 1])))
     with pytest.raises(TypeError, match="takes labels"):
         cls(ids, labels_typo=torch.tensor([0]))
+
+
+def test_token_classifier_loss_ignores_minus_100(tiny_cfg):
+    """Mean cross-entropy over the labelled tokens; -100 tokens neither count nor get a gradient."""
+    ce = torch.nn.functional.cross_entropy
+    model = lab.BertForTokenClassification(tiny_cfg).eval()
+    ids, types, mask = batch(tiny_cfg)
+    labels = torch.full_like(ids, -100)
+    labels[0, 1], labels[0, 4], labels[1, 2] = 1, 0, 1  # three labelled first pieces
+    out = model(ids, types, mask, labels=labels)
+    picked = labels != -100
+    torch.testing.assert_close(out.loss, ce(out.logits[picked], labels[picked]))
+    # changing an ignored token's label changes nothing
+    other = labels.clone()
+    other[2, 3] = -100
+    torch.testing.assert_close(model(ids, types, mask, labels=other).loss, out.loss)
+    # a batch with no label at all: zero loss (not NaN), and backward still works
+    empty = model(ids, types, mask, labels=torch.full_like(ids, -100))
+    assert empty.loss.item() == 0.0
+    empty.loss.backward()
+    with pytest.raises(TypeError, match="takes labels"):
+        model(ids, tags=labels)
+
+
+def test_token_classifier_dropout_and_outputs(tiny_cfg):
+    """classifier_dropout, else hidden_dropout_prob (as transformers); attention maps, hidden
+    states and a head mask pass through the one return path of every head."""
+    assert lab.BertForTokenClassification(tiny_cfg).dropout.p == tiny_cfg.hidden_dropout_prob
+    cfg = tiny_config(classifier_dropout=0.3, id2label={0: "O", 1: "B-PER", 2: "I-PER"})
+    model = lab.BertForTokenClassification(cfg).eval()
+    assert model.dropout.p == 0.3 and model.config.num_labels == 3
+    assert "bert.pooler.dense.weight" not in model.state_dict()
+    ids, types, mask = batch(cfg)
+    out = model(ids, types, mask, output_attentions=True, output_hidden_states=True)
+    assert isinstance(out, lab.ModelOutput) and out.loss is None
+    assert len(out.attentions) == 2 and len(out.hidden_states) == 3
+    torch.testing.assert_close(out.logits, model.classifier(out.last_hidden_state))  # eval: no dropout
+    hm = torch.ones(2, 4)
+    hm[1, 0] = 0
+    cut = model(ids, types, mask, head_mask=hm, output_attentions=True)
+    assert torch.all(cut.attentions[1][:, 0] == 0) and not torch.allclose(cut.logits, out.logits)
+    # the feature-based variant: each token's vectors of the last N layers, concatenated
+    four = lab.BertForTokenClassification(tiny_config(classifier_layers=2)).eval()
+    assert four.classifier.in_features == 2 * 32
+    out = four(ids, types, mask)
+    features = torch.cat(out.hidden_states[-2:], dim=-1)  # (B, T, 2H)
+    torch.testing.assert_close(out.logits, four.classifier(features))
+
+
+def test_each_classifier_serves_its_own_task(tiny_cfg):
+    """Both classifiers have a `classifier` layer; the class says which task each serves."""
+    from lab import explore
+
+    tagger = lab.BertForTokenClassification(tiny_cfg)
+    sentence = lab.BertForSequenceClassification(tiny_cfg)
+    assert explore.model_tasks(tagger) == {"tag", "attention", "embeddings"}
+    assert explore.model_tasks(sentence) == {"classify", "attention", "embeddings"}
+    assert explore.missing_head_message(tagger, "tag") == ""
+    assert "finetune-tag --model MODEL --train FILE --eval FILE --out DIR" in explore.missing_head_message(
+        sentence, "tag"
+    )
+    assert "no classification head" in explore.missing_head_message(tagger, "classify")
 
 
 def test_bad_inputs_give_clear_errors(tiny_cfg):
