@@ -6,14 +6,15 @@
     torchrun --nproc_per_node=4 -m lab pretrain --preset base --corpus PATH --out runs/base --steps 100000
     python -m lab finetune-cls --model runs/classroom --train sst2/train.tsv --dev sst2/dev.tsv --out runs/sst2
     python -m lab finetune-qa --model runs/classroom --data squad-v1.1 --out runs/squad
+    python -m lab finetune-tag --model models/minilm-squad --train ner/dev.iob2 --eval ner/test.iob2 --out runs/ner
     python -m lab eval --model runs/classroom --corpus novels --split held-out
     python -m lab fill-mask --model runs/classroom "she [MASK] the letter twice ."
     python -m lab plot runs/classroom --out curves.png
 
 Every command prints its configuration at start; `python -m lab COMMAND --help` lists the options.
 
-The options of pretrain / finetune-cls / finetune-qa are generated from the settings dataclasses
-(TrainConfig, PretrainConfig, ClassificationConfig, QAConfig): one flag per field, named after
+The options of pretrain / finetune-cls / finetune-qa / finetune-tag are generated from the settings dataclasses
+(TrainConfig, PretrainConfig, ClassificationConfig, QAConfig, TaggingConfig): one flag per field, named after
 it (`batch_size` -> `--batch-size`), typed by its annotation, its help text the field's
 `setting(default, help)` (lab.config: the field's metadata["help"]), its default the
 dataclass's (or the recipe's). Settings are declared once, there.
@@ -38,9 +39,11 @@ from .finetune import (
     FINETUNE_TRAINING,
     ClassificationConfig,
     QAConfig,
+    TaggingConfig,
     evaluate_saved,
     finetune_classification,
     finetune_qa,
+    finetune_tagging,
 )
 from .hub import resolve_model
 from .plots import training_curves
@@ -55,6 +58,7 @@ CHOICES = {
     "preset": tuple(PRESETS),
     "position_init": POSITION_INITS,
     "mode": ("finetune", "features"),
+    "format": ("auto", "uner", "conll", "conllu"),
 }
 RENAMED = {"out_dir": "out"}  # TrainConfig.out_dir is --out on the command line
 REQUIRED = {"out_dir"}  # a run always says where it goes
@@ -192,9 +196,17 @@ def cmd_finetune_qa(args) -> int:
     return 0
 
 
+def cmd_finetune_tag(args) -> int:
+    result = finetune_tagging(
+        TaggingConfig(**given(args, TaggingConfig)), train_config(args, FINETUNE_TRAINING), resume=args.resume, log=_log
+    )
+    _log("final evaluation: " + json.dumps({k: round(v, 4) for k, v in result.items()}))
+    return 0
+
+
 def cmd_eval(args) -> int:
     kind = saved_model_class(args.model)  # from config.json: weights are read once, below
-    if kind in ("BertForSequenceClassification", "BertForQuestionAnswering"):
+    if kind in ("BertForSequenceClassification", "BertForQuestionAnswering", "BertForTokenClassification"):
         result = evaluate_saved(
             args.model,
             args.data,
@@ -274,6 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
             "fine-tune (or train a frozen-feature classifier) on a TSV/CSV task",
         ),
         ("finetune-qa", QAConfig, cmd_finetune_qa, "fine-tune for extractive question answering (SQuAD)"),
+        ("finetune-tag", TaggingConfig, cmd_finetune_tag, "fine-tune a token tagger: named entities (IOB2) or POS"),
     ):
         p = sub.add_parser(name, help=what)
         p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
@@ -284,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "eval",
         help="re-measure a saved model: MLM/NSP accuracy on a corpus (pre-trained), "
-        "accuracy on a TSV/CSV (classifier), EM/F1 on held-out SQuAD articles (QA)",
+        "accuracy on a TSV/CSV (classifier), EM/F1 on held-out SQuAD articles (QA), entity F1 or accuracy (tagger)",
     )
     p.add_argument("--model", required=True, help="HF-layout model directory")
     p.add_argument(
@@ -292,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--data",
         dest="data",
         help="pre-trained model: text file/folder or catalog name; classifier: dev TSV/CSV; "
-        "QA: SQuAD JSON (default for fine-tuned models: the data in their task_config.json)",
+        "QA: SQuAD JSON; tagger: IOB2 / CoNLL-U (default for fine-tuned models: the data in their task_config.json)",
     )
     p.add_argument(
         "--split",
@@ -300,7 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="all",
         help="held-out: the documents the model's pre-training run held out",
     )
-    p.add_argument("--limit", type=int, help="evaluate at most this many instances / questions")
+    p.add_argument("--limit", type=int, help="evaluate at most this many instances / questions / sentences")
     p.add_argument("--train-articles", type=int, help="QA: the first N articles trained (the rest evaluate)")
     p.add_argument("--max-seq-length", type=int, help="fine-tuned models: sequence length (default: the run's)")
     p.set_defaults(func=cmd_eval)

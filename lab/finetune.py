@@ -3,14 +3,19 @@
     python -m lab finetune-cls --model runs/classroom --train sst2/train.tsv --dev sst2/dev.tsv --out runs/sst2
     python -m lab finetune-cls ... --mode features            # frozen encoder, only the new layer trains
     python -m lab finetune-qa --model runs/classroom --data squad --out runs/squad
+    python -m lab finetune-tag --model models/minilm-squad --train uner/en_ewt-ud-dev.iob2 \
+        --eval uner/en_ewt-ud-test.iob2 --out runs/ner
 
-Two tasks, both plugged into the one training loop (lab.train.train) as objectives:
+Three tasks, all plugged into the one training loop (lab.train.train) as objectives:
   * sequence classification: [CLS] -> pooler -> dropout -> linear (K x H) -> softmax, for single
     sentences (SST-2) or pairs; `finetune` trains every parameter, `features` freezes the encoder
     and trains only the task layer (optionally on the last four layers' [CLS] vectors,
     concatenated: the paper's feature-based approach, Section 5.3);
   * extractive question answering: every token -> (start, end) logits, the answer the best span
-    (lab.squad builds the windows, decodes and scores).
+    (lab.squad builds the windows, decodes and scores);
+  * token tagging (named entities in IOB2, parts of speech): every word's first sub-token ->
+    dropout -> linear (K x H) (Section 5.3; lab.tagging reads the files, builds the windows,
+    reads predictions back and scores entities as conlleval does, or tags by accuracy).
 """
 
 from __future__ import annotations
@@ -29,9 +34,20 @@ from .config import BertConfig, setting
 from .datasets import resolve_corpus
 from .files import TASK_CONFIG_NAME
 from .hub import resolve_model
-from .model import BertForQuestionAnswering, BertForSequenceClassification
+from .model import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
 from .runs import refuse_existing_run, write_json
 from .squad import collate_features, evaluate, load_squad, make_features, predict, split_by_article
+from .tagging import (
+    TaggedData,
+    bootstrap_interval,
+    collate_tag_features,
+    entity_scores,
+    label_list,
+    make_tag_features,
+    predict_tags,
+    read_tagged,
+    token_accuracy,
+)
 from .tokenizer import Tokenizer
 from .train import TrainConfig, train
 
@@ -64,6 +80,21 @@ class QAConfig:
     doc_stride: int = setting(128, "context tokens between the starts of two windows")
     max_query_length: int = setting(64, "the question is cut to this many tokens")
     eval_limit: int | None = setting(None, "evaluate only the first N held-out questions")
+    random_init: bool = setting(False, "same shape, random weights")
+    dropout: float | None = setting(0.1, "dropout while fine-tuning (BERT: 0.1); None keeps the model's")
+
+
+@dataclass
+class TaggingConfig:
+    model: str = setting(help="HF-layout BERT directory")
+    train: str = setting(help="tagged sentences: IOB2 (UNER's index<TAB>token<TAB>tag, or token ... tag) or CoNLL-U")
+    eval: str = setting(help="evaluation file, same format")
+    format: str = setting("auto", "auto (read from the file), uner, conll or conllu")
+    mode: str = setting("finetune", "finetune: every parameter trains; features: the encoder is frozen")
+    epochs: float = setting(3.0, "passes over the training windows (unless --steps is given)")
+    max_seq_length: int = setting(128, "tokens per window, [CLS] word pieces [SEP]")
+    doc_stride: int = setting(64, "pieces between the starts of two windows of a long sentence")
+    limit: int | None = setting(None, "use only the first N training sentences")
     random_init: bool = setting(False, "same shape, random weights")
     dropout: float | None = setting(0.1, "dropout while fine-tuning (BERT: 0.1); None keeps the model's")
 
@@ -261,8 +292,62 @@ class QAObjective:
         return {"exact_match": result["exact_match"] / 100, "f1": result["f1"] / 100}
 
 
+class TaggingObjective:
+    """Windows of tagged sentences (lab.tagging.make_tag_features: each word's label on its first
+    sub-token, -100 elsewhere); evaluation reads every word from its best window and scores
+    entities (IOB2) or tags (accuracy)."""
+
+    def __init__(self, features, eval_data: TaggedData, tokenizer, task: TaggingConfig, batch_size: int, seed: int = 0):
+        self.features, self.eval_data, self.tokenizer, self.task = features, eval_data, tokenizer, task
+        self.batch_size, self.seed, self.frozen = batch_size, seed, task.mode == "features"
+
+    def train_batch(self, index: int) -> Batch:
+        n = len(self.features)
+        rows = step_indices(n, self.batch_size, index, self.seed, drop_last=n >= self.batch_size)
+        return collate_tag_features(
+            [self.features[i] for i in rows], self.tokenizer.pad_token_id, max_length=self.task.max_seq_length
+        )
+
+    def loss(self, model, batch):
+        if self.frozen:
+            getattr(model, "module", model).bert.eval()  # a frozen encoder: no dropout either
+        out = model(**batch)
+        labelled = batch.labels != -100  # (B, T): first sub-tokens
+        acc = (out.logits.argmax(-1)[labelled] == batch.labels[labelled]).float().mean()
+        return out.loss, {"loss": out.loss.detach(), "acc": acc}
+
+    def evaluate(self, model) -> dict[str, float]:
+        return evaluate_tagging(model, self.tokenizer, self.eval_data, self.task.max_seq_length, self.task.doc_stride)
+
+
+@torch.no_grad()
+def evaluate_tagging(
+    model, tokenizer, data: TaggedData, max_seq_length: int = 128, doc_stride: int = 64, interval: bool = True
+) -> dict[str, float]:
+    """IOB2 data: entity precision / recall / F1 (micro, and F1 per type), as conlleval counts
+    them; other tags: accuracy. With a 95% bootstrap interval over sentences (f1_low, f1_high or
+    accuracy_low, accuracy_high)."""
+    was_training = model.training
+    model.eval()
+    words = [s.words for s in data.sentences]
+    predicted = predict_tags(model, tokenizer, words, max_seq_length=max_seq_length, doc_stride=doc_stride)
+    model.train(was_training)
+    gold, pred = [s.tags for s in data.sentences], [[w.tag for w in sentence] for sentence in predicted]
+    if data.scheme == "iob2":
+        scores = entity_scores(gold, pred)
+        result = {"precision": scores.micro.precision, "recall": scores.micro.recall, "f1": scores.micro.f1}
+        result |= {f"f1_{kind}": score.f1 for kind, score in sorted(scores.per_type.items())}
+        metric = "f1"
+    else:
+        result, metric = {"accuracy": token_accuracy(gold, pred)}, "accuracy"
+    if interval:
+        ci = bootstrap_interval(gold, pred, metric=metric)
+        result |= {f"{metric}_low": ci.low, f"{metric}_high": ci.high}
+    return result
+
+
 # ----------------------------------------------------------------------------------------
-# The two commands
+# The commands
 # ----------------------------------------------------------------------------------------
 def _start_model(
     model_dir, cls, random_init: bool, labels=None, dropout: float | None = 0.1, classifier_layers: int = 1, log=print
@@ -380,6 +465,55 @@ def finetune_qa(task: QAConfig, tc: TrainConfig, resume: bool = False, log=print
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
 
+def finetune_tagging(task: TaggingConfig, tc: TrainConfig, resume: bool = False, log=print) -> dict:
+    """Fine-tune a token tagger (or train one on frozen features) on IOB2 / CoNLL-U sentences;
+    returns the last evaluation. The label set is read from both files (a type seen only in the
+    evaluation file is still counted, as a miss); task_config.json records the data, the labels
+    and the windows."""
+    if task.mode not in ("finetune", "features"):
+        raise ValueError(f"mode must be 'finetune' or 'features', not {task.mode!r}")
+    if not resume:
+        refuse_existing_run(tc.out_dir)  # before anything of the new run is written
+    train_data = read_tagged(task.train, task.format)
+    eval_data = read_tagged(task.eval, task.format, scheme=train_data.scheme)
+    if task.limit:
+        train_data.sentences = train_data.sentences[: task.limit]
+    labels = label_list([s.tags for s in train_data.sentences + eval_data.sentences], train_data.scheme)
+    torch.manual_seed(tc.seed)  # the new head's init is part of the run's seed
+    model, tokenizer = _start_model(
+        task.model, BertForTokenClassification, task.random_init, labels, task.dropout, log=log
+    )
+    if tokenizer is None:
+        raise ValueError(f"{task.model} has no vocab.txt: the text cannot be tokenized")
+    if task.mode == "features":
+        freeze_encoder(model)
+    features = make_tag_features(
+        train_data.sentences, tokenizer, model.config.label2id, task.max_seq_length, task.doc_stride
+    )
+    tc, per_epoch = epoch_schedule(tc, len(features), task.epochs)
+    trainable, total = model.num_parameters(trainable_only=True), model.num_parameters()
+    log(
+        f"tagging ({train_data.scheme}, {len(labels)} labels): {len(train_data.sentences)} training sentences "
+        f"({len(features)} windows), {len(eval_data.sentences)} evaluation sentences; {task.mode}: {trainable:,} of "
+        f"{total:,} parameters train; {tc.steps} steps ({tc.steps / per_epoch:.2f} epochs)"
+    )
+    log("train config: " + str(tc.to_dict()))
+    write_json(
+        Path(tc.out_dir) / TASK_CONFIG_NAME,
+        {
+            "task": "tagging",
+            **dataclasses.asdict(task),
+            "format": train_data.format,
+            "scheme": train_data.scheme,
+            "labels": labels,
+            "trainable_parameters": trainable,
+            "total_parameters": total,
+        },
+    )
+    objective = TaggingObjective(features, eval_data, tokenizer, task, tc.batch_size, tc.seed)
+    return train(model, objective, tc, tokenizer, resume=resume, log=log)
+
+
 QA_LENGTHS = ("max_seq_length", "doc_stride", "max_query_length")
 
 
@@ -404,10 +538,11 @@ def evaluate_saved(
     train_articles: int | None = None,
     eval_limit: int | None = None,
 ) -> dict:
-    """Re-measure a saved fine-tuned model: classification accuracy (and F1) on a TSV/CSV, or
-    SQuAD EM/F1 on the held-out articles. Defaults come from the run's task_config.json (the
-    dev file, the SQuAD file, train_articles, the feature lengths), so a model card's command is
-    simply `python -m lab eval --model DIR --data FILE`."""
+    """Re-measure a saved fine-tuned model: classification accuracy (and F1) on a TSV/CSV,
+    SQuAD EM/F1 on the held-out articles, or a tagger's entity F1 / accuracy on tagged sentences.
+    Defaults come from the run's task_config.json (the dev file, the SQuAD file, train_articles,
+    the feature lengths), so a model card's command is simply
+    `python -m lab eval --model DIR --data FILE`."""
     model_dir = Path(model_dir)
     task = task_settings(model_dir)
     model, tokenizer = load(model_dir)
@@ -432,6 +567,15 @@ def evaluate_saved(
             lengths["max_seq_length"] = max_seq_length
         result = evaluate(dev, predict(model, tokenizer, dev, **lengths))
         return {"exact_match": result["exact_match"] / 100, "f1": result["f1"] / 100, "questions": len(dev)}
+    if isinstance(model, BertForTokenClassification):
+        data = data or task.get("eval")
+        if not data:
+            raise ValueError(f"{model_dir}: give the tagged evaluation file with --data (IOB2 or CoNLL-U)")
+        tagged = read_tagged(data, task.get("format", "auto") if data == task.get("eval") else "auto")
+        tagged.sentences = tagged.sentences[:eval_limit] if eval_limit else tagged.sentences
+        windows = {"max_seq_length": max_seq_length or task.get("max_seq_length", 128)}
+        windows["doc_stride"] = min(task.get("doc_stride", 64), windows["max_seq_length"] // 2)
+        return {**evaluate_tagging(model, tokenizer, tagged, **windows), "sentences": len(tagged.sentences)}
     raise ValueError(f"{model_dir} holds a {type(model).__name__}: evaluate a pre-trained model with --corpus")
 
 
