@@ -48,8 +48,53 @@ CLS_EXAMPLES = [
     ["boring , predictable and far too long ."],
 ]
 
+# Tagging: people, places and organisations (the entities UNER and CoNLL annotate), from the novels
+# and from the web (a model pre-trained on novels knows Longbourn, not Seattle or Microsoft), with
+# words WordPiece cuts into several pieces (the first sub-token rule).
+TAG_EXAMPLES = [
+    ["Elizabeth Bennet travelled from London to Seattle to work for Microsoft."],
+    ["Mr. Darcy met Elizabeth at Netherfield, the house Mr. Bingley rented in Hertfordshire."],
+    ["Captain Nemo showed Professor Aronnax the Nautilus off the coast of Japan."],
+    ["The Bank of England opened an office in Paris, said the Royal Navy."],
+]
+
 # fixed colours: the legend means the same thing whatever order the kinds appear in
 CORRUPTION_COLORS = {"[MASK] (80%)": "#f97316", "random (10%)": "#ef4444", "kept (10%)": "#22c55e"}
+
+# Tagging: one fixed colour per tag, whatever model or sentence ("O", outside any entity: none).
+# Entities (B-PER and I-PER both show as PER) in four hues far apart ...
+ENTITY_COLORS = {"PER": "#a78bfa", "LOC": "#fbbf24", "ORG": "#22d3ee", "MISC": "#f472b6"}
+# ... and the 17 universal POS tags, related tags in related hues: nominals blue, verbs green,
+# modifiers orange, function words purple / pink, numbers yellow, the rest grey or red.
+UPOS_COLORS = {
+    "NOUN": "#60a5fa",
+    "PROPN": "#2563eb",
+    "PRON": "#93c5fd",
+    "VERB": "#22c55e",
+    "AUX": "#86efac",
+    "ADJ": "#f97316",
+    "ADV": "#fdba74",
+    "ADP": "#a855f7",
+    "DET": "#d8b4fe",
+    "CCONJ": "#ec4899",
+    "SCONJ": "#f9a8d4",
+    "PART": "#e879f9",
+    "NUM": "#facc15",
+    "INTJ": "#ef4444",
+    "PUNCT": "#d1d5db",
+    "SYM": "#9ca3af",
+    "X": "#a8a29e",
+}
+OTHER_TAG_COLORS = ["#14b8a6", "#84cc16", "#f43f5e", "#0ea5e9", "#eab308", "#8b5cf6", "#10b981", "#fb7185"]
+
+
+def tag_colors(categories) -> dict[str, str]:
+    """{category: colour} for the categories a tagger can show (entity types, or its tags), in
+    their order: the fixed colours above, then OTHER_TAG_COLORS in turn for tags not among them."""
+    fixed = {**ENTITY_COLORS, **UPOS_COLORS}
+    others = iter(OTHER_TAG_COLORS * (1 + len(categories) // len(OTHER_TAG_COLORS)))
+    return {c: fixed[c] if c in fixed else next(others) for c in categories}
+
 
 CSS = """
 .bl-status {min-height:1.4em}
@@ -96,6 +141,16 @@ HELP = {
     "final [CLS] vector, every weight trained on labelled sentences; the bundled model learned SST-2 "
     "(movie-review sentences, negative / positive). Pair tasks (MNLI, QNLI) put a second sentence in "
     "segment B.",
+    "tag": "**What you are looking at:** token tagging (Section 5.3, CoNLL-2003 named entities): a tag for every "
+    "word, either an entity (**PER**son, **LOC**ation, **ORG**anisation; B- begins one, I- continues it, O is none "
+    "and is not highlighted) or a part of speech (the 17 universal POS tags). Each tag has one fixed colour (the "
+    "legend). WordPiece cuts rare words into pieces (*seat ##tle*); the paper reads a word's tag at its **first "
+    'piece**: *"We use the representation of the first sub-token as the input to the token-level classifier"*. '
+    "Click a word for its probability and the runner-up. Section 5.3 also tests the **feature-based** approach: "
+    "frozen BERT activations (best: the last four layers concatenated) fed to a small tagger came within a "
+    "fraction of a point of fine-tuning every weight (Table 7; `python -m lab finetune-tag --mode features`, "
+    "notebook 08). Text is split into words at spaces and punctuation, as the tagging data is; a long text is "
+    "read in overlapping windows, nothing is cut.",
     "training": "**What you are looking at:** a training run's loss and held-out accuracy (its metrics.jsonl; "
     "pre-training procedure: Section 3.1 and Appendix A.2), and the same masked sentence through the "
     "run's checkpoints: watch BERT learn.",

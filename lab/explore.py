@@ -16,6 +16,7 @@ What lives here, in the order of the paper:
     ablate_heads(model, tokenizer, text)     silence each head in turn (Michel et al. 2019)
     classify(model, tokenizer, text, pair)   {label: probability} from a classification head
     answer(model, tokenizer, question, ctx)  extractive QA spans over doc-stride windows
+    tag(model, tokenizer, words_or_text)     a tag per word (NER, POS), read from its first sub-token
     checkpoint_predictions(run_dir, text)    fill_mask at every snapshot of a run: watch BERT learn
     model_tasks(model), missing_head_message(model, task)   which of these a model can serve
     use_bf16(True)                           bf16 autocast for every forward pass (the dashboard's speed)
@@ -29,8 +30,10 @@ without gradients, puts the model's train/eval mode back, and returns plain CPU 
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -41,7 +44,8 @@ from .files import has_tokenizer_files
 from .instances import SpecialIds, mask_tokens
 from .model import BertForSequenceClassification, BertForTokenClassification, BertSelfAttention
 from .runs import checkpoints
-from .squad import Example, Span, collate_features, decode_spans, make_features
+from .squad import Example, Span, collate_features, decode_spans, doc_windows, make_features
+from .tagging import _word_pieces, predict_tags
 from .tokenizer import Tokenizer, clean_text
 
 MAX_MASKS = 20  # more [MASK]s than pre-training ever showed a 128-token sequence
@@ -152,6 +156,34 @@ class EmbeddingResult:
     total: torch.Tensor  # [T, H] their sum (before LayerNorm)
     normalized: torch.Tensor  # [T, H] after the embedding LayerNorm: what layer 0 receives
     segment_ids: list[int]
+
+
+class TaggedWord(NamedTuple):
+    """One word's tag (explore.tag), read from the word's first sub-token (the paper's rule)."""
+
+    word: str
+    tag: str  # the most probable tag (e.g. "B-PER", "NOUN"; "O": outside any entity)
+    probability: float  # softmax over the model's tags at the word's first piece
+    runner_up: str  # the second most probable tag ("" for a model with one tag)
+    runner_up_probability: float
+    pieces: tuple[str, ...]  # the word's WordPiece tokens: ("play", "##ing"); the tag sits on the first
+    start: int | None = None  # where the word is in the text (characters), None when words were given
+    end: int | None = None
+
+    @property
+    def joined(self) -> str:
+        """The pieces as one string, as the page shows them: "play ##ing"."""
+        return " ".join(self.pieces)
+
+
+class TagResult(list):
+    """A list with one TaggedWord per word, in order, plus how the text was read: `num_windows`
+    (windows of `max_seq_length` tokens, `doc_stride` pieces apart) and `num_pieces`."""
+
+    def __init__(self, words, num_windows: int, num_pieces: int, max_seq_length: int, doc_stride: int):
+        super().__init__(words)
+        self.num_windows, self.num_pieces = num_windows, num_pieces
+        self.max_seq_length, self.doc_stride = max_seq_length, doc_stride
 
 
 class FillMaskResult(list):
@@ -621,6 +653,94 @@ def answer(
         window_index=w,
         num_windows=len(features),
         question_truncated=len(question_tokens) > max_query_length,
+    )
+
+
+# Words as the tagging data has them (UNER, UD, CoNLL: one token per word and per punctuation
+# mark): a run of letters/digits (with combining accents), or any other non-space character alone.
+_WORD = re.compile(r"\w[\w\u0300-\u036f]*|[^\w\s]")
+TAG_MAX_SEQ_LENGTH = 128  # finetune-tag's default window (TaggingConfig.max_seq_length)
+
+
+def split_words(text: str) -> list[tuple[str, int, int]]:
+    """Text -> (word, start, end) as tagging data splits it: at whitespace, and every punctuation
+    mark or symbol is a word of its own (as BERT's BertPreTokenizer splits):
+        "Mr. Darcy's house" -> Mr . Darcy ' s house
+    (UD's tokenization keeps clitics such as 's and n't whole: pass a list of words for that)."""
+    return [(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def tag(
+    model,
+    tokenizer,
+    words_or_text,
+    max_seq_length: int | None = None,
+    doc_stride: int | None = None,
+    batch_size: int = 32,
+) -> TagResult:
+    """A tag for every word, with its probability and the runner-up, from a token classifier
+    (BertForTokenClassification: NER, POS).
+
+    words_or_text: a list of words, tagged as given; or a text, split into words by split_words
+    (whitespace, and each punctuation mark on its own, as the tagging data is split). Each word
+    is cut into WordPiece tokens and read from its FIRST piece (Section 5.3: "We use the
+    representation of the first sub-token as the input to the token-level classifier"):
+        words   playing   children
+        pieces  play ##ing  children       -> the tag of "playing" is read at "play"
+    Nothing is cut: a text longer than one window is read in overlapping windows of
+    max_seq_length tokens, doc_stride pieces apart (lab.tagging; each word from the window where
+    its first piece has the most context). Pass the windows the model was fine-tuned with (its
+    task_config.json: lab.finetune.task_settings); by default 128 tokens (at most the model's
+    positions) and a stride of half that.
+    """
+    _require(model, "tag")
+    if isinstance(words_or_text, (str, bytes)) or words_or_text is None:
+        text = clean_text(words_or_text)
+        found = split_words(text)
+        if not found:
+            raise ValueError("text has no words: type a sentence")
+        words = [w for w, _, _ in found]
+        spans = [(s, e) for _, s, e in found]
+    else:
+        try:
+            given = list(words_or_text)
+        except TypeError:
+            raise ValueError(f"give a text or a list of words, not {type(words_or_text).__name__}") from None
+        if not given:
+            raise ValueError("the list of words is empty: give at least one word")
+        words = [clean_text(w, f"word {i}").strip() for i, w in enumerate(given)]
+        spans = [(None, None)] * len(words)
+    limit = model.config.max_position_embeddings
+    max_seq_length = min(max_seq_length or TAG_MAX_SEQ_LENGTH, limit)
+    if max_seq_length < 3:
+        raise ValueError(f"max_seq_length must be at least 3 ([CLS], one piece, [SEP]), got {max_seq_length}")
+    doc_stride = doc_stride or max(1, max_seq_length // 2)
+    if doc_stride < 1:
+        raise ValueError(f"doc_stride must be positive, got {doc_stride}")
+    device = next(model.parameters()).device
+    predicted = predict_tags(
+        model,
+        tokenizer,
+        [words],
+        max_seq_length=max_seq_length,
+        doc_stride=doc_stride,
+        batch_size=batch_size,
+        dtype=autocast_dtype("auto", device) if _FAST else None,
+    )[0]
+    ids, word_ids = _word_pieces(tokenizer, [words])[0]  # the pieces predict_tags read
+    pieces: list[list[str]] = [[] for _ in words]
+    for token, w in zip(tokenizer.convert_ids_to_tokens(ids), word_ids):
+        pieces[w].append(token)
+    windows = doc_windows(len(ids), max_seq_length - 2, doc_stride)  # as make_tag_features cuts them
+    return TagResult(
+        [
+            TaggedWord(word, p.tag, p.probability, p.runner_up, p.runner_up_probability, tuple(ps), start, end)
+            for word, p, ps, (start, end) in zip(words, predicted, pieces, spans)
+        ],
+        num_windows=len(windows),
+        num_pieces=len(ids),
+        max_seq_length=max_seq_length,
+        doc_stride=doc_stride,
     )
 
 

@@ -612,3 +612,88 @@ def test_first_views_stay_visible_while_the_queue_is_busy_at_1024(browser, app_u
         for route in held:
             route.continue_()
         page.close()
+
+
+# The Tag tab's colours as the browser draws them: each highlighted word's category and background,
+# the legend's entries and their backgrounds.
+TAG_VIEW_JS = """(block) => {
+  const bg = e => getComputedStyle(e).backgroundColor;
+  const words = [...block.querySelectorAll('.textfield .token')].filter(t => t.innerText.trim()).map(t => ({
+    text: t.querySelector('.text').innerText.trim(), highlighted: t.classList.contains('highlighted'), color: bg(t)}));
+  const legend = [...block.querySelectorAll('[data-testid="highlighted-text:category-legend"] > *')]
+    .map(e => ({name: e.innerText.trim(), color: bg(e), visible: e.getBoundingClientRect().width > 0}));
+  return {words, legend};
+}"""
+
+
+def rgb(css: str) -> tuple[int, ...]:
+    """A computed colour's red, green and blue ("rgba(167, 139, 250, 0.5)" -> (167, 139, 250))."""
+    return tuple(int(float(x)) for x in css[css.index("(") + 1 : -1].split(",")[:3])
+
+
+def test_tag_words_at_1024(browser, tmp_path_factory, shots):
+    """The Tag tab at 1024 px, on a page whose models root holds a tagger (the bundled one when
+    there is one, else the tests' toy entity tagger): without a click, the example's words are
+    drawn in their tags' colours (one colour per entity type, O words plain) with a legend of the
+    model's types, and the table lists every word with its pieces, tag, probability and runner-up;
+    a click on a word shows its probabilities. Nothing leaves the machine."""
+    from dashboard import LAUNCH_OPTIONS, Dashboard, Settings
+    from dashboard.help import ENTITY_COLORS, TAG_EXAMPLES
+    from tests.conftest import ROOT
+    from tests.test_tagging_view import write_toy_entity_tagger
+
+    root = tmp_path_factory.mktemp("taggers")
+    write_toy_entity_tagger(root / "toy-ner")
+    dash = Dashboard(Settings(model_roots=[ROOT / "models", root]))
+    demo = dash.build()
+    _, url, _ = demo.launch(
+        prevent_thread_lock=True, server_name="127.0.0.1", server_port=None, quiet=True, **LAUNCH_OPTIONS
+    )
+    page = offline_page(browser, url, PROJECTOR)
+    try:
+        page.goto(url)
+        page.wait_for_selector("#mlm-text textarea")
+        open_tab(page, "Tag words")
+        page.wait_for_selector("#tag-words .textfield .token.highlighted", timeout=FIRST_VIEW_S * 1000)
+        status = page.locator("#tag-status").inner_text()
+        assert "words" in status and "entities" in status, status
+        drawn = page.locator("#tag-words").evaluate(TAG_VIEW_JS)
+        words, legend = drawn["words"], drawn["legend"]
+        example = TAG_EXAMPLES[0][0]
+        assert " ".join(w["text"] for w in words).replace(" ", "") == example.replace(" ", ""), words
+        # the legend: the model's entity types, each in its fixed colour, all visible at 1024 px
+        model, _ = dash.store.get(dash.store.default_model("tag"))
+        types = list(dict.fromkeys(t[2:] for t in model.config.id2label.values() if t != "O"))
+        assert [e["name"] for e in legend] == types and all(e["visible"] for e in legend), legend
+        colors = {e["name"]: rgb(e["color"]) for e in legend}
+        assert len(set(colors.values())) == len(types), colors  # one colour per type
+        fixed = {t: tuple(int(ENTITY_COLORS[t][i : i + 2], 16) for i in (1, 3, 5)) for t in types if t in ENTITY_COLORS}
+        assert fixed and all(colors[t] == c for t, c in fixed.items()), (colors, fixed)  # PER, LOC, ORG: fixed
+        # the table: a row per word, its pieces joined; the tagged words drawn in their type's colour
+        page.wait_for_selector("#tag-table .virtual-row:visible")
+        header = [h.strip() for h in page.locator("#tag-table [role=columnheader]").all_inner_texts()]
+        assert header == ["word", "pieces", "tag", "probability", "runner-up", "runner-up probability"], header
+        rows = dash.tab("tag").tag(dash.store.default_model("tag"), example)[1]["data"]
+        assert [w["text"] for w in words] == [r[0] for r in rows]
+        for w, row in zip(words, rows):
+            tag = row[2]
+            assert w["highlighted"] == (tag != "O"), (w, tag)
+            if tag != "O":  # drawn in its type's colour (B- and I- alike), the legend's
+                assert rgb(w["color"]) == colors[tag[2:]], (w, tag, colors)
+        print(
+            f"\nTag tab at 1024 px ({dash.store.default_model('tag')}): {len(words)} words, "
+            f"{sum(w['highlighted'] for w in words)} highlighted; legend {[(e['name'], e['color']) for e in legend]}; "
+            f"status: {status}"
+        )
+        # a click on a highlighted word (the one of most pieces): its tag's probability, the runner-up,
+        # and where the tag is read (its first piece)
+        word, pieces = max(((r[0], r[1].split()) for r in rows if r[2] != "O"), key=lambda wp: len(wp[1]))
+        page.locator("#tag-words .textfield .token.highlighted", has_text=word).first.click()
+        page.wait_for_function(f"document.querySelector('#tag-detail').innerText.includes('“{word}”')")
+        detail = page.locator("#tag-detail").inner_text()
+        assert "runner-up" in detail and (len(pieces) == 1 or f"read at “{pieces[0]}”" in detail), detail
+        screenshot(page, shots / "app_1024_tag.png")
+    finally:
+        page.close()
+        demo.close()
+    assert OUTSIDE == [], OUTSIDE

@@ -6,8 +6,19 @@ from .masked_lm import MaskedLM
 from .model import Model
 from .next_sentence import NextSentence
 from .question_answering import QuestionAnswering
+from .tagging import Tagging
 from .training import Training
 
-TABS = (MaskedLM, NextSentence, Attention, QuestionAnswering, Classify, Training, Model)  # in page order
+TABS = (MaskedLM, NextSentence, Attention, QuestionAnswering, Classify, Tagging, Training, Model)  # in page order
 
-__all__ = ["TABS", "Attention", "Classify", "MaskedLM", "Model", "NextSentence", "QuestionAnswering", "Training"]
+__all__ = [
+    "TABS",
+    "Attention",
+    "Classify",
+    "MaskedLM",
+    "Model",
+    "NextSentence",
+    "QuestionAnswering",
+    "Tagging",
+    "Training",
+]
