@@ -399,11 +399,13 @@ def test_each_tab_opens_with_its_example_computed_once(dash, app_models_root):
         str(app_models_root / "tiny-sst2"),
         "a charming film .",
         "",
+        "",  # Tag words: its model (none needed for the message), its text
+        "Elizabeth walked to London .",
     ]
     views = links.opening_views(*defaults, "light")
     # the status of Masked LM, Next Sentence, Attention (its maps, then the head statistics), QA, Classify
     statuses = [views[i] for i in (3, 5, 11, 18, 20)]
-    assert len(views) == 21 and all(s and not s.startswith("⚠️") for s in statuses), statuses
+    assert len(views) == 25 and all(s and not s.startswith("⚠️") for s in statuses), statuses
     again = links.opening_views(*defaults, "light")  # the next page: from the cache
     assert all(a is b for a, b in zip(again, views))
 
