@@ -26,7 +26,7 @@ class Dashboard:
         self.tabs = [tab(self.ctx) for tab in TABS]
 
     def tab(self, tab_id: str):
-        """A tab's object (its handlers) by id: mlm, nsp, attention, qa, classify, training, model."""
+        """A tab's object (its handlers) by id: mlm, nsp, attention, qa, classify, tag, training, model."""
         return next(t for t in self.tabs if t.id == tab_id)
 
     def build(self) -> gr.Blocks:
