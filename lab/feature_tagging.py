@@ -1,0 +1,510 @@
+"""The feature-based approach to tagging (the paper's Section 5.3 and Table 7), cheap by construction.
+
+    python benchmarks/table7.py          # the table: every feature choice against fine-tuning
+
+What lives here
+---------------
+    cache_word_features(model, tok, sentences)   run the frozen encoder ONCE: each word's first
+                                          sub-token vector from every layer 0..L -> WordFeatures
+    feature_choices(num_layers)           the paper's six rows for an L-layer encoder
+    FeatureTagger(choice, H, K, config)   a small tagger on one feature choice (BiLSTM or linear)
+    train_feature_tagger(...)             trains it on cached features (seconds, not minutes)
+    predict_feature_tags(tagger, feats)   argmax per word -> IOB2 tags (no CRF, as the paper)
+    feature_based_rows(train, eval, labels)  every choice, one row each: F1, 95% interval, per type
+    paired_difference(gold, pred_a, pred_b)  the F1 difference of two taggers with a paired interval
+
+How to use it
+-------------
+    import lab
+    from lab import tagging, feature_tagging as ft
+    encoder, tok = lab.load(minilm_dir, lab.BertModel)
+    train = tagging.read_tagged("../shared/data/uner-ewt/en_ewt-ud-dev.iob2")    # train on dev
+    test = tagging.read_tagged("../shared/data/uner-ewt/en_ewt-ud-test.iob2")    # evaluate on test
+    labels = tagging.label_list([s.tags for s in train.sentences + test.sentences])
+    train_f = ft.cache_word_features(encoder, tok, train.sentences)   # (words, L+1, H), once
+    test_f = ft.cache_word_features(encoder, tok, test.sentences)
+    for row in ft.feature_based_rows(train_f, test_f, labels):
+        print(row.name, row.layers, f"{row.f1:.3f} ({row.low:.3f}-{row.high:.3f})")
+
+Why cache, and why not the one training loop
+--------------------------------------------
+The paper's own argument for features: "there are major computational benefits to pre-compute
+an expensive representation of the training data once and then run many experiments with
+cheaper models on top of this representation." So the encoder runs once per sentence (in the
+windows of lab.tagging.make_tag_features, each word read from its max-context window, exactly
+as predict_tags reads a fine-tuned tagger) and every row of the table is a small model trained on
+the same in-memory tensor. Such a tagger trains in seconds and has nothing worth a run
+directory, so it is trained by the short loop below (AdamW, lab.train's warm-up/decay schedule,
+lab.batch's seeded step sampling), not by lab.train.train, whose run directories, checkpoints
+and resumption are for encoders.
+
+Worked example: the six feature choices for MiniLM (L = 6 layers, H = 384)
+--------------------------------------------------------------------------
+hidden_states holds L + 1 = 7 tensors: layer 0 = the embeddings' output, layers 1..6 = the
+Transformer layers' outputs. The cache keeps all 7 for each word: a (7, 384) block per word.
+
+    choice                          layers       combine   tagger input per word
+    Embeddings                      0            one       384
+    Second-to-Last Hidden           5            one       384
+    Last Hidden                     6            one       384
+    Weighted Sum Last Four Hidden   3 4 5 6      mix       384  = gamma * sum_j softmax(w)_j h_j
+    Concat Last Four Hidden         3 4 5 6      concat    1536 = [h_3; h_4; h_5; h_6]
+    Weighted Sum All 6 Layers       1 .. 6       mix       384
+
+"Last four" of BERT-base's 12 layers are 9-12; of MiniLM's 6 they are 3-6. The weighted sums
+are ELMo's scalar mix (Peters et al. 2018, eq. 1): one learned weight per layer, softmax-
+normalised, and one learned scale gamma; "all 12 layers" in the paper are BERT-base's 12
+Transformer layers, so "all" here is layers 1..L (the embeddings are their own row).
+
+The tagger: the paper put "a randomly initialized two-layer 768-dimensional BiLSTM before the
+classification layer" on the features. That is too slow on two shared CPU cores for six rows;
+the default here is one BiLSTM layer of 128 units a direction over the sentence's word vectors,
+then a linear layer over the labels (kind="linear": the linear layer alone, every word on its
+own). Every row uses the same tagger, epochs, learning rate and seed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from .batch import step_indices
+from .config import setting
+from .device import autocast
+from .fast_dropout import FastDropout
+from .tagging import (
+    Interval,
+    bootstrap_interval,
+    collate_tag_features,
+    entity_scores,
+    get_entities,
+    make_tag_features,
+)
+from .train import lr_factor
+
+COMBINES = ("one", "concat", "mix")
+TAGGERS = ("bilstm", "linear")
+# the learning rate each tagger trains well at (UNER, 8 epochs): the BiLSTM 2e-3; the linear layer
+# underfits there (Last Hidden F1 0.20 at 2e-3, 0.35 at 1e-2, 0.44 at 3e-2) and takes 1e-2
+DEFAULT_LR = {"bilstm": 2e-3, "linear": 1e-2}
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. The cache: every word's first-sub-token vector from every layer, computed once
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class WordFeatures:
+    """Every word of some sentences as the frozen encoder saw it: one row per word.
+
+    vectors[n, j] is word n's first-sub-token vector from hidden layer j (0 = embeddings, L =
+    last), read from the window where that sub-token has the most context. Sentence i's words are
+    rows offsets[i]:offsets[i + 1].
+    """
+
+    vectors: torch.Tensor  # (N, L+1, H), fp16 by default (halves the memory; the tagger computes in fp32)
+    offsets: list[int]  # (S+1,) sentence i = rows offsets[i]:offsets[i+1]
+    tags: list[list[str]] | None = None  # gold tags per sentence, when the sentences had them
+    seconds: float = 0.0  # how long the encoder took
+
+    @property
+    def num_sentences(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def num_words(self) -> int:
+        return self.vectors.shape[0]
+
+    @property
+    def num_layers(self) -> int:
+        """L: the encoder's Transformer layers (the cache holds L + 1 hidden states)."""
+        return self.vectors.shape[1] - 1
+
+    @property
+    def hidden_size(self) -> int:
+        return self.vectors.shape[2]
+
+    def lengths(self) -> list[int]:
+        return [b - a for a, b in zip(self.offsets, self.offsets[1:])]
+
+    def sentence(self, i: int) -> torch.Tensor:
+        """(n_i, L+1, H): sentence i's words."""
+        return self.vectors[self.offsets[i] : self.offsets[i + 1]]
+
+
+def _split(sentence: Any) -> tuple[list[str], list[str] | None]:
+    """A Sentence / (words, tags) pair -> (words, tags); a list of words -> (words, None)."""
+    items = list(sentence)
+    if len(items) == 2 and not isinstance(items[0], str) and not isinstance(items[1], str):
+        return list(items[0]), list(items[1])
+    return items, None
+
+
+@torch.no_grad()
+def cache_word_features(
+    model,
+    tokenizer,
+    sentences: Sequence[Any],
+    max_seq_length: int = 128,
+    doc_stride: int = 64,
+    batch_size: int = 32,
+    dtype: torch.dtype | None = None,
+    store_dtype: torch.dtype = torch.float16,
+    device: torch.device | str | None = None,
+) -> WordFeatures:
+    """Run the frozen encoder once over the sentences and keep each word's first-sub-token vector
+    from every layer 0..L (hidden_states), one row per word.
+
+    model: a BertModel, or any lab model with a `.bert` encoder (its head is not used).
+    sentences: Sentence / (words, tags) pairs, or plain lists of words.
+    Windows as lab.tagging.make_tag_features (max_seq_length, doc_stride): a word whose first
+    piece lies in several windows is read from the one where it has the most context, exactly
+    as lab.tagging.predict_tags reads a fine-tuned tagger. dtype: autocast while encoding (None:
+    fp32); store_dtype: the cache's dtype (fp16: 7 x 384 x 2 bytes = 5.4 KB a MiniLM word).
+    """
+    start = time.perf_counter()
+    encoder = getattr(model, "bert", model)
+    split = [_split(s) for s in sentences]
+    words = [w for w, _ in split]
+    tags = [t for _, t in split] if split and all(t is not None for _, t in split) else None
+    features = make_tag_features(words, tokenizer, None, max_seq_length, doc_stride)
+    offsets = np.concatenate([[0], np.cumsum([len(w) for w in words])]).tolist()
+    cfg = encoder.config
+    n_words, n_states, hidden = offsets[-1], cfg.num_hidden_layers + 1, cfg.hidden_size
+    vectors = torch.zeros(n_words, n_states, hidden, dtype=store_dtype)  # (N, L+1, H)
+    filled = torch.zeros(n_words, dtype=torch.bool)
+    device = torch.device(device) if device is not None else next(encoder.parameters()).device
+    was_training = encoder.training
+    encoder.eval()
+    order = sorted(range(len(features)), key=lambda k: len(features[k]))  # similar lengths together
+    try:
+        with autocast(device, dtype):
+            for i in range(0, len(order), batch_size):
+                chunk = [features[k] for k in order[i : i + batch_size]]
+                batch = collate_tag_features(chunk, tokenizer.pad_token_id, max_length=max_seq_length)
+                out = encoder(**batch.to(device), output_hidden_states=True)
+                states = torch.stack(out.hidden_states, dim=2)  # (B, T, L+1, H)
+                rows, positions, targets = [], [], []
+                for r, f in enumerate(chunk):
+                    for p, w in enumerate(f.word_index):
+                        if w >= 0 and f.token_is_max_context[p]:  # the word's first piece, best window
+                            rows.append(r)
+                            positions.append(p)
+                            targets.append(offsets[f.sentence_index] + w)
+                if not targets:  # a window holding no word's best reading (its words read elsewhere)
+                    continue
+                rows_t, positions_t = torch.tensor(rows, device=device), torch.tensor(positions, device=device)
+                targets_t = torch.tensor(targets)
+                vectors[targets_t] = states[rows_t, positions_t].float().cpu().to(store_dtype)  # (P, L+1, H)
+                filled[targets_t] = True
+    finally:
+        encoder.train(was_training)
+    if not bool(filled.all()):  # make_tag_features guarantees one best window per word
+        raise RuntimeError(f"cache_word_features: {int((~filled).sum())} words got no vector")
+    return WordFeatures(vectors, offsets, tags, time.perf_counter() - start)
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. Feature choices and the tagger
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FeatureChoice:
+    """Which hidden states a tagger reads, and how it combines them."""
+
+    name: str  # the paper's row name, e.g. "Concat Last Four Hidden"
+    layers: tuple[int, ...]  # indexes into hidden_states: 0 = embeddings, L = last layer
+    combine: str  # "one" (a single layer), "concat" (side by side) or "mix" (learned weighted sum)
+
+    def input_size(self, hidden_size: int) -> int:
+        return hidden_size * len(self.layers) if self.combine == "concat" else hidden_size
+
+
+def feature_choices(num_layers: int) -> list[FeatureChoice]:
+    """The paper's six feature-based rows for an encoder of `num_layers` Transformer layers
+    (see the worked example in the module docstring)."""
+    L = num_layers
+    if L < 2:
+        raise ValueError(f"feature_choices needs an encoder of at least 2 layers, got {L}")
+    last4 = tuple(range(max(1, L - 3), L + 1))  # BERT-base: 9..12; MiniLM: 3..6
+    return [
+        FeatureChoice("Embeddings", (0,), "one"),
+        FeatureChoice("Second-to-Last Hidden", (L - 1,), "one"),
+        FeatureChoice("Last Hidden", (L,), "one"),
+        FeatureChoice("Weighted Sum Last Four Hidden", last4, "mix"),
+        FeatureChoice("Concat Last Four Hidden", last4, "concat"),
+        FeatureChoice(f"Weighted Sum All {L} Layers", tuple(range(1, L + 1)), "mix"),
+    ]
+
+
+@dataclass
+class TaggerConfig:
+    kind: str = setting("bilstm", "bilstm: one BiLSTM layer then a linear layer; linear: the linear layer alone")
+    lstm_hidden: int = setting(128, "BiLSTM units per direction (the paper: two layers of 768)")
+    dropout: float = setting(0.2, "dropout on the tagger's input features and on the BiLSTM's output")
+    epochs: int = setting(8, "passes over the training sentences")
+    batch_size: int = setting(32, "sentences per step")
+    lr: float = setting(2e-3, "peak learning rate (AdamW)")
+    weight_decay: float = setting(0.01, "AdamW decay on the weight matrices")
+    warmup: float = setting(0.1, "warm-up as a fraction of the steps, then linear decay to 0")
+    seed: int = setting(0, "one seed for the tagger's init, the sentence order and dropout")
+
+
+class FeatureTagger(nn.Module):
+    """A small tagger on cached word vectors: combine the chosen layers, (BiLSTM), linear.
+
+    forward(x, lengths) with x (B, S, k, H): k chosen layers of each of S word slots (padded),
+    lengths (B,) real words per sentence -> logits (B, S, K).
+    """
+
+    def __init__(self, choice: FeatureChoice, hidden_size: int, num_labels: int, config: TaggerConfig):
+        super().__init__()
+        if choice.combine not in COMBINES:
+            raise ValueError(f"combine must be one of {', '.join(COMBINES)}, not {choice.combine!r}")
+        if config.kind not in TAGGERS:
+            raise ValueError(f"tagger kind must be one of {', '.join(TAGGERS)}, not {config.kind!r}")
+        self.choice, self.kind = choice, config.kind
+        k = len(choice.layers)
+        if choice.combine == "mix":  # ELMo's scalar mix: softmax(w) over the layers, times gamma
+            self.mix_logits = nn.Parameter(torch.zeros(k))  # equal weights at the start
+            self.gamma = nn.Parameter(torch.ones(()))
+        self.dropout = FastDropout(config.dropout)  # nn.Dropout's maths, a cheaper mask on a CPU
+        size = choice.input_size(hidden_size)
+        if config.kind == "bilstm":
+            self.lstm = nn.LSTM(size, config.lstm_hidden, batch_first=True, bidirectional=True)
+            size = 2 * config.lstm_hidden
+        self.classifier = nn.Linear(size, num_labels)
+
+    def mix_weights(self) -> torch.Tensor | None:
+        """The weighted sums' layer weights (a softmax: positive, summing to 1); None otherwise."""
+        return torch.softmax(self.mix_logits, dim=0) if self.choice.combine == "mix" else None
+
+    def combine(self, x: torch.Tensor) -> torch.Tensor:
+        """(B, S, k, H) -> (B, S, H) for one / mix, (B, S, k*H) for concat."""
+        if self.choice.combine == "one":
+            return x[:, :, 0]
+        if self.choice.combine == "concat":
+            return x.flatten(2)  # [h_a; h_b; ...] per word
+        w = self.mix_weights()  # (k,)
+        return self.gamma * torch.einsum("bskh,k->bsh", x, w)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        h = self.dropout(self.combine(x.float()))  # (B, S, D)
+        if self.kind == "bilstm":
+            # packed: the backward direction starts at each sentence's last real word, not at padding
+            packed = pack_padded_sequence(h, lengths.cpu(), batch_first=True, enforce_sorted=False)
+            h, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True, total_length=x.shape[1])  # (B, S, 2U)
+            h = self.dropout(h)
+        return self.classifier(h)  # (B, S, K)
+
+
+def _chosen(features: WordFeatures, choice: FeatureChoice) -> torch.Tensor:
+    """(N, k, H) fp32: the chosen layers of every word, gathered once per choice (not per batch)."""
+    if max(choice.layers) > features.num_layers:
+        raise ValueError(f"{choice.name} reads layer {max(choice.layers)} of a {features.num_layers}-layer cache")
+    return features.vectors[:, list(choice.layers)].float()
+
+
+def _batch(features: WordFeatures, table: torch.Tensor, sentences: Sequence[int]):
+    """Sentences -> (x (B, S, k, H) padded with zeros, lengths (B,), word rows (B, S) with -1 on padding).
+
+    table: _chosen(features, choice). Sentence i's words are rows offsets[i]:offsets[i+1] of it;
+    e.g. sentences of 3 and 1 words at rows 10-12 and 40 -> rows [[10, 11, 12], [40, -1, -1]]."""
+    starts = torch.tensor([features.offsets[i] for i in sentences])  # (B,)
+    lengths = torch.tensor([features.offsets[i + 1] for i in sentences]) - starts  # (B,)
+    slots = torch.arange(int(lengths.max()))  # (S,)
+    real = slots[None, :] < lengths[:, None]  # (B, S)
+    rows = torch.where(real, starts[:, None] + slots[None, :], -1)  # (B, S)
+    x = table[rows.clamp(min=0)] * real[:, :, None, None]  # (B, S, k, H), zeros on padding
+    return x, lengths, rows
+
+
+def train_feature_tagger(
+    choice: FeatureChoice,
+    train: WordFeatures,
+    label2id: Mapping[str, int],
+    config: TaggerConfig | None = None,
+    log=None,
+) -> FeatureTagger:
+    """Train a FeatureTagger on one feature choice of the cached training words (their gold tags
+    from train.tags): cross-entropy over words, AdamW, warm-up then linear decay, config.epochs
+    passes over the sentences in a seeded order."""
+    config = config or TaggerConfig()
+    if train.tags is None:
+        raise ValueError("train_feature_tagger: the training features have no tags")
+    table = _chosen(train, choice)  # (N, k, H)
+    torch.manual_seed(config.seed)
+    tagger = FeatureTagger(choice, train.hidden_size, len(label2id), config)
+    labels = torch.tensor([label2id[t] for tags in train.tags for t in tags])  # (N,) one per word row
+    decay = [p for p in tagger.parameters() if p.ndim >= 2]  # weight matrices
+    rest = [p for p in tagger.parameters() if p.ndim < 2]  # biases, the mix's weights and scale
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": config.weight_decay}, {"params": rest, "weight_decay": 0.0}], lr=config.lr
+    )
+    n = train.num_sentences
+    per_epoch = math.ceil(n / config.batch_size)
+    total = per_epoch * config.epochs
+    warm = int(config.warmup * total)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warm))
+    tagger.train()
+    for step in range(total):
+        sentences = step_indices(n, config.batch_size, step, config.seed, drop_last=False)
+        x, lengths, rows = _batch(train, table, sentences)
+        logits = tagger(x, lengths)  # (B, S, K)
+        real = rows >= 0
+        loss = nn.functional.cross_entropy(logits[real], labels[rows[real]])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        if log and (step + 1) % per_epoch == 0:
+            log(f"  {choice.name}: epoch {(step + 1) // per_epoch}/{config.epochs}, loss {loss.item():.4f}")
+    return tagger.eval()
+
+
+@torch.no_grad()
+def predict_feature_tags(
+    tagger: FeatureTagger, features: WordFeatures, id2label: Sequence[str], batch_size: int = 64
+) -> list[list[str]]:
+    """The argmax tag of every word of every sentence (no CRF, as the paper)."""
+    was_training = tagger.training
+    tagger.eval()
+    out: list[list[str]] = []
+    table = _chosen(features, tagger.choice)  # (N, k, H)
+    order = list(range(features.num_sentences))
+    for i in range(0, len(order), batch_size):
+        sentences = order[i : i + batch_size]
+        x, lengths, _ = _batch(features, table, sentences)
+        best = tagger(x, lengths).argmax(-1)  # (B, S)
+        out += [[id2label[k] for k in best[b, : lengths[b]].tolist()] for b in range(len(sentences))]
+    tagger.train(was_training)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. The table: one row per feature choice, each with a 95% interval
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FeatureRow:
+    """One measured row of the table."""
+
+    name: str
+    layers: tuple[int, ...]
+    f1: float  # entity F1, micro-averaged (conlleval's counting)
+    low: float  # 95% bootstrap interval over evaluation sentences
+    high: float
+    per_type: dict[str, float]  # F1 per entity type
+    seconds: float  # training + prediction + scoring
+    precision: float = 0.0
+    recall: float = 0.0
+    mix_weights: list[float] | None = None  # the learned layer weights of a weighted sum
+    predictions: list[list[str]] = field(default_factory=list, repr=False)
+
+    @property
+    def layer_text(self) -> str:
+        """1 layer: "6"; a run: "3-6"; otherwise "0 2 5"."""
+        ls = self.layers
+        if len(ls) > 1 and list(ls) == list(range(ls[0], ls[-1] + 1)):
+            return f"{ls[0]}-{ls[-1]}"
+        return " ".join(map(str, ls))
+
+
+def feature_based_rows(
+    train: WordFeatures,
+    evaluation: WordFeatures,
+    labels: Sequence[str],
+    config: TaggerConfig | None = None,
+    choices: Sequence[FeatureChoice] | None = None,
+    n_resamples: int = 1000,
+    log=None,
+) -> list[FeatureRow]:
+    """Train the same tagger on every feature choice (default: feature_choices(L)) and score it on
+    the evaluation words: entity F1 (micro, per type) with a seeded 95% bootstrap interval over
+    evaluation sentences."""
+    config = config or TaggerConfig()
+    if evaluation.tags is None:
+        raise ValueError("feature_based_rows: the evaluation features have no tags")
+    if (train.num_layers, train.hidden_size) != (evaluation.num_layers, evaluation.hidden_size):
+        raise ValueError("feature_based_rows: the training and evaluation caches come from different encoders")
+    label2id = {label: i for i, label in enumerate(labels)}
+    rows = []
+    for choice in choices or feature_choices(train.num_layers):
+        start = time.perf_counter()
+        tagger = train_feature_tagger(choice, train, label2id, config, log)
+        pred = predict_feature_tags(tagger, evaluation, list(labels))
+        scores = entity_scores(evaluation.tags, pred)
+        ci = bootstrap_interval(evaluation.tags, pred, "f1", n_resamples=n_resamples, seed=config.seed)
+        weights = tagger.mix_weights()
+        row = FeatureRow(
+            name=choice.name,
+            layers=choice.layers,
+            f1=scores.f1,
+            low=ci.low,
+            high=ci.high,
+            per_type={kind: s.f1 for kind, s in scores.per_type.items()},
+            seconds=time.perf_counter() - start,
+            precision=scores.precision,
+            recall=scores.recall,
+            mix_weights=weights.tolist() if weights is not None else None,
+            predictions=pred,
+        )
+        if log:
+            log(
+                f"{row.name} (layers {row.layer_text}): F1 {row.f1:.4f} ({row.low:.4f}-{row.high:.4f}), "
+                f"{row.seconds:.1f} s"
+            )
+        rows.append(row)
+    return rows
+
+
+def _sentence_counts(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> np.ndarray:
+    """(S, 3): per sentence, (correct, predicted, gold) entities, as entity_scores counts them."""
+    out = np.zeros((len(gold), 3), dtype=np.int64)
+    for i, (g, p) in enumerate(zip(gold, pred)):
+        g_set, p_set = set(get_entities(g)), set(get_entities(p))
+        out[i] = (len(g_set & p_set), len(p_set), len(g_set))
+    return out
+
+
+def paired_difference(
+    gold: Sequence[Sequence[str]],
+    pred_a: Sequence[Sequence[str]],
+    pred_b: Sequence[Sequence[str]],
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """F1(a) - F1(b) on the same sentences, with a paired percentile-bootstrap interval: each
+    resample draws sentences with replacement and scores both taggers on the SAME draw. Two
+    taggers err on many of the same hard sentences, so this interval is narrower (and the right
+    one to read) than the gap between two separate intervals."""
+    if not (len(gold) == len(pred_a) == len(pred_b)) or not gold:
+        raise ValueError("paired_difference: gold and both predictions need the same, non-zero number of sentences")
+    a, b = _sentence_counts(gold, pred_a), _sentence_counts(gold, pred_b)
+
+    def f1(sums: np.ndarray) -> np.ndarray:  # (..., 3) -> (...): 2 correct / (predicted + gold)
+        den = sums[..., 1] + sums[..., 2]
+        return np.divide(2.0 * sums[..., 0], den, out=np.zeros(den.shape), where=den > 0)
+
+    estimate = float(f1(a.sum(0)) - f1(b.sum(0)))
+    rng = np.random.default_rng(seed)
+    values = []
+    for first in range(0, n_resamples, 100):
+        m = min(100, n_resamples - first)
+        drawn = rng.integers(0, len(gold), size=(m, len(gold)))  # (m, S)
+        values.append(f1(a[drawn].sum(1)) - f1(b[drawn].sum(1)))
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(np.concatenate(values), [alpha, 1 - alpha])
+    return Interval(estimate, float(low), float(high), confidence, n_resamples)
