@@ -554,11 +554,11 @@ def test_dashboard_adds_a_hub_model_with_progress_when_local(configure, hub, tin
     choice, status = add_model(ID, progress=progress)
     assert status.startswith(f"added {ID}") and choice.value == ID and ID in values(choice)
     assert any(desc and "model.safetensors" in desc for _, desc in progress.calls)  # bytes of the weights
-    # every model menu whose tab it serves lists it (a pre-training model: not QA or Classify)
+    # every model menu whose tab it serves lists it (a pre-training model: not QA, Classify or Tag words)
     tasks = [task for _, task in dash.ctx.menus]
     for menus in (dash.ctx.menu_updates(), dash.tab("model").menus_on_open()):
         listed = [task for menu, task in zip(menus, tasks) if ID in values(menu)]
-        assert listed == [t for t in tasks if t not in ("answer", "classify")], listed
+        assert listed == [t for t in tasks if t not in ("answer", "classify", "tag")], listed
     filled, bars, _, status = dash.tab("mlm").fill_mask(ID, "the cat sat on the [MASK] .", 3, 1.0)
     assert bars and not status.startswith("⚠️")
     info, card, _ = dash.tab("model").model_info(ID)
