@@ -49,6 +49,7 @@ from .hub import resolve_model
 from .plots import training_curves
 from .prepare import prepare
 from .pretrain import POSITION_INITS, RECIPES, PretrainConfig, evaluate_model, pretrain, run_recipe
+from .tagging import DECODINGS
 from .tokenizer import Tokenizer
 from .train import TrainConfig
 
@@ -59,6 +60,7 @@ CHOICES = {
     "position_init": POSITION_INITS,
     "mode": ("finetune", "features"),
     "format": ("auto", "uner", "conll", "conllu"),
+    "decoding": DECODINGS,
 }
 RENAMED = {"out_dir": "out"}  # TrainConfig.out_dir is --out on the command line
 REQUIRED = {"out_dir"}  # a run always says where it goes

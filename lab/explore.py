@@ -677,6 +677,7 @@ def tag(
     max_seq_length: int | None = None,
     doc_stride: int | None = None,
     batch_size: int = 32,
+    decoding: str = "argmax",
 ) -> TagResult:
     """A tag for every word, with its probability and the runner-up, from a token classifier
     (BertForTokenClassification: NER, POS).
@@ -691,7 +692,8 @@ def tag(
     max_seq_length tokens, doc_stride pieces apart (lab.tagging; each word from the window where
     its first piece has the most context). Pass the windows the model was fine-tuned with (its
     task_config.json: lab.finetune.task_settings); by default 128 tokens (at most the model's
-    positions) and a stride of half that.
+    positions) and a stride of half that. decoding: "argmax" (each word's most probable tag) or
+    "viterbi" (the best sequence IOB2 allows: lab.tagging.decode_tags), as task_config.json says.
     """
     _require(model, "tag")
     if isinstance(words_or_text, (str, bytes)) or words_or_text is None:
@@ -726,6 +728,7 @@ def tag(
         doc_stride=doc_stride,
         batch_size=batch_size,
         dtype=autocast_dtype("auto", device) if _FAST else None,
+        decoding=decoding,
     )[0]
     ids, word_ids = _word_pieces(tokenizer, [words])[0]  # the pieces predict_tags read
     pieces: list[list[str]] = [[] for _ in words]

@@ -38,15 +38,17 @@ from .model import BertForQuestionAnswering, BertForSequenceClassification, Bert
 from .runs import refuse_existing_run, write_json
 from .squad import collate_features, evaluate, load_squad, make_features, predict, split_by_article
 from .tagging import (
+    DECODINGS,
     TaggedData,
     bootstrap_interval,
     collate_tag_features,
+    decode_tags,
     entity_scores,
     label_list,
     make_tag_features,
-    predict_tags,
     read_tagged,
     token_accuracy,
+    window_logits,
 )
 from .tokenizer import Tokenizer
 from .train import TrainConfig, train
@@ -97,6 +99,11 @@ class TaggingConfig:
     limit: int | None = setting(None, "use only the first N training sentences")
     random_init: bool = setting(False, "same shape, random weights")
     dropout: float | None = setting(0.1, "dropout while fine-tuning (BERT: 0.1); None keeps the model's")
+    decoding: str = setting(
+        "argmax",
+        "argmax: each word's most probable tag (the paper's); viterbi: the most probable tag sequence "
+        "IOB2 allows (no I-X after O or B-Y); kept in task_config.json for eval and the dashboard",
+    )
 
 
 # ----------------------------------------------------------------------------------------
@@ -317,26 +324,40 @@ class TaggingObjective:
         return out.loss, {"loss": out.loss.detach(), "acc": acc}
 
     def evaluate(self, model) -> dict[str, float]:
-        return evaluate_tagging(model, self.tokenizer, self.eval_data, self.task.max_seq_length, self.task.doc_stride)
+        return evaluate_tagging(
+            model, self.tokenizer, self.eval_data, self.task.max_seq_length, self.task.doc_stride, self.task.decoding
+        )
 
 
 @torch.no_grad()
 def evaluate_tagging(
-    model, tokenizer, data: TaggedData, max_seq_length: int = 128, doc_stride: int = 64, interval: bool = True
+    model,
+    tokenizer,
+    data: TaggedData,
+    max_seq_length: int = 128,
+    doc_stride: int = 64,
+    decoding: str = "argmax",
+    interval: bool = True,
 ) -> dict[str, float]:
     """IOB2 data: entity precision / recall / F1 (micro, and F1 per type), as conlleval counts
     them; other tags: accuracy. With a 95% bootstrap interval over sentences (f1_low, f1_high or
-    accuracy_low, accuracy_high)."""
-    was_training = model.training
-    model.eval()
+    accuracy_low, accuracy_high). decoding="viterbi" (lab.tagging.decode_tags) also reports the
+    argmax reading's F1 of the same logits (f1_argmax), to show what the constraint adds."""
     words = [s.words for s in data.sentences]
-    predicted = predict_tags(model, tokenizer, words, max_seq_length=max_seq_length, doc_stride=doc_stride)
-    model.train(was_training)
+    limit = model.config.max_position_embeddings
+    if max_seq_length > limit:
+        raise ValueError(f"max_seq_length={max_seq_length} exceeds the model's {limit} positions")
+    features = make_tag_features(words, tokenizer, None, max_seq_length, doc_stride)
+    logits = window_logits(model, features, tokenizer.pad_token_id)  # eval mode inside, then restored
+    predicted = decode_tags(features, logits, model.config.id2label, decoding)
     gold, pred = [s.tags for s in data.sentences], [[w.tag for w in sentence] for sentence in predicted]
     if data.scheme == "iob2":
         scores = entity_scores(gold, pred)
         result = {"precision": scores.micro.precision, "recall": scores.micro.recall, "f1": scores.micro.f1}
         result |= {f"f1_{kind}": score.f1 for kind, score in sorted(scores.per_type.items())}
+        if decoding != "argmax":
+            argmax = decode_tags(features, logits, model.config.id2label, "argmax")
+            result["f1_argmax"] = entity_scores(gold, [[w.tag for w in sentence] for sentence in argmax]).micro.f1
         metric = "f1"
     else:
         result, metric = {"accuracy": token_accuracy(gold, pred)}, "accuracy"
@@ -472,6 +493,8 @@ def finetune_tagging(task: TaggingConfig, tc: TrainConfig, resume: bool = False,
     and the windows."""
     if task.mode not in ("finetune", "features"):
         raise ValueError(f"mode must be 'finetune' or 'features', not {task.mode!r}")
+    if task.decoding not in DECODINGS:
+        raise ValueError(f"decoding must be one of {', '.join(DECODINGS)}, not {task.decoding!r}")
     if not resume:
         refuse_existing_run(tc.out_dir)  # before anything of the new run is written
     train_data = read_tagged(task.train, task.format)
@@ -575,7 +598,8 @@ def evaluate_saved(
         tagged.sentences = tagged.sentences[:eval_limit] if eval_limit else tagged.sentences
         windows = {"max_seq_length": max_seq_length or task.get("max_seq_length", 128)}
         windows["doc_stride"] = min(task.get("doc_stride", 64), windows["max_seq_length"] // 2)
-        return {**evaluate_tagging(model, tokenizer, tagged, **windows), "sentences": len(tagged.sentences)}
+        result = evaluate_tagging(model, tokenizer, tagged, **windows, decoding=task.get("decoding", "argmax"))
+        return {**result, "sentences": len(tagged.sentences)}
     raise ValueError(f"{model_dir} holds a {type(model).__name__}: evaluate a pre-trained model with --corpus")
 
 

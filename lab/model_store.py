@@ -251,13 +251,15 @@ class ModelStore:
 
     def default_model(self, task: str | None = None) -> str | None:
         """The model a tab starts on: start_model if it serves the task, else the first bundled
-        model that does (QA: a name with "squad", MiniLM's first; classification: "sst2";
-        otherwise "classroom"). Candidates come from models_for (config.json, no weights read);
-        only the one chosen is loaded, to check that it loads."""
-        preferred = {"answer": "squad", "classify": "sst2"}.get(task, "classroom")
+        model that does (QA: a name with "squad"; classification: "sst2"; tagging: "ner";
+        otherwise "classroom"; for these three task models the real MiniLM encoder's first, the
+        lab's tiny ones stay in the menu for comparison). Candidates come from models_for
+        (config.json, no weights read); only the one chosen is loaded, to check that it loads."""
+        preferred = {"answer": "squad", "classify": "sst2", "tag": "ner"}.get(task, "classroom")
+        real_first = task in ("answer", "classify", "tag")
         names = sorted(
             self.models_for(task),
-            key=lambda n: (not n.startswith("models/"), preferred not in n, task == "answer" and "minilm" not in n, n),
+            key=lambda n: (not n.startswith("models/"), preferred not in n, real_first and "minilm" not in n, n),
         )
         ordered = ([self.start_model] if self.start_model else []) + names
         for name in ordered:

@@ -123,6 +123,25 @@ def test_named_entities_learned_scored_and_saved(base_model, data, tmp_path, cap
     assert again["f1"] == pytest.approx(evals[-1]["f1"], abs=1e-4) and again["sentences"] == 60
 
 
+def test_viterbi_decoding_is_recorded_and_reproduced(base_model, data, tmp_path, capsys):
+    """--decoding viterbi: task_config.json keeps it, every evaluation reports the argmax reading
+    of the same logits beside it, and eval decodes the saved model the same way."""
+    run = tmp_path / "ner-viterbi"
+    assert (
+        finetune_tag(base_model, data / "train.iob2", data / "test.iob2", run, "--epochs", "2", "--decoding", "viterbi")
+        == 0
+    )
+    assert json.loads((run / "task_config.json").read_text())["decoding"] == "viterbi"
+    last = [r for r in read_metrics(run) if r["split"] == "eval"][-1]
+    assert {"f1", "f1_argmax", "f1_low", "f1_high"} <= set(last)
+    capsys.readouterr()
+    assert main(["eval", "--model", str(run)]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["f1"] == pytest.approx(last["f1"], abs=1e-4) and again["f1_argmax"] == pytest.approx(
+        last["f1_argmax"], abs=1e-4
+    )
+
+
 def test_parts_of_speech_from_frozen_features(base_model, data, tmp_path, capsys):
     """CoNLL-U: accuracy, not entities; --mode features trains only the classifier."""
     run = tmp_path / "pos"

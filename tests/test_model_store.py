@@ -76,3 +76,24 @@ def test_a_failed_load_is_remembered_until_the_files_change(root, monkeypatch):
     assert len(calls) == 1  # tried once
     weights.write_bytes(good)
     assert store.get("@mine/cls") and len(calls) == 2 and "classify" in store.tasks("@mine/cls")
+
+
+def test_task_tabs_start_on_the_real_encoder(tmp_path):
+    """Classification, QA and tagging start on the MiniLM task model when one is there; the tiny
+    lab model of the same task stays in the menu beside it (menus keep list order)."""
+    _, tok = lab.load(ROOT / "models/bert-lab-classroom")
+    cfg = tiny_config(vocab_size=tok.vocab_size)
+    root = tmp_path / "models"
+    for name, cls in [
+        ("bert-lab-sst2", lab.BertForSequenceClassification),
+        ("minilm-sst2", lab.BertForSequenceClassification),
+        ("bert-lab-ner", lab.BertForTokenClassification),
+        ("minilm-ner", lab.BertForTokenClassification),
+        ("bert-lab-squad", lab.BertForQuestionAnswering),
+        ("minilm-squad", lab.BertForQuestionAnswering),
+    ]:
+        lab.save(cls(cfg), tok, root / name)
+    store = ModelStore([root], base=ROOT)
+    for task, model in [("classify", "sst2"), ("tag", "ner"), ("answer", "squad")]:
+        assert store.default_model(task) == f"@models/minilm-{model}"
+        assert f"@models/bert-lab-{model}" in store.models_for(task)

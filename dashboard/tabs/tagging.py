@@ -29,12 +29,14 @@ class Tagging:
         self.ctx, self.store = ctx, ctx.store
 
     def training(self, name: str) -> tuple[dict, str]:
-        """A tagger's windows and what it was fine-tuned on, from its task_config.json (written by
+        """A tagger's windows and decoding and what it was fine-tuned on, from its task_config.json (written by
         python -m lab finetune-tag): ({max_seq_length, doc_stride}, a phrase for the page); ({}, "")
         for a model without one (e.g. a Hub model)."""
         path, _ = self.store.model_dir(name)
         task = finetune.task_settings(path)
         windows = {k: int(task[k]) for k in ("max_seq_length", "doc_stride") if task.get(k)}
+        if task.get("decoding") in tagging.DECODINGS:  # how it was evaluated: argmax, or IOB2 Viterbi
+            windows["decoding"] = task["decoding"]
         if task.get("task") != "tagging":
             return windows, ""
         base = Path(str(task.get("model", "?")))
