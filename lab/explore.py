@@ -656,17 +656,22 @@ def answer(
     )
 
 
-# Words as the tagging data has them (UNER, UD, CoNLL: one token per word and per punctuation
-# mark): a run of letters/digits (with combining accents), or any other non-space character alone.
-_WORD = re.compile(r"\w[\w\u0300-\u036f]*|[^\w\s]")
+# Words as the tagging data has them (UNER, UD and CoNLL follow the Penn Treebank's conventions:
+# one token per word and per punctuation mark; a title's or an initialism's period stays with it,
+# "Mr." and "U.S."; a clitic is its own word, "Darcy" "'s"): a title or initialism with its period,
+# a clitic, a run of letters/digits (with combining accents), or any other non-space character alone.
+_TITLES = "Mr|Mrs|Ms|Dr|Prof|Rev|St|Mt|Jr|Sr|Capt|Col|Gen|Lt|Sgt|Gov|Sen|Rep|Inc|Ltd|Co|Corp|vs"
+_WORD = re.compile(rf"(?:{_TITLES})\.(?!\w)|(?:[A-Z]\.){{2,}}|'(?:s|S|re|ve|ll|d|m)(?!\w)|\w[\w\u0300-\u036f]*|[^\w\s]")
 TAG_MAX_SEQ_LENGTH = 128  # finetune-tag's default window (TaggingConfig.max_seq_length)
 
 
 def split_words(text: str) -> list[tuple[str, int, int]]:
-    """Text -> (word, start, end) as tagging data splits it: at whitespace, and every punctuation
-    mark or symbol is a word of its own (as BERT's BertPreTokenizer splits):
-        "Mr. Darcy's house" -> Mr . Darcy ' s house
-    (UD's tokenization keeps clitics such as 's and n't whole: pass a list of words for that)."""
+    """Text -> (word, start, end) as tagging data splits it: at whitespace, every punctuation mark
+    or symbol a word of its own, except a title's or an initialism's period, and a clitic on its
+    own, as in the English Web Treebank that UNER and UD annotate:
+        "Mr. Darcy's house in the U.S." -> Mr. | Darcy | 's | house | in | the | U.S.
+    (EWT also splits "don't" into do | n't: here it is don | ' | t; pass a list of words to tag
+    words exactly as you split them)."""
     return [(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
 
 
