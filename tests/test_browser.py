@@ -631,20 +631,17 @@ def rgb(css: str) -> tuple[int, ...]:
     return tuple(int(float(x)) for x in css[css.index("(") + 1 : -1].split(",")[:3])
 
 
-def test_tag_words_at_1024(browser, tmp_path_factory, shots):
-    """The Tag tab at 1024 px, on a page whose models root holds a tagger (the bundled one when
-    there is one, else the tests' toy entity tagger): without a click, the example's words are
+def test_tag_words_at_1024(browser, shots):
+    """The Tag tab at 1024 px on the bundled models (it starts on minilm-ner): without a click, the example's words are
     drawn in their tags' colours (one colour per entity type, O words plain) with a legend of the
     model's types, and the table lists every word with its pieces, tag, probability and runner-up;
     a click on a word shows its probabilities. Nothing leaves the machine."""
     from dashboard import LAUNCH_OPTIONS, Dashboard, Settings
     from dashboard.help import ENTITY_COLORS, TAG_EXAMPLES
     from tests.conftest import ROOT
-    from tests.test_tagging_view import write_toy_entity_tagger
 
-    root = tmp_path_factory.mktemp("taggers")
-    write_toy_entity_tagger(root / "toy-ner")
-    dash = Dashboard(Settings(model_roots=[ROOT / "models", root]))
+    dash = Dashboard(Settings(model_roots=[ROOT / "models"]))
+    assert dash.store.default_model("tag") == "models/minilm-ner"
     demo = dash.build()
     _, url, _ = demo.launch(
         prevent_thread_lock=True, server_name="127.0.0.1", server_port=None, quiet=True, **LAUNCH_OPTIONS

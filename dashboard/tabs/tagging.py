@@ -42,7 +42,8 @@ class Tagging:
         base = Path(str(task.get("model", "?")))
         base = base.parent.name if base.name == "model" else base.name  # a package's model/ folder: the package
         how = "its head trained on frozen features" if task.get("mode") == "features" else "fine-tuned"
-        return windows, f"{how} from {base} on {Path(str(task.get('train', '?'))).name}"
+        read = "; tags read as the best sequence IOB2 allows (Viterbi)" if task.get("decoding") == "viterbi" else ""
+        return windows, f"{how} from {base} on {Path(str(task.get('train', '?'))).name}{read}"
 
     @handler(3)
     def tag(self, model_name, text):
