@@ -12,6 +12,11 @@ What lives here
     predict_feature_tags(tagger, feats)   argmax per word -> IOB2 tags (no CRF, as the paper)
     feature_based_rows(train, eval, labels)  every choice, one row each: F1, 95% interval, per type
     paired_difference(gold, pred_a, pred_b)  the F1 difference of two taggers with a paired interval
+    score_choice(train, eval, labels, choice)  one tagger on one choice: entity F1 or, for plain
+                                          tags (POS), accuracy; with its 95% interval
+    PAPER_TABLE7, paper_dev_f1(name)      the paper's Table 7 rows, quoted as printed
+    table7_patterns(rows, gold, finetuned)  which of the paper's patterns hold, each difference with
+                                          a paired interval, one sentence each
 
 How to use it
 -------------
@@ -86,7 +91,9 @@ from .tagging import (
     collate_tag_features,
     entity_scores,
     get_entities,
+    is_iob2_tag,
     make_tag_features,
+    token_accuracy,
 )
 from .train import lr_factor
 
@@ -411,6 +418,7 @@ class FeatureRow:
     recall: float = 0.0
     mix_weights: list[float] | None = None  # the learned layer weights of a weighted sum
     predictions: list[list[str]] = field(default_factory=list, repr=False)
+    choice: FeatureChoice | None = field(default=None, repr=False)  # what the tagger read
 
     @property
     def layer_text(self) -> str:
@@ -459,6 +467,7 @@ def feature_based_rows(
             recall=scores.recall,
             mix_weights=weights.tolist() if weights is not None else None,
             predictions=pred,
+            choice=choice,
         )
         if log:
             log(
@@ -508,3 +517,214 @@ def paired_difference(
     alpha = (1 - confidence) / 2
     low, high = np.quantile(np.concatenate(values), [alpha, 1 - alpha])
     return Interval(estimate, float(low), float(high), confidence, n_resamples)
+
+
+@dataclass
+class ChoiceScore:
+    """One tagger on one feature choice, scored: entity F1 (IOB2 labels) or accuracy (plain tags)."""
+
+    choice: FeatureChoice
+    metric: str  # "f1" or "accuracy"
+    value: float
+    low: float  # 95% bootstrap interval over evaluation sentences
+    high: float
+    seconds: float  # training + prediction + scoring
+    predictions: list[list[str]] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def from_row(cls, row: FeatureRow) -> ChoiceScore:
+        """A row of feature_based_rows as a ChoiceScore (entity F1): the same tagger, already scored."""
+        if row.choice is None:
+            raise ValueError(f"from_row: the row {row.name!r} does not record its feature choice")
+        return cls(row.choice, "f1", row.f1, row.low, row.high, row.seconds, row.predictions)
+
+
+def score_choice(
+    train: WordFeatures,
+    evaluation: WordFeatures,
+    labels: Sequence[str],
+    choice: FeatureChoice | str = "Concat Last Four Hidden",
+    config: TaggerConfig | None = None,
+    n_resamples: int = 1000,
+) -> ChoiceScore:
+    """Train the tagger on one feature choice (an object, or a row name of feature_choices) and
+    score it on the evaluation words: entity F1 when every label is IOB2 (O, B-X, I-X), else tag
+    accuracy (parts of speech), with a seeded 95% bootstrap interval over sentences. The same
+    tagger on the same choice for two encoders compares what their frozen vectors hold."""
+    config = config or TaggerConfig()
+    if evaluation.tags is None:
+        raise ValueError("score_choice: the evaluation features have no tags")
+    if isinstance(choice, str):
+        by_name = {c.name: c for c in feature_choices(train.num_layers)}
+        if choice not in by_name:
+            raise ValueError(f"score_choice: no feature choice {choice!r}; choose one of {', '.join(by_name)}")
+        choice = by_name[choice]
+    start = time.perf_counter()
+    tagger = train_feature_tagger(choice, train, {label: i for i, label in enumerate(labels)}, config)
+    pred = predict_feature_tags(tagger, evaluation, list(labels))
+    metric = "f1" if all(is_iob2_tag(label) for label in labels) else "accuracy"
+    value = entity_scores(evaluation.tags, pred).f1 if metric == "f1" else token_accuracy(evaluation.tags, pred)
+    ci = bootstrap_interval(evaluation.tags, pred, metric, n_resamples=n_resamples, seed=config.seed)
+    return ChoiceScore(choice, metric, value, ci.low, ci.high, time.perf_counter() - start, pred)
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. The paper's Table 7, and which of its patterns hold in measured rows
+# ----------------------------------------------------------------------------------------------
+
+# Devlin et al., "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding"
+# (arXiv:1810.04805, NAACL 2019), Section 5.3, quoted as printed.
+PAPER_TABLE7_CAPTION = (
+    "Table 7: CoNLL-2003 Named Entity Recognition results. Hyperparameters were selected using the Dev set. "
+    "The reported Dev and Test scores are averaged over 5 random restarts using those hyperparameters."
+)
+PAPER_TABLE7 = [  # (approach, system, Dev F1, Test F1 or None where the paper prints "-")
+    ("Fine-tuning approach", "BERT-LARGE", 96.6, 92.8),
+    ("Fine-tuning approach", "BERT-BASE", 96.4, 92.4),
+    ("Feature-based approach (BERT-BASE)", "Embeddings", 91.0, None),
+    ("Feature-based approach (BERT-BASE)", "Second-to-Last Hidden", 95.6, None),
+    ("Feature-based approach (BERT-BASE)", "Last Hidden", 94.9, None),
+    ("Feature-based approach (BERT-BASE)", "Weighted Sum Last Four Hidden", 95.9, None),
+    ("Feature-based approach (BERT-BASE)", "Concat Last Four Hidden", 96.1, None),
+    ("Feature-based approach (BERT-BASE)", "Weighted Sum All 12 Layers", 95.5, None),
+]
+PAPER_TABLE7_SETUP = (
+    "These contextual embeddings are used as input to a randomly initialized two-layer "
+    "768-dimensional BiLSTM before the classification layer."
+)
+PAPER_TABLE7_READING = (
+    "The best performing method concatenates the token representations from the top four hidden "
+    "layers of the pre-trained Transformer, which is only 0.3 F1 behind fine-tuning the entire model."
+)
+
+
+def paper_dev_f1(name: str) -> float | None:
+    """The paper's Dev F1 for a row name; "Weighted Sum All 6 Layers" (an L-layer encoder's row)
+    -> its "Weighted Sum All 12 Layers"; None for a name the paper has no row for."""
+    if name.startswith("Weighted Sum All"):
+        name = "Weighted Sum All 12 Layers"
+    return next((dev for _, system, dev, _ in PAPER_TABLE7 if system == name), None)
+
+
+@dataclass
+class Pattern:
+    """One pattern of the paper's Table 7, checked in measured rows."""
+
+    key: str  # "best", "concat > last", "second-to-last > last", "context > embeddings", "features ~ fine-tuning"
+    holds: bool | None  # True / False; None when the paired interval cannot tell
+    estimate: float  # the measured F1 difference (a fraction): the first row named minus the second
+    # ("best": Concat Last Four Hidden minus the best other row; "features ~ fine-tuning": fine-tuning
+    # minus the best feature row)
+    low: float  # its paired 95% interval
+    high: float
+    text: str  # one sentence, with the paper's numbers beside the measured ones
+
+
+def _verdict(d: Interval) -> bool | None:
+    return True if d.low > 0 else False if d.high < 0 else None
+
+
+def _pts(x: float) -> str:
+    """An F1 difference in points: 0.1234 -> "+12.3"."""
+    return f"{100 * x:+.1f}"
+
+
+def _ci(d: Interval) -> str:
+    return f"paired 95% interval {_pts(d.low)} to {_pts(d.high)}"
+
+
+def table7_patterns(
+    rows: Sequence[FeatureRow],
+    gold: Sequence[Sequence[str]],
+    finetuned: Sequence[Sequence[str]] | None = None,
+    close: float = 0.01,
+) -> list[Pattern]:
+    """Which of the paper's Table 7 patterns hold in rows from feature_based_rows (the six choices),
+    each difference with a paired 95% interval (paired_difference: the same sentences for both):
+
+      best                   Concat Last Four Hidden is the best feature row (paper: 96.1, next 95.9)
+      concat > last          it beats Last Hidden (paper: +1.2)
+      second-to-last > last  Second-to-Last Hidden beats Last Hidden (paper: +0.7)
+      context > embeddings   every contextual row beats the context-free Embeddings (paper: the
+                             lowest contextual row, Last Hidden, 3.9 above)
+      features ~ fine-tuning with `finetuned` (a fine-tuned tagger's tags on the same sentences):
+                             the best feature row is within `close` F1 of fine-tuning (paper: 0.3
+                             behind); holds when the whole interval of (fine-tuning - best) lies
+                             below `close`, fails when it lies above
+
+    holds is None where the interval includes 0 (for the last: includes `close`)."""
+    by_name = {r.name: r for r in rows}
+    need = ["Embeddings", "Second-to-Last Hidden", "Last Hidden", "Concat Last Four Hidden"]
+    missing = [n for n in need if n not in by_name]
+    if missing:
+        raise ValueError(f"table7_patterns: rows {missing} are missing (pass all of feature_based_rows' rows)")
+    concat, last = by_name["Concat Last Four Hidden"], by_name["Last Hidden"]
+    second, emb = by_name["Second-to-Last Hidden"], by_name["Embeddings"]
+    out = []
+
+    best = max(rows, key=lambda r: r.f1)
+    rival = max((r for r in rows if r is not concat), key=lambda r: r.f1)  # the best of the others
+    d = paired_difference(gold, concat.predictions, rival.predictions)
+    holds = _verdict(d) if best is concat else (False if d.high < 0 else None)
+    ranking = " > ".join(f"{r.name} {100 * r.f1:.1f}" for r in sorted(rows, key=lambda r: -r.f1))
+    out.append(
+        Pattern(
+            "best",
+            holds,
+            d.estimate,
+            d.low,
+            d.high,
+            f"Best feature row: {best.name}; Concat Last Four Hidden against the best other row ({rival.name}): "
+            f"{_pts(d.estimate)} points ({_ci(d)}); ranking {ranking} (paper: Concat Last Four Hidden best, 96.1 "
+            "against 95.9).",
+        )
+    )
+    for key, a, paper in [
+        ("concat > last", concat, "96.1 vs 94.9, +1.2"),
+        ("second-to-last > last", second, "95.6 vs 94.9, +0.7"),
+    ]:
+        d = paired_difference(gold, a.predictions, last.predictions)
+        word = {True: "beats", False: "falls behind", None: "is not clearly apart from"}[_verdict(d)]
+        out.append(
+            Pattern(
+                key,
+                _verdict(d),
+                d.estimate,
+                d.low,
+                d.high,
+                f"{a.name} {word} Last Hidden: {_pts(d.estimate)} points ({_ci(d)}; paper: {paper}).",
+            )
+        )
+    lowest = min((r for r in rows if r is not emb), key=lambda r: r.f1)
+    d = paired_difference(gold, lowest.predictions, emb.predictions)
+    word = {True: "beats", False: "falls behind", None: "is not clearly apart from"}[_verdict(d)]
+    out.append(
+        Pattern(
+            "context > embeddings",
+            _verdict(d),
+            d.estimate,
+            d.low,
+            d.high,
+            f"The lowest contextual row, {lowest.name} ({100 * lowest.f1:.1f}), {word} the context-free Embeddings "
+            f"({100 * emb.f1:.1f}): {_pts(d.estimate)} points ({_ci(d)}; paper: every contextual row above Embeddings, "
+            "the lowest, Last Hidden, by +3.9).",
+        )
+    )
+    if finetuned is not None:
+        d = paired_difference(gold, finetuned, best.predictions)
+        holds = True if d.high < close else False if d.low > close else None
+        f1 = entity_scores(gold, finetuned).f1
+        word = {True: "close to", False: "clearly behind", None: "perhaps close to"}[holds]
+        out.append(
+            Pattern(
+                "features ~ fine-tuning",
+                holds,
+                d.estimate,
+                d.low,
+                d.high,
+                f"The best feature row ({best.name}, {100 * best.f1:.1f}) is {word} fine-tuning ({100 * f1:.1f}): "
+                f"fine-tuning {_pts(d.estimate)} points ahead ({_ci(d)}; paper: 96.4 against 96.1, features 0.3 "
+                "behind).",
+            )
+        )
+    return out

@@ -167,3 +167,87 @@ def test_paired_difference():
     assert better.estimate == 1.0 and better.low == better.high == 1.0  # F1 1 against 0 on every draw
     with pytest.raises(ValueError, match="same"):
         ft.paired_difference(gold, gold, none[:-1])
+
+
+def test_score_choice_gives_f1_for_entities_and_accuracy_for_plain_tags(setup):
+    config = ft.TaggerConfig(kind="linear", epochs=2, lr=1e-2)
+    score = ft.score_choice(setup["train_f"], setup["test_f"], setup["labels"], "Last Hidden", config, n_resamples=200)
+    assert score.metric == "f1" and score.choice.layers == (LAYERS,)
+    assert 0.0 <= score.low <= score.value <= score.high <= 1.0 and score.seconds > 0
+    (row,) = ft.feature_based_rows(
+        setup["train_f"], setup["test_f"], setup["labels"], config, [ft.feature_choices(LAYERS)[2]], n_resamples=200
+    )
+    assert (row.f1, row.predictions) == (score.value, score.predictions)  # the same tagger, the same seed
+    again = ft.ChoiceScore.from_row(row)
+    assert (again.choice, again.metric, again.value, again.low, again.high) == (
+        score.choice,
+        "f1",
+        score.value,
+        score.low,
+        score.high,
+    )
+    # plain tags (parts of speech): the same words, tagged PER / LOC / OTHER, scored by accuracy
+    plain = [
+        [[t[2:] if t != "O" else "OTHER" for t in tags] for tags in features.tags]
+        for features in (setup["train_f"], setup["test_f"])
+    ]
+    train_f = ft.WordFeatures(setup["train_f"].vectors, setup["train_f"].offsets, plain[0])
+    test_f = ft.WordFeatures(setup["test_f"].vectors, setup["test_f"].offsets, plain[1])
+    labels = label_list(plain[0] + plain[1], scheme="tags")
+    pos = ft.score_choice(train_f, test_f, labels, ft.feature_choices(LAYERS)[2], config, n_resamples=200)
+    assert pos.metric == "accuracy" and 0.0 <= pos.low <= pos.value <= pos.high <= 1.0
+    with pytest.raises(ValueError, match="no feature choice 'Last Four'"):
+        ft.score_choice(train_f, test_f, labels, "Last Four", config)
+
+
+def test_the_papers_table7_as_printed():
+    rows = {system: (dev, test) for _, system, dev, test in ft.PAPER_TABLE7}
+    assert rows["BERT-BASE"] == (96.4, 92.4) and rows["BERT-LARGE"] == (96.6, 92.8)
+    assert rows["Concat Last Four Hidden"] == (96.1, None) and len(rows) == 8
+    assert ft.paper_dev_f1("Weighted Sum All 6 Layers") == 95.5 and ft.paper_dev_f1("Embeddings") == 91.0
+    assert ft.paper_dev_f1("Something else") is None
+    assert "0.3 F1 behind" in ft.PAPER_TABLE7_READING and "two-layer" in ft.PAPER_TABLE7_SETUP
+
+
+def _row(name, layers, predictions, gold):
+    from lab.tagging import entity_scores
+
+    f1 = entity_scores(gold, predictions).f1
+    return ft.FeatureRow(name, layers, f1, f1, f1, {}, 0.0, predictions=predictions)
+
+
+def test_table7_patterns_read_paired_intervals():
+    # 40 sentences of one person each; a row is right on the first k of them
+    gold = [["B-PER", "O"]] * 40
+
+    def right(k):
+        return [["B-PER", "O"]] * k + [["O", "O"]] * (40 - k)
+
+    def rows_right(*ks):
+        names = [c.name for c in ft.feature_choices(6)]
+        return [_row(name, c.layers, right(k), gold) for name, c, k in zip(names, ft.feature_choices(6), ks)]
+
+    # Embeddings, Second-to-Last, Last, Weighted Sum Last Four, Concat Last Four, Weighted Sum All
+    rows = rows_right(30, 20, 20, 38, 40, 10)
+    patterns = {p.key: p for p in ft.table7_patterns(rows, gold, finetuned=right(40))}
+    assert list(patterns) == [
+        "best",
+        "concat > last",
+        "second-to-last > last",
+        "context > embeddings",
+        "features ~ fine-tuning",
+    ]
+    assert patterns["best"].holds is None  # best, but only 2 sentences ahead of the weighted sum
+    assert patterns["best"].low <= patterns["best"].estimate <= patterns["best"].high
+    assert patterns["concat > last"].holds is True and patterns["concat > last"].low > 0
+    assert patterns["second-to-last > last"].holds is None and patterns["second-to-last > last"].estimate == 0
+    assert patterns["context > embeddings"].holds is False  # the weighted sum of all layers is below Embeddings
+    assert "Weighted Sum All 6 Layers" in patterns["context > embeddings"].text
+    fine = patterns["features ~ fine-tuning"]
+    assert fine.holds is True and fine.estimate == 0.0 and "96.4 against 96.1" in fine.text  # as good as the best
+    behind = ft.table7_patterns(rows_right(30, 20, 20, 38, 5, 10), gold)
+    assert behind[0].holds is False and len(behind) == 4  # concat clearly below the best; no fine-tuning row
+    far = ft.table7_patterns(rows_right(30, 20, 20, 25, 20, 10), gold, finetuned=gold)[-1]
+    assert far.holds is False and far.low > 0.01  # fine-tuning clearly more than a point ahead
+    with pytest.raises(ValueError, match="missing"):
+        ft.table7_patterns(rows[1:], gold)

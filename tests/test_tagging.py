@@ -1,8 +1,11 @@
 """lab.tagging: readers and their errors, first-sub-token labels, windows, decoding, entity F1
-(checked against seqeval on random tag sequences), token accuracy, bootstrap intervals."""
+(checked against seqeval on random tag sequences), token accuracy, bootstrap intervals, and the
+closer looks of notebook 8 (the rule piece by piece, vocabulary coverage, accuracy per tag and word
+class, entity errors by kind, the annotators' agreement)."""
 
 import ast
 import inspect
+import json
 import random
 import warnings
 from types import SimpleNamespace
@@ -535,3 +538,131 @@ def test_real_uner_and_ud_counts(shared_data, tok):
     logits = [torch.randn(len(f), len(label2id)) for f in feats]
     decoded = tagging.decode_tags(feats, logits, pos_test.labels)
     assert [len(d) for d in decoded] == [len(s.words) for s in pos_test]
+
+
+# ---------------------------------------------------------------------------------------------- looking closer
+
+
+def test_piece_rows_lay_out_the_rule(tok):
+    words = ["Tampa", "bay", "morcillas", "."]
+    sentence = Sentence(words, ["B-LOC", "I-LOC", "O", "O"])
+    (f,) = tagging.make_tag_features([sentence], tok, LABEL2ID)
+    logits = torch.zeros(len(f), len(NER_LABELS))
+    logits[:, LABEL2ID["I-LOC"]] = 1.0  # I-LOC everywhere...
+    logits[1, LABEL2ID["B-LOC"]] = 2.0  # ...but B-LOC at "ta", the first piece of Tampa
+    rows = tagging.piece_rows(f, tok, words, NER_LABELS, logits)
+    assert [r["piece"] for r in rows] == "[CLS] ta ##mp ##a bay mor ##cil ##l ##as . [SEP]".split()
+    assert [r["word"] for r in rows] == ["", *["Tampa"] * 3, "bay", *["morcillas"] * 4, ".", ""]
+    assert [r["of_word"] for r in rows] == [-1, 0, 0, 0, 1, 2, 2, 2, 2, 3, -1]
+    assert [r["label"] for r in rows] == [-100, "B-LOC", -100, -100, "I-LOC", "O", -100, -100, -100, "O", -100]
+    assert [r["first"] for r in rows] == [r["read"] for r in rows] == [r["label"] != -100 for r in rows]
+    assert rows[1]["argmax"] == "B-LOC" and rows[2]["argmax"] == "I-LOC"  # argmax everywhere, read at first pieces
+    plain = tagging.piece_rows(f, tok, words)  # no names, no logits: label ids, no argmax / read
+    assert plain[1]["label"] == LABEL2ID["B-LOC"] and "argmax" not in plain[1] and "read" not in plain[1]
+    # a window of a long sentence: each piece still names its word, also when the window starts mid-word
+    feats = tagging.make_tag_features([WINDOW_WORDS], tok, None, max_seq_length=8, doc_stride=3)
+    third = tagging.piece_rows(feats[2], tok, WINDOW_WORDS)  # pieces 6-9: ##y b c ##z
+    assert [r["piece"] for r in third] == "[CLS] ##y b c ##z [SEP]".split()
+    assert [r["word"] for r in third] == ["", "axy", "b", "cz", "cz", ""]
+    assert [r["of_word"] for r in third] == [-1, 3, 4, 5, 5, -1]
+    assert [r["first"] for r in third] == [False, False, True, True, False, False]
+    with pytest.raises(ValueError, match="logits of shape"):
+        tagging.piece_rows(f, tok, words, NER_LABELS, logits[:3])
+    with pytest.raises(ValueError, match="not the sentence"):
+        tagging.piece_rows(f, tok, ["a"])
+
+
+def test_sentences_with_split_entities_and_vocabulary_coverage(tok):
+    sentences = [
+        Sentence(["new", "york", "."], ["B-LOC", "I-LOC", "O"]),  # whole words
+        Sentence(["tampa", "bay", "."], ["B-LOC", "I-LOC", "O"]),  # tampa -> ta ##mp ##a
+        Sentence(["morcillas", "bay", "a", "b", "c"], ["O", "B-LOC", "O", "O", "O"]),  # the cut word is no entity
+    ]
+    assert tagging.sentences_with_split_entities(sentences, tok) == [1]
+    assert tagging.sentences_with_split_entities(sentences, tok, max_words=2) == []
+    coverage = tagging.vocabulary_coverage(sentences, tok)
+    assert list(coverage) == ["LOC", "O"]
+    assert vars(coverage["LOC"]) == dict(words=5, whole=4, pieces=7)  # new york tampa(3) bay bay
+    assert coverage["LOC"].whole_share == pytest.approx(0.8) and coverage["LOC"].pieces_per_word == pytest.approx(1.4)
+    assert vars(coverage["O"]) == dict(words=6, whole=5, pieces=9)  # . . morcillas(4) a b c
+    pos = tagging.vocabulary_coverage([(["tampa", "a"], ["PROPN", "DET"])], tok)
+    assert pos["PROPN"].pieces == 3 and pos["DET"].whole == 1
+    assert [tagging.tag_group(t) for t in ("B-LOC", "I-LOC", "O", "PROPN")] == ["LOC", "LOC", "O", "PROPN"]
+    with pytest.raises(ValueError, match="needs its tags"):
+        tagging.vocabulary_coverage([["tampa"]], tok)
+
+
+def test_tag_accuracies_and_word_classes():
+    gold = [["DET", "NOUN", "VERB", "PROPN"], ["PROPN", "PROPN", "PUNCT"]]
+    pred = [["DET", "NOUN", "NOUN", "NOUN"], ["PROPN", "ADJ", "PUNCT"]]
+    acc = tagging.tag_accuracies(gold, pred)
+    assert list(acc) == ["PROPN", "DET", "NOUN", "PUNCT", "VERB"]  # commonest first, then by name
+    assert (acc["PROPN"].words, acc["PROPN"].right, acc["PROPN"].accuracy) == (3, 1, pytest.approx(1 / 3))
+    assert (acc["PROPN"].confused_with, acc["PROPN"].confused) == ("ADJ", 1)  # a tie (ADJ 1, NOUN 1): by name
+    assert (acc["VERB"].confused_with, acc["DET"].confused_with, acc["DET"].confused) == ("NOUN", "", 0)
+    classes = tagging.class_accuracies(acc)
+    assert classes == {"closed class": 1.0, "open class": pytest.approx(2 / 5), "other": 1.0}
+    assert set(tagging.UD_WORD_CLASSES["closed class"]) | set(tagging.UD_WORD_CLASSES["open class"]) | set(
+        tagging.UD_WORD_CLASSES["other"]
+    ) == {*"ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split()}
+    assert tagging.class_accuracies(acc, {"none": ("SYM",)}) == {}
+
+
+def test_entity_errors_by_hand():
+    # the docstring's example, and one of each kind
+    gold = [["B-ORG", "I-ORG", "O", "B-PER", "O"], ["B-LOC", "I-LOC", "O", "B-PER", "I-PER", "B-ORG", "O"]]
+    pred = [["B-LOC", "I-LOC", "O", "B-PER", "B-LOC"], ["B-LOC", "O", "O", "O", "B-LOC", "I-LOC", "O"]]
+    errors = tagging.entity_errors(gold, pred)
+    assert errors["ORG"] == {
+        "gold": 2,
+        "correct": 0,
+        "wrong type": 1,  # ORG 0-1 predicted as LOC 0-1
+        "wrong span": 0,
+        "wrong type and span": 1,  # ORG 5 overlapped by LOC 4-5
+        "missed": 0,
+        "spurious": 0,
+    }
+    assert errors["PER"]["correct"] == 1 and errors["PER"]["wrong type and span"] == 1  # PER 3-4 vs LOC 4-5
+    assert errors["LOC"]["wrong span"] == 1 and errors["LOC"]["spurious"] == 1  # LOC 0-1 vs 0; LOC at word 4
+    assert tagging.entity_errors([["B-PER"]], [["O"]])["PER"]["missed"] == 1
+    assert tagging.entity_errors([["O"]], [["O"]]) == {}
+
+
+def test_entity_errors_agree_with_entity_scores():
+    rng = random.Random(1)
+    alphabet = ["O", "O", "O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG"]
+    gold = [_random_tags(rng, alphabet, rng.randint(1, 12)) for _ in range(300)]
+    pred = [[t if rng.random() < 0.7 else rng.choice(alphabet) for t in g] for g in gold]
+    errors, scores = tagging.entity_errors(gold, pred), tagging.entity_scores(gold, pred)
+    for kind, e in errors.items():
+        assert e["gold"] == sum(e[k] for k in tagging.ERROR_KINDS)
+        assert (e["gold"], e["correct"]) == (scores.per_type[kind].support, scores.per_type[kind].correct)
+        assert e["spurious"] <= scores.per_type[kind].predicted - scores.per_type[kind].correct
+
+
+def test_annotator_agreement(tmp_path):
+    data = write(tmp_path, "dev.iob2", UNER)
+    assert tagging.annotator_agreement(data) is None  # no dev.stats beside it
+    stats = {
+        "num_annotators": 2,
+        "pairwise_f1": {
+            "ref:a, pred:b": {"num_common_annotated_docs": 63, "PER": {"f1": 0.9}},
+            "average": {"PER": {"precision": 1.0, "recall": 0.8, "f1": 0.9}, "LOC": {"f1": 0.5}},
+        },
+    }
+    write(tmp_path, "dev.stats", json.dumps(stats))
+    agreement = tagging.annotator_agreement(data)
+    assert agreement.f1 == {"LOC": 0.5, "PER": 0.9} and list(agreement.f1) == ["LOC", "PER"]
+    assert (agreement.annotators, agreement.documents) == (2, 63) and agreement.path.endswith("dev.stats")
+    write(tmp_path, "dev.stats", json.dumps({"num_annotators": 1}))
+    with pytest.raises(ValueError, match="pairwise_f1.average"):
+        tagging.annotator_agreement(data)
+
+
+def test_real_annotator_agreement(shared_data):
+    test = shared_data / "uner-ewt" / "en_ewt-ud-test.iob2"
+    if not test.is_file():
+        pytest.skip("no uner-ewt data")
+    agreement = tagging.annotator_agreement(test)
+    assert {k: round(v, 3) for k, v in agreement.f1.items()} == {"LOC": 0.825, "ORG": 0.870, "PER": 0.969}
+    assert (agreement.annotators, agreement.documents) == (2, 63)
