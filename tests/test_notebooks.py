@@ -30,8 +30,9 @@ EXPECTED = [
     "05_question_answering",
     "06_bert_gpt_elmo",
     "07_contextual_vectors_and_sentence_pairs",
+    "08_tokens_get_labels",
 ]
-CELL_TIMEOUT = 900  # seconds per cell: the training cells of 02, 04 and 06 take minutes on one thread
+CELL_TIMEOUT = 900  # seconds per cell: the training cells of 02, 04, 06 and 08 take minutes on one thread
 
 # Overrides per notebook; every notebook also gets THREADS=1 and RUNS=<a temporary directory>.
 # Every notebook runs at its shipped defaults (their lessons are asserted below).
@@ -44,6 +45,7 @@ QUICK = {
     "05_question_answering": {},
     "06_bert_gpt_elmo": {},
     "07_contextual_vectors_and_sentence_pairs": {},
+    "08_tokens_get_labels": {},
 }
 COMMON = dict(THREADS=1)
 # Without the real corpora (../shared/data, e.g. a fresh clone in CI) the notebooks read the small
@@ -60,8 +62,13 @@ SAMPLE_QUICK = {
     # QA_MODEL=None: the samples exercise the fine-tuning path (with the real data 05 runs the bundled models)
     "05_question_answering": dict(QA_MODEL=None, TRAIN_ARTICLES=1, EPOCHS=1, EVAL_QUESTIONS=40),
 }
-# checks that hold on the samples too (07's accuracy checks need the real SQuAD: _check_07 reads "shared_data")
-DATA_INDEPENDENT = {"01_tokens_and_input_embeddings", "07_contextual_vectors_and_sentence_pairs"}
+# checks that hold on the samples too (07's accuracy checks need the real SQuAD, 08's measurements the real
+# UNER and UD files: _check_07 and _check_08 read "shared_data")
+DATA_INDEPENDENT = {
+    "01_tokens_and_input_embeddings",
+    "07_contextual_vectors_and_sentence_pairs",
+    "08_tokens_get_labels",
+}
 
 # Values read from the kernel after the run (a Python dict expression evaluated in the notebook).
 PROBES = {
@@ -96,6 +103,17 @@ PROBES = {
         '"majority": majority, "accuracy": accuracy, "dev_pairs": len(dev_pairs), '
         '"balanced": [2 * sum(p.label == "entailment" for p in ps) == len(ps) for ps in (train_pairs, dev_pairs)], '
         '"pairs_read": [task_settings(run)["pair"] for run in runs.values()]}'
+    ),
+    "08_tokens_get_labels": (
+        '{"shared_data": shared, "minilm": minilm is not None, "rule": rule, '
+        '"rows": {r.name: [r.f1, r.low, r.high] for r in rows}, '
+        '"patterns": {p.key: [p.holds, p.estimate, p.low, p.high] for p in patterns}, '
+        '"finetuned": finetuned_scores["argmax"].f1 if finetuned else None, '
+        '"own": [own, finetuned_scores[own].f1] if finetuned else None, '
+        '"scores": {f"{n} {t}": [s.value, s.low, s.high] for (n, t), s in scores.items()}, '
+        '"closed": closed, "open": open_, "propn": propn, '
+        '"loc_whole": {n: c["LOC"].whole_share for n, c in coverage.items() if "LOC" in c}, '
+        '"per_type": per_type, "ceiling": ceiling.f1 if ceiling else None, "furthest": furthest, "errors": errors}'
     ),
 }
 
@@ -167,6 +185,46 @@ def _check_07(v):
         assert qa is None or qa > acc["tiny, fine-tuned"] + 0.1, acc
 
 
+def _check_08(v):
+    # section 1 (any data): one label per word, on its first piece; -100 on every continuation piece,
+    # shown on a word the vocabulary cuts; the tags read at the first pieces are predict_tags' tags
+    rule = v["rule"]
+    assert rule["words_cut"] >= 1 and rule["labelled"] == rule["words"] and rule["labelled_first"], rule
+    assert rule["continuation_labels"] == ["-100"], rule
+    assert rule.get("read_is_predicted", True), rule
+    # section 4's bookkeeping: every gold entity lands in exactly one kind
+    for kind, e in v["errors"].items():
+        kinds = ("correct", "wrong type", "wrong span", "wrong type and span", "missed")
+        assert e["gold"] == sum(e[k] for k in kinds), (kind, e)
+    if not v["shared_data"]:
+        return
+    # section 2: every row with its 95% interval (about +-3 points on 2,077 test sentences)
+    for name, (f1, low, high) in v["rows"].items():
+        assert low <= f1 <= high and high - low < 0.1, (name, f1, low, high)
+    p, s = v["patterns"], v["scores"]
+    if v["minilm"]:
+        assert len(v["rows"]) == 6, v["rows"]
+        # the paper's ordering of layers holds (+15.7 and +11.7 points measured, paired intervals above 0)
+        assert p["concat > last"][0] is True and p["second-to-last > last"][0] is True, p
+        if v["finetuned"] is not None:
+            # not the paper's size: fine-tuning is clearly more than a point ahead of the best frozen row
+            assert p["features ~ fine-tuning"][0] is False and p["features ~ fine-tuning"][2] > 0.01, p
+        # section 3: the tiny model comes near MiniLM on parts of speech, nowhere near on names
+        assert s["tiny UPOS"][0] >= 0.80 and s["MiniLM UPOS"][0] - s["tiny UPOS"][0] < 0.12, s
+        assert s["MiniLM NER"][0] - s["tiny NER"][0] > 0.30, s
+        assert s["tiny UPOS"][0] / s["MiniLM UPOS"][0] > 0.85 and s["tiny NER"][0] / s["MiniLM NER"][0] < 0.5, s
+        # ... closest on the grammar's words, furthest on proper nouns (measured: 2.1 and 18.0 points)
+        closed_gap = v["closed"]["MiniLM"] - v["closed"]["tiny"]
+        assert closed_gap < 0.05 and v["propn"]["MiniLM"] - v["propn"]["tiny"] > closed_gap + 0.08, v
+        # ... and its vocabulary keeps far fewer words of place names whole (measured: 32% against 77%)
+        assert v["loc_whole"]["tiny"] < v["loc_whole"]["MiniLM"] - 0.25, v["loc_whole"]
+    if v["finetuned"] is not None:
+        # section 4: the fine-tuned tagger is below the annotators on every type, furthest on organisations
+        assert v["finetuned"] > 0.6 and v["ceiling"], v
+        assert all(v["per_type"][t] < f for t, f in v["ceiling"].items()), v
+        assert v["furthest"] == "ORG", v
+
+
 CHECKS = {
     "01_tokens_and_input_embeddings": _check_01,
     "02_pretraining_mlm_and_nsp": _check_02,
@@ -175,6 +233,7 @@ CHECKS = {
     "05_question_answering": _check_05,
     "06_bert_gpt_elmo": _check_06,
     "07_contextual_vectors_and_sentence_pairs": _check_07,
+    "08_tokens_get_labels": _check_08,
 }
 
 
