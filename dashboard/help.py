@@ -46,6 +46,12 @@ CLS_EXAMPLES = [
     ["a charming and often moving film ."],
     ["the plot is thin and the acting is worse ."],
     ["boring , predictable and far too long ."],
+    # negations: the tiny bert-lab-sst2 reads their words as negative cues; minilm-sst2 composes them
+    # (docs/teaching/prompts.md lists which each model gets right, "anything but" wrong for both)
+    ["not bad at all ."],
+    ["it is not boring ."],
+    ["never dull ."],
+    ["a film that is anything but boring ."],
 ]
 
 # Tagging: people, places and organisations (the entities UNER and CoNLL annotate), from the novels
@@ -138,9 +144,10 @@ HELP = {
     'points start and end at [CLS] to say "no answer"; these models learned SQuAD v1.1, where every '
     "question has an answer, so the probability left on [CLS] is leftover mass, not a verdict.",
     "classify": "**What you are looking at:** fine-tuning (Section 4.1, GLUE): BERT plus one linear layer on the "
-    "final [CLS] vector, every weight trained on labelled sentences; the bundled model learned SST-2 "
-    "(movie-review sentences, negative / positive). Pair tasks (MNLI, QNLI) put a second sentence in "
-    "segment B.",
+    "final [CLS] vector, every weight trained on labelled sentences; both bundled models learned SST-2 "
+    "(movie-review sentences, negative / positive) with the same code: **minilm-sst2** from a real pre-trained "
+    "encoder, **bert-lab-sst2** from the lab's tiny one. Try the negation examples with each. Pair tasks "
+    "(MNLI, QNLI) put a second sentence in segment B.",
     "tag": "**What you are looking at:** token tagging (Section 5.3, CoNLL-2003 named entities): a tag for every "
     "word, either an entity (**PER**son, **LOC**ation, **ORG**anisation; B- begins one, I- continues it, O is none "
     "and is not highlighted) or a part of speech (the 17 universal POS tags). Each tag has one fixed colour (the "

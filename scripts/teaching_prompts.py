@@ -67,7 +67,16 @@ TASKS = {  # task -> (section title, dashboard tab, rule shown on the page)
         "Next Sentence",
         "works when P(IsNext) is at least 0.5 for a true continuation and below 0.5 otherwise",
     ),
-    "classify": ("Classify: `bert-lab-sst2`", "Classify", "works when the most probable label is the expected one"),
+    "classify": (
+        "Classify: `bert-lab-sst2` (the lab's tiny classifier)",
+        "Classify",
+        "works when the most probable label is the expected one",
+    ),
+    "classify:minilm-sst2": (
+        "Classify: `minilm-sst2` (the tab's default)",
+        "Classify",
+        "same rule as above; the same sentences, on the real pre-trained encoder fine-tuned the same way",
+    ),
     "answer:bert-lab-squad": (
         "Question Answering: `bert-lab-squad` (the lab's tiny reader)",
         "Question Answering",
@@ -327,6 +336,80 @@ CANDIDATES = [
         "fails",
         '"anything but" turns "boring" around; the model only sees "boring".',
     ),
+    # ---------------------------------------------------------------- Classify (minilm-sst2)
+    P(
+        "classify:minilm-sst2",
+        ("not bad at all .",),
+        ("positive",),
+        "works",
+        'The negation the tiny classifier gets wrong: an encoder pre-trained on billions of words reads "not" '
+        'with "bad", not as two negative cues.',
+    ),
+    P(
+        "classify:minilm-sst2",
+        ("it is not boring .",),
+        ("positive",),
+        "works",
+        '"not" turns "boring" around here too: composition, not word counting.',
+    ),
+    P(
+        "classify:minilm-sst2",
+        ("never dull .",),
+        ("positive",),
+        "works",
+        'Negation without "not": "never" with "dull" reads as praise.',
+    ),
+    P(
+        "classify:minilm-sst2",
+        ("this is not a good movie .",),
+        ("negative",),
+        "works",
+        'The same "not" in front of a positive word: it flips the other way, as it should.',
+    ),
+    P(
+        "classify:minilm-sst2",
+        ("i expected to hate it , but i loved it .",),
+        ("positive",),
+        "works",
+        'Contrast: what follows "but" decides, as in most SST-2 reviews that use it.',
+    ),
+    P(
+        "classify:minilm-sst2",
+        ("a charming and often moving film .",),
+        ("positive",),
+        "works",
+        "The Classify tab's first example: plain sentiment words, right with both models.",
+    ),
+    P(
+        "classify:minilm-sst2",
+        ("a film that is anything but boring .",),
+        ("positive",),
+        "fails",
+        'Its data taught it the other reading: of the 28 SST-2 training phrases with "anything but", 19 are '
+        'negative ("too busy ... to be anything but frustrating": only frustrating).',
+    ),
+    P(
+        "classify:minilm-sst2",
+        ("i have never been so bored in my life .",),
+        ("negative",),
+        "fails",
+        'It learned that "never" with a negative word is praise ("never dull") and applies the pattern where '
+        "it does not hold: a shortcut, not understanding.",
+    ),
+    P(
+        "classify:minilm-sst2",
+        ("i would not call it a masterpiece .",),
+        ("negative",),
+        "fails",
+        "Faint praise: a positive word, negated, in a polite form; the model is unsure and wrong.",
+    ),
+    P(
+        "classify:minilm-sst2",
+        ("if you like sleeping in the cinema , this is the film for you .",),
+        ("negative",),
+        "fails",
+        'Sarcasm: no negative word at all, and "like" and "the film for you" read as praise.',
+    ),
     # ---------------------------------------------------------------- QA: bert-lab-squad
     P(
         "answer:bert-lab-squad",
@@ -453,7 +536,7 @@ CANDIDATES = [
 # Measuring
 # ------------------------------------------------------------------------------------------------
 def _models():
-    names = ("bert-lab-classroom", "bert-lab-sst2", "bert-lab-squad", "minilm-squad")
+    names = ("bert-lab-classroom", "bert-lab-sst2", "minilm-sst2", "bert-lab-squad", "minilm-squad")
     return {name: lab.load(ROOT / "models" / name) for name in names}
 
 
@@ -476,8 +559,8 @@ def measure(candidates=CANDIDATES) -> list[Prompt]:
             prob = explore.next_sentence(model, tok, *p.inputs)
             p.works = (prob >= 0.5) == (p.accept[0] == "IsNext")
             p.shown = f"P(IsNext) {prob:.2f}"
-        elif p.task == "classify":
-            model, tok = models["bert-lab-sst2"]
+        elif p.task == "classify" or p.task.startswith("classify:"):
+            model, tok = models[p.task.split(":", 1)[1] if ":" in p.task else "bert-lab-sst2"]
             probs = explore.classify(model, tok, p.inputs[0])
             best = next(iter(probs))
             p.works = best == p.accept[0]

@@ -25,7 +25,14 @@ EXPECTED_CLASS = {
 
 def test_the_bundled_models_are_there_and_small():
     names = {p.name for p in MODELS}
-    assert {"bert-lab-classroom", "bert-lab-sst2", "bert-lab-squad", "minilm-squad", "minilm-ner"} <= names
+    assert {
+        "bert-lab-classroom",
+        "bert-lab-sst2",
+        "bert-lab-squad",
+        "minilm-squad",
+        "minilm-ner",
+        "minilm-sst2",
+    } <= names
     total = sum(f.stat().st_size for p in MODELS for f in p.rglob("*") if f.is_file())
     assert total <= 200 * 2**20, f"bundled models take {total / 2**20:.1f} MB (limit 200 MB)"
 
@@ -65,3 +72,25 @@ def test_recorded_metrics_are_reproduced_by_lab_eval(model_dir, entry, capsys, m
     measured = json.loads(capsys.readouterr().out)
     for key, value in entry["metrics"].items():
         assert measured[key] == pytest.approx(value, abs=2e-3), (key, measured[key], value)
+
+
+def test_the_real_encoder_task_models_meet_their_targets():
+    """Issue 21's targets, as recorded when each was bundled (re-measured above on the shared data):
+    minilm-ner >= 0.72 entity F1 on UNER test, minilm-sst2 >= 0.87 on SST-2 dev, above the tiny
+    bert-lab-sst2; and on the Classify tab's negations with "not" / "never" minilm-sst2 is right
+    where the tiny classifier is wrong ("anything but boring": wrong with both, see
+    docs/teaching/prompts.md)."""
+    from dashboard.help import CLS_EXAMPLES
+    from lab import explore
+
+    def recorded(name):
+        return json.loads((ROOT / "models" / name / "metrics.json").read_text())["evaluations"][0]["metrics"]
+
+    assert recorded("minilm-ner")["f1"] >= 0.72
+    assert recorded("minilm-sst2")["accuracy"] >= 0.87 > recorded("bert-lab-sst2")["accuracy"]
+    big, tiny = lab.load(ROOT / "models/minilm-sst2"), lab.load(ROOT / "models/bert-lab-sst2")
+    negations = [text for (text,) in CLS_EXAMPLES if text.startswith(("not ", "never ", "it is not "))]
+    assert negations == ["not bad at all .", "it is not boring .", "never dull ."]
+    for text in negations:
+        assert next(iter(explore.classify(*big, text))) == "positive", text
+        assert next(iter(explore.classify(*tiny, text))) == "negative", text
