@@ -8,6 +8,8 @@ What lives here, in the order of the paper:
     corruption_preview(tokenizer, text)      what pre-training feeds the model: 15%, 80/10/10
     embeddings(model, tokenizer, a, b)       input = token + segment + position (Figure 2)
     fill_mask(model, tokenizer, text)        masked-LM predictions at each [MASK]
+    logit_lens(model, tokenizer, text)       the same head applied to every layer's vector at each
+                                             [MASK]: the guess at every layer (a logit lens)
     next_sentence(model, tokenizer, a, b)    P(IsNext) from the NSP head
     attention(model, tokenizer, a, b)        every head's attention map (bertviz format) and
                                              AttentionResult.head_stats() (Clark et al. 2019)
@@ -184,6 +186,34 @@ class TagResult(list):
         super().__init__(words)
         self.num_windows, self.num_pieces = num_windows, num_pieces
         self.max_seq_length, self.doc_stride = max_seq_length, doc_stride
+
+
+@dataclass
+class LogitLensResult:
+    """The masked-LM head read at every layer: for each [MASK] (outer lists, in text order) and
+    each layer (inner lists: 0 = the input embeddings, L = the last layer), the top_k tokens with
+    their probabilities, and where the final answer (the last layer's top-1, fill_mask's) stands."""
+
+    tokens: list[str]  # what the model saw
+    mask_positions: list[int]
+    top: list[list[list[tuple[str, float]]]]  # [mask][layer] -> top_k (token, probability), best first
+    final: list[str]  # [mask]: the last layer's top-1 token
+    final_rank: list[list[int]]  # [mask][layer]: its rank at that layer (1 = the layer's top guess)
+    final_probability: list[list[float]]  # [mask][layer]: its probability at that layer
+    truncated: int  # tokens cut from the end
+
+    @property
+    def num_layers(self) -> int:
+        """Encoder layers L (the lists have L + 1 entries: the embeddings, then each layer)."""
+        return len(self.final_rank[0]) - 1 if self.final_rank else 0
+
+    def first_layer_right(self, mask: int = 0) -> int:
+        """The first layer from which on the final answer stays the top guess."""
+        ranks = self.final_rank[mask]
+        layer = len(ranks) - 1
+        while layer > 0 and ranks[layer - 1] == 1:
+            layer -= 1
+        return layer
 
 
 class FillMaskResult(list):
@@ -420,6 +450,50 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5, temperature: float = 
         for ps, ix in zip(top.values, top.indices)
     ]
     return FillMaskResult(predictions, enc.tokens, positions, enc.num_truncated)
+
+
+def logit_lens(model, tokenizer, text: str, top_k: int = 5) -> LogitLensResult:
+    """The guess at every layer: the model's own masked-LM head (dense + GELU + LayerNorm, then the
+    tied decoder x E^T + b) applied to the hidden state of every layer at every [MASK] (the "logit
+    lens" of nostalgebraist 2020, here for an encoder). Layer 0 is the input embeddings (the
+    [MASK] token's own embedding plus its position: the same at any position's [MASK] but for the
+    position), layer L the last one, which gives exactly fill_mask's answer.
+
+    The head was trained on the last layer only, so an early layer's reading says what that layer
+    already makes linearly available to the head, not what the layer "thinks": a low probability
+    can also mean the vector is not yet in the head's coordinates.
+    """
+    head = _mlm_head(model)
+    text = clean_text(text)
+    if not 1 <= top_k <= tokenizer.vocab_size:
+        raise ValueError(f"top_k must be between 1 and {tokenizer.vocab_size}, got {top_k}")
+    enc, ids, types = _encode(model, tokenizer, text)
+    positions = _mask_positions(ids, tokenizer, enc.truncated)
+    with _inference(model) as device:
+        out = model.bert(ids.to(device), types.to(device), output_hidden_states=True)
+        # one head call per layer, each on the (M, H) rows fill_mask gives it: the last layer's
+        # probabilities are then fill_mask's to the bit
+        probs = torch.stack([head(h[0, positions]).float().cpu().softmax(-1) for h in out.hidden_states])  # (L+1, M, V)
+    final_ids = probs[-1].argmax(-1)  # (M,)
+    final_p = probs[:, torch.arange(len(positions)), final_ids]  # (L+1, M)
+    ranks = (probs > final_p[..., None]).sum(-1) + 1  # (L+1, M): 1 = the top guess
+    top = probs.topk(top_k, dim=-1)  # (L+1, M, k)
+    names = tokenizer.convert_ids_to_tokens
+    return LogitLensResult(
+        tokens=list(enc.tokens),
+        mask_positions=positions,
+        top=[
+            [
+                [(names(int(i)), float(p)) for p, i in zip(top.values[l, m], top.indices[l, m])]
+                for l in range(len(probs))
+            ]
+            for m in range(len(positions))
+        ],
+        final=[names(int(i)) for i in final_ids],
+        final_rank=ranks.T.tolist(),
+        final_probability=final_p.T.tolist(),
+        truncated=enc.num_truncated,
+    )
 
 
 def next_sentence(model, tokenizer, a: str, b: str) -> float:
