@@ -8,7 +8,8 @@ What lives here
                                           sub-token vector from every layer 0..L -> WordFeatures
     feature_choices(num_layers)           the paper's six rows for an L-layer encoder
     FeatureTagger(choice, H, K, config)   a small tagger on one feature choice (BiLSTM or linear)
-    train_feature_tagger(...)             trains it on cached features (seconds, not minutes)
+    train_feature_tagger(...)             trains it on cached features (seconds, not minutes), on
+                                          TaggerConfig.threads torch threads (torch_threads(n))
     predict_feature_tags(tagger, feats)   argmax per word -> IOB2 tags (no CRF, as the paper)
     feature_based_rows(train, eval, labels)  every choice, one row each: F1, 95% interval, per type
     paired_difference(gold, pred_a, pred_b)  the F1 difference of two taggers with a paired interval
@@ -72,7 +73,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -265,6 +267,25 @@ class TaggerConfig:
     weight_decay: float = setting(0.01, "AdamW decay on the weight matrices")
     warmup: float = setting(0.1, "warm-up as a fraction of the steps, then linear decay to 0")
     seed: int = setting(0, "one seed for the tagger's init, the sentence order and dropout")
+    threads: int | None = setting(
+        None, "torch threads while the tagger trains and predicts (None: as set; 1 suits a BiLSTM on shared cores)"
+    )
+
+
+@contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """torch.set_num_threads(n) inside the block, the previous count restored after; None: no change.
+    A BiLSTM tagger takes many small steps: on two cores that other work shares, two threads ran it
+    many times slower than one (each step waits for the other thread; see benchmarks/table7.py)."""
+    if not n:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class FeatureTagger(nn.Module):
@@ -364,36 +385,42 @@ def train_feature_tagger(
     warm = int(config.warmup * total)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warm))
     tagger.train()
-    for step in range(total):
-        sentences = step_indices(n, config.batch_size, step, config.seed, drop_last=False)
-        x, lengths, rows = _batch(train, table, sentences)
-        logits = tagger(x, lengths)  # (B, S, K)
-        real = rows >= 0
-        loss = nn.functional.cross_entropy(logits[real], labels[rows[real]])
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        schedule.step()
-        if log and (step + 1) % per_epoch == 0:
-            log(f"  {choice.name}: epoch {(step + 1) // per_epoch}/{config.epochs}, loss {loss.item():.4f}")
+    with torch_threads(config.threads):
+        for step in range(total):
+            sentences = step_indices(n, config.batch_size, step, config.seed, drop_last=False)
+            x, lengths, rows = _batch(train, table, sentences)
+            logits = tagger(x, lengths)  # (B, S, K)
+            real = rows >= 0
+            loss = nn.functional.cross_entropy(logits[real], labels[rows[real]])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            if log and (step + 1) % per_epoch == 0:
+                log(f"  {choice.name}: epoch {(step + 1) // per_epoch}/{config.epochs}, loss {loss.item():.4f}")
     return tagger.eval()
 
 
 @torch.no_grad()
 def predict_feature_tags(
-    tagger: FeatureTagger, features: WordFeatures, id2label: Sequence[str], batch_size: int = 64
+    tagger: FeatureTagger,
+    features: WordFeatures,
+    id2label: Sequence[str],
+    batch_size: int = 64,
+    threads: int | None = None,
 ) -> list[list[str]]:
-    """The argmax tag of every word of every sentence (no CRF, as the paper)."""
+    """The argmax tag of every word of every sentence (no CRF, as the paper); threads as TaggerConfig's."""
     was_training = tagger.training
     tagger.eval()
     out: list[list[str]] = []
     table = _chosen(features, tagger.choice)  # (N, k, H)
     order = list(range(features.num_sentences))
-    for i in range(0, len(order), batch_size):
-        sentences = order[i : i + batch_size]
-        x, lengths, _ = _batch(features, table, sentences)
-        best = tagger(x, lengths).argmax(-1)  # (B, S)
-        out += [[id2label[k] for k in best[b, : lengths[b]].tolist()] for b in range(len(sentences))]
+    with torch_threads(threads):
+        for i in range(0, len(order), batch_size):
+            sentences = order[i : i + batch_size]
+            x, lengths, _ = _batch(features, table, sentences)
+            best = tagger(x, lengths).argmax(-1)  # (B, S)
+            out += [[id2label[k] for k in best[b, : lengths[b]].tolist()] for b in range(len(sentences))]
     tagger.train(was_training)
     return out
 
@@ -451,7 +478,7 @@ def feature_based_rows(
     for choice in choices or feature_choices(train.num_layers):
         start = time.perf_counter()
         tagger = train_feature_tagger(choice, train, label2id, config, log)
-        pred = predict_feature_tags(tagger, evaluation, list(labels))
+        pred = predict_feature_tags(tagger, evaluation, list(labels), threads=config.threads)
         scores = entity_scores(evaluation.tags, pred)
         ci = bootstrap_interval(evaluation.tags, pred, "f1", n_resamples=n_resamples, seed=config.seed)
         weights = tagger.mix_weights()
@@ -561,7 +588,7 @@ def score_choice(
         choice = by_name[choice]
     start = time.perf_counter()
     tagger = train_feature_tagger(choice, train, {label: i for i, label in enumerate(labels)}, config)
-    pred = predict_feature_tags(tagger, evaluation, list(labels))
+    pred = predict_feature_tags(tagger, evaluation, list(labels), threads=config.threads)
     metric = "f1" if all(is_iob2_tag(label) for label in labels) else "accuracy"
     value = entity_scores(evaluation.tags, pred).f1 if metric == "f1" else token_accuracy(evaluation.tags, pred)
     ci = bootstrap_interval(evaluation.tags, pred, metric, n_resamples=n_resamples, seed=config.seed)

@@ -251,3 +251,24 @@ def test_table7_patterns_read_paired_intervals():
     assert far.holds is False and far.low > 0.01  # fine-tuning clearly more than a point ahead
     with pytest.raises(ValueError, match="missing"):
         ft.table7_patterns(rows[1:], gold)
+
+
+def test_torch_threads_sets_and_restores(setup):
+    before = torch.get_num_threads()
+    with ft.torch_threads(2):
+        assert torch.get_num_threads() == 2
+    assert torch.get_num_threads() == before
+    with ft.torch_threads(None):
+        assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), ft.torch_threads(2):
+        raise RuntimeError("a failing step")
+    assert torch.get_num_threads() == before  # restored on errors too
+    # a tagger trained on a set number of threads equals one trained as set: threads change no result here
+    config = ft.TaggerConfig(kind="linear", epochs=1, lr=1e-2)
+    choice = [ft.feature_choices(LAYERS)[2]]
+    args = (setup["train_f"], setup["test_f"], setup["labels"])
+    (a,) = ft.feature_based_rows(*args, config, choice, n_resamples=50)
+    (b,) = ft.feature_based_rows(
+        *args, ft.TaggerConfig(kind="linear", epochs=1, lr=1e-2, threads=1), choice, n_resamples=50
+    )
+    assert a.predictions == b.predictions and torch.get_num_threads() == before
