@@ -143,6 +143,11 @@ HELP = {
     "another model to compare answers to the same question. **The [CLS] score**: a SQuAD 2.0-style model "
     'points start and end at [CLS] to say "no answer"; these models learned SQuAD v1.1, where every '
     "question has an answer, so the probability left on [CLS] is leftover mass, not a verdict.",
+    "lens": "The model's own masked-LM head (the layer that turns the last vector into word probabilities) "
+    "applied to the vector at each [MASK] after **every** layer, from the input embeddings down to the last "
+    "layer, whose row is the answer above. Watch where the final answer (outlined) takes the lead. The head was "
+    "trained on the last layer only: an early layer's row says what that layer already hands the head, not all "
+    "it knows. Models without a masked-LM head (task models such as MiniLM's) are not in this tab's menu.",
     "classify": "**What you are looking at:** fine-tuning (Section 4.1, GLUE): BERT plus one linear layer on the "
     "final [CLS] vector, every weight trained on labelled sentences; both bundled models learned SST-2 "
     "(movie-review sentences, negative / positive) with the same code: **minilm-sst2** from a real pre-trained "

@@ -587,6 +587,72 @@ def fill_mask_bars(predictions) -> FillMaskBars:
 
 
 @dataclass
+class LensMask:
+    """One [MASK] read at every layer: the top guesses (rows: layers 0..L, columns: ranks)."""
+
+    number: int  # 1 for the first [MASK] of the text
+    position: int  # its token index
+    tokens: list[list[str]]  # [layer][rank]
+    probabilities: np.ndarray  # (L+1, k)
+    final: str  # the last layer's top-1 token
+    final_probability: np.ndarray  # (L+1,)
+    final_rank: list[int]  # (L+1)
+
+    @property
+    def labels(self) -> list[list[str]]:
+        """Each cell's token as shown (word pieces marked "…ing")."""
+        return [[piece_label(t) for t in row] for row in self.tokens]
+
+    @property
+    def title(self) -> str:
+        return f"[MASK] {self.number} (token {self.position}): final answer “{piece_label(self.final)}”"
+
+
+@dataclass
+class LogitLens(_Table):
+    masks: list[LensMask]  # the first MAX_LENS_MASKS of the text
+    num_masks: int  # the text's [MASK]s, shown or not
+    title: str
+
+    def rows(self) -> list[dict]:
+        return [
+            {
+                "mask": m.number,
+                "layer": layer,
+                "rank": r + 1,
+                "token": t,
+                "probability": float(m.probabilities[layer, r]),
+                "is_final_answer": t == m.final,
+            }
+            for m in self.masks
+            for layer, row in enumerate(m.tokens)
+            for r, t in enumerate(row)
+        ]
+
+
+MAX_LENS_MASKS = 3  # panels in one figure; the CSV and the library have them all
+
+
+def logit_lens(result, max_masks: int = MAX_LENS_MASKS) -> LogitLens:
+    """explore.logit_lens's result as one [layers, ranks] panel per [MASK] (the first max_masks)."""
+    if not result.top:
+        raise ValueError("no [MASK] in the result to plot")
+    masks = [
+        LensMask(
+            number=k + 1,
+            position=result.mask_positions[k],
+            tokens=[[t for t, _ in guesses] for guesses in layers],
+            probabilities=_np([[p for _, p in guesses] for guesses in layers]),
+            final=result.final[k],
+            final_probability=_np(result.final_probability[k]),
+            final_rank=list(result.final_rank[k]),
+        )
+        for k, layers in enumerate(result.top[:max_masks])
+    ]
+    return LogitLens(masks, len(result.top), f"the guess at every layer of “{text_of(result.tokens)}”")
+
+
+@dataclass
 class EmbeddingComponents(_Table):
     tokens: list[str]
     panels: list[Panel]  # token, segment, position, sum, LayerNorm: each (dims, T)

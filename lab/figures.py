@@ -727,6 +727,89 @@ def fill_mask_bars(predictions, theme: str = "light") -> LabFigure:
     return canvas.finish("fill_mask_bars", data.title, height, showlegend=False)
 
 
+def logit_lens(result, theme: str = "light") -> LabFigure:
+    """explore.logit_lens: for each [MASK] (up to three), a heatmap of the top guesses at every
+    layer (layers down, from the embeddings to the last layer; guesses across, best first; colour =
+    probability, each cell's token written in it, the final answer's cells outlined) and beside it
+    the final answer's probability at every layer as a line."""
+    data = figure_data.logit_lens(result)
+    th = _theme(theme)
+    n = len(data.masks)
+    layers = len(data.masks[0].tokens)
+    per_mask = 34 * layers + 110
+    height = per_mask * n + 90
+    canvas = _Canvas(
+        data,
+        th,
+        n,
+        2,
+        widths=[3, 1],
+        hspace=0.06,
+        vspace=70 / height,
+        titles=[t for m in data.masks for t in (_html(m.title), "its probability")],
+    )
+    for row, m in enumerate(data.masks, 1):
+        labels = [[_html(t) for t in r] for r in m.labels]
+        k = len(labels[0])
+        canvas.add(
+            dict(
+                type="heatmap",
+                z=m.probabilities.astype(np.float32),
+                zmin=0,
+                zmax=1,
+                colorscale=_colorscale("Blues"),
+                text=labels,
+                texttemplate="%{text}",
+                customdata=[[f"{p:.3f}" for p in r] for r in m.probabilities.tolist()],
+                hovertemplate="layer %{y}, guess %{x}: %{text}<br>probability %{customdata}<extra></extra>",
+                showscale=row == 1,
+                colorbar=dict(title=dict(text="probability"), len=min(1.0, per_mask / height)),
+                x=list(range(1, k + 1)),
+                y=list(range(layers)),
+            ),
+            row,
+            1,
+        )
+        x, y = canvas.refs[row, 1]
+        for layer, tokens in enumerate(m.tokens):  # the final answer's cells outlined
+            for r, t in enumerate(tokens):
+                if t == m.final:
+                    canvas.shapes.append(
+                        dict(
+                            type="rect",
+                            x0=r + 0.5,
+                            x1=r + 1.5,
+                            y0=layer - 0.5,
+                            y1=layer + 0.5,
+                            xref=x,
+                            yref=y,
+                            line=dict(color=th.highlight, width=3),
+                        )
+                    )
+        canvas.add(
+            dict(
+                type="scatter",
+                x=m.final_probability.astype(np.float32),
+                y=list(range(layers)),
+                mode="lines+markers",
+                line=dict(color=th.highlight),
+                customdata=m.final_rank,
+                hovertemplate=f"layer %{{y}}: {_html(figure_data.piece_label(m.final))} "
+                "probability %{x:.3f}, rank %{customdata}<extra></extra>",
+            ),
+            row,
+            2,
+        )
+        canvas.x(title="guess (best first)" if row == n else None, dtick=1, row=row, col=1)
+        canvas.x(range=[0, 1.05], title="probability" if row == n else None, row=row, col=2)
+        names = ["embeddings"] + [f"layer {i}" for i in range(1, layers)]
+        canvas.y(tickmode="array", tickvals=list(range(layers)), ticktext=names, autorange="reversed", row=row, col=1)
+        canvas.y(tickmode="array", tickvals=list(range(layers)), ticktext=names, autorange="reversed", row=row, col=2)
+        canvas.y(showticklabels=False, row=row, col=2)
+    shown = "" if data.num_masks == n else f"the first {n} of {data.num_masks} [MASK]s (the CSV has them all)"
+    return canvas.finish("logit_lens", data.title, height, shown, showlegend=False)
+
+
 def embedding_components(result, dims: int = 32, theme: str = "light") -> LabFigure:
     """The paper's Figure 2: token, segment and position embeddings, their sum (one shared
     colour scale centred at 0) and the LayerNorm output (its own), each the first `dims`

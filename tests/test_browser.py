@@ -694,3 +694,32 @@ def test_tag_words_at_1024(browser, shots):
         page.close()
         demo.close()
     assert OUTSIDE == [], OUTSIDE
+
+
+def test_logit_lens_at_1024(browser, app_url, shots):
+    """The Masked LM tab's "layer by layer" accordion at 1024 px: opened, it shows the example's
+    figure already drawn (a heatmap row per layer with each cell's token written in, the final
+    answer's line beside it); a new sentence and a click redraw it. Nothing leaves the machine."""
+    page = offline_page(browser, app_url, PROJECTOR)
+    try:
+        page.goto(app_url)
+        page.wait_for_selector("#mlm-text textarea")
+        page.get_by_text("Layer by layer: the guess at every layer (logit lens)").click()
+        page.wait_for_selector("#mlm-lens .heatmaplayer text")
+        cells = page.locator("#mlm-lens .heatmaplayer text").evaluate_all("els => els.map(e => e.textContent)")
+        assert len(cells) >= 3 * 5, cells  # embeddings + 2 layers of the classroom model, 5 guesses each
+        page.fill("#mlm-text textarea", "she opened the [MASK] and walked into the garden .")
+        page.get_by_role("button", name="Predict").click()
+        page.wait_for_function("document.querySelector('#mlm-filled').innerText.includes('she')")
+        page.get_by_role("button", name="Read every layer").click()
+        page.wait_for_function("document.querySelector('#mlm-lens-status').innerText.includes('“door”')")
+        page.wait_for_function(
+            "[...document.querySelectorAll('#mlm-lens .heatmaplayer text')].some(t => t.textContent === 'door')"
+        )
+        status = page.locator("#mlm-lens-status").inner_text()
+        assert "is the top guess from" in status, status
+        page.locator("#mlm-lens").scroll_into_view_if_needed()
+        screenshot(page, shots / "app_1024_logit_lens.png")
+    finally:
+        page.close()
+    assert OUTSIDE == [], OUTSIDE

@@ -62,3 +62,26 @@ def test_models_without_a_masked_lm_head_and_texts_without_a_mask(classroom):
     assert model.training  # the mode is put back
     model.eval()
     assert not any(p.grad is not None for p in model.parameters()) and torch.is_grad_enabled()
+
+
+def test_the_masked_lm_tab_reads_every_layer(dash):
+    """The Masked LM tab's "layer by layer" view: the figure (a heatmap per [MASK] with the final
+    answer's probability beside it), its CSV, a status saying from which layer the answer leads;
+    a model without a masked-LM head gets a one-line message, not a figure."""
+    import csv
+    import json
+
+    from tests.conftest import BUNDLED
+
+    tab = dash.tab("mlm")
+    fig, path, status = tab.lens(BUNDLED, "she opened the [MASK] and walked in .")
+    spec = json.loads(fig.to_json()) if hasattr(fig, "to_json") else fig
+    kinds = [t["type"] for t in spec["data"]]
+    assert kinds == ["heatmap", "scatter"], kinds
+    heat = spec["data"][0]
+    assert len(heat["text"]) == lab.load(ROOT / BUNDLED)[0].config.num_hidden_layers + 1  # a row per layer
+    rows = list(csv.DictReader(open(path, encoding="utf-8")))
+    assert {r["layer"] for r in rows} == {str(i) for i in range(len(heat["text"]))}
+    assert "is the top guess from" in status and "[MASK] 1" in status
+    fig, path, status = tab.lens("models/bert-lab-sst2", "a [MASK] .")
+    assert fig is None and path is None and "has no masked-LM head" in status, status

@@ -1,4 +1,5 @@
-"""Masked LM: fill-mask with top-k bars, click a word to mask it, the 80/10/10 corruption preview."""
+"""Masked LM: fill-mask with top-k bars, click a word to mask it, the guess at every layer (logit
+lens), the 80/10/10 corruption preview."""
 
 from __future__ import annotations
 
@@ -63,6 +64,20 @@ class MaskedLM:
         bars = figures.fill_mask_bars(result, theme=theme_input(theme))
         note = truncation_note(result.truncated, model.config.max_position_embeddings)
         return filled, bars, self.ctx.csv.write(bars), f"{note}{len(result)} mask(s) predicted"
+
+    @handler(2)
+    def lens(self, model_name, text, theme="light"):
+        """The guess at every layer (explore.logit_lens) -> (figure, its CSV, status)."""
+        model, tokenizer = self.store.model_for(model_name, "fill_mask")
+        result = explore.logit_lens(model, tokenizer, masked_text(text), top_k=5)
+        fig = figures.logit_lens(result, theme=theme_input(theme))
+        note = truncation_note(result.truncated, model.config.max_position_embeddings)
+        said = []
+        for k, final in enumerate(result.final[:3]):
+            first = result.first_layer_right(k)
+            where = "the embeddings" if first == 0 else f"layer {first}"
+            said.append(f"[MASK] {k + 1}: “{final}” is the top guess from {where} on")
+        return fig, self.ctx.csv.write(fig), note + "; ".join(said)
 
     @staticmethod
     def words(text):
@@ -153,6 +168,13 @@ class MaskedLM:
         bars = plot("best guesses at each [MASK] and their probabilities", first[1], elem_id="mlm-bars")
         bars_csv = data_box(first[2])
         gr.Examples(MLM_EXAMPLES, [text], cache_examples=False)
+        lens_first = self.lens(model.value, example, "light")
+        with gr.Accordion("Layer by layer: the guess at every layer (logit lens)", open=False, elem_id="mlm-lens-box"):
+            gr.Markdown(HELP["lens"])
+            lens_btn = gr.Button("Read every layer", elem_id="mlm-lens-button")
+            lens_status = status_box(elem_id="mlm-lens-status", value=lens_first[2])
+            lens_plot = plot("the top guesses at every layer", lens_first[0], elem_id="mlm-lens")
+            lens_csv = data_box(lens_first[1])
         with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
             seed = gr.Number(value=0, precision=0, label="seed")
             corrupt_btn = gr.Button("Corrupt this sentence")
@@ -171,5 +193,8 @@ class MaskedLM:
             self.mask_word, [text, gr.Number(visible=False)], [text, status], api_name="mask_word", **Q
         )
         corrupt_btn.click(self.corrupt, [model, text, seed], [corrupted, corrupt_status], api_name="corrupt", **Q)
+        lens_btn.click(
+            self.lens, [model, text, ctx.theme], [lens_plot, lens_csv, lens_status], api_name="logit_lens", **Q
+        )
         ctx.links.share(mlm_model=model, mlm_text=text)
         ctx.links.opening(self.opening, [model, text], outputs, first, (model.value, example))
