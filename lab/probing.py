@@ -1,0 +1,771 @@
+"""What each layer knows: a linear probe on the frozen hidden states of every layer (issue 22, point 3).
+
+    python benchmarks/probing.py          # the table: tiny model, its snapshots, MiniLM, baselines
+
+What lives here
+---------------
+    probe_layers(model, tok, sentences, tags, test_sentences, test_tags)  -> ProbeResult: the
+                                          accuracy of a linear probe on each layer 0..L (0 = the
+                                          embeddings), each with a Wilson 95% interval, plus the
+                                          two baselines when asked (majority, random_control)
+    majority_baseline(train, train_tags, test, test_tags)  -> Accuracy: each word type's commonest
+                                          training tag (unknown words: the commonest tag overall)
+    probe_snapshots(run_dir, ...)         probe_layers for every checkpoint of a pre-training run
+    wilson_interval(correct, total)       the binomial 95% interval of an accuracy
+    ud_pos_data(max_train_words, ...)     UD English-EWT's gold UPOS: train on dev, test on test
+    ProbeCurves / probe_curves(results)   the figure's numbers (rows() -> CSV), one line per model
+    figure(results)  (plotly)  plot(results)  (matplotlib)   accuracy by layer, baselines as lines
+
+(The figure data class and the two drawings sit here for now; they will move to figure_data.py,
+figures.py and plots.py, and `explore.probe_layers` will re-export probe_layers.)
+
+How to use it
+-------------
+    import lab
+    from lab import probing
+    model, tok = lab.load("models/bert-lab-classroom")
+    data = probing.ud_pos_data()                     # UD EWT dev (train) / test (test)
+    result = probing.probe_layers(model, tok, *data.train, *data.test, baselines=True)
+    for layer, acc, low, high in zip(result.layers, result.accuracy, result.low, result.high):
+        print(layer, f"{acc:.3f} [{low:.3f}, {high:.3f}]")
+    result.majority.accuracy, result.control.accuracy    # the two baselines
+
+The only UD English-EWT data on these machines are its dev and test splits: the probe trains on
+dev and is scored on test; every number says so (`ProbeResult.split`).
+
+How a probe works (Tenney et al. 2019; Hewitt & Manning 2019)
+-------------------------------------------------------------
+The encoder is frozen and run once (lab.feature_tagging.cache_word_features): each word is
+represented by its first sub-token's vector at layer j, read from its max-context window. For
+each layer j a multinomial logistic regression (one linear layer, H -> 17 UPOS tags, softmax)
+is fitted to the training words' vectors, standardised with the training mean and deviation,
+by full-batch L-BFGS with a small L2 penalty, on one torch thread. Its accuracy on the test
+words is what layer j "knows" linearly about parts of speech.
+
+Why the two baselines
+---------------------
+A probe's accuracy alone says little: a linear layer on any rich vector can memorise a lot.
+  majority   each word form's commonest training tag ("the" -> DET), unknown words the
+             commonest tag overall: what knowing the word, and no context, gives. On UD EWT it is
+             already high, so a layer's gain over it is the part that needs context or
+             generalisation across word forms.
+  control    the same probe on an encoder of the same shape with random weights (the lab's
+             initialisation, seed 0) and the same tokenizer: what the probe extracts from word
+             identity and position alone, with nothing learnt. The trained encoder's gain over
+             it is in the spirit of Hewitt & Liang 2019's selectivity (they randomise the labels
+             of a control task; here the encoder is randomised, as in Zhang & Bowman 2018): a
+             high probe accuracy means the model learnt something only where the control is
+             clearly lower.
+
+Worked example: the majority baseline
+-------------------------------------
+    training   the/DET dog/NOUN runs/VERB . the/DET runs/NOUN
+    counts     the: DET 2; dog: NOUN 1; runs: VERB 1, NOUN 1 (a tie: the first tag in sorted order,
+               NOUN); overall NOUN 2, DET 2, VERB 1 -> unknown words get DET (sorted-first of the tie)
+    test       the/DET runs/VERB cat/NOUN  -> predicted DET NOUN DET -> 1 of 3 right
+
+Worked example: the Wilson interval
+-----------------------------------
+For k right of n, p = k/n, z = 1.96: centre (p + z^2/2n) / (1 + z^2/n), half-width
+z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n). 90 of 100 -> [0.826, 0.945] (the normal-approximation
+interval, [0.841, 0.959], is off-centre near 1). It treats the test words as independent draws;
+words of one sentence are not quite, so the interval is a little narrow.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .feature_tagging import WordFeatures, cache_word_features, torch_threads
+from .figure_data import _Table
+
+Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
+UD_DIR = "ud-ewt"
+UD_TRAIN = "en_ewt-ud-dev.conllu"  # no train split on these machines: the probe trains on dev
+UD_TEST = "en_ewt-ud-test.conllu"
+SPLIT_NOTE = "trained on UD EWT dev, scored on UD EWT test (no train split here)"
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. Numbers: an accuracy with its interval, the majority baseline
+# ----------------------------------------------------------------------------------------------
+
+
+def wilson_interval(correct: int, total: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion correct/total (see the docstring)."""
+    if total <= 0:
+        raise ValueError("wilson_interval: no test words (total must be > 0)")
+    if not 0 <= correct <= total:
+        raise ValueError(f"wilson_interval: correct must lie in 0..{total}, got {correct}")
+    p, n = correct / total, total
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class Accuracy:
+    """correct of total test words, with a Wilson 95% interval."""
+
+    accuracy: float
+    low: float
+    high: float
+    correct: int
+    total: int
+
+    @classmethod
+    def of(cls, correct: int, total: int) -> Accuracy:
+        low, high = wilson_interval(correct, total)
+        return cls(correct / total, low, high, int(correct), int(total))
+
+
+def _flat(tags: Sequence[Sequence[str]]) -> list[str]:
+    return [t for sentence in tags for t in sentence]
+
+
+def _commonest(counts: Counter) -> str:
+    """The most frequent key; a tie goes to the first in sorted order (deterministic)."""
+    return min(counts, key=lambda k: (-counts[k], k))
+
+
+def majority_tagger(sentences: Sequence[Sequence[str]], tags: Sequence[Sequence[str]]) -> Callable[[str], str]:
+    """word -> its commonest training tag; unknown words -> the commonest tag overall."""
+    by_word: dict[str, Counter] = defaultdict(Counter)
+    overall: Counter = Counter()
+    for words, ts in zip(sentences, tags):
+        if len(words) != len(ts):
+            raise ValueError(f"majority_baseline: a sentence of {len(words)} words has {len(ts)} tags")
+        for w, t in zip(words, ts):
+            by_word[w][t] += 1
+            overall[t] += 1
+    if not overall:
+        raise ValueError("majority_baseline: no training words")
+    table = {w: _commonest(c) for w, c in by_word.items()}
+    fallback = _commonest(overall)
+    return lambda word: table.get(word, fallback)
+
+
+def majority_baseline(
+    sentences: Sequence[Sequence[str]],
+    tags: Sequence[Sequence[str]],
+    test_sentences: Sequence[Sequence[str]],
+    test_tags: Sequence[Sequence[str]],
+) -> Accuracy:
+    """Tag each test word with its word form's commonest tag in the training part (exact form,
+    case kept; ties: the first tag in sorted order); a word never seen in training gets the
+    commonest training tag overall. -> Accuracy with its Wilson 95% interval."""
+    guess = majority_tagger(sentences, tags)
+    gold, words = _flat(test_tags), _flat(test_sentences)
+    if len(gold) != len(words):
+        raise ValueError("majority_baseline: the test sentences and tags differ in length")
+    return Accuracy.of(sum(guess(w) == t for w, t in zip(words, gold)), len(gold))
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. The probe
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ProbeConfig:
+    l2: float = 1e-3  # L2 penalty on the weights (mean loss + l2 * sum of squared weights)
+    max_iter: int = 100  # L-BFGS iterations (full batch)
+    threads: int = 1  # torch threads while fitting
+    seed: int = 0  # the random-weights control encoder's initialisation
+
+
+def fit_probe(
+    x: torch.Tensor, y: torch.Tensor, num_labels: int, config: ProbeConfig | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A multinomial logistic regression on (N, H) vectors and (N,) label ids, fitted by
+    full-batch L-BFGS -> (weight (H, K), bias (K,), mean (H,), scale (H,)) in fp32; predict with
+    ((x - mean) / scale) @ weight + bias."""
+    config = config or ProbeConfig()
+    x = x.float()
+    mean, scale = x.mean(0), x.std(0).clamp_min(1e-6)
+    z = (x - mean) / scale  # (N, H) standardised
+    weight = torch.zeros(x.shape[1], num_labels, requires_grad=True)
+    bias = torch.zeros(num_labels, requires_grad=True)
+    opt = torch.optim.LBFGS(
+        [weight, bias], lr=1.0, max_iter=config.max_iter, history_size=20, line_search_fn="strong_wolfe"
+    )
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(z @ weight + bias, y) + config.l2 * weight.square().sum()
+        loss.backward()
+        return loss
+
+    with torch.enable_grad():
+        opt.step(closure)
+    return weight.detach(), bias.detach(), mean, scale
+
+
+def _predict(params, x: torch.Tensor) -> torch.Tensor:
+    weight, bias, mean, scale = params
+    return (((x.float() - mean) / scale) @ weight + bias).argmax(-1)
+
+
+@dataclass
+class ProbeResult:
+    """Accuracy of a linear probe on each layer (0 = the embeddings .. L), with the baselines."""
+
+    name: str  # the model, as the figure's legend says it
+    layers: list[int]  # 0..L
+    accuracy: list[float]  # per layer: the share of test words tagged right
+    low: list[float]  # Wilson 95% interval per layer
+    high: list[float]
+    correct: list[int]
+    total: int  # test words
+    train_words: int
+    train_sentences: int
+    test_sentences: int
+    labels: list[str]  # the tag set, in the probe's order
+    seconds: list[float]  # per layer: the probe's fit + prediction
+    encode_seconds: float  # the frozen encoder over training and test words (once)
+    split: str = SPLIT_NOTE  # where the training and test words come from
+    majority: Accuracy | None = None  # the word-type majority baseline (baselines=True)
+    control: ProbeResult | None = None  # the same probe on a random-weights encoder (baselines=True)
+    step: int | None = None  # the pre-training step, for a snapshot
+
+    @property
+    def best_layer(self) -> int:
+        return self.layers[int(np.argmax(self.accuracy))]
+
+    @property
+    def best(self) -> float:
+        return max(self.accuracy)
+
+    def layer(self, j: int) -> Accuracy:
+        k = self.layers.index(j)
+        return Accuracy(self.accuracy[k], self.low[k], self.high[k], self.correct[k], self.total)
+
+    def selectivity(self) -> list[float] | None:
+        """Per layer: this probe's accuracy minus the random-weights control's (None without it)."""
+        if self.control is None:
+            return None
+        return [a - c for a, c in zip(self.accuracy, self.control.accuracy)]
+
+    def summary(self) -> str:
+        """One line: best layer with its interval, the baselines, the split."""
+        text = (
+            f"{self.name}: best layer {self.best_layer}, accuracy {self.best:.3f} "
+            f"[{self.layer(self.best_layer).low:.3f}, {self.layer(self.best_layer).high:.3f}]"
+        )
+        if self.control is not None:
+            c = self.control
+            text += f"; random-weights encoder {c.best:.3f} (layer {c.best_layer})"
+        if self.majority is not None:
+            text += f"; majority tag per word {self.majority.accuracy:.3f}"
+        return text + f" ({self.total:,} test words; {self.split})"
+
+
+def _sentence_pairs(sentences, tags, what: str) -> tuple[list[list[str]], list[list[str]]]:
+    sentences, tags = [list(s) for s in sentences], [list(t) for t in tags]
+    if len(sentences) != len(tags):
+        raise ValueError(f"probe_layers: {len(sentences)} {what} sentences but {len(tags)} tag sequences")
+    for words, ts in zip(sentences, tags):
+        if len(words) != len(ts):
+            raise ValueError(f"probe_layers: a {what} sentence of {len(words)} words has {len(ts)} tags")
+    if not sentences or not any(sentences):
+        raise ValueError(f"probe_layers: no {what} words")
+    return sentences, tags
+
+
+def _check_tokenizer(tokenizer) -> None:
+    if not hasattr(getattr(tokenizer, "backend", None), "encode_batch"):
+        raise ValueError(
+            f"this model's tokenizer ({type(tokenizer).__name__}) cannot split given words into word pieces "
+            "(a probe reads each word's first piece): load the model with the lab's WordPiece tokenizer (vocab.txt)"
+        )
+
+
+def cache_features(model, tokenizer, sentences, tags, **kwargs) -> WordFeatures:
+    """cache_word_features on (words, tags) pairs, with a clear message when the tokenizer
+    cannot split words."""
+    _check_tokenizer(tokenizer)
+    return cache_word_features(model, tokenizer, list(zip(sentences, tags)), **kwargs)
+
+
+def probe_features(
+    train: WordFeatures,
+    test: WordFeatures,
+    labels: Sequence[str] | None = None,
+    name: str = "model",
+    config: ProbeConfig | None = None,
+) -> ProbeResult:
+    """A probe per layer on cached features (training and test words from the same encoder)."""
+    config = config or ProbeConfig()
+    if train.tags is None or test.tags is None:
+        raise ValueError("probe_features: both caches need gold tags")
+    if (train.num_layers, train.hidden_size) != (test.num_layers, test.hidden_size):
+        raise ValueError("probe_features: the training and test caches come from different encoders")
+    labels = list(labels) if labels is not None else sorted(set(_flat(train.tags)) | set(_flat(test.tags)))
+    label2id = {t: i for i, t in enumerate(labels)}
+    y_train = torch.tensor([label2id[t] for t in _flat(train.tags)])
+    y_test = torch.tensor([label2id[t] for t in _flat(test.tags)])
+    accuracy, low, high, correct, seconds = [], [], [], [], []
+    with torch_threads(config.threads):
+        for j in range(train.num_layers + 1):
+            start = time.perf_counter()
+            params = fit_probe(train.vectors[:, j], y_train, len(labels), config)
+            right = int((_predict(params, test.vectors[:, j]) == y_test).sum())
+            seconds.append(time.perf_counter() - start)
+            a = Accuracy.of(right, len(y_test))
+            accuracy.append(a.accuracy)
+            low.append(a.low)
+            high.append(a.high)
+            correct.append(right)
+    return ProbeResult(
+        name=name,
+        layers=list(range(train.num_layers + 1)),
+        accuracy=accuracy,
+        low=low,
+        high=high,
+        correct=correct,
+        total=len(y_test),
+        train_words=len(y_train),
+        train_sentences=train.num_sentences,
+        test_sentences=test.num_sentences,
+        labels=labels,
+        seconds=seconds,
+        encode_seconds=train.seconds + test.seconds,
+    )
+
+
+def random_encoder(model, seed: int = 0):
+    """An encoder of the same shape (config) as `model`'s with random weights: the lab's
+    initialisation (normal, std initializer_range; LayerNorm 1 and 0), seeded."""
+    from .model import BertModel
+
+    config = getattr(model, "bert", model).config
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        encoder = BertModel(config)
+    return encoder.eval()
+
+
+def probe_layers(
+    model,
+    tokenizer,
+    sentences: Sequence[Sequence[str]],
+    tags: Sequence[Sequence[str]],
+    test_sentences: Sequence[Sequence[str]] | None = None,
+    test_tags: Sequence[Sequence[str]] | None = None,
+    *,
+    baselines: bool = False,
+    name: str = "model",
+    labels: Sequence[str] | None = None,
+    split: str | None = None,
+    config: ProbeConfig | None = None,
+    max_seq_length: int = 128,
+    progress: Callable[[float, str], None] | None = None,
+) -> ProbeResult:
+    """Fit a linear probe on the frozen hidden states of each layer 0..L (first sub-token of each
+    word) on (sentences, tags) and score it on (test_sentences, test_tags): accuracy per layer
+    with a Wilson 95% interval.
+
+    Without a test part, every fifth sentence of `sentences` (the 5th, 10th, ...) is held out
+    for testing and the rest trains (result.split says so). baselines=True adds result.majority
+    (majority_baseline) and result.control (the same probe on random_encoder(model)). progress:
+    called as progress(fraction, what) before each stage (e.g. a gr.Progress)."""
+    config = config or ProbeConfig()
+    sentences, tags = _sentence_pairs(sentences, tags, "training")
+    if test_sentences is None:
+        if test_tags is not None:
+            raise ValueError("probe_layers: test_tags given without test_sentences")
+        if len(sentences) < 2:
+            raise ValueError("probe_layers: give test sentences, or at least 2 sentences to split")
+        held = set(range(4, len(sentences), 5)) or {len(sentences) - 1}
+        test_sentences = [s for i, s in enumerate(sentences) if i in held]
+        test_tags = [t for i, t in enumerate(tags) if i in held]
+        sentences = [s for i, s in enumerate(sentences) if i not in held]
+        tags = [t for i, t in enumerate(tags) if i not in held]
+        split = split or "trained on 4 of every 5 sentences given, scored on every 5th"
+    test_sentences, test_tags = _sentence_pairs(test_sentences, test_tags or [], "test")
+    split = split or "trained on the training sentences given, scored on the test sentences given"
+    labels = list(labels) if labels is not None else sorted(set(_flat(tags)) | set(_flat(test_tags)))
+    say = progress or (lambda *_: None)
+    stages = 2 if baselines else 1
+
+    def run(encoder, label, k):
+        say(k / stages, f"{label}: encoding {sum(map(len, sentences)) + sum(map(len, test_sentences)):,} words")
+        train_f = cache_features(encoder, tokenizer, sentences, tags, max_seq_length=max_seq_length)
+        test_f = cache_features(encoder, tokenizer, test_sentences, test_tags, max_seq_length=max_seq_length)
+        say((k + 0.5) / stages, f"{label}: fitting a probe on each of {train_f.num_layers + 1} layers")
+        result = probe_features(train_f, test_f, labels, label, config)
+        result.split = split
+        return result
+
+    result = run(model, name, 0)
+    if baselines:
+        result.control = run(random_encoder(model, config.seed), f"{name}, random weights", 1)
+        result.majority = majority_baseline(sentences, tags, test_sentences, test_tags)
+    say(1.0, "done")
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. The data (UD English-EWT's gold UPOS) and a run's snapshots
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PosData:
+    """Words and gold UPOS tags: `train` and `test` are (sentences, tags) pairs."""
+
+    train: tuple[list[list[str]], list[list[str]]]
+    test: tuple[list[list[str]], list[list[str]]]
+    labels: list[str]
+    split: str  # where each part comes from, and which subset
+
+    @property
+    def train_words(self) -> int:
+        return sum(map(len, self.train[0]))
+
+    @property
+    def test_words(self) -> int:
+        return sum(map(len, self.test[0]))
+
+
+def _first_words(sentences, max_words: int | None):
+    """Whole sentences in file order until max_words words (at least one sentence); all when None."""
+    if max_words is None:
+        return list(sentences)
+    if max_words < 1:
+        raise ValueError(f"max words must be at least 1, got {max_words}")
+    out, n = [], 0
+    for s in sentences:
+        if out and n + len(s.words) > max_words:
+            break
+        out.append(s)
+        n += len(s.words)
+    return out
+
+
+def ud_data_missing() -> str:
+    """ "" when UD English-EWT's dev and test files are found, else what is missing and where to put it."""
+    from .datasets import data_dir
+
+    folder = data_dir()
+    if folder is None:
+        return (
+            "no data folder: the probe needs UD English-EWT (ud-ewt/en_ewt-ud-dev.conllu and en_ewt-ud-test.conllu) "
+            "in ../shared/data beside the repository, or in the folder named by BERT_LAB_DATA"
+        )
+    missing = [name for name in (UD_TRAIN, UD_TEST) if not (folder / UD_DIR / name).is_file()]
+    if missing:
+        return (
+            f"the data folder has no {UD_DIR}/{' or '.join(missing)}: the probe needs UD English-EWT's dev and test "
+            f"files (CoNLL-U) there"
+        )
+    return ""
+
+
+def ud_pos_data(max_train_words: int | None = None, max_test_words: int | None = None, folder=None) -> PosData:
+    """UD English-EWT's gold UPOS (17 tags): train on en_ewt-ud-dev.conllu, test on
+    en_ewt-ud-test.conllu (no train split is here). max_*_words: the first whole sentences of each
+    file up to that many words (None: all, about 25k each). folder: a ud-ewt folder (default:
+    lab.datasets.data_dir()/ud-ewt); FileNotFoundError naming what is missing."""
+    from .datasets import data_dir
+    from .tagging import read_tagged
+
+    if folder is None:
+        missing = ud_data_missing()
+        if missing:
+            raise FileNotFoundError(missing)
+        folder = data_dir() / UD_DIR
+    folder = Path(folder)
+    parts = []
+    for name, limit in ((UD_TRAIN, max_train_words), (UD_TEST, max_test_words)):
+        data = read_tagged(folder / name, format="conllu")
+        chosen = _first_words(data.sentences, limit)
+        parts.append(([list(s.words) for s in chosen], [list(s.tags) for s in chosen], len(data)))
+    (trw, trt, n_tr), (tew, tet, n_te) = parts
+
+    def part(name, words, n):  # "dev (all 25,147 words)" or "dev (first 518 sentences, 7,984 words)"
+        count = sum(map(len, words))
+        return (
+            f"{name} (all {count:,} words)"
+            if len(words) == n
+            else f"{name} (first {len(words):,} sentences, {count:,} words)"
+        )
+
+    split = f"trained on UD EWT {part('dev', trw, n_tr)}, scored on {part('test', tew, n_te)}; no train split here"
+    labels = sorted(set(_flat(trt)) | set(_flat(tet)))
+    return PosData((trw, trt), (tew, tet), labels, split)
+
+
+def probe_snapshots(
+    run_dir,
+    sentences,
+    tags,
+    test_sentences,
+    test_tags,
+    *,
+    steps: Sequence[int] | None = None,
+    labels: Sequence[str] | None = None,
+    split: str | None = None,
+    config: ProbeConfig | None = None,
+    progress: Callable[[float, str], None] | None = None,
+) -> list[ProbeResult]:
+    """probe_layers for each checkpoint of a pre-training run (checkpoints/step-N), in step order
+    (steps: only these), each named "step N". Does syntax arrive early in pre-training?"""
+    from .checkpoint import load
+    from .files import has_tokenizer_files
+    from .runs import checkpoints
+    from .tokenizer import Tokenizer
+
+    run_dir = Path(run_dir)
+    found = checkpoints(run_dir) if run_dir.is_dir() else []
+    if steps is not None:
+        found = [(s, d) for s, d in found if s in set(steps)]
+    if not found:
+        raise ValueError(f"{run_dir.name} keeps no training snapshots (checkpoints/step-N/) to probe")
+    tokenizer = Tokenizer.load(run_dir) if has_tokenizer_files(run_dir) else None
+    results = []
+    for k, (step, directory) in enumerate(found):
+        model, own = load(directory)
+
+        def say(fraction, what, k=k):
+            if progress:
+                progress((k + fraction) / len(found), what)
+
+        result = probe_layers(
+            model,
+            tokenizer or own,
+            sentences,
+            tags,
+            test_sentences,
+            test_tags,
+            name=f"step {step:,}",
+            labels=labels,
+            split=split,
+            config=config,
+            progress=say,
+        )
+        result.step = step
+        results.append(result)
+    return results
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. The figure's numbers (to move to lab/figure_data.py)
+# ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ProbeLine:
+    """One line of the figure: accuracy per layer with its interval, or a flat baseline."""
+
+    name: str  # legend label
+    kind: str  # "model", "snapshot", "control" (random weights) or "majority"
+    layers: list[int]
+    accuracy: list[float]
+    low: list[float]
+    high: list[float]
+    correct: list[int]
+    total: int
+    step: int | None = None
+
+
+@dataclass
+class ProbeCurves(_Table):
+    lines: list[ProbeLine]
+    title: str
+    subtitle: str  # the split: where the training and test words come from
+    num_layers: int  # the deepest encoder's L (the x axis runs 0..L)
+
+    def rows(self) -> list[dict]:
+        return [
+            {
+                "line": line.name,
+                "kind": line.kind,
+                "step": "" if line.step is None else line.step,
+                "layer": layer,
+                "accuracy": acc,
+                "low": lo,
+                "high": hi,
+                "correct": c,
+                "test_words": line.total,
+                "split": self.subtitle,
+            }
+            for line in self.lines
+            for layer, acc, lo, hi, c in zip(line.layers, line.accuracy, line.low, line.high, line.correct)
+        ]
+
+
+def _line(result: ProbeResult, kind: str) -> ProbeLine:
+    return ProbeLine(
+        result.name,
+        kind,
+        list(result.layers),
+        list(result.accuracy),
+        list(result.low),
+        list(result.high),
+        list(result.correct),
+        result.total,
+        result.step,
+    )
+
+
+def probe_curves(results: ProbeResult | Sequence[ProbeResult], title: str | None = None) -> ProbeCurves:
+    """ProbeResults as figure lines: each model (snapshots marked by their step), then the
+    random-weights control and the majority baseline of the first result that has them (a flat
+    line over the layers)."""
+    results = [results] if isinstance(results, ProbeResult) else list(results)
+    if not results:
+        raise ValueError("no probe results to plot")
+    num_layers = max(r.layers[-1] for r in results)
+    lines = [_line(r, "snapshot" if r.step is not None else "model") for r in results]
+    with_control = next((r for r in results if r.control is not None), None)
+    if with_control is not None:
+        lines.append(_line(with_control.control, "control"))
+    with_majority = next((r for r in results if r.majority is not None), None)
+    if with_majority is not None:
+        m = with_majority.majority
+        layers = list(range(num_layers + 1))
+        n = len(layers)
+        lines.append(
+            ProbeLine(
+                "majority tag of each word (no context)",
+                "majority",
+                layers,
+                [m.accuracy] * n,
+                [m.low] * n,
+                [m.high] * n,
+                [m.correct] * n,
+                m.total,
+            )
+        )
+    names = sorted({r.name for r in results if r.step is None})
+    title = title or (f"what each layer knows: part of speech read linearly from {', '.join(names) or 'the snapshots'}")
+    return ProbeCurves(lines, title, results[0].split, num_layers)
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. The drawings (to move to lab/figures.py and lab/plots.py)
+# ----------------------------------------------------------------------------------------------
+
+LINE_STYLES = {  # kind -> (plotly dash, matplotlib linestyle, grey?)
+    "model": ("solid", "-", False),
+    "snapshot": ("solid", "-", False),
+    "control": ("dot", ":", True),
+    "majority": ("dash", "--", True),
+}
+
+
+def figure(results, theme: str = "light", title: str | None = None):
+    """Accuracy by layer (plotly, for the dashboard): one line per model or snapshot with its
+    Wilson 95% interval as error bars, the random-weights control dotted, the majority baseline
+    dashed with its interval as a band. -> a lab.figures.LabFigure (figure_csv works on it)."""
+    from .figures import _Canvas, _html, _theme
+
+    data = results if isinstance(results, ProbeCurves) else probe_curves(results, title)
+    th = _theme(theme)
+    grey = "#9ca3af" if theme == "dark" else "#6b7280"
+    canvas = _Canvas(data, th)
+    snapshots = [line for line in data.lines if line.kind == "snapshot"]
+    for line in data.lines:
+        dash, _, is_grey = LINE_STYLES[line.kind]
+        style: dict = dict(dash=dash, width=2)
+        if is_grey:
+            style["color"] = grey
+        elif line.kind == "snapshot" and len(snapshots) > 1:  # early steps pale, late steps dark
+            share = snapshots.index(line) / (len(snapshots) - 1)
+            style["color"] = f"rgba(37, 99, 235, {0.25 + 0.75 * share:.2f})"
+        hover = f"{_html(line.name)}<br>layer %{{x}}: %{{y:.3f}} [%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
+        custom = np.column_stack([line.low, line.high])
+        if line.kind == "majority":
+            canvas.add(
+                dict(
+                    type="scatter",
+                    x=line.layers + line.layers[::-1],
+                    y=line.high + line.low[::-1],
+                    fill="toself",
+                    fillcolor="rgba(156, 163, 175, 0.25)",
+                    line=dict(width=0),
+                    hoverinfo="skip",
+                    showlegend=False,
+                )
+            )
+            canvas.add(
+                dict(
+                    type="scatter",
+                    mode="lines",
+                    x=line.layers,
+                    y=line.accuracy,
+                    name=_html(line.name),
+                    line=style,
+                    customdata=custom,
+                    hovertemplate=hover + "<extra></extra>",
+                )
+            )
+            continue
+        canvas.add(
+            dict(
+                type="scatter",
+                mode="lines+markers",
+                x=line.layers,
+                y=line.accuracy,
+                name=_html(line.name),
+                line=style,
+                marker=dict(size=7),
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=np.subtract(line.high, line.accuracy),
+                    arrayminus=np.subtract(line.accuracy, line.low),
+                    thickness=1.5,
+                    width=4,
+                ),
+                customdata=custom,
+                hovertemplate=hover + "<extra></extra>",
+            )
+        )
+    lows = [v for line in data.lines for v in line.low]
+    canvas.x(title="layer (0 = embeddings)", dtick=1, range=[-0.3, data.num_layers + 0.3])
+    canvas.y(title="accuracy on test words (95% interval)", range=[max(0.0, min(lows) - 0.03), 1.0])
+    return canvas.finish("probe_layers", data.title, 460, subtitle=data.subtitle, legend=dict(orientation="h", y=-0.2))
+
+
+def plot(results, title: str | None = None):
+    """Accuracy by layer (matplotlib, for notebooks): the same lines as figure()."""
+    from matplotlib.figure import Figure
+
+    data = results if isinstance(results, ProbeCurves) else probe_curves(results, title)
+    fig = Figure(figsize=(9.0, 4.2), layout="constrained")
+    ax = fig.subplots()
+    snapshots = [line for line in data.lines if line.kind == "snapshot"]
+    for line in data.lines:
+        _, style, is_grey = LINE_STYLES[line.kind]
+        color = "0.45" if is_grey else None
+        if line.kind == "snapshot" and len(snapshots) > 1:
+            share = snapshots.index(line) / (len(snapshots) - 1)
+            color = (0.15, 0.39, 0.92, 0.25 + 0.75 * share)
+        if line.kind == "majority":
+            ax.fill_between(line.layers, line.low, line.high, color="0.6", alpha=0.25, lw=0)
+            ax.plot(line.layers, line.accuracy, style, color=color, label=line.name)
+            continue
+        err = [np.subtract(line.accuracy, line.low), np.subtract(line.high, line.accuracy)]
+        ax.errorbar(
+            line.layers, line.accuracy, yerr=err, fmt="o" + style, ms=4, capsize=3, color=color, label=line.name
+        )
+    ax.set_xlabel("layer (0 = embeddings)")
+    ax.set_ylabel("accuracy on test words (95% interval)")
+    ax.set_xticks(range(data.num_layers + 1))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    text = "\n".join(textwrap.wrap(data.title, 90) + textwrap.wrap(data.subtitle, 110))
+    fig.suptitle(text.replace("$", r"\$"), fontsize=9)
+    return fig
