@@ -21,6 +21,9 @@ function per figure, named as the figure functions of both modules:
     span_probabilities(answer)                   SpanProbabilities: QA start / end per token
     fill_mask_bars(predictions)                  FillMaskBars: the best guesses at each [MASK]
     embedding_components(embeddings, dims=32)    EmbeddingComponents: the paper's Figure 2
+    logit_lens(lens)                             LogitLens: the guess at every layer
+    attributions(attribution)                    Attributions: one score per token, signed
+    attention_vs_attribution(comparison)         AttentionVsAttribution: scores beside [CLS]'s attention
 
 Token text stays exactly as the model wrote it (a token may be "<b>" or "$"): each drawing
 module escapes it for its renderer. `axis_labels` makes repeated tokens distinct ("the (1)",
@@ -650,6 +653,135 @@ def logit_lens(result, max_masks: int = MAX_LENS_MASKS) -> LogitLens:
         for k, layers in enumerate(result.top[:max_masks])
     ]
     return LogitLens(masks, len(result.top), f"the guess at every layer of “{text_of(result.tokens)}”")
+
+
+# ----------------------------------------------------------------------------------------------
+# Attribution: what the answer rests on
+# ----------------------------------------------------------------------------------------------
+
+# The two signs' colours, as Gradio's HighlightedText shades scores (so a page's shaded text and
+# its figure agree): toward the answer red, against it purple.
+TOWARD = "#ef443c"
+AGAINST = "#805ad5"
+ATTRIBUTION_LEGEND = "red: pushes toward the answer · purple: pushes against it · longer bar or deeper shade: more"
+METHOD_NAMES = {"integrated_gradients": "integrated gradients", "gradient_x_input": "gradient x input"}
+
+
+@dataclass
+class Attributions(_Table):
+    """explore.attributions as one signed bar per token."""
+
+    tokens: list[str]
+    scores: np.ndarray  # (T,)
+    highlight: list[int]  # tokens the answer is about (the QA span, the [MASK]): labelled in colour
+    title: str  # the answer and what f is
+    subtitle: str  # the method, f(input) - f(baseline), the sum, completeness
+    method: str
+    target: str
+
+    @property
+    def shaded(self) -> np.ndarray:
+        """The scores over the largest |score|, in [-1, 1] (0 everywhere when all are 0)."""
+        top = float(np.abs(self.scores).max(initial=0.0))
+        return self.scores / top if top > 0 else np.zeros_like(self.scores)
+
+    def rows(self) -> list[dict]:
+        return [
+            {
+                "index": i,
+                "token": t,
+                "score": float(v),
+                "share_of_largest": float(sh),
+                "method": self.method,
+                "f": self.target,
+                "answer_token": i in self.highlight,
+            }
+            for i, (t, v, sh) in enumerate(zip(self.tokens, self.scores, self.shaded))
+        ]
+
+
+def _attribution_subtitle(result) -> str:
+    """ "f = log-odds of positive: f(input) − f(baseline) = 6.39 − 3.77 = 2.62; the scores add up
+    to 2.62 (completeness error 0.0%)"."""
+    change = result.f_input - result.f_baseline
+    base = f"({result.f_baseline:.2f})" if result.f_baseline < 0 else f"{result.f_baseline:.2f}"
+    return (
+        f"f = {result.target}: f(input) − f(baseline) = {result.f_input:.2f} − {base} = {change:.2f}; "
+        f"the scores add up to {sum(result.scores):.2f} (completeness error {result.completeness_error:.1%})"
+    )
+
+
+def attributions(result) -> Attributions:
+    """explore.attributions' result: one score per token, red toward the answer, purple against."""
+    if not result.tokens or len(result.tokens) != len(result.scores):
+        raise ValueError(f"{len(result.tokens)} tokens but {len(result.scores)} scores")
+    return Attributions(
+        tokens=list(result.tokens),
+        scores=_np(result.scores),
+        highlight=list(result.highlight),
+        title=f"what {result.answer} rests on: {METHOD_NAMES.get(result.method, result.method)}"
+        + (f", {result.steps} steps" if result.method == "integrated_gradients" else ""),
+        subtitle=_attribution_subtitle(result),
+        method=result.method,
+        target=result.target,
+    )
+
+
+@dataclass
+class AttentionVsAttribution(_Table):
+    """Attribution (top) beside the attention [CLS] pays in the last layer (bottom), same tokens."""
+
+    tokens: list[str]
+    scores: np.ndarray  # (T,) signed attribution
+    attention: np.ndarray  # (T,) last layer, query [CLS], mean over heads
+    words: np.ndarray  # (T,) bool: the tokens the correlations are over
+    pearson: float
+    spearman: float
+    layer: int
+    title: str
+    subtitle: str
+    attribution_title: str
+    attention_title: str
+
+    def rows(self) -> list[dict]:
+        return [
+            {
+                "index": i,
+                "token": t,
+                "attribution": float(s),
+                "attention_from_cls": float(a),
+                "in_correlation": bool(w),
+            }
+            for i, (t, s, a, w) in enumerate(zip(self.tokens, self.scores, self.attention, self.words))
+        ]
+
+
+def correlation_text(pearson: float, spearman: float) -> str:
+    """ "Pearson r = 0.31, Spearman ρ = 0.12" (n/a where undefined: fewer than two words, or constant)."""
+
+    def f(v):
+        return "n/a" if v != v else f"{v:+.2f}"
+
+    return f"Pearson r = {f(pearson)}, Spearman ρ = {f(spearman)}"
+
+
+def attention_vs_attribution(comparison, attribution) -> AttentionVsAttribution:
+    """lab.attribution.attention_vs_attribution's comparison (and the attribution it compares) as
+    two bar panels over the same tokens, the correlations in the title."""
+    return AttentionVsAttribution(
+        tokens=list(comparison.tokens),
+        scores=_np(comparison.scores),
+        attention=_np(comparison.attention),
+        words=np.asarray(comparison.words, dtype=bool),
+        pearson=float(comparison.pearson),
+        spearman=float(comparison.spearman),
+        layer=comparison.layer,
+        title=f"attribution vs attention: {correlation_text(comparison.pearson, comparison.spearman)}",
+        subtitle=f"for {attribution.answer}; |attribution| against attention over the text's "
+        f"{int(np.sum(comparison.words))} tokens ([CLS], [SEP], [MASK] left out: grey)",
+        attribution_title=f"attribution of the {attribution.target} ({METHOD_NAMES.get(attribution.method)})",
+        attention_title=f"attention paid by [CLS], layer {comparison.layer} (the last), mean of its heads",
+    )
 
 
 @dataclass

@@ -26,6 +26,9 @@ The figures, named as in lab.plots (the matplotlib versions, for notebooks and s
     span_probabilities(answer)                  QA start / end probabilities, the best span red
     fill_mask_bars(predictions)                 the best guesses at each [MASK]
     embedding_components(embeddings)           the paper's Figure 2
+    logit_lens(lens)                            the guess at every layer at each [MASK]
+    attributions(attribution)                   what the answer rests on: a signed bar per token
+    attention_vs_attribution(cmp, attribution)  the same beside the attention [CLS] pays
     figure_csv(fig_or_data), figure_name(fig), download_as(fig, image_format)
 
 Every builder takes theme="light" (template plotly_white) or "dark" (plotly_dark). What each
@@ -808,6 +811,69 @@ def logit_lens(result, theme: str = "light") -> LabFigure:
         canvas.y(showticklabels=False, row=row, col=2)
     shown = "" if data.num_masks == n else f"the first {n} of {data.num_masks} [MASK]s (the CSV has them all)"
     return canvas.finish("logit_lens", data.title, height, shown, showlegend=False)
+
+
+def _signed_bars(scores: np.ndarray, labels: list[str], hover: str) -> dict:
+    """One bar per token, red toward the answer and purple against it (figure_data's colours)."""
+    return dict(
+        type="bar",
+        x=labels,
+        y=scores.astype(np.float32),
+        marker=dict(color=[figure_data.TOWARD if v >= 0 else figure_data.AGAINST for v in scores.tolist()]),
+        customdata=[f"{v:+.3f}" for v in scores.tolist()],
+        hovertemplate=hover,
+    )
+
+
+def attributions(result, theme: str = "light") -> LabFigure:
+    """explore.attributions: one bar per token, its score (red: toward the answer, purple:
+    against it), the tokens the answer is about (the span, the [MASK]) labelled bold in the
+    highlight colour; the subtitle says f(input) - f(baseline) and what the scores add up to."""
+    data = figure_data.attributions(result)
+    th = _theme(theme)
+    names = figure_data.axis_labels(data.tokens)
+    labels = [_html(t) for t in names]
+    canvas = _Canvas(data, th)
+    canvas.add(_signed_bars(data.scores, labels, "%{x}: %{customdata}<extra></extra>"))
+    canvas.x(_token_axis(names, data.tokens, keep=data.highlight, color=th.highlight), tickangle=-90)
+    canvas.y(title="score (its share of f)", zeroline=True)
+    return canvas.finish("attributions", data.title, 420, data.subtitle, showlegend=False, bargap=0.15)
+
+
+def attention_vs_attribution(comparison, attribution, theme: str = "light") -> LabFigure:
+    """lab.attribution.attention_vs_attribution: the attribution (top, signed bars) and the
+    attention [CLS] pays in the last layer, mean of its heads (bottom), over the same tokens;
+    Pearson and Spearman correlations (|attribution| vs attention, over the text's tokens) in the
+    title; the special tokens, left out of the correlations, are labelled grey."""
+    data = figure_data.attention_vs_attribution(comparison, attribution)
+    th = _theme(theme)
+    names = figure_data.axis_labels(data.tokens)
+    labels = [_html(t) for t in names]
+    canvas = _Canvas(
+        data,
+        th,
+        2,
+        1,
+        shared_x=True,
+        vspace=0.14,
+        titles=[_html(data.attribution_title), _html(data.attention_title)],
+    )
+    canvas.add(_signed_bars(data.scores, labels, "%{x}: attribution %{customdata}<extra></extra>"), 1, 1)
+    canvas.add(
+        dict(
+            type="bar",
+            x=labels,
+            y=data.attention.astype(np.float32),
+            marker=dict(color=[th.bar if w else "#9ca3af" for w in data.words.tolist()]),
+            hovertemplate="%{x}: attention %{y:.3f}<extra></extra>",
+        ),
+        2,
+        1,
+    )
+    canvas.y(title="score", zeroline=True, row=1, col=1)
+    canvas.y(title="attention", rangemode="tozero", row=2, col=1)
+    canvas.x(_token_axis(names, data.tokens), tickangle=-90)
+    return canvas.finish("attention_vs_attribution", data.title, 620, data.subtitle, showlegend=False, bargap=0.15)
 
 
 def embedding_components(result, dims: int = 32, theme: str = "light") -> LabFigure:

@@ -19,6 +19,13 @@ The figures, one function each:
                                                tokens, the best span highlighted
     embedding_components(embeddings)           the paper's Figure 2: token + segment + position
                                                embeddings, their sum and the LayerNorm output
+    logit_lens(lens)                           explore.logit_lens: the top guesses at every layer
+                                               per [MASK], the final answer outlined, and its
+                                               probability per layer beside
+    attributions(attribution)                  explore.attributions: a signed bar per token (red:
+                                               toward the answer, purple: against it)
+    attention_vs_attribution(cmp, attribution) the same beside the attention [CLS] pays in the
+                                               last layer, with their correlations
     occurrence_similarity(occurrences)         lab.contextual: one word in many sentences, the
                                                cosine similarity of its vectors at chosen depths
     sense_separation({name: occurrences})      within- minus across-sense similarity by depth
@@ -336,6 +343,107 @@ def embedding_components(result, dims: int = 32) -> Figure:
     fig.colorbar(images[0], ax=list(axes[:4]), shrink=0.6, label="value")
     fig.colorbar(images[4], ax=axes[4], label="value")
     fig.suptitle(data.title, fontsize=11)
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------
+# Inside BERT: the guess at every layer, what the answer rests on
+# ----------------------------------------------------------------------------------------------
+
+
+def logit_lens(result) -> Figure:
+    """explore.logit_lens: for each [MASK] (the first three) a heatmap of the top guesses at
+    every layer (rows: the embeddings, then layers 1..L; columns: guesses, best first; colour =
+    probability, each cell's token written in it, the final answer's cells outlined in red), and
+    beside it the final answer's probability at every layer as a line."""
+    data = figure_data.logit_lens(result)
+    n, layers = len(data.masks), len(data.masks[0].tokens)
+    k = len(data.masks[0].tokens[0])
+    fig = Figure(figsize=(WIDTH + 1, n * (0.42 * layers + 1.3) + 0.4), layout="constrained")
+    axes = fig.subplots(n, 2, squeeze=False, width_ratios=[3, 1])
+    names = ["embeddings"] + [f"layer {i}" for i in range(1, layers)]
+    for (ax, line), m in zip(axes, data.masks):
+        image = ax.imshow(m.probabilities, cmap="Blues", vmin=0, vmax=1, aspect="auto", interpolation="nearest")
+        for (layer, r), p in np.ndenumerate(m.probabilities):
+            ax.text(
+                r,
+                layer,
+                _label(m.labels[layer][r]),
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if p > 0.55 else "black",
+            )
+            if m.tokens[layer][r] == m.final:
+                ax.add_patch(_outline(r, layer))
+        ax.set_xticks(range(k), [str(i + 1) for i in range(k)])
+        ax.set_yticks(range(layers), names)
+        ax.set_xlabel("guess (best first)")
+        ax.set_title(_label(m.title), fontsize=10)
+        line.plot(m.final_probability, range(layers), "o-", color=HIGHLIGHT)
+        line.set_ylim(layers - 0.5, -0.5)  # the embeddings on top, as in the heatmap
+        line.set_yticks(range(layers), [""] * layers)
+        line.set_xlim(0, 1.05)
+        line.set_xlabel("probability")
+        line.set_title("its probability", fontsize=10)
+        line.grid(alpha=0.3)
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6, label="probability")
+    fig.suptitle(_label(data.title), fontsize=11)
+    return fig
+
+
+def _outline(x: float, y: float):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor=HIGHLIGHT, lw=2)
+
+
+def _signed_bars(ax, scores: np.ndarray, tokens: list[str], keep=()) -> None:
+    """One bar per token, red toward the answer and purple against it; token labels under them."""
+    T = len(tokens)
+    ax.bar(range(T), scores, width=0.8, color=[figure_data.TOWARD if v >= 0 else figure_data.AGAINST for v in scores])
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xlim(-0.6, T - 0.4)
+    ax.grid(axis="y", alpha=0.3)
+    shown = _token_ticks(ax, tokens, "x", WIDTH - 0.8, keep=keep)
+    for i, label in zip(shown, ax.get_xticklabels()):
+        if i in keep:
+            label.set_color(HIGHLIGHT)
+            label.set_fontweight("bold")
+
+
+def attributions(result) -> Figure:
+    """explore.attributions: one bar per token, its score (red: it pushes toward the answer,
+    purple: against it); the tokens the answer is about (a QA span, the [MASK]) labelled red and
+    bold. The subtitle says f(input) - f(baseline), what the scores add up to, and the error."""
+    data = figure_data.attributions(result)
+    fig = Figure(figsize=(WIDTH + 0.5, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    _signed_bars(ax, data.scores, data.tokens, keep=data.highlight)
+    ax.set_ylabel("score (its share of f)")
+    ax.set_title(_label(data.subtitle), fontsize=8.5)
+    fig.suptitle(_label(data.title), fontsize=10.5)
+    return fig
+
+
+def attention_vs_attribution(comparison, attribution) -> Figure:
+    """lab.attribution.attention_vs_attribution: the attribution (top) and the attention [CLS]
+    pays in the last layer, mean of its heads (bottom; special tokens grey: they are left out of
+    the correlations), over the same tokens; the correlations in the title."""
+    data = figure_data.attention_vs_attribution(comparison, attribution)
+    fig = Figure(figsize=(WIDTH + 0.5, 6.2), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    _signed_bars(top, data.scores, data.tokens)
+    top.tick_params(axis="x", labelbottom=False)
+    top.set_title(_label(data.attribution_title), fontsize=10)
+    top.set_ylabel("score")
+    T = len(data.tokens)
+    bottom.bar(range(T), data.attention, width=0.8, color=[BAR if w else "#9ca3af" for w in data.words])
+    bottom.set_ylabel("attention")
+    bottom.set_title(_label(data.attention_title), fontsize=10)
+    bottom.grid(axis="y", alpha=0.3)
+    _token_ticks(bottom, data.tokens, "x", WIDTH - 0.8)
+    fig.suptitle(_label(f"{data.title}\n{data.subtitle}"), fontsize=10)
     return fig
 
 

@@ -1,0 +1,422 @@
+"""What the answer rests on: one score per input token (integrated gradients, gradient x input).
+
+    from lab import explore
+    r = explore.attributions(model, tokenizer, "a charming and often moving film .")
+    r.tokens, r.scores        # one score per token, summed over the embedding dimensions
+    r.target                  # "log-odds of positive": what was attributed (f)
+    r.f_input - r.f_baseline  # what the scores add up to (integrated gradients: completeness)
+    r.completeness_error      # |sum(scores) - (f_input - f_baseline)| / |f_input - f_baseline|
+
+Targets, one per head (the default is the model's own answer for this input):
+    classifier     log-odds of the label                target: a label name or index
+    question ans.  log-odds of start = s                target: "span" (the chosen span s..e),
+                   + log-odds of end = e                 "start" or "end" alone
+    masked LM      log-odds of the word at a [MASK]     target: a word (one WordPiece);
+                                                         mask: which [MASK] (0 = the first)
+    NSP            log-odds of IsNext (or NotNext)      target: "IsNext" / "NotNext"
+f is the answer's log-odds, log P / (1 - P) = z_k - logsumexp of the other logits (for two
+classes: the difference of the two logits). Not its log-probability: a confident classifier has
+log P(positive) = -0.002 at the input and -0.02 at the baseline alike (minilm-sst2), so there is
+almost nothing to attribute; the log-odds keeps growing with the evidence (7 and 4 there). Not a
+raw logit either: a logit can rise while the others rise more (the probability falls).
+Completeness holds for any differentiable f.
+
+Integrated gradients (Sundararajan et al. 2017, "Axiomatic Attribution for Deep Networks"):
+the word embeddings are moved in a straight line from a baseline x' to the input x, and the
+gradient of f is averaged along the way:
+    score_t = sum_h (x - x')_{t,h} * integral_0^1 df/dx_{t,h}(x' + a (x - x')) da
+The integral is a Gauss-Legendre sum over `steps` points a in (0, 1), computed as one batch of
+`steps` copies of the sentence (one forward and one backward pass; Captum's default rule too);
+f(x) and f(x') come from one more forward pass of two rows. Completeness: the scores add up to
+f(x) - f(x') (exactly for the integral; the sum's error is what completeness_error measures).
+Measured on the bundled models (the dashboard's examples): under 0.02% at the default 32 points,
+under 0.5% at 16 (the dashboard's), but 10-17% at 8 (the path crosses sharp turns of GELU and
+softmax; the trapezoid rule was no better); tests/test_attribution.py checks < 5% at 32 on every
+bundled model and target kind. gradient x input is the cheap alternative: one gradient, at the
+input, times (x - x'), the first-order guess; its sum need not be f(x) - f(x') (it was off by
+30-150% on the same examples), and its completeness_error shows by how much.
+
+The baseline: [PAD]'s word embedding in place of every word piece of the text, with [CLS],
+[SEP] and [MASK] kept, and every position and segment embedding as in the input. Why this one
+and not all-zero input embeddings: the model never saw an all-zero input (after the embedding
+LayerNorm every position would be the same vector, with no order and no sentence A / B), so
+f(zero) is a reading far off anything it was trained on, and the scores would also credit the
+positions, segments and special tokens. [PAD] keeps the frame the model knows (a sequence of
+this length, its segments, where to answer) and takes away only the words: the scores then
+answer "which words", and special tokens score exactly 0 (x - x' = 0 there). The lab's models
+keep [PAD]'s row at zero (padding_idx), so for them the baseline is "zero word vectors"; a Hub
+model's [PAD] row is whatever it learned.
+
+Why not Captum (captum 0.9.0 is on the registry; its LayerIntegratedGradients does this): the
+method is the dozen lines below, which a student can read, and Captum would reach the word
+embeddings through a forward hook on the model, a change to the one model object that the
+dashboard's concurrent requests share (a second request could run inside the hook). Here the
+interpolated word embeddings go in as a tensor through the model's own modules (embeddings
+LayerNorm, encoder, pooler, head), the model is never changed, and nothing accumulates in its
+.grad (torch.autograd.grad). tests/test_attribution.py checks that this forward pass gives the
+model's own outputs. Computed in fp32 always (bf16 would blur the gradients).
+
+attention_vs_attribution(attention, attribution) puts the scores beside the attention [CLS]
+pays to each token in the last layer (mean over its heads) and gives the Pearson and Spearman
+correlations of that attention with the size of each token's score |score| (attention has no
+sign) over the text's tokens (specials left out: their score is 0 by construction): attention
+is not explanation (Jain & Wallace 2019; Wiegreffe & Pinter 2019). For a model with both an
+MLM and an NSP head (bert-lab-classroom) the dashboard attributes the NSP head's answer: like a
+classifier's, it is read from [CLS].
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .model import ModelOutput
+
+METHODS = ("integrated_gradients", "gradient_x_input")
+TASKS = ("classify", "answer", "fill_mask", "next_sentence")
+BASELINE = "[PAD] word embeddings, [CLS]/[SEP]/[MASK] kept, same positions and segments"
+MAX_SPAN = 30  # answer tokens, as explore.answer's max_answer_length
+ROWS_PER_PASS = 32  # interpolation points computed in one batch (one pass for the default steps)
+NSP_LABELS = ("IsNext", "NotNext")  # nsp_logits index 0 = IsNext, 1 = NotNext
+
+
+@dataclass
+class AttributionResult:
+    """One score per token: how much its word embedding moved f from the baseline to the input."""
+
+    tokens: list[str]  # what the model saw, [CLS] a [SEP] (b [SEP])
+    scores: list[float]  # per token, summed over the embedding dimensions (0 at kept specials)
+    task: str  # "classify" | "answer" | "fill_mask" | "next_sentence"
+    target: str  # f, in words: "log-odds of positive", "log-odds of start = 12 + log-odds of end = 13"
+    answer: str  # the answer attributed: "positive", "“netherfield park”", "“door” at [MASK] 1"
+    method: str  # "integrated_gradients" | "gradient_x_input"
+    baseline: str  # what x' is (BASELINE)
+    f_input: float  # f(x)
+    f_baseline: float  # f(x')
+    steps: int  # points along the path where the gradient was taken (1 for gradient_x_input)
+    completeness_error: float  # |sum(scores) - (f_input - f_baseline)| / |f_input - f_baseline|
+    sentence_b_start: int | None = None  # first token of the second text, None without one
+    highlight: tuple[int, ...] = ()  # tokens the answer is about: the span, the [MASK]
+    truncated: int = 0  # tokens cut from the end to fit the model
+
+    @property
+    def total(self) -> float:
+        return float(sum(self.scores))
+
+
+# ----------------------------------------------------------------------------------------
+# The forward pass from word embeddings
+# ----------------------------------------------------------------------------------------
+def _forward_from_words(model, words, types, predict_at=None) -> ModelOutput:
+    """The model's forward pass with its word embeddings given: words (B, T, H) in place of
+    word_embeddings(ids); segments (B, T) and positions as usual; then the encoder, the pooler
+    and the model's own head (as BertModel.forward and the head model do, without the input
+    checks). No attention mask: one unpadded text per row."""
+    body = model.bert
+    emb = body.embeddings
+    T = words.shape[1]
+    positions = torch.arange(T, device=words.device)  # (T,)
+    x = emb.dropout(emb.LayerNorm(words + emb.token_type_embeddings(types) + emb.position_embeddings(positions)))
+    hidden_needed = getattr(model, "head_needs_hidden_states", False)
+    h, hidden, _ = body.encoder(x, None, None, False, hidden_needed)  # (B, T, H)
+    out = ModelOutput(
+        last_hidden_state=h,
+        hidden_states=hidden,
+        pooler_output=body.pooler(h) if body.pooler is not None else None,
+    )
+    if predict_at is not None:
+        model.head(out, predict_at=predict_at)
+    else:
+        model.head(out)
+    return out
+
+
+@contextlib.contextmanager
+def _gradients(model):
+    """eval mode (no dropout), gradients on, fp32 (no autocast); puts the mode back."""
+    was_training = model.training
+    if was_training:
+        model.eval()
+    device = next(model.parameters()).device
+    try:
+        with torch.enable_grad(), torch.autocast(device.type, enabled=False):
+            yield device
+    finally:
+        if was_training:
+            model.train()
+
+
+# ----------------------------------------------------------------------------------------
+# Targets: f(output) per row, and what it is in words
+# ----------------------------------------------------------------------------------------
+def _task_of(model, tasks: set[str], text: str, text_pair, task, mask_token: str) -> str:
+    from .explore import missing_head_message
+
+    if task is not None:
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+        if task not in tasks:
+            raise ValueError(missing_head_message(model, task))
+        return task
+    for t in ("classify", "answer"):
+        if t in tasks:
+            return t
+    if "fill_mask" in tasks and mask_token in text + (text_pair or ""):
+        return "fill_mask"
+    if "next_sentence" in tasks and text_pair is not None:
+        return "next_sentence"
+    if "fill_mask" in tasks:
+        return "fill_mask"  # says: no [MASK]
+    name = type(model).__name__
+    raise ValueError(
+        f"this model ({name}) has no head to attribute: pick a classifier, a question-answering model "
+        f"or a pre-trained model (masked LM / next sentence)"
+    )
+
+
+def _log_odds(logits: torch.Tensor, k) -> torch.Tensor:
+    """log P(k) / (1 - P(k)) from logits (B, K), stably: z_k - logsumexp of the other z_j.
+    Example: logits (2, 0) -> P = 0.88, log-odds 2.0 (= z_0 - z_1 for two classes)."""
+    z = logits.float()
+    rest = z.clone()
+    rest[:, k] = float("-inf")
+    return z[:, k] - rest.logsumexp(-1)
+
+
+def _label_index(target, names: list[str], what: str) -> int:
+    """A label given by name (any case) or index -> its index."""
+    if isinstance(target, (int, np.integer)) and not isinstance(target, bool):
+        if 0 <= int(target) < len(names):
+            return int(target)
+    elif isinstance(target, str):
+        found = [i for i, n in enumerate(names) if n.lower() == target.strip().lower()]
+        if found:
+            return found[0]
+    raise ValueError(f"target {target!r} is not a {what} of this model: choose one of {', '.join(names)}")
+
+
+def _best_span(start: torch.Tensor, end: torch.Tensor, context: torch.Tensor) -> tuple[int, int]:
+    """The best span s..e (s <= e < s + MAX_SPAN, both in the context) by start + end logit."""
+    score = start[:, None] + end[None, :]  # (T, T): row = start, column = end
+    T = score.shape[0]
+    i = torch.arange(T)
+    ok = (i[None, :] >= i[:, None]) & (i[None, :] < i[:, None] + MAX_SPAN) & context[:, None] & context[None, :]
+    if not bool(ok.any()):
+        raise ValueError("the context has no tokens the model can answer from: type a paragraph in words")
+    flat = int(score.masked_fill(~ok, float("-inf")).argmax())
+    return divmod(flat, T)
+
+
+def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n points in (0, 1) and their weights (summing to 1) for the integral over a: Gauss-Legendre,
+    exact for polynomials of degree up to 2n - 1 (Captum's default rule too). Worked example, n = 2:
+    points 0.211 and 0.789 (= 1/2 -+ 1/(2 sqrt 3)), weights 1/2 each."""
+    nodes, weights = np.polynomial.legendre.leggauss(n)  # on [-1, 1], weights summing to 2
+    return (nodes + 1) / 2, weights / 2
+
+
+# ----------------------------------------------------------------------------------------
+# The method
+# ----------------------------------------------------------------------------------------
+def attributions(
+    model,
+    tokenizer,
+    text: str,
+    text_pair: str | None = None,
+    target=None,
+    method: str = "integrated_gradients",
+    steps: int = 32,
+    task: str | None = None,
+    mask: int = 0,
+) -> AttributionResult:
+    """One score per token of `text` (and `text_pair`) for one answer of the model (the module
+    docstring says what f, the baseline and the method are). See explore.attributions."""
+    from . import explore
+    from .tokenizer import clean_text
+
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 1 <= steps <= 512:
+        raise ValueError(f"steps must be a whole number from 1 to 512, got {steps!r}")
+    text = clean_text(text)
+    text_pair = clean_text(text_pair, "text_pair") if text_pair is not None else None
+    if getattr(model, "bert", None) is None:
+        raise ValueError(
+            f"this model ({type(model).__name__}) has no head to attribute: pick a classifier, a "
+            f"question-answering model or a pre-trained model (masked LM / next sentence)"
+        )
+    tasks = explore.model_tasks(model)
+    task = _task_of(model, tasks, text, text_pair, task, "[MASK]")
+    if task == "answer" and text_pair is None:
+        raise ValueError("question answering needs a question (text) and a context (text_pair)")
+    if task == "next_sentence" and text_pair is None:
+        raise ValueError("next sentence prediction needs two sentences: give text_pair")
+    enc, ids, types = explore._encode(model, tokenizer, text, text_pair)
+    special = torch.tensor(enc.special_tokens_mask, dtype=torch.bool) | (ids[0] == tokenizer.mask_token_id)  # (T,)
+    with _gradients(model) as device:
+        ids, types = ids.to(device), types.to(device)
+        emb = model.bert.embeddings.word_embeddings
+        with torch.no_grad():
+            x = emb(ids)  # (1, T, H) the input's word embeddings
+            pad = emb.weight[tokenizer.pad_token_id]  # (H,)
+            x0 = torch.where(special.to(device)[None, :, None], x, pad)  # (1, T, H) the baseline
+        # f at the input (row 0) and at the baseline (row 1), and what f is: the model's answer
+        # at the input (one forward pass, no gradient)
+        predict_at = None
+        highlight: tuple[int, ...] = ()
+        if task == "fill_mask":
+            positions = explore._mask_positions(ids.cpu(), tokenizer, enc.truncated)
+            if not 0 <= mask < len(positions):
+                raise ValueError(f"mask {mask} does not exist: the text has {len(positions)} [MASK](s)")
+            predict_at = torch.zeros_like(ids, dtype=torch.bool)
+            predict_at[0, positions[mask]] = True  # (1, T)
+            highlight = (positions[mask],)
+        with torch.no_grad():
+            ends = _forward_from_words(
+                model, torch.cat([x, x0]), types.expand(2, -1), None if predict_at is None else predict_at.expand(2, -1)
+            )
+        out = ends  # row 0: the input
+        if task == "classify":
+            names = [model.config.id2label[i] for i in range(out.logits.shape[-1])]
+            k = int(out.logits[0].argmax()) if target is None else _label_index(target, names, "label")
+            target_text, answer = f"log-odds of {names[k]}", names[k]
+
+            def f(o):
+                return _log_odds(o.logits, k)
+
+        elif task == "next_sentence":
+            k = int(out.nsp_logits[0].argmax()) if target is None else _label_index(target, list(NSP_LABELS), "answer")
+            target_text, answer = f"log-odds of {NSP_LABELS[k]}", NSP_LABELS[k]
+
+            def f(o):
+                return _log_odds(o.nsp_logits, k)
+
+        elif task == "fill_mask":
+            word = (
+                int(out.mlm_logits[0].argmax())
+                if target is None
+                else int(explore._target_ids(tokenizer, [target], 1)[0])
+            )
+            name = tokenizer.convert_ids_to_tokens(word)
+            target_text, answer = f"log-odds of “{name}” at [MASK] {mask + 1}", f"“{name}” at [MASK] {mask + 1}"
+
+            def f(o):
+                return _log_odds(o.mlm_logits, word)
+
+        else:  # answer
+            kinds = ("span", "start", "end")
+            which = "span" if target is None else str(target).strip().lower()
+            if which not in kinds:
+                raise ValueError(f"target {target!r}: for question answering choose span, start or end")
+            in_context = (types[0].cpu() == 1) & ~special  # (T,) the context's word pieces
+            s, e = _best_span(out.start_logits[0].float().cpu(), out.end_logits[0].float().cpu(), in_context)
+            span_text = " ".join(enc.tokens[s : e + 1]).replace(" ##", "")
+            answer = f"“{span_text}”"
+            parts = {"start": f"log-odds of start = {s}", "end": f"log-odds of end = {e}"}
+            target_text = parts["start"] + " + " + parts["end"] if which == "span" else parts[which]
+            highlight = tuple(range(s, e + 1)) if which == "span" else (s if which == "start" else e,)
+
+            def f(o):
+                start, end = _log_odds(o.start_logits, s), _log_odds(o.end_logits, e)
+                return start + end if which == "span" else start if which == "start" else end
+
+        f_input, f_baseline = (float(v) for v in f(ends).cpu())
+        # the points along the path from the baseline (a = 0) to the input (a = 1), and their weights
+        if method == "integrated_gradients":
+            alphas, weights = gauss_legendre(steps)
+        else:  # gradient x input: the gradient at the input alone
+            alphas, weights = np.ones(1), np.ones(1)
+        alphas, weights = torch.tensor(alphas, device=device), torch.tensor(weights, device=device)
+        grad_sum = torch.zeros_like(x[0])  # (T, H)
+        for lo in range(0, len(alphas), ROWS_PER_PASS):
+            a = alphas[lo : lo + ROWS_PER_PASS].to(x.dtype)  # (B,)
+            B = len(a)
+            words = (x0 + a[:, None, None] * (x - x0)).detach().requires_grad_(True)  # (B, T, H)
+            o = _forward_from_words(
+                model, words, types.expand(B, -1), None if predict_at is None else predict_at.expand(B, -1)
+            )
+            # row b of f depends on words[b] only, so the gradient of the sum is every row's own
+            (grad,) = torch.autograd.grad(f(o).sum(), words)  # (B, T, H)
+            grad_sum += (weights[lo : lo + B, None, None].to(grad.dtype) * grad).sum(0)
+    scores = ((x - x0)[0] * grad_sum).sum(-1).float().cpu()  # (T,) summed over the H dimensions
+    change = f_input - f_baseline
+    error = abs(float(scores.sum()) - change) / max(abs(change), 1e-6)
+    return AttributionResult(
+        tokens=list(enc.tokens),
+        scores=scores.tolist(),
+        task=task,
+        target=target_text,
+        answer=answer,
+        method=method,
+        baseline=BASELINE,
+        f_input=f_input,
+        f_baseline=f_baseline,
+        steps=len(alphas),
+        completeness_error=error,
+        sentence_b_start=enc.sentence_b_start if text_pair is not None else None,
+        highlight=highlight,
+        truncated=enc.num_truncated,
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# Beside attention
+# ----------------------------------------------------------------------------------------
+def _ranks(v: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties sharing their average rank (Spearman's convention)."""
+    order = np.argsort(v, kind="mergesort")
+    ranks = np.empty(len(v))
+    ranks[order] = np.arange(1, len(v) + 1)
+    for value in np.unique(v):
+        tied = v == value
+        ranks[tied] = ranks[tied].mean()
+    return ranks
+
+
+def _pearson(a: np.ndarray, b: np.ndarray) -> float:
+    if len(a) < 2 or a.std() == 0 or b.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+@dataclass
+class AttentionComparison:
+    """Attribution beside the attention [CLS] pays in the last layer (mean over its heads)."""
+
+    tokens: list[str]
+    scores: np.ndarray  # (T,) the attribution
+    attention: np.ndarray  # (T,) last layer, query [CLS], mean over heads
+    words: np.ndarray  # (T,) bool: the text's tokens (the correlations are over these)
+    pearson: float  # of |scores| and the attention, over the words (nan: fewer than 2, or constant)
+    spearman: float  # of their ranks
+    pearson_signed: float  # of the signed scores and the attention
+    layer: int  # the layer whose attention is shown (the last, 0-based)
+
+
+def attention_vs_attribution(attention, attribution: AttributionResult) -> AttentionComparison:
+    """The attention [CLS] pays to each token in the last layer (averaged over its heads)
+    beside the attribution of the same text, with Pearson and Spearman correlations over the
+    text's tokens, of the size of each token's attribution |score| (attention has no sign: both
+    say "how much", not "which way"; pearson_signed keeps the sign). [CLS], [SEP] and [MASK] are
+    left out: their attribution is 0 by the baseline's construction, and [SEP] draws attention
+    as a "no-op" sink (Clark et al. 2019)."""
+    if list(attention.tokens) != list(attribution.tokens):
+        raise ValueError("the attention and the attribution are of different texts (their tokens differ)")
+    last = attention.attentions[-1][0]  # (heads, T, T)
+    paid = last[:, 0, :].float().mean(0).numpy().astype(np.float64)  # (T,) row [CLS], mean over heads
+    scores = np.asarray(attribution.scores, dtype=np.float64)
+    words = np.array([t not in ("[CLS]", "[SEP]", "[MASK]", "[PAD]") for t in attribution.tokens])
+    s, a = np.abs(scores[words]), paid[words]
+    return AttentionComparison(
+        tokens=list(attribution.tokens),
+        scores=scores,
+        attention=paid,
+        words=words,
+        pearson=_pearson(s, a),
+        spearman=_pearson(_ranks(s), _ranks(a)) if len(s) > 1 else float("nan"),
+        pearson_signed=_pearson(scores[words], a),
+        layer=len(attention.attentions) - 1,
+    )
