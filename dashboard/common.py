@@ -213,3 +213,67 @@ def safe_card(text: str) -> str:
     text = html.escape(text, quote=False)  # <img>, <script>: text
     text = re.sub(r"!\[", "[image: ", text)  # ![alt](url) -> a link, not loaded
     return re.sub(r"^(\s*)&gt;", r"\1\\&gt;", text, flags=re.MULTILINE)
+
+
+# ----------------------------------------------------------------------------------------------
+# "Why?": what the answer rests on (explore.attributions), the same view under several tabs
+# ----------------------------------------------------------------------------------------------
+WHY_STEPS = 16  # integrated gradients start with 16 intervals in the dashboard (refined while the
+# completeness error is above 1%: lab.attribution), half the CPU of the library's 32 where that is enough
+WHY_METHODS = {"integrated gradients": "integrated_gradients", "gradient x input": "gradient_x_input"}
+
+
+def why_method(value) -> str:
+    """The page's method name -> the library's ("integrated gradients" -> "integrated_gradients")."""
+    return WHY_METHODS.get(value, "integrated_gradients")
+
+
+def attribution_chips(result) -> list[tuple[str, float | None]]:
+    """The tokens shaded by their scores (HighlightedText: red toward the answer, purple against,
+    deeper = more; over the largest |score|), a space after each; special tokens unshaded."""
+    top = max((abs(s) for s in result.scores), default=0.0) or 1.0
+    chips = []
+    for token, score in zip(result.tokens, result.scores):
+        special = token in ("[CLS]", "[SEP]", "[PAD]")
+        chips += [(token, None if special else round(score / top, 3)), (" ", None)]
+    return chips
+
+
+def attribution_status(result) -> str:
+    """One line: the answer, f at the input and at the baseline, the sum, and the strongest tokens."""
+    words = [(s, t) for t, s in zip(result.tokens, result.scores) if t not in ("[CLS]", "[SEP]", "[MASK]", "[PAD]")]
+    most = max(words, default=None)
+    least = min(words, default=None)
+    said = f"{result.answer}: {result.target} is {result.f_input:.2f} for this text"
+    said += f", {result.f_baseline:.2f} without its words"
+    said += f"; the scores add up to {result.total:.2f} (completeness error {result.completeness_error:.1%}"
+    said += f", {result.steps} steps)" if result.method == "integrated_gradients" else ", gradient x input)"
+    if most is not None and most[0] > 0:
+        said += f"; most for it: “{most[1]}” ({most[0]:+.2f})"
+    if least is not None and least[0] < 0:
+        said += f"; most against: “{least[1]}” ({least[0]:+.2f})"
+    return said
+
+
+def why_view(ctx, model, result, theme) -> tuple:
+    """(shaded tokens, figure, its CSV, status) of an attribution."""
+    fig = figures.attributions(result, theme=theme_input(theme))
+    pair = result.sentence_b_start is not None
+    note = truncation_note(result.truncated, model.config.max_position_embeddings, pair=pair)
+    return attribution_chips(result), fig, ctx.csv.write(fig), note + attribution_status(result)
+
+
+def why_box(prefix: str, first, help_text: str) -> tuple:
+    """The "why?" accordion's components, its first view drawn: (method, button, shaded tokens,
+    figure, CSV, status)."""
+    with gr.Accordion("Why? What the answer rests on (attribution)", open=False, elem_id=f"{prefix}-why-box"):
+        gr.Markdown(help_text)
+        method = gr.Radio(list(WHY_METHODS), value="integrated gradients", label="method")
+        button = gr.Button("Why?", elem_id=f"{prefix}-why-button")
+        status = status_box(elem_id=f"{prefix}-why-status", value=first[3])
+        shaded = gr.HighlightedText(
+            first[0], label="the tokens, shaded by their score", elem_id=f"{prefix}-why-text", show_legend=False
+        )
+        fig = plot("each token's score", first[1], elem_id=f"{prefix}-why")
+        csv = data_box(first[2])
+    return method, button, shaded, fig, csv, status

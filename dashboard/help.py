@@ -148,6 +148,21 @@ HELP = {
     "layer, whose row is the answer above. Watch where the final answer (outlined) takes the lead. The head was "
     "trained on the last layer only: an early layer's row says what that layer already hands the head, not all "
     "it knows. Models without a masked-LM head (task models such as MiniLM's) are not in this tab's menu.",
+    "why": "**Red** tokens push toward the answer, **purple** ones against it; the deeper the shade, the more. "
+    "Each score is the token's share of the answer's log-odds (log P / (1 − P)), by **integrated gradients** "
+    "(Sundararajan et al. 2017): the words' embeddings are faded in from a baseline with no words ([PAD]'s "
+    "embedding at every word, [CLS] and [SEP] kept, positions and segments as they are: the model's frame "
+    "without the words, not an all-zero input the model never saw) and the gradient is summed along the way, "
+    "so the scores add up to f(text) − f(no words) (the status says how closely). **Gradient x input** is the "
+    "one-gradient shortcut: cheaper, and its scores need not add up. Attention is not this (see the Attention "
+    "tab's comparison). In a notebook: `explore.attributions(model, tokenizer, text)`.",
+    "why_attention": "**Attribution beside attention.** Attention says where [CLS] looks in the last layer "
+    "(mean of the layer's heads), attribution how much each token moves the answer read from [CLS]: the NSP "
+    "head's for a pre-trained model (give sentence B), the label's for a classifier (for a QA model: the "
+    "span, text A the question, B the context; for a masked-LM model without B: the first [MASK]'s guess). "
+    "The title gives their Pearson and Spearman correlations over the text's tokens (|attribution|, since "
+    "attention has no sign; [CLS], [SEP] and [MASK] left out): *attention is not explanation* (Jain & Wallace "
+    "2019; Wiegreffe & Pinter 2019).",
     "classify": "**What you are looking at:** fine-tuning (Section 4.1, GLUE): BERT plus one linear layer on the "
     "final [CLS] vector, every weight trained on labelled sentences; both bundled models learned SST-2 "
     "(movie-review sentences, negative / positive) with the same code: **minilm-sst2** from a real pre-trained "

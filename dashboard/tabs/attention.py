@@ -7,9 +7,10 @@ import functools
 
 import gradio as gr
 
-from lab import bertviz_offline, explore, figures
+from lab import attribution, bertviz_offline, explore, figure_data, figures
 
 from ..common import (
+    WHY_STEPS,
     UserError,
     data_box,
     handler,
@@ -131,6 +132,49 @@ class Attention:
             ),
         )
 
+    @handler(2)
+    def attribution_attention(self, model_name, text_a, text_b="", theme="light"):
+        """Attribution beside the attention [CLS] pays in the last layer -> (figure, CSV, status).
+        What is attributed: a classifier's label; a pre-trained model's NSP answer (sentence B
+        given) or its first [MASK]'s guess (no B); a QA model's span (A the question, B the context)."""
+        model, tokenizer = self.store.model_for(model_name, "attention")
+        a = text_input(text_a, "sentence A")
+        b = optional_text(text_b, "sentence B")
+        tasks = explore.model_tasks(model)
+        if "classify" in tasks:
+            task = "classify"
+        elif "answer" in tasks:
+            task = "answer"
+            if b is None:
+                raise UserError("a QA model answers a question (sentence A) from a context: give sentence B")
+        elif "next_sentence" in tasks and b is not None:
+            task = "next_sentence"
+        elif "fill_mask" in tasks:
+            task = "fill_mask"
+            if "[MASK]" not in masked_text(a):
+                raise UserError(
+                    "give sentence B (the NSP head's answer is attributed) or write [MASK] in sentence A "
+                    "(its best guess is attributed)"
+                )
+            a = masked_text(a)
+        else:
+            raise UserError(
+                f"this model ({type(model).__name__}) has no head whose answer could be attributed: pick a "
+                f"pre-trained model, a classifier or a QA model"
+            )
+        result = explore.attributions(model, tokenizer, a, b, steps=WHY_STEPS, task=task)
+        att = explore.attention(model, tokenizer, a, b)
+        comparison = attribution.attention_vs_attribution(att, result)
+        fig = figures.attention_vs_attribution(comparison, result, theme=theme_input(theme))
+        note = truncation_note(result.truncated, model.config.max_position_embeddings, pair=b is not None)
+        corr = figure_data.correlation_text(comparison.pearson, comparison.spearman)
+        return (
+            fig,
+            self.ctx.csv.write(fig),
+            f"{note}{result.answer} ({result.target}): attribution vs the attention [CLS] pays in layer "
+            f"{comparison.layer} (mean of its heads), over the text's {int(comparison.words.sum())} tokens: {corr}",
+        )
+
     @handler(1)
     def bertviz_view(self, model_name, text_a, text_b="", view="head", layer=0, head=0):
         """bertviz's interactive head, model or neuron view, drawn offline (lab.bertviz_offline) in
@@ -209,6 +253,17 @@ class Attention:
         stats_btn = gr.Button("Plot the head statistics")
         stats_plot = plot("head statistics (Clark et al. 2019)", first[6], elem_id="att-stats")
         stats_csv = data_box(first[7])
+        av_first = self.attribution_attention(model.value, a0, b0, "light")
+        with gr.Accordion(
+            "Attribution beside attention: what the answer rests on vs where [CLS] looks",
+            open=False,
+            elem_id="att-why-box",
+        ):
+            gr.Markdown(HELP["why_attention"])
+            av_btn = gr.Button("Compare", elem_id="att-why-button")
+            av_status = status_box(elem_id="att-why-status", value=av_first[2])
+            av_plot = plot("attribution and [CLS]'s attention", av_first[0], elem_id="att-why")
+            av_csv = data_box(av_first[1])
         with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
             abl_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[1][0])
             abl_btn = gr.Button("Silence each head")
@@ -234,6 +289,13 @@ class Attention:
         tokens.select(self.attention_token, inputs, [heatmap, status], api_visibility="private", **Q)
         stats_btn.click(
             self.head_stats, [model, a, b, ctx.theme], [stats_plot, stats_csv, status], api_name="head_stats", **Q
+        )
+        av_btn.click(
+            self.attribution_attention,
+            [model, a, b, ctx.theme],
+            [av_plot, av_csv, av_status],
+            api_name="attribution_attention",
+            **Q,
         )
         abl_in, abl_out = [model, abl_text, ctx.theme], [abl_plot, abl_csv, abl_status]
         abl_btn.click(self.ablate, abl_in, abl_out, api_name="ablate", **Q)

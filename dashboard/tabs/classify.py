@@ -6,7 +6,19 @@ import gradio as gr
 
 from lab import explore, finetune
 
-from ..common import cut_tokens, handler, optional_text, status_box, submit_and_clear, text_input, truncation_note
+from ..common import (
+    WHY_STEPS,
+    cut_tokens,
+    handler,
+    optional_text,
+    status_box,
+    submit_and_clear,
+    text_input,
+    truncation_note,
+    why_box,
+    why_method,
+    why_view,
+)
 from ..help import CLS_EXAMPLES, HELP
 
 
@@ -16,20 +28,35 @@ class Classify:
     def __init__(self, ctx):
         self.ctx, self.store = ctx, ctx.store
 
-    @handler(1)
-    def classify(self, model_name, text, text_pair=""):
+    def _inputs(self, model_name, text, text_pair):
+        """(model, tokenizer, text, pair or None, a note when the pair was not used)."""
         model, tokenizer = self.store.model_for(model_name, "classify")
         text = text_input(text, "the sentence")
         pair = optional_text(text_pair, "the second sentence")
         unused = ""
         if pair and finetune.task_settings(self.store.model_dir(model_name)[0]).get("pair") is False:
             pair, unused = None, " (this model was fine-tuned on single sentences: the second sentence was not used)"
+        return model, tokenizer, text, pair, unused
+
+    @handler(1)
+    def classify(self, model_name, text, text_pair=""):
+        model, tokenizer, text, pair, unused = self._inputs(model_name, text, text_pair)
         note = truncation_note(
             cut_tokens(model, tokenizer, text, pair), model.config.max_position_embeddings, pair=pair is not None
         )
         probs = explore.classify(model, tokenizer, text, pair)
         best = max(probs, key=probs.get)
         return probs, f"{note}{best} ({probs[best]:.1%}){unused}"
+
+    @handler(3)
+    def why(self, model_name, text, text_pair="", method="integrated gradients", theme="light"):
+        """What the predicted label rests on -> (shaded tokens, figure, its CSV, status)."""
+        model, tokenizer, text, pair, unused = self._inputs(model_name, text, text_pair)
+        result = explore.attributions(
+            model, tokenizer, text, pair, method=why_method(method), steps=WHY_STEPS, task="classify"
+        )
+        *view, status = why_view(self.ctx, model, result, theme)
+        return (*view, status + unused)
 
     def opening(self, model_name, text, pair, theme):
         return self.classify(model_name, text, pair)
@@ -46,6 +73,9 @@ class Classify:
         label = gr.Label(first[0], label="Label probabilities")
         status = status_box(value=first[1])
         gr.Examples(CLS_EXAMPLES, [a], cache_examples=False)
+        why_first = self.why(model.value, example, "", "integrated gradients", "light")
+        method, why_btn, *why_outputs = why_box("cls", why_first, HELP["why"])
+        why_btn.click(self.why, [model, a, b, method, ctx.theme], why_outputs, api_name="why_classify", **Q)
         inputs, outputs = [model, a, b], [label, status]
         btn.click(self.classify, inputs, outputs, api_name="classify", **Q)
         submit_and_clear([a, b], self.classify, inputs, outputs, Q)

@@ -11,6 +11,7 @@ from lab import explore, figures
 
 from ..common import (
     MAX_TEXT_CHARS,
+    WHY_STEPS,
     UserError,
     data_box,
     float_input,
@@ -23,6 +24,9 @@ from ..common import (
     text_input,
     theme_input,
     truncation_note,
+    why_box,
+    why_method,
+    why_view,
 )
 from ..help import CORRUPTION_COLORS, HELP, MLM_EXAMPLES
 
@@ -78,6 +82,15 @@ class MaskedLM:
             where = "the embeddings" if first == 0 else f"layer {first}"
             said.append(f"[MASK] {k + 1}: “{final}” is the top guess from {where} on")
         return fig, self.ctx.csv.write(fig), note + "; ".join(said)
+
+    @handler(3)
+    def why(self, model_name, text, method="integrated gradients", theme="light"):
+        """What the first [MASK]'s best guess rests on -> (shaded tokens, figure, its CSV, status)."""
+        model, tokenizer = self.store.model_for(model_name, "fill_mask")
+        result = explore.attributions(
+            model, tokenizer, masked_text(text), method=why_method(method), steps=WHY_STEPS, task="fill_mask"
+        )
+        return why_view(self.ctx, model, result, theme)
 
     @staticmethod
     def words(text):
@@ -175,6 +188,8 @@ class MaskedLM:
             lens_status = status_box(elem_id="mlm-lens-status", value=lens_first[2])
             lens_plot = plot("the top guesses at every layer", lens_first[0], elem_id="mlm-lens")
             lens_csv = data_box(lens_first[1])
+        why_first = self.why(model.value, example, "integrated gradients", "light")
+        method, why_btn, *why_outputs = why_box("mlm", why_first, HELP["why"])
         with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
             seed = gr.Number(value=0, precision=0, label="seed")
             corrupt_btn = gr.Button("Corrupt this sentence")
@@ -196,5 +211,6 @@ class MaskedLM:
         lens_btn.click(
             self.lens, [model, text, ctx.theme], [lens_plot, lens_csv, lens_status], api_name="logit_lens", **Q
         )
+        why_btn.click(self.why, [model, text, method, ctx.theme], why_outputs, api_name="why_fill_mask", **Q)
         ctx.links.share(mlm_model=model, mlm_text=text)
         ctx.links.opening(self.opening, [model, text], outputs, first, (model.value, example))

@@ -10,6 +10,7 @@ import gradio as gr
 from lab import explore, figures, finetune
 
 from ..common import (
+    WHY_STEPS,
     UserError,
     data_box,
     handler,
@@ -19,6 +20,9 @@ from ..common import (
     submit_and_clear,
     text_input,
     theme_input,
+    why_box,
+    why_method,
+    why_view,
     word_chips,
 )
 from ..help import HELP, QA_CONTEXT, QA_EXAMPLES
@@ -76,6 +80,18 @@ class QuestionAnswering:
         fig = figures.span_probabilities(result, theme=theme_input(theme))
         return highlighted, fig, table, self.ctx.csv.write(fig), f"{note}answer: “{best.text}”{cls}{trained}"
 
+    @handler(3)
+    def why(self, model_name, question, context, method="integrated gradients", theme="light"):
+        """What the answer span rests on (the log-odds of its start plus those of its end, in the
+        first window of [CLS] question [SEP] context [SEP]) -> (shaded tokens, figure, CSV, status)."""
+        model, tokenizer = self.store.model_for(model_name, "answer")
+        q = text_input(question, "the question")
+        c = text_input(context, "the context")
+        result = explore.attributions(
+            model, tokenizer, q, c, target="span", method=why_method(method), steps=WHY_STEPS, task="answer"
+        )
+        return why_view(self.ctx, model, result, theme)
+
     def opening(self, model_name, question, context, theme):
         return self.answer(model_name, question, context, 3, theme)
 
@@ -98,6 +114,9 @@ class QuestionAnswering:
         table = gr.Dataframe(first[2], label="best answers", interactive=False)
         csv = data_box(first[3])
         gr.Examples(QA_EXAMPLES, [q, c], cache_examples=False)
+        why_first = self.why(model.value, q0, QA_CONTEXT, "integrated gradients", "light")
+        method, why_btn, *why_outputs = why_box("qa", why_first, HELP["why"])
+        why_btn.click(self.why, [model, q, c, method, ctx.theme], why_outputs, api_name="why_answer", **Q)
         inputs, outputs = [model, q, c, k, ctx.theme], [span, probs, table, csv, status]
         btn.click(self.answer, inputs, outputs, api_name="answer", **Q)
         submit_and_clear([q, c], self.answer, inputs, outputs, Q)  # Enter in the question; Shift+Enter in the context
