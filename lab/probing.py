@@ -110,7 +110,9 @@ def wilson_interval(correct: int, total: int, z: float = Z95) -> tuple[float, fl
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if correct == 0 else max(0.0, centre - half)  # exact at the ends (rounding gives 1 - 1e-16)
+    high = 1.0 if correct == total else min(1.0, centre + half)
+    return low, high
 
 
 @dataclass
@@ -397,11 +399,15 @@ def probe_layers(
     labels = list(labels) if labels is not None else sorted(set(_flat(tags)) | set(_flat(test_tags)))
     say = progress or (lambda *_: None)
     stages = 2 if baselines else 1
+    # windows no longer than the model reads (a model of 64 positions: 64-token windows, stride 32)
+    max_seq_length = min(max_seq_length, getattr(model, "bert", model).config.max_position_embeddings)
+    doc_stride = min(64, max_seq_length // 2)
 
     def run(encoder, label, k):
         say(k / stages, f"{label}: encoding {sum(map(len, sentences)) + sum(map(len, test_sentences)):,} words")
-        train_f = cache_features(encoder, tokenizer, sentences, tags, max_seq_length=max_seq_length)
-        test_f = cache_features(encoder, tokenizer, test_sentences, test_tags, max_seq_length=max_seq_length)
+        window = dict(max_seq_length=max_seq_length, doc_stride=doc_stride)
+        train_f = cache_features(encoder, tokenizer, sentences, tags, **window)
+        test_f = cache_features(encoder, tokenizer, test_sentences, test_tags, **window)
         say((k + 0.5) / stages, f"{label}: fitting a probe on each of {train_f.num_layers + 1} layers")
         result = probe_features(train_f, test_f, labels, label, config)
         result.split = split

@@ -1,14 +1,21 @@
 """Model: the chosen model's card, shape and tasks; WordPiece tokens and the input embeddings
-(the paper's Figure 2); add a model folder or a Hugging Face id to every menu."""
+(the paper's Figure 2); what each layer knows (a linear part-of-speech probe on every layer, with
+its baselines); add a model folder or a Hugging Face id to every menu."""
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import OrderedDict
+
 import gradio as gr
 
-from lab import explore, figures
+from lab import explore, figures, probing
 from lab.files import MODEL_CARD_NAME
+from lab.runs import checkpoints
 
 from ..common import (
+    cleared,
     data_box,
     handler,
     md_escape,
@@ -23,6 +30,22 @@ from ..common import (
 from ..help import HELP
 
 TOKENIZE_EXAMPLE = "The playing children were unbelievably happy."
+PROBE_TRAIN_WORDS = 8000  # the probe's subset: the first whole UD EWT dev sentences up to this many words
+PROBE_TEST_WORDS = 8000  # ... and test sentences (the library and benchmarks/probing.py take all ~25k)
+PROBE_CACHE = 8  # probe results kept per server (model, snapshots): the same request twice is instant
+PROBE_HELP = (
+    "**What each layer knows.** A *probe* (Tenney et al. 2019, Hewitt & Manning 2019): the model is frozen, each "
+    "word is read as its first word piece's vector after every layer (0 = the input embeddings), and one linear "
+    "layer per layer (logistic regression) learns the word's part of speech (the 17 universal tags of UD English-"
+    f"EWT). It is **trained on UD EWT dev and scored on UD EWT test** (no train split is here): the first "
+    f"{PROBE_TRAIN_WORDS:,} words of each, whole sentences; `benchmarks/probing.py` takes all of them. Two "
+    "baselines say what the numbers mean: the **majority tag of each word** (what knowing the word without its "
+    "context gives) and the **same probe on a random-weights encoder** of the same shape (what the probe "
+    "extracts by itself: Hewitt & Liang 2019). Bars are 95% intervals. Tick *training snapshots* to probe every "
+    "checkpoint the model kept (the classroom model has 10): does syntax arrive early in pre-training? It runs on "
+    "a click, not when the page opens: it costs seconds (the classroom model about 4 s, a MiniLM about 30 s; "
+    "snapshots about 2 s each)."
+)
 
 
 class Model:
@@ -30,6 +53,9 @@ class Model:
 
     def __init__(self, ctx):
         self.ctx, self.store = ctx, ctx.store
+        self._pos: probing.PosData | None = None  # UD EWT, read on the first probe
+        self._probes: OrderedDict = OrderedDict()  # (model path, snapshots) -> results, PROBE_CACHE at most
+        self._probe_lock = threading.Lock()
 
     @handler(2)
     def model_info(self, model_name):
@@ -75,6 +101,65 @@ class Model:
         b = optional_text(text_b, "sentence B")
         fig = figures.embedding_components(explore.embeddings(model, tokenizer, a, b), theme=theme_input(theme))
         return fig, self.ctx.csv.write(fig), ""
+
+    def _pos_data(self) -> probing.PosData:
+        """UD EWT's subset for the probe, read once (FileNotFoundError naming what is missing)."""
+        with self._probe_lock:
+            if self._pos is None:
+                self._pos = probing.ud_pos_data(PROBE_TRAIN_WORDS, PROBE_TEST_WORDS)
+            return self._pos
+
+    @handler(2)
+    def probe(self, model_name, snapshots=False, theme="light", progress=gr.Progress()):
+        """What each layer knows (lab.probing.probe_layers) -> (figure: accuracy by layer with the
+        random-weights control and the majority baseline, its CSV, status)."""
+        model, tokenizer = self.store.get(model_name)
+        path, shown = self.store.model_dir(model_name)
+        progress(0, desc="reading UD English-EWT")
+        data = self._pos_data()
+        found = checkpoints(path) if snapshots and path.is_dir() else []
+        key = (str(path), bool(found))
+        start = time.perf_counter()
+        with self._probe_lock:
+            results = self._probes.get(key)
+        if results is None:
+            stages = 1 + len(found)
+
+            def say(stage):
+                return lambda fraction, what: progress((stage + fraction) / stages, desc=what)
+
+            snaps = []
+            if found:
+                snaps = probing.probe_snapshots(
+                    path, *data.train, *data.test, labels=data.labels, split=data.split, progress=say(0)
+                )
+            main = probing.probe_layers(
+                model,
+                tokenizer,
+                *data.train,
+                *data.test,
+                baselines=True,
+                name=shown,
+                labels=data.labels,
+                split=data.split,
+                progress=say(len(found)),
+            )
+            results = [*snaps, main]
+            with self._probe_lock:
+                self._probes[key] = results
+                while len(self._probes) > PROBE_CACHE:
+                    self._probes.popitem(last=False)
+        main = results[-1]
+        fig = probing.figure(results, theme=theme_input(theme))
+        note = "" if found or not snapshots else f"{shown} keeps no training snapshots; "
+        if len(results) > 1:
+            first = results[0]
+            note += (
+                f"snapshots: step {first.step:,} best {first.best:.3f}, step {results[-2].step:,} best "
+                f"{results[-2].best:.3f}; "
+            )
+        took = time.perf_counter() - start
+        return fig, self.ctx.csv.write(fig), f"{note}{main.summary()}; {took:.1f} s"
 
     @handler(1, keep=True)
     def add_model(self, path, progress=gr.Progress()):
@@ -136,7 +221,24 @@ class Model:
             api_name="embeddings",
             **Q,
         )
+        with gr.Accordion("What each layer knows (probing)", open=False, elem_id="model-probe-box"):
+            gr.Markdown(PROBE_HELP)
+            with gr.Row():
+                probe_snaps = gr.Checkbox(False, label="with its training snapshots", elem_id="model-probe-snapshots")
+                probe_btn = gr.Button("Probe every layer", elem_id="model-probe-button")
+            probe_status = status_box(elem_id="model-probe-status")
+            probe_plot = plot("part-of-speech accuracy of a linear probe on every layer", elem_id="model-probe")
+            probe_csv = data_box()
+        probe_btn.click(
+            self.probe,
+            [menu, probe_snaps, ctx.theme],
+            [probe_plot, probe_csv, probe_status],
+            api_name="probe_layers",
+            **Q,
+        )
         menu.change(self.model_info, menu, [info, card, status], api_name="model_info")
+        for box in (menu, probe_snaps):  # another model or choice: the old probe no longer matches
+            box.change(cleared(3), None, [probe_plot, probe_csv, probe_status], api_visibility="private", queue=False)
         menus = [m for m, _ in ctx.menus]
         add_btn.click(self.add_model, new_path, [menu, status], api_name="add_model", **Q).then(
             ctx.menu_updates, None, menus, api_visibility="private", queue=False
