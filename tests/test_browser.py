@@ -723,3 +723,81 @@ def test_logit_lens_at_1024(browser, app_url, shots):
     finally:
         page.close()
     assert OUTSIDE == [], OUTSIDE
+
+
+def test_probing_at_1024(browser, app_url, shots):
+    """The Model tab's "What each layer knows (probing)" accordion at 1024 px: opened and run, it
+    draws the accuracy by layer of the classroom model with error bars, its random-weights control
+    and the majority baseline, and the status names the split (UD EWT dev -> test). Offline."""
+    from lab import probing
+
+    if probing.ud_data_missing():
+        pytest.skip(probing.ud_data_missing())
+    page = offline_page(browser, app_url, PROJECTOR)
+    try:
+        page.goto(app_url)
+        page.wait_for_selector("#mlm-text textarea")
+        open_tab(page, "Model")
+        page.locator("#model-probe-box").get_by_text("What each layer knows (probing)").click()
+        page.locator("#model-probe-button").click()
+        page.wait_for_function(
+            "document.querySelector('#model-probe-status').innerText.includes('best layer')", timeout=120_000
+        )
+        page.wait_for_selector("#model-probe .scatterlayer .trace")
+        legend = page.locator("#model-probe .legendtext").evaluate_all("els => els.map(e => e.textContent)")
+        assert any("random weights" in t for t in legend) and any("majority" in t for t in legend), legend
+        assert page.locator("#model-probe .errorbar").count() >= 2  # the intervals, drawn
+        status = page.locator("#model-probe-status").inner_text()
+        assert "trained on UD EWT dev" in status and "no train split here" in status, status
+        print(f"\nProbing at 1024 px: legend {legend}; status: {status}")
+        # with the training snapshots: a line per checkpoint, the status compares the first and last
+        page.locator("#model-probe-snapshots input").check()
+        page.locator("#model-probe-button").click()
+        page.wait_for_function(
+            "document.querySelector('#model-probe-status').innerText.includes('snapshots: step 0')", timeout=180_000
+        )
+        page.wait_for_function(
+            "[...document.querySelectorAll('#model-probe .legendtext')].some(t => t.textContent === 'step 0')"
+        )
+        print(f"with snapshots: {page.locator('#model-probe-status').inner_text()}")
+        page.mouse.move(0, 0)
+        page.locator("#model-probe-box").screenshot(path=str(shots / "app_1024_probing.png"))
+    finally:
+        page.close()
+    assert OUTSIDE == [], OUTSIDE
+
+
+def test_why_and_attribution_beside_attention_at_1024(browser, app_url, shots):
+    """The "why?" accordion under Classify at 1024 px: opened, the example's tokens are already
+    shaded and its bars drawn; a new sentence and a click redraw both (the status gives f and the
+    completeness error). The Attention tab's comparison opens drawn, two bar panels with the
+    correlations in the title. Nothing leaves the machine."""
+    page = offline_page(browser, app_url, PROJECTOR)
+    try:
+        page.goto(app_url)
+        page.wait_for_selector("#mlm-text textarea")
+        open_tab(page, "Classify")
+        page.locator("#cls-why-box").get_by_text("Why? What the answer rests on (attribution)").click()
+        page.wait_for_function("document.querySelectorAll('#cls-why .barlayer path').length > 3")
+        assert "completeness error" in page.locator("#cls-why-status").inner_text()
+        page.fill("#cls-text textarea", "not bad at all .")
+        page.locator("#cls-why-button").click()
+        page.wait_for_function("document.querySelector('#cls-why-status').innerText.includes('“not”')")
+        page.wait_for_function("document.querySelector('#cls-why-text').innerText.includes('bad')")
+        bars = page.locator("#cls-why .barlayer path").count()
+        assert bars >= 5, bars  # [CLS] not bad at all . [SEP]: a bar per token
+        status = page.locator("#cls-why-status").inner_text()
+        assert "completeness error" in status and "positive" in status, status
+        page.mouse.move(0, 0)
+        page.locator("#cls-why-box").screenshot(path=str(shots / "app_1024_why.png"))
+        open_tab(page, "Attention")
+        page.locator("#att-why-box").get_by_text("Attribution beside attention").click()
+        page.wait_for_function("document.querySelectorAll('#att-why .barlayer path').length > 3")
+        title = page.locator("#att-why .gtitle").text_content()
+        assert "Pearson r = " in title and "Spearman" in title, title
+        assert "Pearson r = " in page.locator("#att-why-status").inner_text()
+        page.mouse.move(0, 0)
+        page.locator("#att-why-box").screenshot(path=str(shots / "app_1024_why_attention.png"))
+    finally:
+        page.close()
+    assert OUTSIDE == [], OUTSIDE

@@ -67,7 +67,7 @@ class Classify:
         model = ctx.model_menu("classify")
         example = CLS_EXAMPLES[0][0]
         first = self.opening(model.value, example, "", "light")
-        a = gr.Textbox(label="Sentence", value=example)
+        a = gr.Textbox(label="Sentence", value=example, elem_id="cls-text")
         b = gr.Textbox(label="Second sentence (pair tasks only)", value="")
         btn = gr.Button("Classify", variant="primary")
         label = gr.Label(first[0], label="Label probabilities")
