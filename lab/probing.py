@@ -690,12 +690,15 @@ def figure(results, theme: str = "light", title: str | None = None):
         elif line.kind == "snapshot" and len(snapshots) > 1:  # early steps pale, late steps dark
             share = snapshots.index(line) / (len(snapshots) - 1)
             style["color"] = f"rgba(37, 99, 235, {0.25 + 0.75 * share:.2f})"
+        elif line.kind == "model" and snapshots:  # apart from the blue snapshots
+            style["color"] = "#f97316"
         hover = f"{_html(line.name)}<br>layer %{{x}}: %{{y:.3f}} [%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
         custom = np.column_stack([line.low, line.high])
         if line.kind == "majority":
             canvas.add(
                 dict(
                     type="scatter",
+                    mode="lines",
                     x=line.layers + line.layers[::-1],
                     y=line.high + line.low[::-1],
                     fill="toself",
@@ -740,9 +743,17 @@ def figure(results, theme: str = "light", title: str | None = None):
             )
         )
     lows = [v for line in data.lines for v in line.low]
+    highs = [v for line in data.lines for v in line.high]
     canvas.x(title="layer (0 = embeddings)", dtick=1, range=[-0.3, data.num_layers + 0.3])
-    canvas.y(title="accuracy on test words (95% interval)", range=[max(0.0, min(lows) - 0.03), 1.0])
-    return canvas.finish("probe_layers", data.title, 460, subtitle=data.subtitle, legend=dict(orientation="h", y=-0.2))
+    canvas.y(
+        title="accuracy on test words (95% interval)",
+        range=[max(0.0, min(lows) - 0.03), min(1.0, max(highs) + 0.03)],
+    )
+    if len(data.lines) > 4:  # snapshots: a column of names at the right, not rows under the axis
+        legend = dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top", font=dict(size=11))
+        return canvas.finish("probe_layers", data.title, 500, subtitle=data.subtitle, legend=legend)
+    legend = dict(orientation="h", y=-0.2)
+    return canvas.finish("probe_layers", data.title, 460, subtitle=data.subtitle, legend=legend)
 
 
 def plot(results, title: str | None = None):
