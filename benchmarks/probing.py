@@ -25,7 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lab  # noqa: E402
-from lab import probing  # noqa: E402
+from lab import plots, probing  # noqa: E402
 from lab.checkpoint import minilm_dir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
                 f"{r.best - r.control.best:+.3f}; over the majority baseline {r.best - r.majority.accuracy:+.3f}"
             )
     if args.png:
-        probing.plot([*snaps, tiny] + ([mini] if mini else [])).savefig(args.png, dpi=120)
+        plots.probe_layers([*snaps, tiny] + ([mini] if mini else [])).savefig(args.png, dpi=120)
         print(f"\nfigure: {args.png}")
     return 0
 

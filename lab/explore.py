@@ -23,6 +23,7 @@ What lives here, in the order of the paper:
     answer(model, tokenizer, question, ctx)  extractive QA spans over doc-stride windows
     tag(model, tokenizer, words_or_text)     a tag per word (NER, POS), read from its first sub-token
     checkpoint_predictions(run_dir, text)    fill_mask at every snapshot of a run: watch BERT learn
+    probe_layers(model, tok, ...)            a linear probe per layer: what each layer knows (lab.probing)
     model_tasks(model), missing_head_message(model, task)   which of these a model can serve
     use_bf16(True)                           bf16 autocast for every forward pass (the dashboard's speed)
 
@@ -48,6 +49,7 @@ from .device import autocast, autocast_dtype, cpu_has_fast_bf16
 from .files import has_tokenizer_files
 from .instances import SpecialIds, mask_tokens
 from .model import BertForSequenceClassification, BertForTokenClassification, BertSelfAttention
+from .probing import probe_layers  # noqa: F401  (what each layer knows: lab.probing)
 from .runs import checkpoints
 from .squad import Example, Span, collate_features, decode_spans, doc_windows, make_features
 from .tagging import _word_pieces, predict_tags

@@ -845,3 +845,105 @@ def embedding_components(result, dims: int = 32) -> EmbeddingComponents:
         hidden,
         f"BERT's input representation (Figure 2): first {dims} of {hidden} dimensions",
     )
+
+
+# ----------------------------------------------------------------------------------------------
+# What each layer knows: lab.probing's accuracy by layer
+# ----------------------------------------------------------------------------------------------
+
+
+PROBE_LINE_STYLES = {  # kind -> (plotly dash, matplotlib linestyle, grey?)
+    "model": ("solid", "-", False),
+    "snapshot": ("solid", "-", False),
+    "control": ("dot", ":", True),
+    "majority": ("dash", "--", True),
+}
+
+
+@dataclass
+class ProbeLine:
+    """One line of the figure: accuracy per layer with its interval, or a flat baseline."""
+
+    name: str  # legend label
+    kind: str  # "model", "snapshot", "control" (random weights) or "majority"
+    layers: list[int]
+    accuracy: list[float]
+    low: list[float]
+    high: list[float]
+    correct: list[int]
+    total: int
+    step: int | None = None
+
+
+@dataclass
+class ProbeCurves(_Table):
+    lines: list[ProbeLine]
+    title: str
+    subtitle: str  # the split: where the training and test words come from
+    num_layers: int  # the deepest encoder's L (the x axis runs 0..L)
+
+    def rows(self) -> list[dict]:
+        return [
+            {
+                "line": line.name,
+                "kind": line.kind,
+                "step": "" if line.step is None else line.step,
+                "layer": layer,
+                "accuracy": acc,
+                "low": lo,
+                "high": hi,
+                "correct": c,
+                "test_words": line.total,
+                "split": self.subtitle,
+            }
+            for line in self.lines
+            for layer, acc, lo, hi, c in zip(line.layers, line.accuracy, line.low, line.high, line.correct)
+        ]
+
+
+def _probe_line(result, kind: str) -> ProbeLine:
+    return ProbeLine(
+        result.name,
+        kind,
+        list(result.layers),
+        list(result.accuracy),
+        list(result.low),
+        list(result.high),
+        list(result.correct),
+        result.total,
+        result.step,
+    )
+
+
+def probe_curves(results, title: str | None = None) -> ProbeCurves:
+    """ProbeResults as figure lines: each model (snapshots marked by their step), then the
+    random-weights control and the majority baseline of the first result that has them (a flat
+    line over the layers)."""
+    results = [results] if hasattr(results, "layers") else list(results)  # one lab.probing.ProbeResult or several
+    if not results:
+        raise ValueError("no probe results to plot")
+    num_layers = max(r.layers[-1] for r in results)
+    lines = [_probe_line(r, "snapshot" if r.step is not None else "model") for r in results]
+    with_control = next((r for r in results if r.control is not None), None)
+    if with_control is not None:
+        lines.append(_probe_line(with_control.control, "control"))
+    with_majority = next((r for r in results if r.majority is not None), None)
+    if with_majority is not None:
+        m = with_majority.majority
+        layers = list(range(num_layers + 1))
+        n = len(layers)
+        lines.append(
+            ProbeLine(
+                "majority tag of each word (no context)",
+                "majority",
+                layers,
+                [m.accuracy] * n,
+                [m.low] * n,
+                [m.high] * n,
+                [m.correct] * n,
+                m.total,
+            )
+        )
+    names = sorted({r.name for r in results if r.step is None})
+    title = title or (f"what each layer knows: part of speech read linearly from {', '.join(names) or 'the snapshots'}")
+    return ProbeCurves(lines, title, results[0].split, num_layers)

@@ -876,6 +876,89 @@ def attention_vs_attribution(comparison, attribution, theme: str = "light") -> L
     return canvas.finish("attention_vs_attribution", data.title, 620, data.subtitle, showlegend=False, bargap=0.15)
 
 
+def probe_layers(results, theme: str = "light", title: str | None = None) -> LabFigure:
+    """Accuracy by layer (plotly, for the dashboard): one line per model or snapshot with its
+    Wilson 95% interval as error bars, the random-weights control dotted, the majority baseline
+    dashed with its interval as a band (lab.probing.probe_layers's results, or their ProbeCurves)."""
+    data = results if isinstance(results, figure_data.ProbeCurves) else figure_data.probe_curves(results, title)
+    th = _theme(theme)
+    grey = "#9ca3af" if theme == "dark" else "#6b7280"
+    canvas = _Canvas(data, th)
+    snapshots = [line for line in data.lines if line.kind == "snapshot"]
+    for line in data.lines:
+        dash, _, is_grey = figure_data.PROBE_LINE_STYLES[line.kind]
+        style: dict = dict(dash=dash, width=2)
+        if is_grey:
+            style["color"] = grey
+        elif line.kind == "snapshot" and len(snapshots) > 1:  # early steps pale, late steps dark
+            share = snapshots.index(line) / (len(snapshots) - 1)
+            style["color"] = f"rgba(37, 99, 235, {0.25 + 0.75 * share:.2f})"
+        elif line.kind == "model" and snapshots:  # apart from the blue snapshots
+            style["color"] = "#f97316"
+        hover = f"{_html(line.name)}<br>layer %{{x}}: %{{y:.3f}} [%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
+        custom = np.column_stack([line.low, line.high])
+        if line.kind == "majority":
+            canvas.add(
+                dict(
+                    type="scatter",
+                    mode="lines",
+                    x=line.layers + line.layers[::-1],
+                    y=line.high + line.low[::-1],
+                    fill="toself",
+                    fillcolor="rgba(156, 163, 175, 0.25)",
+                    line=dict(width=0),
+                    hoverinfo="skip",
+                    showlegend=False,
+                )
+            )
+            canvas.add(
+                dict(
+                    type="scatter",
+                    mode="lines",
+                    x=line.layers,
+                    y=line.accuracy,
+                    name=_html(line.name),
+                    line=style,
+                    customdata=custom,
+                    hovertemplate=hover + "<extra></extra>",
+                )
+            )
+            continue
+        canvas.add(
+            dict(
+                type="scatter",
+                mode="lines+markers",
+                x=line.layers,
+                y=line.accuracy,
+                name=_html(line.name),
+                line=style,
+                marker=dict(size=7),
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=np.subtract(line.high, line.accuracy),
+                    arrayminus=np.subtract(line.accuracy, line.low),
+                    thickness=1.5,
+                    width=4,
+                ),
+                customdata=custom,
+                hovertemplate=hover + "<extra></extra>",
+            )
+        )
+    lows = [v for line in data.lines for v in line.low]
+    highs = [v for line in data.lines for v in line.high]
+    canvas.x(title="layer (0 = embeddings)", dtick=1, range=[-0.3, data.num_layers + 0.3])
+    canvas.y(
+        title="accuracy on test words (95% interval)",
+        range=[max(0.0, min(lows) - 0.03), min(1.0, max(highs) + 0.03)],
+    )
+    if len(data.lines) > 4:  # snapshots: a column of names at the right, not rows under the axis
+        legend = dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top", font=dict(size=11))
+        return canvas.finish("probe_layers", data.title, 500, subtitle=data.subtitle, legend=legend)
+    legend = dict(orientation="h", y=-0.2)
+    return canvas.finish("probe_layers", data.title, 460, subtitle=data.subtitle, legend=legend)
+
+
 def embedding_components(result, dims: int = 32, theme: str = "light") -> LabFigure:
     """The paper's Figure 2: token, segment and position embeddings, their sum (one shared
     colour scale centred at 0) and the LayerNorm output (its own), each the first `dims`

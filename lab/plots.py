@@ -46,6 +46,7 @@ each other's plots: every function may be called from several threads at once.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 
 import numpy as np
@@ -497,4 +498,35 @@ def sense_separation(curves) -> Figure:
     ax.set_xlabel("depth (layer)")
     ax.set_ylabel("within-sense minus\nacross-sense similarity")
     ax.legend(fontsize=8)
+    return fig
+
+
+def probe_layers(results, title: str | None = None):
+    """Accuracy by layer (matplotlib, for notebooks): the same lines as lab.figures.probe_layers."""
+
+    data = results if isinstance(results, figure_data.ProbeCurves) else figure_data.probe_curves(results, title)
+    fig = Figure(figsize=(9.0, 4.2), layout="constrained")
+    ax = fig.subplots()
+    snapshots = [line for line in data.lines if line.kind == "snapshot"]
+    for line in data.lines:
+        _, style, is_grey = figure_data.PROBE_LINE_STYLES[line.kind]
+        color = "0.45" if is_grey else None
+        if line.kind == "snapshot" and len(snapshots) > 1:
+            share = snapshots.index(line) / (len(snapshots) - 1)
+            color = (0.15, 0.39, 0.92, 0.25 + 0.75 * share)
+        if line.kind == "majority":
+            ax.fill_between(line.layers, line.low, line.high, color="0.6", alpha=0.25, lw=0)
+            ax.plot(line.layers, line.accuracy, style, color=color, label=line.name)
+            continue
+        err = [np.subtract(line.accuracy, line.low), np.subtract(line.high, line.accuracy)]
+        ax.errorbar(
+            line.layers, line.accuracy, yerr=err, fmt="o" + style, ms=4, capsize=3, color=color, label=line.name
+        )
+    ax.set_xlabel("layer (0 = embeddings)")
+    ax.set_ylabel("accuracy on test words (95% interval)")
+    ax.set_xticks(range(data.num_layers + 1))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    text = "\n".join(textwrap.wrap(data.title, 90) + textwrap.wrap(data.subtitle, 110))
+    fig.suptitle(text.replace("$", r"\$"), fontsize=9)
     return fig

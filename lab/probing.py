@@ -13,11 +13,10 @@ What lives here
     probe_snapshots(run_dir, ...)         probe_layers for every checkpoint of a pre-training run
     wilson_interval(correct, total)       the binomial 95% interval of an accuracy
     ud_pos_data(max_train_words, ...)     UD English-EWT's gold UPOS: train on dev, test on test
-    ProbeCurves / probe_curves(results)   the figure's numbers (rows() -> CSV), one line per model
-    figure(results)  (plotly)  plot(results)  (matplotlib)   accuracy by layer, baselines as lines
 
-(The figure data class and the two drawings sit here for now; they will move to figure_data.py,
-figures.py and plots.py, and `explore.probe_layers` will re-export probe_layers.)
+Drawn by lab.figures.probe_layers(results) (plotly, the dashboard) and lab.plots.probe_layers(results)
+(matplotlib, notebooks) from lab.figure_data.probe_curves(results) (the numbers, rows() -> CSV);
+`explore.probe_layers` is this module's probe_layers.
 
 How to use it
 -------------
@@ -75,7 +74,6 @@ words of one sentence are not quite, so the interval is a little narrow.
 from __future__ import annotations
 
 import math
-import textwrap
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -86,7 +84,6 @@ import numpy as np
 import torch
 
 from .feature_tagging import WordFeatures, cache_word_features, torch_threads
-from .figure_data import _Table
 
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 UD_DIR = "ud-ewt"
@@ -563,226 +560,3 @@ def probe_snapshots(
         result.step = step
         results.append(result)
     return results
-
-
-# ----------------------------------------------------------------------------------------------
-# 4. The figure's numbers (to move to lab/figure_data.py)
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ProbeLine:
-    """One line of the figure: accuracy per layer with its interval, or a flat baseline."""
-
-    name: str  # legend label
-    kind: str  # "model", "snapshot", "control" (random weights) or "majority"
-    layers: list[int]
-    accuracy: list[float]
-    low: list[float]
-    high: list[float]
-    correct: list[int]
-    total: int
-    step: int | None = None
-
-
-@dataclass
-class ProbeCurves(_Table):
-    lines: list[ProbeLine]
-    title: str
-    subtitle: str  # the split: where the training and test words come from
-    num_layers: int  # the deepest encoder's L (the x axis runs 0..L)
-
-    def rows(self) -> list[dict]:
-        return [
-            {
-                "line": line.name,
-                "kind": line.kind,
-                "step": "" if line.step is None else line.step,
-                "layer": layer,
-                "accuracy": acc,
-                "low": lo,
-                "high": hi,
-                "correct": c,
-                "test_words": line.total,
-                "split": self.subtitle,
-            }
-            for line in self.lines
-            for layer, acc, lo, hi, c in zip(line.layers, line.accuracy, line.low, line.high, line.correct)
-        ]
-
-
-def _line(result: ProbeResult, kind: str) -> ProbeLine:
-    return ProbeLine(
-        result.name,
-        kind,
-        list(result.layers),
-        list(result.accuracy),
-        list(result.low),
-        list(result.high),
-        list(result.correct),
-        result.total,
-        result.step,
-    )
-
-
-def probe_curves(results: ProbeResult | Sequence[ProbeResult], title: str | None = None) -> ProbeCurves:
-    """ProbeResults as figure lines: each model (snapshots marked by their step), then the
-    random-weights control and the majority baseline of the first result that has them (a flat
-    line over the layers)."""
-    results = [results] if isinstance(results, ProbeResult) else list(results)
-    if not results:
-        raise ValueError("no probe results to plot")
-    num_layers = max(r.layers[-1] for r in results)
-    lines = [_line(r, "snapshot" if r.step is not None else "model") for r in results]
-    with_control = next((r for r in results if r.control is not None), None)
-    if with_control is not None:
-        lines.append(_line(with_control.control, "control"))
-    with_majority = next((r for r in results if r.majority is not None), None)
-    if with_majority is not None:
-        m = with_majority.majority
-        layers = list(range(num_layers + 1))
-        n = len(layers)
-        lines.append(
-            ProbeLine(
-                "majority tag of each word (no context)",
-                "majority",
-                layers,
-                [m.accuracy] * n,
-                [m.low] * n,
-                [m.high] * n,
-                [m.correct] * n,
-                m.total,
-            )
-        )
-    names = sorted({r.name for r in results if r.step is None})
-    title = title or (f"what each layer knows: part of speech read linearly from {', '.join(names) or 'the snapshots'}")
-    return ProbeCurves(lines, title, results[0].split, num_layers)
-
-
-# ----------------------------------------------------------------------------------------------
-# 5. The drawings (to move to lab/figures.py and lab/plots.py)
-# ----------------------------------------------------------------------------------------------
-
-LINE_STYLES = {  # kind -> (plotly dash, matplotlib linestyle, grey?)
-    "model": ("solid", "-", False),
-    "snapshot": ("solid", "-", False),
-    "control": ("dot", ":", True),
-    "majority": ("dash", "--", True),
-}
-
-
-def figure(results, theme: str = "light", title: str | None = None):
-    """Accuracy by layer (plotly, for the dashboard): one line per model or snapshot with its
-    Wilson 95% interval as error bars, the random-weights control dotted, the majority baseline
-    dashed with its interval as a band. -> a lab.figures.LabFigure (figure_csv works on it)."""
-    from .figures import _Canvas, _html, _theme
-
-    data = results if isinstance(results, ProbeCurves) else probe_curves(results, title)
-    th = _theme(theme)
-    grey = "#9ca3af" if theme == "dark" else "#6b7280"
-    canvas = _Canvas(data, th)
-    snapshots = [line for line in data.lines if line.kind == "snapshot"]
-    for line in data.lines:
-        dash, _, is_grey = LINE_STYLES[line.kind]
-        style: dict = dict(dash=dash, width=2)
-        if is_grey:
-            style["color"] = grey
-        elif line.kind == "snapshot" and len(snapshots) > 1:  # early steps pale, late steps dark
-            share = snapshots.index(line) / (len(snapshots) - 1)
-            style["color"] = f"rgba(37, 99, 235, {0.25 + 0.75 * share:.2f})"
-        elif line.kind == "model" and snapshots:  # apart from the blue snapshots
-            style["color"] = "#f97316"
-        hover = f"{_html(line.name)}<br>layer %{{x}}: %{{y:.3f}} [%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
-        custom = np.column_stack([line.low, line.high])
-        if line.kind == "majority":
-            canvas.add(
-                dict(
-                    type="scatter",
-                    mode="lines",
-                    x=line.layers + line.layers[::-1],
-                    y=line.high + line.low[::-1],
-                    fill="toself",
-                    fillcolor="rgba(156, 163, 175, 0.25)",
-                    line=dict(width=0),
-                    hoverinfo="skip",
-                    showlegend=False,
-                )
-            )
-            canvas.add(
-                dict(
-                    type="scatter",
-                    mode="lines",
-                    x=line.layers,
-                    y=line.accuracy,
-                    name=_html(line.name),
-                    line=style,
-                    customdata=custom,
-                    hovertemplate=hover + "<extra></extra>",
-                )
-            )
-            continue
-        canvas.add(
-            dict(
-                type="scatter",
-                mode="lines+markers",
-                x=line.layers,
-                y=line.accuracy,
-                name=_html(line.name),
-                line=style,
-                marker=dict(size=7),
-                error_y=dict(
-                    type="data",
-                    symmetric=False,
-                    array=np.subtract(line.high, line.accuracy),
-                    arrayminus=np.subtract(line.accuracy, line.low),
-                    thickness=1.5,
-                    width=4,
-                ),
-                customdata=custom,
-                hovertemplate=hover + "<extra></extra>",
-            )
-        )
-    lows = [v for line in data.lines for v in line.low]
-    highs = [v for line in data.lines for v in line.high]
-    canvas.x(title="layer (0 = embeddings)", dtick=1, range=[-0.3, data.num_layers + 0.3])
-    canvas.y(
-        title="accuracy on test words (95% interval)",
-        range=[max(0.0, min(lows) - 0.03), min(1.0, max(highs) + 0.03)],
-    )
-    if len(data.lines) > 4:  # snapshots: a column of names at the right, not rows under the axis
-        legend = dict(orientation="v", x=1.02, xanchor="left", y=1, yanchor="top", font=dict(size=11))
-        return canvas.finish("probe_layers", data.title, 500, subtitle=data.subtitle, legend=legend)
-    legend = dict(orientation="h", y=-0.2)
-    return canvas.finish("probe_layers", data.title, 460, subtitle=data.subtitle, legend=legend)
-
-
-def plot(results, title: str | None = None):
-    """Accuracy by layer (matplotlib, for notebooks): the same lines as figure()."""
-    from matplotlib.figure import Figure
-
-    data = results if isinstance(results, ProbeCurves) else probe_curves(results, title)
-    fig = Figure(figsize=(9.0, 4.2), layout="constrained")
-    ax = fig.subplots()
-    snapshots = [line for line in data.lines if line.kind == "snapshot"]
-    for line in data.lines:
-        _, style, is_grey = LINE_STYLES[line.kind]
-        color = "0.45" if is_grey else None
-        if line.kind == "snapshot" and len(snapshots) > 1:
-            share = snapshots.index(line) / (len(snapshots) - 1)
-            color = (0.15, 0.39, 0.92, 0.25 + 0.75 * share)
-        if line.kind == "majority":
-            ax.fill_between(line.layers, line.low, line.high, color="0.6", alpha=0.25, lw=0)
-            ax.plot(line.layers, line.accuracy, style, color=color, label=line.name)
-            continue
-        err = [np.subtract(line.accuracy, line.low), np.subtract(line.high, line.accuracy)]
-        ax.errorbar(
-            line.layers, line.accuracy, yerr=err, fmt="o" + style, ms=4, capsize=3, color=color, label=line.name
-        )
-    ax.set_xlabel("layer (0 = embeddings)")
-    ax.set_ylabel("accuracy on test words (95% interval)")
-    ax.set_xticks(range(data.num_layers + 1))
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    text = "\n".join(textwrap.wrap(data.title, 90) + textwrap.wrap(data.subtitle, 110))
-    fig.suptitle(text.replace("$", r"\$"), fontsize=9)
-    return fig

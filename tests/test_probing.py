@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import lab
-from lab import probing
+from lab import figure_data, figures, plots, probing
 from lab.checkpoint import minilm_dir
 from tests.conftest import BUNDLED, ROOT
 
@@ -166,18 +166,18 @@ def test_figure_and_its_csv(classroom):
     result = probing.probe_layers(model, tok, words, tags, baselines=True, name="classroom")
     snap = probing.probe_layers(model, tok, words, tags, name="step 5")
     snap.step = 5
-    data = probing.probe_curves([snap, result])
+    data = figure_data.probe_curves([snap, result])
     assert [line.kind for line in data.lines] == ["snapshot", "model", "control", "majority"]
     rows = data.rows()
     assert len(rows) == 4 * (model.config.num_hidden_layers + 1)
     assert {r["line"] for r in rows if r["kind"] == "majority"} == {"majority tag of each word (no context)"}
-    fig = probing.figure([snap, result], theme="dark")
+    fig = figures.probe_layers([snap, result], theme="dark")
     spec = json.loads(fig.to_json())
     names = [t.get("name") for t in spec["data"] if t.get("name")]
     assert names == ["step 5", "classroom", "classroom, random weights", "majority tag of each word (no context)"]
     assert spec["layout"]["meta"]["figure"] == "probe_layers"
     assert lab.figures.figure_csv(fig) == data.csv()
-    assert probing.plot([snap, result]).axes  # the matplotlib version
+    assert plots.probe_layers([snap, result]).axes  # the matplotlib version
 
 
 def test_the_model_tab_probes_every_layer(dash, app_models_root, monkeypatch, tmp_path):

@@ -150,7 +150,7 @@ class Model:
                 while len(self._probes) > PROBE_CACHE:
                     self._probes.popitem(last=False)
         main = results[-1]
-        fig = probing.figure(results, theme=theme_input(theme))
+        fig = figures.probe_layers(results, theme=theme_input(theme))
         note = "" if found or not snapshots else f"{shown} keeps no training snapshots; "
         if len(results) > 1:
             first = results[0]
