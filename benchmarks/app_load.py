@@ -5,6 +5,7 @@
     python benchmarks/app_load.py --clients 30 --requests 10 --concurrency 2
     python benchmarks/app_load.py --users 30 --think 2          # a class: each student pauses ~2 s between clicks
     python benchmarks/app_load.py --only /attention --distinct  # server CPU per request, every input new
+    python benchmarks/app_load.py --only /why_classify --distinct  # the "why?" views: /why_classify, /why_answer
 
 Each client (a thread) sends --requests requests drawn in turn from a classroom mix:
 fill-mask, next sentence, attention (heatmaps + head statistics), question answering,
@@ -37,9 +38,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def requests_for(app_defaults: dict, tag: str = "") -> list[tuple[str, tuple]]:
+def requests_for(app_defaults: dict, tag: str = "", only=None) -> list[tuple[str, tuple]]:
     """The classroom mix: (api_name, arguments) pairs, cycled through by every client (`tag`:
-    a word added to each text, to make it new)."""
+    a word added to each text, to make it new); endpoints outside the mix (the "why?" views)
+    when `only` names them."""
     mlm, qa, cls = app_defaults["fill_mask"], app_defaults["answer"], app_defaults["classify"]
     context = (
         "The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by "
@@ -63,6 +65,13 @@ def requests_for(app_defaults: dict, tag: str = "") -> list[tuple[str, tuple]]:
         ("/classify", (cls, f"a charming and often moving film {tag}.", "")),
         ("/tokenize", (mlm, f"The playing children were unbelievably happy {tag}.")),
     ]
+    # the "why?" views (attribution): not in the classroom mix (a click in an accordion); --only picks them
+    extra = [
+        ("/why_classify", (cls, f"a charming and often moving film {tag}.", "", "integrated gradients", "light")),
+        ("/why_answer", (qa, "Who built the Nautilus?", context + f" {tag}", "integrated gradients", "light")),
+    ]
+    if only:
+        mix += [(name, args) for name, args in extra if name in only]
     return [(name, args) for name, args in mix if args[0] is not None]
 
 
@@ -140,7 +149,9 @@ def main() -> None:
                 time.sleep(0.5)
 
     def mix_for(tag: str = "") -> list[tuple[str, tuple]]:
-        return [(name, call) for name, call in requests_for(defaults, tag) if not args.only or name in args.only]
+        return [
+            (name, call) for name, call in requests_for(defaults, tag, args.only) if not args.only or name in args.only
+        ]
 
     mix = mix_for()
     print(
