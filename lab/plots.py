@@ -26,6 +26,8 @@ The figures, one function each:
                                                toward the answer, purple: against it)
     attention_vs_attribution(cmp, attribution) the same beside the attention [CLS] pays in the
                                                last layer, with their correlations
+    probe_layers(results)                      lab.probing: part-of-speech accuracy of a linear probe
+                                               at every layer, with the two baselines
     occurrence_similarity(occurrences)         lab.contextual: one word in many sentences, the
                                                cosine similarity of its vectors at chosen depths
     sense_separation({name: occurrences})      within- minus across-sense similarity by depth

@@ -130,6 +130,10 @@ FIGURES = [
     "ablation_heatmap",
     "span_probabilities",
     "embedding_components",
+    "logit_lens",  # tests/test_logit_lens.py and tests/test_attribution.py
+    "attributions",
+    "attention_vs_attribution",
+    "probe_layers",  # tests/test_probing.py
     "occurrence_similarity",
     "sense_separation",
 ]  # the last two: tests/test_contextual.py
