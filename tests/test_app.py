@@ -136,6 +136,13 @@ def test_every_event_has_an_api_name(app, client):
         "/embeddings",
         "/model_info",
         "/add_model",
+        "/tag",
+        "/logit_lens",
+        "/why_fill_mask",
+        "/why_classify",
+        "/why_answer",
+        "/attribution_attention",
+        "/probe_layers",
     }
     assert expected <= names, expected - names
 
