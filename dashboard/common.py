@@ -16,6 +16,7 @@ import os
 import re
 import tempfile
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import gradio as gr
@@ -221,6 +222,32 @@ def safe_card(text: str) -> str:
 WHY_STEPS = 16  # integrated gradients start with 16 intervals in the dashboard (refined while the
 # completeness error is above 1%: lab.attribution), half the CPU of the library's 32 where that is enough
 WHY_METHODS = {"integrated gradients": "integrated_gradients", "gradient x input": "gradient_x_input"}
+
+
+class AttributionCache:
+    """explore.attributions' results by request (the tab, the model's name, the inputs, the method),
+    the most recent `size` kept. A class sends the tab's examples again and again, and one
+    attribution costs 0.1-0.5 s of CPU (17-33 forward and backward passes); a result read again
+    costs nothing. Errors are not kept (the next request tries again). Shared by every user of
+    the server (the results hold no user data beyond the text the key already holds)."""
+
+    def __init__(self, size: int = 128):
+        self.size, self._results, self._lock = size, OrderedDict(), threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, key: tuple, compute):
+        with self._lock:
+            if key in self._results:
+                self._results.move_to_end(key)
+                self.hits += 1
+                return self._results[key]
+            self.misses += 1
+        result = compute()  # outside the lock: two different requests compute at once
+        with self._lock:
+            self._results[key] = result
+            while len(self._results) > self.size:
+                self._results.popitem(last=False)
+        return result
 
 
 def why_method(value) -> str:

@@ -13,7 +13,7 @@ import gradio as gr
 
 from lab.model_store import ModelStore
 
-from .common import CsvFolder
+from .common import AttributionCache, CsvFolder
 from .links import Links
 
 REPO = Path(__file__).resolve().parents[1]  # the repository: names are shown relative to it
@@ -70,6 +70,7 @@ class Context:
         self.csv = CsvFolder()
         self.queue = dict(concurrency_id="model", concurrency_limit=settings.concurrency)
         self.links = Links()
+        self.attributions = AttributionCache()  # the why? views' results, by request
         self.theme: gr.Radio | None = None
         self.menus: list[tuple[gr.Dropdown, str | None]] = []
         self.page_opens: list[tuple] = []  # (fn, inputs, outputs): run when a page opens, before its views

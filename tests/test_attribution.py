@@ -236,3 +236,20 @@ def test_the_attention_tab_compares_attribution_and_attention(dash):
     assert fig is not None and "positive" in status
     fig, path, status = tab.attribution_attention(BUNDLED, "no second sentence and no mask .", "")
     assert fig is None and "give sentence B" in status
+
+
+def test_the_why_views_answer_a_repeated_request_from_their_cache(dash):
+    """A class sends the tab's example again and again: the second identical request is read from
+    the server's cache (the same result object), a different text or method is computed."""
+    cache = dash.ctx.attributions
+    tab = dash.tab("classify")
+    model = dash.store.default_model("classify")
+    hits, misses = cache.hits, cache.misses
+    first = tab.why(model, "a quiet , gentle film about loss .")
+    again = tab.why(model, "a quiet , gentle film about loss .")
+    assert first[3] == again[3] and cache.hits == hits + 1 and cache.misses == misses + 1
+    tab.why(model, "a quiet , gentle film about loss .", "", "gradient x input")
+    assert cache.misses == misses + 2
+    # an error is not kept: the next request tries again and says the same
+    bad = tab.why(model, "")
+    assert bad[0] is None and "sentence" in bad[3] and cache.misses == misses + 2

@@ -52,8 +52,10 @@ class Classify:
     def why(self, model_name, text, text_pair="", method="integrated gradients", theme="light"):
         """What the predicted label rests on -> (shaded tokens, figure, its CSV, status)."""
         model, tokenizer, text, pair, unused = self._inputs(model_name, text, text_pair)
-        result = explore.attributions(
-            model, tokenizer, text, pair, method=why_method(method), steps=WHY_STEPS, task="classify"
+        how = why_method(method)
+        result = self.ctx.attributions.get(
+            ("classify", model_name, text, pair, how),
+            lambda: explore.attributions(model, tokenizer, text, pair, method=how, steps=WHY_STEPS, task="classify"),
         )
         *view, status = why_view(self.ctx, model, result, theme)
         return (*view, status + unused)

@@ -87,8 +87,10 @@ class MaskedLM:
     def why(self, model_name, text, method="integrated gradients", theme="light"):
         """What the first [MASK]'s best guess rests on -> (shaded tokens, figure, its CSV, status)."""
         model, tokenizer = self.store.model_for(model_name, "fill_mask")
-        result = explore.attributions(
-            model, tokenizer, masked_text(text), method=why_method(method), steps=WHY_STEPS, task="fill_mask"
+        text, how = masked_text(text), why_method(method)
+        result = self.ctx.attributions.get(
+            ("fill_mask", model_name, text, how),
+            lambda: explore.attributions(model, tokenizer, text, method=how, steps=WHY_STEPS, task="fill_mask"),
         )
         return why_view(self.ctx, model, result, theme)
 

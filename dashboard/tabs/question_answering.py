@@ -87,8 +87,12 @@ class QuestionAnswering:
         model, tokenizer = self.store.model_for(model_name, "answer")
         q = text_input(question, "the question")
         c = text_input(context, "the context")
-        result = explore.attributions(
-            model, tokenizer, q, c, target="span", method=why_method(method), steps=WHY_STEPS, task="answer"
+        how = why_method(method)
+        result = self.ctx.attributions.get(
+            ("answer", model_name, q, c, how),
+            lambda: explore.attributions(
+                model, tokenizer, q, c, target="span", method=how, steps=WHY_STEPS, task="answer"
+            ),
         )
         return why_view(self.ctx, model, result, theme)
 
