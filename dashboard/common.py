@@ -228,26 +228,41 @@ class AttributionCache:
     """explore.attributions' results by request (the tab, the model's name, the inputs, the method),
     the most recent `size` kept. A class sends the tab's examples again and again, and one
     attribution costs 0.1-0.5 s of CPU (17-33 forward and backward passes); a result read again
-    costs nothing. Errors are not kept (the next request tries again). Shared by every user of
-    the server (the results hold no user data beyond the text the key already holds)."""
+    costs nothing, and requests that arrive while the same one is being computed wait for it
+    instead of computing it again (a hundred students pressing the button together cost one
+    attribution). Errors are not kept (the next request tries again). Shared by every user of the
+    server (a result holds nothing beyond the text its key already holds)."""
 
     def __init__(self, size: int = 128):
         self.size, self._results, self._lock = size, OrderedDict(), threading.Lock()
+        self._running: dict[tuple, threading.Event] = {}
         self.hits = self.misses = 0
 
     def get(self, key: tuple, compute):
-        with self._lock:
-            if key in self._results:
-                self._results.move_to_end(key)
-                self.hits += 1
-                return self._results[key]
-            self.misses += 1
-        result = compute()  # outside the lock: two different requests compute at once
-        with self._lock:
-            self._results[key] = result
-            while len(self._results) > self.size:
-                self._results.popitem(last=False)
-        return result
+        while True:
+            with self._lock:
+                if key in self._results:
+                    self._results.move_to_end(key)
+                    self.hits += 1
+                    return self._results[key]
+                running = self._running.get(key)
+                if running is None:  # this request computes it
+                    self._running[key] = running = threading.Event()
+                    self.misses += 1
+                    break
+            running.wait()  # the same request is being computed: wait, then read it (or, after
+            # an error, compute it here)
+        try:
+            result = compute()  # outside the lock: different requests compute at once
+            with self._lock:
+                self._results[key] = result
+                while len(self._results) > self.size:
+                    self._results.popitem(last=False)
+            return result
+        finally:
+            with self._lock:
+                del self._running[key]
+            running.set()
 
 
 def why_method(value) -> str:

@@ -253,3 +253,36 @@ def test_the_why_views_answer_a_repeated_request_from_their_cache(dash):
     # an error is not kept: the next request tries again and says the same
     bad = tab.why(model, "")
     assert bad[0] is None and "sentence" in bad[3] and cache.misses == misses + 2
+
+
+def test_concurrent_identical_requests_compute_once():
+    """Twenty threads ask for the same attribution at once: one computes it, the others wait and
+    read it; a failing computation is not kept and every waiter gets to try (and fail) itself."""
+    import threading
+    import time
+
+    from dashboard.common import AttributionCache
+
+    cache, calls = AttributionCache(), []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.2)
+        return object()
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(cache.get(("k",), slow))) for _ in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len({id(r) for r in results}) == 1 and cache.misses == 1 and cache.hits == 19
+
+    def broken():
+        raise ValueError("no")
+
+    with pytest.raises(ValueError):
+        cache.get(("bad",), broken)
+    with pytest.raises(ValueError):
+        cache.get(("bad",), broken)  # not kept: tried again
+    assert cache.misses == 3
