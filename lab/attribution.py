@@ -417,27 +417,36 @@ class AttentionComparison:
     layer: int  # the layer whose attention is shown (the last, 0-based)
 
 
-def attention_vs_attribution(attention, attribution: AttributionResult) -> AttentionComparison:
+def attention_vs_attribution(
+    attention, attribution: AttributionResult, query: int = 0, layer: int = -1
+) -> AttentionComparison:
     """The attention [CLS] pays to each token in the last layer (averaged over its heads)
     beside the attribution of the same text, with Pearson and Spearman correlations over the
     text's tokens, of the size of each token's attribution |score| (attention has no sign: both
     say "how much", not "which way"; pearson_signed keeps the sign). [CLS], [SEP] and [MASK] are
     left out: their attribution is 0 by the baseline's construction, and [SEP] draws attention
-    as a "no-op" sink (Clark et al. 2019)."""
-    if list(attention.tokens) != list(attribution.tokens):
+    as a "no-op" sink (Clark et al. 2019). query / layer: another token's row (e.g. a QA answer's
+    start) or another layer (negative: from the last)."""
+    tokens = list(attribution.tokens)
+    if list(attention.tokens) != tokens:
         raise ValueError("the attention and the attribution are of different texts (their tokens differ)")
-    last = attention.attentions[-1][0]  # (heads, T, T)
-    paid = last[:, 0, :].float().mean(0).numpy().astype(np.float64)  # (T,) row [CLS], mean over heads
+    if not -len(tokens) <= query < len(tokens):
+        raise ValueError(f"query must be a token index of the text (0..{len(tokens) - 1}), got {query}")
+    layers = len(attention.attentions)
+    if not -layers <= layer < layers:
+        raise ValueError(f"layer must be one of the model's {layers} layers (0..{layers - 1}, or -1), got {layer}")
+    maps = attention.attentions[layer][0]  # (heads, T, T)
+    paid = maps[:, query, :].float().mean(0).numpy().astype(np.float64)  # (T,) row `query`, mean over heads
     scores = np.asarray(attribution.scores, dtype=np.float64)
-    words = np.array([t not in ("[CLS]", "[SEP]", "[MASK]", "[PAD]") for t in attribution.tokens])
+    words = np.array([t not in ("[CLS]", "[SEP]", "[MASK]", "[PAD]") for t in tokens])
     s, a = np.abs(scores[words]), paid[words]
     return AttentionComparison(
-        tokens=list(attribution.tokens),
+        tokens=tokens,
         scores=scores,
         attention=paid,
         words=words,
         pearson=_pearson(s, a),
         spearman=_pearson(_ranks(s), _ranks(a)) if len(s) > 1 else float("nan"),
         pearson_signed=_pearson(scores[words], a),
-        layer=len(attention.attentions) - 1,
+        layer=layer % layers,
     )

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .attribution import AttentionComparison, _pearson, _ranks, attention_vs_attribution
+from .attribution import AttentionComparison, attention_vs_attribution
 from .probing import PosData, ud_data_missing, ud_pos_data
 
 SAMPLES = Path(__file__).resolve().parents[1] / "notebooks" / "data"  # tagging_train.conllu, tagging_test.conllu
@@ -41,31 +41,7 @@ def attention_from(attention, attribution, query: int = 0, layer: int = -1) -> A
     """The attention token `query` pays to each token in `layer` (default the last; mean over its
     heads) beside the attribution of the same text, with the Pearson and Spearman correlations of
     |attribution| and that attention over the text's tokens (as attention_vs_attribution)."""
-    tokens = list(attribution.tokens)
-    if list(attention.tokens) != tokens:
-        raise ValueError("the attention and the attribution are of different texts (their tokens differ)")
-    if not -len(tokens) <= query < len(tokens):
-        raise ValueError(f"query must be a token index of the text (0..{len(tokens) - 1}), got {query}")
-    layers = len(attention.attentions)
-    if not -layers <= layer < layers:
-        raise ValueError(f"layer must be one of the model's {layers} layers (0..{layers - 1}, or -1), got {layer}")
-    if query == 0 and layer in (-1, layers - 1):
-        return attention_vs_attribution(attention, attribution)
-    maps = attention.attentions[layer][0]  # (heads, T, T)
-    paid = maps[:, query, :].float().mean(0).numpy().astype(np.float64)  # (T,) row `query`, mean over heads
-    scores = np.asarray(attribution.scores, dtype=np.float64)
-    words = np.array([t not in ("[CLS]", "[SEP]", "[MASK]", "[PAD]") for t in tokens])
-    s, a = np.abs(scores[words]), paid[words]
-    return AttentionComparison(
-        tokens=tokens,
-        scores=scores,
-        attention=paid,
-        words=words,
-        pearson=_pearson(s, a),
-        spearman=_pearson(_ranks(s), _ranks(a)) if len(s) > 1 else float("nan"),
-        pearson_signed=_pearson(scores[words], a),
-        layer=layer % layers,
-    )
+    return attention_vs_attribution(attention, attribution, query=query, layer=layer)
 
 
 @dataclass
