@@ -1,0 +1,168 @@
+"""What every exercise shares: the result a check returns, the registry of exercises, and running a
+student's code so that whatever it does (not written yet, an exception, a wrong answer) comes
+back as a few plain sentences rather than a stack trace.
+
+A checker is a function `checker(student, **options)` that calls the student's code through
+`call(...)`, compares with the reference, and either raises `Fail(message, **details)` with a
+diagnosis (what was checked, what differed, the most likely cause) or returns the message to show
+on success (a string, or `(message, details)`). `run(exercise, student)` turns all of that into a
+`CheckResult`.
+"""
+
+from __future__ import annotations
+
+import html
+import inspect
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+PASSED, NOT_IMPLEMENTED, NOT_YET = "PASSED", "NOT IMPLEMENTED YET", "NOT YET RIGHT"
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one check. `passed`: every comparison held. `message`: a few plain sentences
+    (on a failure: what differed and its most likely cause). `details`: the inputs and the first
+    differing values, for the curious. `implemented`: False when the student's code still raises
+    NotImplementedError (the stub as handed out)."""
+
+    name: str
+    passed: bool
+    message: str
+    details: dict = field(default_factory=dict)
+    implemented: bool = True
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    @property
+    def status(self) -> str:
+        return PASSED if self.passed else (NOT_YET if self.implemented else NOT_IMPLEMENTED)
+
+    def __str__(self) -> str:
+        return f"{self.status} [{self.name}] {self.message}"
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:  # a short coloured box in a notebook; everything escaped
+        colour = {PASSED: ("#e7f5ea", "#1f7a3a"), NOT_IMPLEMENTED: ("#fff6e0", "#8a5a00")}.get(
+            self.status, ("#fdecea", "#a12622")
+        )
+        rows = "".join(
+            f"<tr><td style='padding-right:1em;vertical-align:top'><code>{html.escape(str(k))}</code></td>"
+            f"<td><code>{html.escape(_short(v))}</code></td></tr>"
+            for k, v in self.details.items()
+        )
+        more = f"<details><summary>details</summary><table>{rows}</table></details>" if rows else ""
+        return (
+            f"<div style='background:{colour[0]};border-left:6px solid {colour[1]};padding:8px 12px;"
+            f"margin:4px 0;color:#111'><b style='color:{colour[1]}'>{self.status}</b> "
+            f"<code>{html.escape(self.name)}</code><br>{html.escape(self.message)}{more}</div>"
+        )
+
+
+def _short(value, limit: int = 400) -> str:
+    text = repr(value) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class Fail(Exception):
+    """Raised by a checker: the student's code gave a wrong answer. `message` is the diagnosis."""
+
+    def __init__(self, message: str, **details):
+        super().__init__(message)
+        self.message, self.details = message, details
+
+
+class NotImplementedYet(Exception):
+    """The student's code raised NotImplementedError (the stub as handed out)."""
+
+
+def call(student: Callable, *args, what: str | None = None, **kwargs):
+    """Call the student's function or class with these arguments. NotImplementedError becomes
+    NotImplementedYet; any other exception becomes a Fail that names the call, the exception and
+    the line of the student's code it came from (not a stack trace)."""
+    try:
+        return student(*args, **kwargs)
+    except NotImplementedError:
+        raise NotImplementedYet() from None
+    except Fail:
+        raise
+    except Exception as exc:  # the student's bug, reported in one sentence
+        name = what or getattr(student, "__name__", "your code")
+        raise Fail(f"Calling {name} raised {type(exc).__name__}: {exc}{_where(exc)}.", call=name) from None
+
+
+def _where(exc: BaseException) -> str:
+    """' (at line N of your code: `source`)' for the innermost frame outside the lab and torch."""
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith(str(HERE))
+        and "site-packages" not in f.filename
+        and "/lib/python" not in f.filename
+    ]
+    if not frames:
+        return ""
+    f = frames[-1]
+    line = (f.line or "").strip()
+    return f" (at line {f.lineno} of your code: `{line}`)" if line else f" (at line {f.lineno} of your code)"
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One piece of the paper to build. `solution`: the reference implementation (a function or a
+    class defined in this package, self-contained apart from `imports` and the names in `uses`,
+    which earlier exercises define). `stub`: the code cell handed out (signature, docstring with the
+    shapes, `raise NotImplementedError`); `symbol`: the name the stub defines and the check cell
+    passes to `check`. `group`: the exercise notebook it belongs to."""
+
+    name: str
+    title: str
+    group: str
+    symbol: str
+    checker: Callable
+    solution: Callable
+    hint: str
+    stub: str
+    imports: str = "import math\n\nimport torch\nfrom torch import nn\n"
+    uses: tuple[str, ...] = ()
+
+
+REGISTRY: dict[str, Exercise] = {}
+
+
+def register(exercise: Exercise) -> Exercise:
+    if exercise.name in REGISTRY:
+        raise ValueError(f"exercise {exercise.name!r} is registered twice")
+    REGISTRY[exercise.name] = exercise
+    return exercise
+
+
+def run(exercise: Exercise, student, **options) -> CheckResult:
+    """Run the exercise's checker on the student's code; always returns a CheckResult."""
+    try:
+        out = exercise.checker(student, **options)
+    except NotImplementedYet:
+        return CheckResult(
+            exercise.name,
+            False,
+            f"Not implemented yet: {exercise.symbol} still raises NotImplementedError. Fill in the cell above "
+            f"(the docstring gives the shapes; exercises.hint({exercise.name!r}) if you are stuck), run it, "
+            "then run this check again.",
+            implemented=False,
+        )
+    except Fail as f:
+        return CheckResult(exercise.name, False, f.message, dict(f.details))
+    message, details = out if isinstance(out, tuple) else (out, {})
+    return CheckResult(exercise.name, True, message, dict(details))
+
+
+def source_of(obj) -> str:
+    """The source text of a solution (inspect; the package ships as .py files)."""
+    return inspect.getsource(obj)
