@@ -52,18 +52,28 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         help="another folder whose model directories may be served (repeatable)",
     )
+    # defaults from the variables Hugging Face Spaces sets (GRADIO_SERVER_NAME=0.0.0.0, GRADIO_SERVER_PORT=7860),
+    # so `python app.py` on a Space binds where the platform expects; a string default goes through type=int
     p.add_argument(
         "--host",
-        default="127.0.0.1",
-        help="interface to bind (0.0.0.0: every IPv4 interface, the classroom's network; ::: every IPv6 one)",
+        default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+        help="interface to bind (0.0.0.0: every IPv4 interface, the classroom's network; ::: every IPv6 one); "
+        "default: $GRADIO_SERVER_NAME, else 127.0.0.1",
     )
-    p.add_argument("--port", type=int, default=7860)
+    p.add_argument(
+        "--port",
+        type=int,
+        default=os.environ.get("GRADIO_SERVER_PORT", "7860"),
+        help="port to serve on; default: $GRADIO_SERVER_PORT, else 7860",
+    )
     p.add_argument("--share", action="store_true", help="also publish a temporary gradio.live link")
     p.add_argument(
         "--allow-downloads",
         action="store_true",
+        default=os.environ.get("BERT_LAB_ALLOW_DOWNLOADS", "").strip().lower() in ("1", "true", "yes", "on"),
         help="let users add Hugging Face models by id (downloaded into the Hub cache) although the "
-        "app is public (--host other than localhost, or --share); on localhost they always may",
+        "app is public (--host other than localhost, or --share); on localhost they always may. "
+        "Default: on when $BERT_LAB_ALLOW_DOWNLOADS is 1/true/yes/on (a Space owner's opt-in)",
     )
     p.add_argument(
         "--concurrency",
