@@ -6,6 +6,7 @@
     with autocast(device, dtype):                      # fp32 weights, bf16 matrix products
         out = model(**batch)
     dist = init_distributed(device)                    # Dist(rank, world_size, local_rank) under torchrun
+                                                       # or accelerate launch --multi_gpu (docs/deploy.md)
 
 The training loop, the inspection API (lab.explore) and the dashboard all take their device and
 precision from here, so "bf16 where it is fast" means the same thing everywhere.
@@ -92,11 +93,37 @@ class Dist:
         return self.rank == 0
 
 
+MPI_SIZES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE")  # what mpirun/mpiexec give each process
+
+
+def lone_process_problem(env=os.environ) -> str | None:
+    """Why this process, started without torchrun's WORLD_SIZE, is probably one of several that
+    would each train alone into the same --out (None when nothing says so):
+    - mpirun/mpiexec started it (accelerate launch --cpu --mpirun_hostfile ...): MPI's sizes;
+    - accelerate launch --cpu --num_processes N>1 without an MPI host file starts ONE process and
+      sets MASTER_ADDR for it (accelerate 1.x's CPU launcher: ACCELERATE_USE_CPU=True)."""
+    launch = (
+        "use torchrun --nproc_per_node=N, or accelerate launch --multi_gpu --num_processes N "
+        "(torchrun's launcher inside accelerate; it runs gloo CPU processes where there is no GPU)"
+    )
+    for name in MPI_SIZES:
+        if env.get(name, "1").strip() not in ("", "0", "1"):
+            return f"started by mpirun ({name}={env[name]}), but the lab joins torchrun's process group only: {launch}"
+    if env.get("ACCELERATE_USE_CPU", "").lower() in ("true", "1") and env.get("MASTER_ADDR"):
+        return f"accelerate launch --cpu with several processes starts one process here (no MPI host file): {launch}"
+    return None
+
+
 def init_distributed(device: torch.device) -> Dist:
-    """Join the process group torchrun set up (env RANK/WORLD_SIZE): NCCL between GPUs, gloo
-    between CPU processes. A no-op in a single process."""
+    """Join the process group torchrun set up (env RANK/WORLD_SIZE), also when `accelerate launch
+    --multi_gpu` started it (accelerate runs torchrun's launcher and passes the same variables):
+    NCCL between GPUs, gloo between CPU processes. A no-op in a single process; a launch that
+    would run several processes each on its own is refused in one line (lone_process_problem)."""
     world = int(os.environ.get("WORLD_SIZE", 1))
     if world <= 1:
+        problem = None if "WORLD_SIZE" in os.environ else lone_process_problem()
+        if problem:
+            raise ValueError(problem)
         return Dist()
     if not tdist.is_initialized():
         tdist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
