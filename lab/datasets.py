@@ -10,27 +10,47 @@ here and reads it with lab/corpus.py (reading and sentence splitting live there)
 
 What lives here
 - `CATALOG`                 name -> `CatalogEntry`: novels (ten Project Gutenberg novels),
-                            wikitext-2, wikitext-103, squad-v1.1, sst2; each lists its
-                            `RemoteFile`s, splits, where a local data folder holds it, licence.
+                            wikitext-2, wikitext-103, squad-v1.1, sst2, ud-ewt (UD English-EWT),
+                            uner-ewt (UNER English-EWT); each lists its `RemoteFile`s, splits,
+                            where a local data folder holds it, licence.
 - `data_dir()`              the one lookup of the local data folder (laid out like shared/data):
                             $BERT_LAB_DATA when set (then only it), else ../shared/data beside
                             the repository; None when neither is a folder.
-- `find_data`, `is_shared`  a file in that folder or a fallback; is a path inside it?
+- `find_data`, `is_shared`  a file in that folder (or the catalog's other name for the same
+                            file, e.g. squad/dev-v1.1.json for squad/dev-v1.1.json.zip) or a
+                            fallback; is a path inside it?
 - `fetch(name)`             download a corpus once into <cache>/<name>/, the cache being
                             $BERT_LAB_CACHE or ~/.cache/bert-lab.
 - `resolve_corpus(name_or_path, split)`
-                            a path, else the local data folder's copy, else `fetch`.
+                            a path, else the local data folder's copy, else `fetch` (only the
+                            files that hold that split).
+- `fill_data_folder(needs, folder)`
+                            fetch what a notebook needs ("novels", "sst2:dev", ...) and lay it out
+                            in `folder` like shared/data (links into the cache), so that
+                            `find_data` finds it there: how the notebooks get their data in Colab
+                            (lab/notebook_setup.py). `missing_data(needs)` says what is not there.
+- `mirror_url(url)`         where a download really goes: the canonical URL, or the same path on
+                            $BERT_LAB_MIRROR (below).
 - `DownloadError` (an OSError: the message has the URL and what to do offline) and
   `ChecksumError` (a ValueError).
 
 Downloads go through pooch, a maintained downloader, so streaming over HTTP(S), the progress
 bar, temp-file-then-rename and hash checks are its code rather than ours.
 
-Checksums: no checksum could be looked up offline, so `CATALOG` records none yet and the first
-download is trusted: its sha256 is written next to it (`<file>.sha256`) and every later use is
-verified against that sidecar ("trust on first use"). Where an entry records a sha256, pooch
-verifies the download itself. A cached file that fails its check raises `ChecksumError`
-(it is never silently downloaded again): delete it to download it again.
+Checksums: where `CATALOG` records a sha256 (UD and UNER English-EWT's dev/test files, SQuAD
+v1.1; see the comments at each entry for where each value comes from), pooch verifies the
+download itself. Elsewhere the first download is trusted: its sha256 is written next to it
+(`<file>.sha256`) and every later use is verified against that sidecar ("trust on first use"):
+the novels (Project Gutenberg regenerates its files), WikiText and SST-2 (their zips are not in
+shared/data, so no checksum could be computed here) and the EWT train splits. A cached file that
+fails its check raises `ChecksumError` (it is never silently downloaded again): delete it to
+download it again.
+
+A mirror: $BERT_LAB_MIRROR (a base URL such as http://classroom-server:8000) sends every download
+to <mirror>/<host>/<path> instead of https://<host>/<path>, e.g. the first novel to
+<mirror>/www.gutenberg.org/cache/epub/1342/pg1342.txt; the checksums are the same. A classroom
+can serve one copy of the corpora laid out that way (`python -m http.server`), and the tests
+point it at a local stand-in that serves small fixtures under the canonical paths.
 """
 
 from __future__ import annotations
@@ -42,7 +62,7 @@ import tempfile
 import urllib.parse
 import urllib.request
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pooch
@@ -59,6 +79,10 @@ __all__ = [
     "is_shared",
     "fetch",
     "resolve_corpus",
+    "mirror_url",
+    "parse_need",
+    "missing_data",
+    "fill_data_folder",
 ]
 
 logger = logging.getLogger(__name__)
@@ -75,6 +99,7 @@ class RemoteFile:
     name: str  # file name inside the corpus's cache folder
     sha256: str | None = None  # None: trust on first use (sidecar <name>.sha256)
     members: tuple[str, ...] = ()  # for a zip: members to extract next to it
+    local: str = ""  # where a folder laid out like shared/data has this file under another name
 
 
 @dataclass(frozen=True)
@@ -87,11 +112,24 @@ class CatalogEntry:
     # Where a folder laid out like ../shared/data (`data_dir()`) holds it: split (or "all")
     # -> candidate paths relative to that folder, first existing one wins.
     local: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    format: str = "auto"  # what read_documents should use (or "json"/"tsv")
+    format: str = "auto"  # what read_documents should use (or "json"/"tsv"; "conllu"/"uner": lab.tagging)
     licence: str = ""
 
 
-_NOVEL_IDS = (1342, 158, 161, 141, 121, 105, 2701, 1400, 36, 164)
+# Project Gutenberg ebook number -> the file's name in shared/data/novels/
+_NOVELS = {
+    1342: "prideprejudice",
+    158: "emma",
+    161: "sensesensibility",
+    141: "mansfieldpark",
+    121: "northangerabbey",
+    105: "persuasion",
+    2701: "mobydick",
+    1400: "great_expectations",
+    36: "the_war_of_the_worlds",
+    164: "twenty_thousand_leagues_under_the_sea",
+}
+_NOVEL_IDS = tuple(_NOVELS)
 _WIKI = "https://s3.amazonaws.com/research.metamind.io/wikitext"
 
 
@@ -115,6 +153,29 @@ def _wikitext(size: str) -> CatalogEntry:
     )
 
 
+def _ewt(name: str, description: str, repo: str, commit: str, format: str, sha256: dict[str, str]) -> CatalogEntry:
+    """An English Web Treebank corpus on GitHub, at a fixed commit: en_ewt-ud-{train,dev,test}.<ext>.
+
+    dev and test carry the sha256 of shared/data's copies, which come from the same commit (its
+    SOURCE file); train is trust on first use (shared/data has no train split to compute it from;
+    a commit's files never change, so the first download is the file)."""
+    ext = "conllu" if format == "conllu" else "iob2"
+    splits = {s: f"en_ewt-ud-{s}.{ext}" for s in ("train", "dev", "test")}
+    return CatalogEntry(
+        name=name,
+        description=description,
+        files=tuple(
+            RemoteFile(f"https://raw.githubusercontent.com/{repo}/{commit}/{f}", f, sha256=sha256.get(s))
+            for s, f in splits.items()
+        ),
+        splits=splits,
+        default_split="dev",
+        local={s: (f"{name}/{f}",) for s, f in splits.items()},
+        format=format,
+        licence="CC BY-SA 4.0",
+    )
+
+
 CATALOG: dict[str, CatalogEntry] = {
     "novels": CatalogEntry(
         name="novels",
@@ -122,8 +183,11 @@ CATALOG: dict[str, CatalogEntry] = {
         "Emma, Sense and Sensibility, Mansfield Park, Northanger Abbey, Persuasion, "
         "Moby Dick, Great Expectations, The War of the Worlds, Twenty Thousand "
         "Leagues Under the Sea (plain-text UTF-8)",
+        # Trust on first use: Project Gutenberg regenerates these files (headers, notes), and the
+        # copies in shared/data are older editions, not the bytes served today.
         files=tuple(
-            RemoteFile(f"https://www.gutenberg.org/cache/epub/{i}/pg{i}.txt", f"pg{i}.txt") for i in _NOVEL_IDS
+            RemoteFile(f"https://www.gutenberg.org/cache/epub/{i}/pg{i}.txt", f"pg{i}.txt", local=f"novels/{n}.txt")
+            for i, n in _NOVELS.items()
         ),
         local={"all": ("novels",)},
         format="auto",
@@ -136,8 +200,20 @@ CATALOG: dict[str, CatalogEntry] = {
         description="SQuAD v1.1 (Rajpurkar et al. 2016) extractive QA, JSON; the local copy "
         "in the data folder is squad/dev-v1.1.json.zip (a zip of the JSON file)",
         files=(
-            RemoteFile("https://rajpurkar.github.io/SQuAD-explorer/dataset/train-v1.1.json", "train-v1.1.json"),
-            RemoteFile("https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json", "dev-v1.1.json"),
+            # sha256 of train-v1.1.json (30,288,272 bytes): not computed here (shared/data has no
+            # train set); the value public download scripts record for this URL.
+            RemoteFile(
+                "https://rajpurkar.github.io/SQuAD-explorer/dataset/train-v1.1.json",
+                "train-v1.1.json",
+                sha256="3527663986b8295af4f7fcdff1ba1ff3f72d07d61a20f487cb238a6ef92fd955",
+            ),
+            # dev-v1.1.json (4,854,279 bytes): computed from the JSON inside shared/data's
+            # squad/dev-v1.1.json.zip, the same value public download scripts record for this URL.
+            RemoteFile(
+                "https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json",
+                "dev-v1.1.json",
+                sha256="95aa6a52d5d6a735563366753ca50492a658031da74f301ac5238b03966972c9",
+            ),
         ),
         splits={"train": "train-v1.1.json", "dev": "dev-v1.1.json"},
         default_split="train",
@@ -163,6 +239,30 @@ CATALOG: dict[str, CatalogEntry] = {
         local={"train": ("sst2/train.tsv",), "dev": ("sst2/dev.tsv",), "test": ("sst2/test.tsv",)},
         format="tsv",
         licence="as distributed with GLUE",
+    ),
+    "ud-ewt": _ewt(
+        "ud-ewt",
+        "Universal Dependencies English Web Treebank (v2.15), CoNLL-U with gold UPOS tags "
+        "(read with lab.tagging.read_tagged)",
+        "UniversalDependencies/UD_English-EWT",
+        "15d613d8447b3478787d4c278730a1e48a945efb",
+        "conllu",
+        {
+            "dev": "531a54ff90d6ab12201c5a50c3e78e6ddac4de69abc4bce5d275d3cd29efe2b6",
+            "test": "e266e515a0a7547657ed3d90d9ba46487d6bd251f27ad4269d4e8a427c8555cd",
+        },
+    ),
+    "uner-ewt": _ewt(
+        "uner-ewt",
+        "Universal NER (UNER v1) English-EWT: gold PER / ORG / LOC in IOB2, one token a line "
+        "(read with lab.tagging.read_tagged); cite Mayhew et al., NAACL 2024",
+        "UniversalNER/UNER_English-EWT",
+        "8ed072de2fd24022cc62458997fe96a8fe191ea4",
+        "uner",
+        {
+            "dev": "0cafd881cf31d39897b6d588420fab8fbbe4423d271725c59921ac9dd49c0713",
+            "test": "821ad826d5f503ac03b4edc3fbc2174f21fbb005ec25863caf2051c434616d6e",
+        },
     ),
 }
 
@@ -196,12 +296,26 @@ def data_dir() -> Path | None:
     return folder if folder.is_dir() else None
 
 
+def _same_file_names(name: str) -> tuple[str, ...]:
+    """`name` and the catalog's other names for the same split in a data folder, in the catalog's
+    order: "squad/dev-v1.1.json.zip" -> ("squad/dev-v1.1.json.zip", "squad/dev-v1.1.json")."""
+    for entry in CATALOG.values():
+        for candidates in entry.local.values():
+            if name in candidates:
+                return (name, *(c for c in candidates if c != name))
+    return (name,)
+
+
 def find_data(name: str, fallback: str | os.PathLike) -> Path:
-    """data_dir()/name when it exists (e.g. "novels", "sst2/train.tsv"), else `fallback`.
-    FileNotFoundError naming both when neither exists."""
+    """data_dir()/name when it exists (e.g. "novels", "sst2/train.tsv"), or the same file under
+    the catalog's other name for it (SQuAD's dev set asked as squad/dev-v1.1.json.zip, held as the
+    downloaded squad/dev-v1.1.json); else `fallback`. FileNotFoundError naming both when neither
+    exists."""
     folder = data_dir()
-    if folder is not None and (folder / name).exists():
-        return folder / name
+    if folder is not None:
+        for candidate in _same_file_names(name):
+            if (folder / candidate).exists():
+                return folder / candidate
     fallback = Path(fallback)
     if not fallback.exists():
         where = folder or "none found: set BERT_LAB_DATA"
@@ -255,12 +369,26 @@ def _verify_cached(remote: RemoteFile, path: Path) -> None:
         )
 
 
+def mirror_url(url: str) -> str:
+    """`url`, or with $BERT_LAB_MIRROR set (a base URL), the same host and path under the mirror:
+    https://www.gutenberg.org/cache/epub/158/pg158.txt -> <mirror>/www.gutenberg.org/cache/epub/158/pg158.txt.
+    file:// URLs are never redirected."""
+    mirror = os.environ.get("BERT_LAB_MIRROR", "").strip()
+    parts = urllib.parse.urlsplit(url)
+    if not mirror or parts.scheme not in ("http", "https"):
+        return url
+    if not mirror.startswith(("http://", "https://", "file:")):
+        raise ValueError(f"BERT_LAB_MIRROR={mirror!r} is not a URL: give one such as http://localhost:8000")
+    return f"{mirror.rstrip('/')}/{parts.netloc}{parts.path}"
+
+
 def _download(remote: RemoteFile, folder: Path, progress: bool) -> None:
-    """url -> folder/remote.name via pooch (temp file, hash check, rename), then TOFU sidecar."""
-    downloader = _copy_file_url if remote.url.startswith("file:") else pooch.HTTPDownloader(progressbar=progress)
+    """url (or its mirror) -> folder/remote.name via pooch (temp file, hash check, rename), then TOFU sidecar."""
+    url = mirror_url(remote.url)
+    downloader = _copy_file_url if url.startswith("file:") else pooch.HTTPDownloader(progressbar=progress)
     try:
         pooch.retrieve(
-            remote.url,
+            url,
             known_hash=remote.sha256,
             fname=remote.name,
             path=folder,
@@ -269,13 +397,13 @@ def _download(remote: RemoteFile, folder: Path, progress: bool) -> None:
         )
     except OSError as err:  # requests' errors are OSErrors too
         raise DownloadError(
-            f"could not download {remote.url}: {err}. Without internet, pass a local path "
+            f"could not download {url}: {err}. Without internet, pass a local path "
             f"instead (a file or folder you already have), or set BERT_LAB_DATA to a folder "
             f"laid out like shared/data."
         ) from err
     except ValueError as err:  # pooch: the downloaded file's hash does not match
         raise ChecksumError(
-            f"checksum mismatch for {remote.url}: the catalog expects sha256 {remote.sha256} "
+            f"checksum mismatch for {url}: the catalog expects sha256 {remote.sha256} "
             f"({err}). The download is corrupt or the file changed upstream; nothing was saved "
             f"to {folder}."
         ) from err
@@ -307,6 +435,16 @@ def _extract(zip_path: Path, members: tuple[str, ...], folder: Path) -> None:
                 os.replace(tmp_name, target)
             finally:
                 Path(tmp_name).unlink(missing_ok=True)
+
+
+def _only_split(entry: CatalogEntry, split: str | None) -> CatalogEntry:
+    """The entry with only the files that hold `split` (a zip of every split stays whole): asking
+    for SQuAD's dev set does not download its 30 MB train set. Unchanged without splits."""
+    if not entry.splits or split not in entry.splits:
+        return entry
+    path = entry.splits[split]
+    files = tuple(f for f in entry.files if f.name == path or path in f.members)
+    return replace(entry, files=files) if files else entry
 
 
 def _entry(name: str) -> CatalogEntry:
@@ -389,7 +527,79 @@ def resolve_corpus(
     elif os.environ.get("BERT_LAB_DATA"):
         local_note = f" (BERT_LAB_DATA={os.environ['BERT_LAB_DATA']} is not a folder)"
     try:
-        cached = fetch(entry, cache_dir=cache_dir, progress=progress)
+        cached = fetch(_only_split(entry, split), cache_dir=cache_dir, progress=progress)
     except DownloadError as err:
         raise DownloadError(f"{err}{local_note}") from err
     return cached / entry.splits[split] if entry.splits else cached
+
+
+# ---------------------------------------------------------------------------------------------
+# A data folder laid out like shared/data, filled from the catalog (how notebooks get data in Colab)
+# ---------------------------------------------------------------------------------------------
+
+
+def parse_need(need: str) -> tuple[CatalogEntry, list[str | None]]:
+    """ "sst2:dev" -> (the sst2 entry, ["dev"]); "sst2" -> every split; "novels" -> [None] (no
+    splits: every file). ValueError naming the catalog's corpora or the entry's splits."""
+    name, _, split = need.partition(":")
+    entry = _entry(name)
+    if not split:
+        return entry, list(entry.splits) or [None]
+    if split not in entry.splits:
+        raise ValueError(
+            f"{need!r}: corpus {name!r} has no split {split!r}; "
+            + (f"its splits: {', '.join(entry.splits)}" if entry.splits else f"name it without a split: {name!r}")
+        )
+    return entry, [split]
+
+
+def _layout(entry: CatalogEntry, split: str | None) -> list[tuple[tuple[str, ...], str]]:
+    """(the names a data folder may hold it under, its path in the entry's cache folder) for
+    each file of a split (or of an entry without splits)."""
+    if split is None:
+        return [((f.local,), f.name) for f in entry.files if f.local]
+    return [(entry.local.get(split) or (f"{entry.name}/{entry.splits[split]}",), entry.splits[split])]
+
+
+def missing_data(needs, folder: str | os.PathLike | None = None) -> list[str]:
+    """The needs ("novels", "sst2:dev", ...) that `folder` (default: data_dir()) does not hold under
+    any of the catalog's names for them; all of them when there is no folder."""
+    folder = Path(folder) if folder is not None else data_dir()
+    missing = []
+    for need in needs:
+        entry, splits = parse_need(need)
+        names = [n for split in splits for n, _ in _layout(entry, split)]
+        if folder is None or not all(any((folder / c).exists() for c in candidates) for candidates in names):
+            missing.append(need)
+    return missing
+
+
+def _link(target: Path, source: Path) -> None:
+    """target -> source as a symbolic link (a copy where links are not allowed), replacing a stale one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.exists():
+        if target.resolve() == source.resolve():
+            return
+        target.unlink()
+    try:
+        target.symlink_to(source.resolve())
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def fill_data_folder(
+    needs, folder: str | os.PathLike, cache_dir: str | os.PathLike | None = None, progress: bool = True
+) -> Path:
+    """Fetch each need ("novels", "sst2:dev", "ud-ewt:test", ...) into the cache (`fetch`: pooch,
+    progress bar, checksums) and link its files into `folder` under shared/data's names
+    (novels/emma.txt, sst2/dev.tsv, squad/dev-v1.1.json, ud-ewt/en_ewt-ud-dev.conllu, ...).
+    With BERT_LAB_DATA set to that folder, `find_data` and `resolve_corpus` then find them as they
+    find shared/data's. Only the files that hold the named splits are downloaded. Returns folder."""
+    folder = Path(folder).expanduser()
+    for need in needs:
+        entry, splits = parse_need(need)
+        for split in splits:
+            cached = fetch(_only_split(entry, split), cache_dir=cache_dir, progress=progress)
+            for candidates, path in _layout(entry, split):
+                _link(folder / candidates[0], cached / path)
+    return folder

@@ -13,7 +13,9 @@ import http.server
 import io
 import socket
 import threading
+import urllib.parse
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -56,7 +58,7 @@ def _zip_bytes(members: dict[str, str]) -> bytes:
 
 
 def test_catalog_lists_the_corpora_the_lab_uses():
-    assert set(CATALOG) == {"novels", "wikitext-2", "wikitext-103", "squad-v1.1", "sst2"}
+    assert set(CATALOG) == {"novels", "wikitext-2", "wikitext-103", "squad-v1.1", "sst2", "ud-ewt", "uner-ewt"}
     novel_urls = [f.url for f in CATALOG["novels"].files]
     assert novel_urls[0] == "https://www.gutenberg.org/cache/epub/1342/pg1342.txt"
     assert [int(u.rsplit("/pg", 1)[1][:-4]) for u in novel_urls] == [1342, 158, 161, 141, 121, 105, 2701, 1400, 36, 164]
@@ -354,3 +356,178 @@ def test_resolve_corpus_explains_a_missing_local_split(tmp_path, monkeypatch):
     monkeypatch.setenv("BERT_LAB_DATA", str(tmp_path / "absent"))
     with pytest.raises(DownloadError, match="absent is not a folder"):
         resolve_corpus("wikitext-2")
+
+
+# ---------------------------------------------------------------------------------------------
+# Every catalog entry through a mirror ($BERT_LAB_MIRROR): a local stand-in serving small
+# fixtures under the canonical URL paths
+# ---------------------------------------------------------------------------------------------
+
+
+def _canonical_path(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.netloc}{parts.path}"
+
+
+def _serve_fixtures(entry: CatalogEntry, www: Path) -> dict[str, bytes]:
+    """Write a small stand-in for each of the entry's files under www/<host>/<path>: a zip holding
+    its members, else a few lines. Returns {file name: bytes served}."""
+    served = {}
+    for remote in entry.files:
+        if remote.members:
+            data = _zip_bytes({m: f"{entry.name} {m} : a small stand-in .\n" for m in remote.members})
+        else:
+            data = f"{entry.name} {remote.name} : a small stand-in .\n".encode()
+        target = www / _canonical_path(remote.url)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        served[remote.name] = data
+    return served
+
+
+def test_mirror_url_keeps_host_and_path(monkeypatch):
+    url = "https://www.gutenberg.org/cache/epub/158/pg158.txt"
+    monkeypatch.delenv("BERT_LAB_MIRROR", raising=False)
+    assert datasets.mirror_url(url) == url
+    monkeypatch.setenv("BERT_LAB_MIRROR", "http://127.0.0.1:8000/")
+    assert datasets.mirror_url(url) == "http://127.0.0.1:8000/www.gutenberg.org/cache/epub/158/pg158.txt"
+    assert datasets.mirror_url("file:///tmp/x.txt") == "file:///tmp/x.txt"
+    monkeypatch.setenv("BERT_LAB_MIRROR", "classroom-server")
+    with pytest.raises(ValueError, match="BERT_LAB_MIRROR='classroom-server' is not a URL"):
+        datasets.mirror_url(url)
+
+
+def test_the_new_catalog_entries_point_at_pinned_commits():
+    ud, uner = CATALOG["ud-ewt"], CATALOG["uner-ewt"]
+    assert ud.files[1].url == (
+        "https://raw.githubusercontent.com/UniversalDependencies/UD_English-EWT/"
+        "15d613d8447b3478787d4c278730a1e48a945efb/en_ewt-ud-dev.conllu"
+    )
+    assert uner.files[2].url == (
+        "https://raw.githubusercontent.com/UniversalNER/UNER_English-EWT/"
+        "8ed072de2fd24022cc62458997fe96a8fe191ea4/en_ewt-ud-test.iob2"
+    )
+    for entry in (ud, uner):
+        assert list(entry.splits) == ["train", "dev", "test"]
+        assert [f.sha256 is not None for f in entry.files] == [False, True, True]  # train: trust on first use
+        assert entry.local["dev"] == (f"{entry.name}/{entry.splits['dev']}",)
+    assert all(f.sha256 for f in CATALOG["squad-v1.1"].files)
+    assert [f.local for f in CATALOG["novels"].files][:2] == ["novels/prideprejudice.txt", "novels/emma.txt"]
+
+
+def test_pinned_checksums_match_the_shared_copies():
+    """The pinned sha256s were computed from shared/data's copies: check them when it is here."""
+    folder = data_dir()
+    if folder is None:
+        pytest.skip("no shared/data here")
+    checked = 0
+    for name in ("ud-ewt", "uner-ewt"):
+        entry = CATALOG[name]
+        for remote in entry.files:
+            split = next(s for s, p in entry.splits.items() if p == remote.name)
+            local = folder / entry.local[split][0]
+            if remote.sha256 and local.exists():
+                assert hashlib.sha256(local.read_bytes()).hexdigest() == remote.sha256, local
+                checked += 1
+    squad_zip = folder / "squad" / "dev-v1.1.json.zip"
+    if squad_zip.exists():
+        with zipfile.ZipFile(squad_zip) as archive:
+            digest = hashlib.sha256(archive.read("dev-v1.1.json")).hexdigest()
+        assert digest == CATALOG["squad-v1.1"].files[1].sha256
+        checked += 1
+    assert checked, "shared/data holds none of the pinned files"
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_every_catalog_entry_downloads_from_a_mirror(name, server, tmp_path, monkeypatch):
+    """Each entry's files come from <mirror>/<host>/<canonical path>, are verified (pinned sha256s
+    are swapped for the fixtures' own here) and are laid out like shared/data by fill_data_folder."""
+    url, www, requests = server
+    real = CATALOG[name]
+    served = _serve_fixtures(real, www)
+    pinned = any(f.sha256 for f in real.files)
+    files = tuple(replace(f, sha256=hashlib.sha256(served[f.name]).hexdigest()) if f.sha256 else f for f in real.files)
+    monkeypatch.setitem(CATALOG, name, replace(real, files=files))
+    monkeypatch.setenv("BERT_LAB_MIRROR", url)
+    monkeypatch.setenv("BERT_LAB_CACHE", str(tmp_path / "cache"))
+    folder = datasets.fill_data_folder([name], tmp_path / "data", progress=False)
+    assert sorted(requests) == sorted(f"/{_canonical_path(f.url)}" for f in real.files)
+    cache = tmp_path / "cache" / name
+    for remote in real.files:
+        assert (cache / remote.name).read_bytes() == served[remote.name]
+        assert (cache / (remote.name + ".sha256")).exists() == (not pinned or remote.sha256 is None)
+    # laid out like shared/data: find_data finds each split (or novel) there, as it does shared/data's
+    monkeypatch.setenv("BERT_LAB_DATA", str(folder))
+    assert datasets.missing_data([name]) == []
+    for split, candidates in real.local.items():
+        if split != "all":
+            found = find_data(candidates[-1], tmp_path / "absent")
+            assert found.read_bytes() == (cache / real.splits[split]).read_bytes()
+    for remote in real.files:
+        if remote.local:
+            assert find_data(remote.local, tmp_path / "absent").read_bytes() == served[remote.name]
+    # a second fill is served from the cache
+    datasets.fill_data_folder([name], folder, progress=False)
+    assert len(requests) == len(real.files)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in CATALOG.items() if any(f.sha256 for f in e.files)))
+def test_a_pinned_checksum_rejects_other_bytes(name, server, tmp_path, monkeypatch):
+    """The real catalog against the stand-in's small files: every pinned file is refused, nothing kept."""
+    url, www, _ = server
+    _serve_fixtures(CATALOG[name], www)
+    monkeypatch.setenv("BERT_LAB_MIRROR", url)
+    for remote in CATALOG[name].files:
+        if not remote.sha256:
+            continue
+        entry = replace(CATALOG[name], files=(remote,))
+        with pytest.raises(ChecksumError) as err:
+            fetch(entry, cache_dir=tmp_path / "cache", progress=False)
+        assert f"{url}/{_canonical_path(remote.url)}" in str(err.value) and remote.sha256 in str(err.value)
+        assert not (tmp_path / "cache" / name / remote.name).exists()
+
+
+def test_resolve_corpus_downloads_only_the_split_asked_for(server, tmp_path, monkeypatch):
+    url, www, requests = server
+    real = CATALOG["squad-v1.1"]
+    served = _serve_fixtures(real, www)
+    files = tuple(replace(f, sha256=hashlib.sha256(served[f.name]).hexdigest()) for f in real.files)
+    monkeypatch.setitem(CATALOG, "squad-v1.1", replace(real, files=files))
+    monkeypatch.setenv("BERT_LAB_MIRROR", url)
+    monkeypatch.setenv("BERT_LAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("BERT_LAB_DATA", str(tmp_path / "absent"))
+    path = resolve_corpus("squad-v1.1", split="dev", progress=False)
+    assert path == tmp_path / "cache" / "squad-v1.1" / "dev-v1.1.json"
+    assert requests == ["/rajpurkar.github.io/SQuAD-explorer/dataset/dev-v1.1.json"]
+
+
+def test_needs_are_checked_against_the_catalog(tmp_path, monkeypatch):
+    assert datasets.parse_need("sst2:dev")[1] == ["dev"]
+    assert datasets.parse_need("sst2")[1] == ["train", "dev", "test"]
+    assert datasets.parse_need("novels")[1] == [None]
+    with pytest.raises(ValueError, match="unknown corpus 'imdb'; the catalog has: novels"):
+        datasets.parse_need("imdb:dev")
+    with pytest.raises(ValueError, match="'ud-ewt:valid': corpus 'ud-ewt' has no split 'valid'; its splits: train"):
+        datasets.parse_need("ud-ewt:valid")
+    with pytest.raises(ValueError, match="name it without a split: 'novels'"):
+        datasets.parse_need("novels:train")
+    # missing_data: what a folder does not hold; the zip counts as SQuAD's dev set
+    data = tmp_path / "data"
+    (data / "squad").mkdir(parents=True)
+    (data / "squad" / "dev-v1.1.json.zip").write_bytes(_zip_bytes({"dev-v1.1.json": "{}"}))
+    write(data / "novels" / "emma.txt", "Emma.")
+    needs = ["squad-v1.1:dev", "squad-v1.1:train", "novels", "sst2:dev"]
+    assert datasets.missing_data(needs, data) == ["squad-v1.1:train", "novels", "sst2:dev"]
+    monkeypatch.setenv("BERT_LAB_DATA", str(tmp_path / "absent"))
+    assert datasets.missing_data(needs) == needs  # no data folder at all
+
+
+def test_find_data_knows_the_catalogs_other_name_for_a_file(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    write(data / "squad" / "dev-v1.1.json", "{}")  # as a download is laid out (no zip)
+    monkeypatch.setenv("BERT_LAB_DATA", str(data))
+    fallback = write(tmp_path / "qa.json", "{}")
+    assert find_data("squad/dev-v1.1.json.zip", fallback) == data / "squad" / "dev-v1.1.json"
+    assert find_data("squad/train-v1.1.json.zip", fallback) == fallback
+    (data / "squad" / "dev-v1.1.json.zip").write_bytes(_zip_bytes({"dev-v1.1.json": "{}"}))
+    assert find_data("squad/dev-v1.1.json.zip", fallback) == data / "squad" / "dev-v1.1.json.zip"  # as named first
