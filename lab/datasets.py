@@ -328,8 +328,14 @@ def is_shared(path: str | os.PathLike) -> bool:
     folder = data_dir()
     if folder is None:
         return False
-    path, folder = Path(path).resolve(), folder.resolve()
-    return path == folder or folder in path.parents
+    # as written (a link in a filled data folder points into the cache), or with links resolved
+    for p, f in (
+        (Path(os.path.abspath(path)), Path(os.path.abspath(folder))),
+        (Path(path).resolve(), folder.resolve()),
+    ):
+        if p == f or f in p.parents:
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------------
