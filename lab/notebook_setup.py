@@ -53,13 +53,14 @@ __all__ = [
     "repository_url",
     "colab_url",
     "setup_cell_source",
+    "notebook_folder",
     "write_setup_cell",
 ]
 
 SETUP_TAG = "setup"  # the set-up cell's tag in the notebook's metadata
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
-# The cell's code. {repository} and {needs} are filled in by setup_cell_source.
+# The cell's code. {repository}, {folder} and {needs} are filled in by setup_cell_source.
 SETUP_CELL = """\
 # Set-up: where the lab is not installed (Colab) this clones it and installs it; then it gets the
 # data this notebook reads through the lab's corpus catalog. Run locally it changes nothing.
@@ -76,8 +77,8 @@ if importlib.util.find_spec("lab") is None:  # not installed: clone the lab here
         subprocess.run(["git", "clone", "--depth", "1", REPOSITORY, str(clone)], check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--editable", f"{{clone}}[colab]"], check=True)
     sys.path.insert(0, str(clone))
-if not Path("data").is_dir() and Path("bert-lab/notebooks").is_dir():
-    os.chdir("bert-lab/notebooks")  # the notebooks read data/ and ../models from their own folder
+if Path("bert-lab/{folder}").is_dir():  # in Colab: the notebook's own folder in the clone
+    os.chdir("bert-lab/{folder}")  # where its relative paths (data/, ../models) lead
 from lab.notebook_setup import prepare
 
 # the corpora this notebook reads (lab.datasets.CATALOG names); DEVICE: where training runs
@@ -153,12 +154,23 @@ def colab_url(notebook: str, repository: str | None = None, branch: str = "main"
     return f"https://colab.research.google.com/github/{owner_repo}/blob/{branch}/notebooks/{notebook}"
 
 
-def setup_cell_source(needs, repository: str | None = None) -> str:
-    """The set-up cell's code for a notebook reading `needs`."""
+def setup_cell_source(needs, repository: str | None = None, folder: str = "notebooks") -> str:
+    """The set-up cell's code for a notebook in `folder` (relative to the repository: notebooks,
+    notebooks/exercises) reading `needs`."""
     needs = list(needs)
     for need in needs:
         parse_need(need)
-    return SETUP_CELL.format(repository=repository or repository_url(), needs=json.dumps(needs))
+    if not re.fullmatch(r"[\w.-]+(/[\w.-]+)*", folder) or ".." in folder.split("/"):
+        raise ValueError(f"folder must be a path inside the repository such as notebooks/exercises, not {folder!r}")
+    return SETUP_CELL.format(repository=repository or repository_url(), folder=folder, needs=json.dumps(needs))
+
+
+def notebook_folder(path: str | os.PathLike) -> str:
+    """The notebook's folder relative to the repository ("notebooks" for a file outside it)."""
+    try:
+        return Path(path).resolve().parent.relative_to(PYPROJECT.parent).as_posix()
+    except ValueError:
+        return "notebooks"
 
 
 def write_setup_cell(path: str | os.PathLike, needs, repository: str | None = None) -> None:
@@ -167,7 +179,7 @@ def write_setup_cell(path: str | os.PathLike, needs, repository: str | None = No
     path = Path(path)
     nb = json.loads(path.read_text())
     cells = nb["cells"]
-    source = setup_cell_source(needs, repository)
+    source = setup_cell_source(needs, repository, notebook_folder(path))
     tags = [c.get("metadata", {}).get("tags", []) for c in cells]
     cell = {
         "cell_type": "code",

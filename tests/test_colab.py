@@ -26,6 +26,7 @@ import torch
 from lab import datasets, notebook_setup, probing
 from lab.datasets import CATALOG, find_data, parse_need
 from lab.notebook_setup import colab_url, prepare, repository_url, setup_cell_source, write_setup_cell
+from lab.notebook_setup import notebook_folder as lab_notebook_folder
 from tests.conftest import ROOT
 from tests.test_datasets import _serve_fixtures, server  # noqa: F401  (server: the stand-in's fixture)
 
@@ -154,7 +155,7 @@ def run_cell(tmp_path, monkeypatch):
 
 
 def test_lab_importable_installs_nothing(run_cell, tmp_path):
-    (tmp_path / "data").mkdir()  # a notebooks folder: data/ beside the notebook
+    (tmp_path / "data").mkdir()  # a notebooks folder: data/ beside the notebook, no bert-lab/ clone
     commands, prepared, namespace = run_cell(setup_cell_source(["sst2:dev"]), importable=True)
     assert commands == [] and prepared == [["sst2:dev"]]
     assert Path.cwd() == tmp_path and namespace["DEVICE"] == torch.device("cpu")
@@ -170,6 +171,18 @@ def test_lab_missing_clones_the_address_and_installs_it(run_cell, tmp_path):
     assert sys.path[0] == str(clone)  # importable in this kernel at once
     assert Path.cwd() == clone / "notebooks"  # where ../models and data/ are
     assert prepared == [["novels"]]
+
+
+def test_a_notebook_in_a_subfolder_goes_into_that_folder_of_the_clone(run_cell, tmp_path):
+    source = setup_cell_source([], folder="notebooks/exercises")
+    assert lab_notebook_folder(ROOT / "notebooks" / "exercises" / "x.ipynb") == "notebooks/exercises"
+    assert lab_notebook_folder(tmp_path / "elsewhere.ipynb") == "notebooks"
+    (tmp_path / "bert-lab" / "notebooks" / "exercises").mkdir(parents=True)  # cloned before
+    commands, _, _ = run_cell(source, importable=False)
+    assert [c[3] for c in commands] == ["install"]
+    assert Path.cwd() == tmp_path / "bert-lab" / "notebooks" / "exercises"
+    with pytest.raises(ValueError, match="folder must be a path inside the repository"):
+        setup_cell_source([], folder="../elsewhere")
 
 
 def test_a_second_run_after_a_restart_only_changes_folder(run_cell, tmp_path):
