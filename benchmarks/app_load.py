@@ -1,25 +1,34 @@
-"""A classroom's load on the dashboard: concurrent clients sending mixed requests.
+"""A classroom's load on the dashboard: students with the page open, clicking with pauses.
 
-    python benchmarks/app_load.py                       # starts `python app.py` in its own process
-    python benchmarks/app_load.py --url http://HOST:7860/   # or measures a running dashboard
-    python benchmarks/app_load.py --clients 30 --requests 10 --concurrency 2
-    python benchmarks/app_load.py --users 30 --think 2          # a class: each student pauses ~2 s between clicks
-    python benchmarks/app_load.py --only /attention --distinct  # server CPU per request, every input new
-    python benchmarks/app_load.py --only /why_classify --distinct  # the "why?" views: /why_classify, /why_answer
+    python benchmarks/app_load.py --users 100 --think 2      # a lecture hall (the target below)
+    python benchmarks/app_load.py --curve 10,30,60,100,150 --think 2   # p95 against class size
+    python benchmarks/app_load.py --url http://HOST:7860/    # a dashboard already running
+    python benchmarks/app_load.py --only /attention --distinct   # server CPU per request, every input new
+    python benchmarks/app_load.py --only /why_classify --distinct   # one view: /why_answer, /tag, ...
+    python benchmarks/app_load.py --users 150 --queue-size 16 --burst   # what a full queue tells a student
 
-Each client (a thread) sends --requests requests drawn in turn from a classroom mix:
-fill-mask, next sentence, attention (heatmaps + head statistics), question answering,
-classification and tokenization, each with its tab's default model. All clients start together.
-Clients speak Gradio's HTTP API directly (POST /gradio_api/call/<name>, then read the result
-stream), which costs the shared CPU far less than 30 gradio_client objects would
-(--client gradio_client uses those instead). Prints per-endpoint and overall p50/p95/max latency
-(the time the client waits, queueing included) and the number of errors (an error event, or a
-warning in the status line for these valid inputs). --think T: each student waits 0.5T-1.5T
-(uniform, seeded) between requests. --distinct: every request's text is new (no request can be
-answered from the dashboard's caches). When the dashboard is started here, the CPU time its
-process used is printed too (per request: with --only, per request of that endpoint).
-Targets with the bundled models on 2 CPU cores: p95 <= 1 s and 0 errors for 30 x 10 (no think
-time, issue 5; --users 30 --think 2, the dashboard issue), server CPU per attention request <= 30 ms.
+The dashboard runs in its own process (`python app.py`, started here unless --url), and the
+measurement starts when it prints that it is ready: a class arrives at a fresh server. Each
+student (a thread) does what a browser does: opens the page within --arrive seconds (the page,
+then its opening events, which give the student a server session; timed apart), waits for the
+class to begin, clicks first within the first think time, then sends --requests requests drawn in
+turn from the tabs' mix (fill-mask, next sentence, attention, question answering, classification,
+tokenization, tagging, and the views inside the encoder: the logit lens and the three "why?"
+views), each with its tab's default model and the page's own inputs, pausing 0.5T-1.5T (uniform,
+seeded) between them (--think T). Clients speak Gradio's HTTP API directly (POST
+/gradio_api/call/<name> with the student's session, then read the result stream), which costs
+the shared CPU far less than gradio_client objects would (--client gradio_client uses those).
+--sessionless sends every request without a session, as an API script that passes none: each
+then costs the server a new session (Gradio builds one per page of 200 components).
+--distinct: every request's text is new (nothing can come from the dashboard's caches).
+--burst: every student's first click at the same instant.
+
+Prints per-endpoint and overall p50/p95/max latency (the time the client waits, queueing
+included), the number of errors (an error event, a refused request, or a warning in the status
+line for these valid inputs) and, when the dashboard is started here, the CPU its process used
+per request and as a share of the machine. Targets with the bundled models on 2 CPU cores:
+p95 <= 1 s and 0 errors for --users 100 --think 2 (the lecture hall); server CPU per attention
+request <= 30 ms.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ def requests_for(app_defaults: dict, tag: str = "", only=None) -> list[tuple[str
     a word added to each text, to make it new); endpoints outside the mix (the "why?" views)
     when `only` names them."""
     mlm, qa, cls = app_defaults["fill_mask"], app_defaults["answer"], app_defaults["classify"]
+    tagger = app_defaults.get("tag")
     context = (
         "The Nautilus was a submarine built by Captain Nemo on a desert island. It was driven by "
         "electricity, and Nemo used it to explore the oceans of the world for many years."
@@ -64,20 +74,21 @@ def requests_for(app_defaults: dict, tag: str = "", only=None) -> list[tuple[str
         ("/answer", (qa, "Who built the Nautilus?", context + f" {tag}", 3, "light")),
         ("/classify", (cls, f"a charming and often moving film {tag}.", "")),
         ("/tokenize", (mlm, f"The playing children were unbelievably happy {tag}.")),
-    ]
-    # the "why?" views (attribution): not in the classroom mix (a click in an accordion); --only picks them
-    extra = [
+        ("/tag", (tagger, f"Captain Nemo sailed the Nautilus from Vanikoro to the Red Sea {tag}.")),
+        # the views inside the encoder (a click in an accordion under the tabs above)
+        ("/logit_lens", (mlm, f"the captain of the [MASK] looked at me {tag}.", "light")),
         ("/why_classify", (cls, f"a charming and often moving film {tag}.", "", "integrated gradients", "light")),
         ("/why_answer", (qa, "Who built the Nautilus?", context + f" {tag}", "integrated gradients", "light")),
+        ("/why_fill_mask", (mlm, f"the captain of the [MASK] looked at me {tag}.", "integrated gradients", "light")),
     ]
-    if only:
-        mix += [(name, args) for name, args in extra if name in only]
-    return [(name, args) for name, args in mix if args[0] is not None]
+    return [(name, args) for name, args in mix if args[0] is not None and (not only or name in only)]
 
 
-def http_predict(url: str, api_name: str, args: tuple, timeout: float = 120) -> list:
-    """One call of a Gradio event over plain HTTP: submit, then read the event stream."""
-    body = json.dumps({"data": list(args)}).encode()
+def http_predict(url: str, api_name: str, args: tuple, timeout: float = 120, session: str | None = None) -> list:
+    """One call of a Gradio event over plain HTTP: submit, then read the event stream. `session`:
+    the student's session id (a browser keeps one per page it opened; None: a new session per call,
+    as a script calling the API without one)."""
+    body = json.dumps({"data": list(args), **({"session_hash": session} if session else {})}).encode()
     req = urllib.request.Request(
         f"{url.rstrip('/')}/gradio_api/call{api_name}", data=body, headers={"Content-Type": "application/json"}
     )
@@ -97,6 +108,56 @@ def http_predict(url: str, api_name: str, args: tuple, timeout: float = 120) -> 
     raise RuntimeError("the result stream ended without a result")
 
 
+def opening_events(url: str) -> list[dict]:
+    """The events a browser runs when the page opens (the page's load events and the chain that
+    follows them, those with a server function), in order, each with the page's starting values of
+    its inputs and whether it goes through the queue; read from the dashboard's config."""
+    with urllib.request.urlopen(f"{url.rstrip('/')}/config", timeout=60) as r:
+        config = json.loads(r.read())
+    values = {c["id"]: c.get("props", {}).get("value") for c in config["components"]}
+    deps = config["dependencies"]
+    order = [d["id"] for d in deps if any(t[1] == "load" for t in d["targets"])]
+    for d in deps:  # .then() chains after a load event (the config lists them after their trigger)
+        if d.get("trigger_after") in order:
+            order.append(d["id"])
+    by_id = {d["id"]: d for d in deps}
+    return [
+        {"fn_index": i, "data": [values.get(c) for c in by_id[i]["inputs"]], "queue": bool(by_id[i]["queue"])}
+        for i in order
+        if by_id[i]["backend_fn"]
+    ]
+
+
+def _post(url: str, payload: dict, timeout: float) -> bytes:
+    req = urllib.request.Request(url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return r.read()
+
+
+def open_page(url: str, session: str, events: list[dict], timeout: float = 120) -> None:
+    """What a browser does to open the dashboard: fetch the page (HTML with the page's config), then
+    run its opening events in the student's session (the first creates the session): unqueued ones
+    by POST /run/predict, queued ones by joining the queue and reading the session's stream."""
+    root = url.rstrip("/")
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        r.read()
+    for event in events:
+        body = {"data": event["data"], "fn_index": event["fn_index"], "session_hash": session, "trigger_id": None}
+        if not event["queue"]:
+            _post(f"{root}/gradio_api/run/predict", body, timeout)
+            continue
+        event_id = json.loads(_post(f"{root}/gradio_api/queue/join", body, timeout))["event_id"]
+        with urllib.request.urlopen(f"{root}/gradio_api/queue/data?session_hash={session}", timeout=timeout) as r:
+            for raw in r:
+                line = raw.decode().strip()
+                if line.startswith("data:"):
+                    msg = json.loads(line[5:])
+                    if msg.get("event_id") == event_id and msg.get("msg") == "process_completed":
+                        if not msg.get("success", True):
+                            raise RuntimeError(f"an opening event failed: {msg.get('output')}")
+                        break
+
+
 def server_cpu(server) -> float:
     """CPU seconds (user + system) the dashboard's process has used so far (Linux /proc)."""
     if server is None:
@@ -110,69 +171,78 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, max(0, round(q * (len(values) - 1))))]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--url", default=None, help="a running dashboard (default: start app.py here)")
-    ap.add_argument("--clients", "--users", type=int, default=30)
-    ap.add_argument("--think", type=float, default=0.0, help="seconds a student pauses between requests (mean)")
-    ap.add_argument("--distinct", action="store_true", help="every request's text is new (nothing from a cache)")
-    ap.add_argument("--requests", type=int, default=10, help="requests per client")
-    ap.add_argument("--concurrency", type=int, default=2, help="app.py --concurrency when started here")
-    ap.add_argument("--only", nargs="*", help="restrict the mix to these endpoints (e.g. /fill_mask)")
-    ap.add_argument("--client", choices=["http", "gradio_client"], default="http")
-    args = ap.parse_args()
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    from gradio_client import Client
+def start_server(concurrency: int, queue_size: int | None = None, port: int = 7870):
+    """`python app.py` in its own process, returned once it prints that it is ready (every tab's
+    model loaded): a class arrives at a fresh server."""
+    extra = ["--queue-size", str(queue_size)] if queue_size else []
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "app.py"), "--port", str(port), "--concurrency", str(concurrency), *extra],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    started = time.perf_counter()
+    for line in server.stdout:
+        if "BERT Lab is ready" in line:
+            break
+    else:
+        raise SystemExit("the dashboard exited before it was ready")
+    print(f"dashboard ready {time.perf_counter() - started:.1f} s after start")
+    threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()  # keep the pipe drained
+    return server, f"http://127.0.0.1:{port}/"
 
-    # the dashboard runs in its own process, as in class; this process only plays the students
-    sys.path.insert(0, str(ROOT))
-    import app  # for the tabs' default models
-    from dashboard import Settings
 
-    store = Settings.from_args(app.parser().parse_args([])).store()  # the models app.py would serve
-    defaults = {task: store.default_model(task) for task in ("fill_mask", "answer", "classify")}
-    server, url = None, args.url
-    if url is None:
-        port = 7870
-        server = subprocess.Popen(
-            [sys.executable, str(ROOT / "app.py"), "--port", str(port), "--concurrency", str(args.concurrency)],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        url = f"http://127.0.0.1:{port}/"
-        for _ in range(120):  # wait until it answers
-            try:
-                urllib.request.urlopen(url, timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
+def run_class(args, users: int, url: str, server, defaults: dict) -> dict:
+    """One class of `users` students against the dashboard at `url`; prints the table and returns
+    the figures (p50/p95/max in seconds, errors, requests per second, server CPU per request)."""
 
     def mix_for(tag: str = "") -> list[tuple[str, tuple]]:
-        return [
-            (name, call) for name, call in requests_for(defaults, tag, args.only) if not args.only or name in args.only
-        ]
+        return requests_for(defaults, tag, args.only)
 
     mix = mix_for()
     print(
-        f"{args.clients} clients x {args.requests} requests against {url}, think {args.think} s"
+        f"{users} students x {args.requests} requests against {url}, think {args.think} s"
         f"{', every text new' if args.distinct else ''}; models: {defaults}"
     )
-
+    sessions = [None if args.sessionless else f"student-{k}-{os.getpid()}-{users}" for k in range(users)]
+    events = [] if args.sessionless else opening_events(url)
+    opened: list[float] = []
     if args.client == "gradio_client":
-        clients = [Client(url, verbose=False) for _ in range(args.clients)]
+        from gradio_client import Client
+
+        clients = [Client(url, verbose=False) for _ in range(users)]
         predict = [lambda call, name, c=c: c.predict(*call, api_name=name) for c in clients]
     else:
-        predict = [lambda call, name: http_predict(url, name, call)] * args.clients
+        predict = [lambda call, name, s=s: http_predict(url, name, call, session=s) for s in sessions]
     latencies: dict[str, list[float]] = {}
     errors: list[str] = []
-    lock, start = threading.Lock(), threading.Barrier(args.clients)
+    marks: dict[str, float] = {}
+
+    def begin() -> None:  # the class begins (every page open): CPU and time count from here
+        marks.update(cpu=server_cpu(server), time=time.perf_counter())
+
+    lock, start = threading.Lock(), threading.Barrier(users, action=begin)
 
     def student(k: int) -> None:
         import random
 
         rng = random.Random(k)
-        start.wait()  # everyone clicks at once
+        if not args.sessionless:  # each student opens the page (a session) within --arrive seconds
+            time.sleep(rng.uniform(0, args.arrive))
+            t = time.perf_counter()
+            try:
+                open_page(url, sessions[k], events)
+                problem = None
+            except Exception as e:
+                problem = f"{type(e).__name__}: {e}"
+            with lock:
+                opened.append(time.perf_counter() - t)
+                if problem:
+                    errors.append(f"opening the page: {problem}")
+        start.wait()  # the class begins: everyone has the page open ...
+        if args.think and not args.burst:  # ... and clicks first within the first think time
+            time.sleep(rng.uniform(0, args.think))
         for i in range(args.requests):
             if i and args.think:
                 time.sleep(rng.uniform(0.5, 1.5) * args.think)
@@ -190,17 +260,29 @@ def main() -> None:
                 if problem:
                     errors.append(f"{name}: {problem}")
 
-    for name, call in mix:  # warm-up: load each model once (as before a class)
-        predict[0](call, name)
-    cpu0 = server_cpu(server)
-    t0 = time.perf_counter()
-    threads = [threading.Thread(target=student, args=(k,)) for k in range(args.clients)]
+    if args.warm_up:  # one request per endpoint before the class (by default the class meets a fresh server)
+        for name, call in mix:
+            predict[0](call, name)
+    cpu_arrival = server_cpu(server)
+    threads = [threading.Thread(target=student, args=(k,)) for k in range(users)]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
-    wall = time.perf_counter() - t0
-
+    wall = time.perf_counter() - marks["time"]
+    result: dict = {"users": users}
+    if opened:
+        result.update(open_p50=statistics.median(opened), open_p95=percentile(opened, 0.95))
+        print(
+            f"opening the page ({len(opened)} students within {args.arrive:g} s): p50 "
+            f"{1000 * statistics.median(opened):.0f} ms, p95 {1000 * percentile(opened, 0.95):.0f} ms, "
+            f"max {1000 * max(opened):.0f} ms"
+            + (
+                f"; server CPU {1000 * (marks['cpu'] - cpu_arrival) / len(opened):.1f} ms per page opened"
+                if server is not None
+                else ""
+            )
+        )
     every = [x for xs in latencies.values() for x in xs]
     print(f"{'endpoint':<16} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
     for name, xs in sorted(latencies.items()):
@@ -214,19 +296,86 @@ def main() -> None:
         f"{1000 * max(every):>8.0f}"
     )
     print(f"{len(every)} requests in {wall:.1f} s ({len(every) / wall:.1f}/s); errors: {len(errors)}")
+    result.update(p50=statistics.median(every), p95=p95, max=max(every), errors=len(errors), rate=len(every) / wall)
     if server is not None:
-        cpu = server_cpu(server) - cpu0
+        cpu = server_cpu(server) - marks["cpu"]
+        result.update(cpu_ms=1000 * cpu / len(every), cpu_share=cpu / wall / (os.cpu_count() or 1))
         print(
             f"server CPU: {cpu:.2f} s, {1000 * cpu / len(every):.1f} ms per request"
             + (f" ({', '.join(args.only)})" if args.only else " (the mix)")
+            + f", {100 * result['cpu_share']:.0f}% of the machine's {os.cpu_count()} cores"
         )
     for e in errors[:10]:
         print("  ", e)
     verdict = "met" if p95 <= 1.0 and not errors else "MISSED"
     print(f"target p95 <= 1 s and 0 errors: {verdict} (p95 {1000 * p95:.0f} ms, {len(errors)} errors)")
-    if server is not None:
-        server.terminate()
-        server.wait()
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", default=None, help="a running dashboard (default: start app.py here)")
+    ap.add_argument("--clients", "--users", type=int, default=30)
+    ap.add_argument(
+        "--curve",
+        default=None,
+        help="comma-separated class sizes (e.g. 10,30,60,100,150): one fresh server each, then a table",
+    )
+    ap.add_argument("--think", type=float, default=0.0, help="seconds a student pauses between requests (mean)")
+    ap.add_argument("--distinct", action="store_true", help="every request's text is new (nothing from a cache)")
+    ap.add_argument("--requests", type=int, default=10, help="requests per client")
+    ap.add_argument("--concurrency", type=int, default=2, help="app.py --concurrency when started here")
+    ap.add_argument("--queue-size", type=int, default=None, help="app.py --queue-size when started here")
+    ap.add_argument("--only", nargs="*", help="restrict the mix to these endpoints (e.g. /fill_mask)")
+    ap.add_argument("--client", choices=["http", "gradio_client"], default="http")
+    ap.add_argument(
+        "--arrive",
+        type=float,
+        default=10.0,
+        help="seconds over which the students open the page before the class begins (timed apart)",
+    )
+    ap.add_argument(
+        "--burst",
+        action="store_true",
+        help="every student's first click at the same instant (by default each opens the page at a "
+        "random moment within the first think time, then clicks)",
+    )
+    ap.add_argument("--warm-up", action="store_true", help="send each endpoint one request before the class")
+    ap.add_argument(
+        "--sessionless",
+        action="store_true",
+        help="send each request without a session (a new server session per call, as an API script "
+        "that passes none); by default each student keeps one session, as a browser page does",
+    )
+    args = ap.parse_args()
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+    # the dashboard runs in its own process, as in class; this process only plays the students
+    sys.path.insert(0, str(ROOT))
+    import app  # for the tabs' default models
+    from dashboard import Settings
+
+    store = Settings.from_args(app.parser().parse_args([])).store()  # the models app.py would serve
+    defaults = {task: store.default_model(task) for task in ("fill_mask", "answer", "classify", "tag")}
+    sizes = [int(n) for n in args.curve.split(",")] if args.curve else [args.clients]
+    results = []
+    for users in sizes:
+        server, url = (None, args.url) if args.url else start_server(args.concurrency, args.queue_size)
+        try:
+            results.append(run_class(args, users, url, server, defaults))
+        finally:
+            if server is not None:
+                server.terminate()
+                server.wait()
+    if len(results) > 1:
+        print("\n| students | requests/s | p50 ms | p95 ms | max ms | errors | server CPU ms/request | CPU used |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in results:
+            print(
+                f"| {r['users']} | {r['rate']:.1f} | {1000 * r['p50']:.0f} | {1000 * r['p95']:.0f} | "
+                f"{1000 * r['max']:.0f} | {r['errors']} | {r.get('cpu_ms', float('nan')):.1f} | "
+                f"{100 * r.get('cpu_share', float('nan')):.0f}% |"
+            )
 
 
 if __name__ == "__main__":
