@@ -116,9 +116,20 @@ def prepare(needs=(), *, fetch: bool | None = None, progress: bool = True, log=p
         env = os.environ.get("BERT_LAB_DATA")
         folder = Path(env).expanduser() if env else default_cache_dir() / "data"
         # a new folder replaces ../shared/data for this kernel: fill it with everything needed
-        fill_data_folder(needs if env is None else missing, folder, progress=progress)
+        failed = []
+        for need in needs if env is None else missing:
+            try:
+                fill_data_folder([need], folder, progress=progress)
+            except (OSError, ValueError) as err:  # DownloadError, ChecksumError: say it, go on
+                failed.append(need)
+                log(f"data: {need} could not be fetched: {err}")
         os.environ["BERT_LAB_DATA"] = str(folder)
-        log(f"data: {', '.join(missing)} downloaded; BERT_LAB_DATA={folder}")
+        got = [need for need in missing if need not in failed]
+        log(
+            (f"data: {', '.join(got)} downloaded; " if got else "data: ")
+            + f"BERT_LAB_DATA={folder}"
+            + (f"; without {', '.join(failed)} this notebook uses its own small texts in data/" if failed else "")
+        )
     elif missing:
         log(
             f"data: no local copy of {', '.join(missing)}: this notebook uses its own small texts in data/ "

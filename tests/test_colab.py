@@ -301,6 +301,25 @@ def test_bert_lab_fetch_downloads_outside_colab_into_bert_lab_data(server, tmp_p
     assert os.environ["BERT_LAB_DATA"] == str(mine)
 
 
+def test_a_failed_download_is_said_in_a_line_and_the_notebook_goes_on(server, tmp_path, monkeypatch):  # noqa: F811
+    url, www, _ = server  # serves nothing: every request is a 404
+    _no_colab(monkeypatch)
+    monkeypatch.setenv("COLAB_RELEASE_TAG", "test")
+    monkeypatch.setenv("BERT_LAB_MIRROR", url)
+    monkeypatch.setenv("BERT_LAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("BERT_LAB_DATA", str(tmp_path / "data"))
+    lines = []
+    assert prepare(["sst2:dev"], progress=False, log=lines.append) == torch.device("cpu")
+    assert lines[0].startswith("data: sst2:dev could not be fetched: could not download " + url)
+    assert "404" in lines[0]
+    assert (
+        lines[1]
+        == f"data: BERT_LAB_DATA={tmp_path / 'data'}; without sst2:dev this notebook uses its own small texts in data/"
+    )
+    fallback = ROOT / "notebooks" / "data" / "sentiment_dev.tsv"
+    assert find_data("sst2/dev.tsv", fallback) == fallback
+
+
 # ---------------------------------------------------------------------------------------------
 # Writing the cell into a notebook (also for notebooks added later)
 # ---------------------------------------------------------------------------------------------
