@@ -186,16 +186,19 @@ def notebook_folder(path: str | os.PathLike) -> str:
 
 def write_setup_cell(path: str | os.PathLike, needs, repository: str | None = None) -> None:
     """Put the set-up cell into a notebook file: replace the cell tagged "setup", else insert it
-    right after the cell tagged "parameters" (else first). Outputs stay cleared."""
+    right after the cell tagged "parameters" (without one: before the first code cell). Outputs
+    stay cleared."""
     path = Path(path)
     nb = json.loads(path.read_text())
     cells = nb["cells"]
     source = setup_cell_source(needs, repository, notebook_folder(path))
     tags = [c.get("metadata", {}).get("tags", []) for c in cells]
+    # a new cell's id: "04-setup" for 04_*.ipynb (the notebooks' ids are "04-00", "04-01", ...)
+    prefix = path.stem[:2] if path.stem[:2].isdigit() else re.sub(r"[^A-Za-z0-9_-]", "-", path.stem)[:50]
     cell = {
         "cell_type": "code",
         "execution_count": None,
-        "id": f"{path.stem[:2]}-setup",
+        "id": f"{prefix}-setup",
         "metadata": {"tags": [SETUP_TAG]},
         "outputs": [],
         "source": source.splitlines(keepends=True),
@@ -206,7 +209,8 @@ def write_setup_cell(path: str | os.PathLike, needs, repository: str | None = No
         cells[at[0]] = cell
     else:
         parameters = [i for i, t in enumerate(tags) if "parameters" in t]
-        cells.insert(parameters[0] + 1 if parameters else 0, cell)
+        code = [i for i, c in enumerate(cells) if c.get("cell_type") == "code"]
+        cells.insert(parameters[0] + 1 if parameters else code[0] if code else len(cells), cell)
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 

@@ -358,6 +358,12 @@ def test_write_setup_cell_inserts_after_parameters_then_replaces(tmp_path):
     source = "".join(written[2]["source"])
     assert _needs(source) == ["sst2:dev"] and 'REPOSITORY = "https://github.com/org/repo"' in source
     assert written[2]["outputs"] == [] and written[2]["execution_count"] is None
+    # without a parameters cell: before the first code cell, after the title
+    other = tmp_path / "exercises" / "e.ipynb"
+    other.parent.mkdir()
+    other.write_text(json.dumps(_notebook([cells[0], cells[2]])))
+    write_setup_cell(other, [], "https://github.com/org/repo")
+    assert [c["id"] for c in json.loads(other.read_text())["cells"]] == ["a", "e-setup", "c"]
 
 
 def test_the_command_line_refuses_unknown_names(tmp_path, capsys):
