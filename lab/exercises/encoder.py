@@ -150,8 +150,8 @@ def _max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a.double() - b.double()).abs().max()) if a.numel() else 0.0
 
 
-def _is_tensor(x, shape, what: str, name: str = "it") -> torch.Tensor:
-    """x must be a tensor of this shape; otherwise a Fail that says what came back instead."""
+def _is_tensor(x, shape, what: str, name: str = "it", finite: bool = True) -> torch.Tensor:
+    """x must be a tensor of this shape (and finite); otherwise a Fail that says what came back."""
     if not torch.is_tensor(x):
         raise Fail(f"{what} should return a tensor; {name} is a {type(x).__name__}.", returned=type(x).__name__)
     if tuple(x.shape) != tuple(shape):
@@ -160,7 +160,7 @@ def _is_tensor(x, shape, what: str, name: str = "it") -> torch.Tensor:
             got_shape=list(x.shape),
             expected_shape=list(shape),
         )
-    if not torch.isfinite(x).all():
+    if finite and not torch.isfinite(x).all():
         bad = (~torch.isfinite(x)).nonzero()[0].tolist()
         raise Fail(
             f"{what}: {name} holds NaN or inf (first at index {bad}). A row whose every score is -inf gives NaN "
@@ -232,10 +232,10 @@ def _load_reference_weights(student: nn.Module, reference: nn.Module, what: str)
     missing, extra = sorted(set(ref) - set(own)), sorted(set(own) - set(ref))
     if missing or extra:
         raise Fail(
-            f"{what} has parameters named differently from BERT's: "
-            + (f"missing {', '.join(missing[:4])}" if missing else "")
+            f"{what[0].upper()}{what[1:]} has parameters named differently from BERT's: "
+            + (f"missing {', '.join(missing[:6])}" if missing else "")
             + ("; " if missing and extra else "")
-            + (f"unexpected {', '.join(extra[:4])}" if extra else "")
+            + (f"unexpected {', '.join(extra[:6])}" if extra else "")
             + ". Keep __init__ as the stub gives it: these names are how real checkpoints load.",
             missing=missing,
             unexpected=extra,
@@ -505,6 +505,7 @@ _EMB_WHY = {
 }
 
 
+@torch.no_grad()
 def check_embeddings(student, seed: int = 0):
     """Checks an Embeddings module class (Figure 2: token + segment + position embeddings,
     LayerNorm, dropout) against lab.model.BertEmbeddings (and transformers' BertEmbeddings when
@@ -546,7 +547,7 @@ def check_embeddings(student, seed: int = 0):
                 again = core.call(mine, ids, types, what=call)
                 if _max_diff(again, got) > 0:
                     raise Fail(
-                        f"On {what} your embeddings change from one call to the next in eval mode: dropout is "
+                        f"On {what}, your embeddings change from one call to the next in eval mode: dropout is "
                         "applied even in eval mode. Use the module self.dropout (model.eval() turns it off), "
                         "not F.dropout(x, training=True).",
                         **_first_diff(got, want),
@@ -554,7 +555,7 @@ def check_embeddings(student, seed: int = 0):
                 name = _closest(got, _embedding_variants(ref, ids, types), 1e-4)
                 why = _EMB_WHY[name] if name else "the output is none of the usual mistakes; compare with Figure 2"
                 raise Fail(
-                    f"On {what} your embeddings differ from BERT's by up to {err:.3g}: {why}.",
+                    f"On {what}, your embeddings differ from BERT's by up to {err:.3g}: {why}.",
                     input_ids=ids.tolist(),
                     token_type_ids=types.tolist(),
                     **_first_diff(got, want),
@@ -647,6 +648,7 @@ def _fitted_scale(weights, q, k, mask) -> float | None:
     return num / den if den > 0 else None
 
 
+@torch.no_grad()
 def check_attention(student, seed: int = 0):
     """Checks attention(q, k, v, mask) -> (context, weights): q, k, v [B, A, T, d], mask [B, T]
     (1 = real token, 0 = [PAD]), against softmax(q k^T / sqrt(d) with [PAD] keys masked) v and
@@ -665,12 +667,11 @@ def check_attention(student, seed: int = 0):
         if not isinstance(out, (tuple, list)) or len(out) != 2:
             raise Fail(f"attention should return a pair (context, weights); it returned {type(out).__name__}.")
         ctx, w = out
-        w = _is_tensor(w, (B, A, T, T), call, "weights")
-        ctx = _is_tensor(ctx, (B, A, T, d), call, "context")
-        ctx, w = ctx.detach(), w.detach()
+        w = _is_tensor(w, (B, A, T, T), call, "weights", finite=False).detach()
         details = {"case": what, "mask": mask.tolist()}
-        if _max_diff(w, want_w) > 1e-5:
-            _diagnose_weights(w, want_w, q, k, mask, what, details)
+        if not torch.isfinite(w).all() or _max_diff(w, want_w) > 1e-5:
+            _diagnose_weights(w, want_w, q, k, mask, what, details)  # NaNs too: they tell the mistake apart
+        ctx = _is_tensor(ctx, (B, A, T, d), call, "context").detach()
         err = _max_diff(ctx, want_ctx)
         if err > 1e-5:
             candidates = {"k": w @ k, "transposed weights": w.transpose(-1, -2) @ v, "v alone": v}
@@ -682,7 +683,7 @@ def check_attention(student, seed: int = 0):
                 "v alone": "the context is v itself; it is weights @ v",
             }.get(name, "your weights are right but the context is not weights @ v")
             raise Fail(
-                f"On {what} your context differs by up to {err:.3g}: {why}.", **details, **_first_diff(ctx, want_ctx)
+                f"On {what}, your context differs by up to {err:.3g}: {why}.", **details, **_first_diff(ctx, want_ctx)
             )
         sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=(mask != 0)[:, None, None, :])
         worst = max(worst, err, _max_diff(ctx, sdpa))
@@ -697,32 +698,55 @@ def check_attention(student, seed: int = 0):
 def _diagnose_weights(w, want_w, q, k, mask, what, details):
     """Raise the Fail that says why these attention weights are wrong."""
     B, A, T, d = q.shape
-    sums = w.sum(-1)  # (B, A, T): each query's total attention
+    nan = torch.isnan(w)  # a softmax over a line of -inf gives NaN: read what is left
+    sums = w.nansum(-1)  # (B, A, T): each query's total attention
     padded = (mask == 0).any(1)  # (B,) sentences with [PAD]s
     pad_keys = (mask == 0)[:, None, None, :].expand_as(w)
-    pad_mass = float((w * pad_keys).sum(-1).mean(dim=(1, 2))[padded].mean()) if padded.any() else 0.0
-    details = {**details, "row_sums": [round(float(x), 4) for x in sums.flatten()[:8]], **_first_diff(w, want_w)}
-    rows_ok = (sums - 1).abs().max() < 1e-4
+    pad_mass = float((w * pad_keys).nansum(-1).mean(dim=(1, 2))[padded].mean()) if padded.any() else 0.0
+    details = {**details, "row_sums": [round(float(x), 4) for x in sums.flatten()[:8]]}
+    details.update(_first_diff(w.nan_to_num(0.0), want_w))
+
+    def sums_to_one(dim):  # the lines along `dim` that hold a number sum to 1
+        valid = ~nan.all(dim)
+        return bool(valid.any()) and float((w.nansum(dim)[valid] - 1).abs().max()) < 1e-4
+
+    rows_ok = not nan.any() and (sums - 1).abs().max() < 1e-4
     if not rows_ok:
         mean_sum = float(sums.mean())
         for dim, axis in ((-2, "query"), (0, "batch"), (1, "head")):
-            if w.shape[dim] > 1 and (w.sum(dim) - 1).abs().max() < 1e-4:
+            if w.shape[dim] > 1 and sums_to_one(dim):
                 raise Fail(
-                    f"On {what} each row of your attention weights sums to {mean_sum:.2f} on average instead of 1: "
+                    f"On {what}, each row of your attention weights sums to {mean_sum:.2f} on average instead of 1: "
                     f"the softmax is taken over the {axis} axis, not the key axis. Use softmax(dim=-1): for each "
                     "query, the weights over the keys sum to 1.",
                     **details,
                 )
+        real_mass = float((w * ~pad_keys).nansum(-1).mean(dim=(1, 2))[padded].mean()) if padded.any() else 1.0
+        if padded.any() and real_mass < 1e-4:
+            raise Fail(
+                f"On {what}, [PAD] keys receive {pad_mass:.0%} of the attention in padded sentences, the real tokens "
+                "nothing, and sentences without [PAD] get NaN (every key hidden): the mask is inverted. mask is 1 "
+                "for a real token and 0 for [PAD]; hide the keys where mask == 0.",
+                pad_mass=round(pad_mass, 4),
+                **details,
+            )
+        if nan.any():
+            bad = nan.nonzero()[0].tolist()
+            raise Fail(
+                f"On {what}, your weights hold NaN (first at index {bad}): a row whose every score is -inf gives NaN "
+                "after the softmax. Which keys does your mask hide?",
+                **details,
+            )
         if padded.any() and (sums[~padded] - 1).abs().max() < 1e-4 and pad_mass < 1e-6:
             short = float(sums[padded].mean())
             raise Fail(
-                f"On {what} the rows of padded sentences sum to {short:.2f} instead of 1 and the others to 1: the "
+                f"On {what}, the rows of padded sentences sum to {short:.2f} instead of 1 and the others to 1: the "
                 "mask is applied after the softmax (the [PAD] weights are zeroed, the rest is not renormalised). "
                 "Mask the scores before the softmax, as -inf or a large negative number.",
                 **details,
             )
         raise Fail(
-            f"On {what} the rows of your attention weights sum to {mean_sum:.2f} on average instead of 1: are the "
+            f"On {what}, the rows of your attention weights sum to {mean_sum:.2f} on average instead of 1: are the "
             "weights a softmax over the keys (dim=-1)?",
             **details,
         )
@@ -763,7 +787,7 @@ def _diagnose_weights(w, want_w, q, k, mask, what, details):
                 f"[PAD] keys receive {pad_mass:.1%} of the attention: apply the mask before the softmax, as -inf or a "
                 "large negative number (a small one such as -10 still leaves them some weight)"
             )
-        raise Fail(f"On {what} {why}.", pad_mass=round(pad_mass, 4), **details)
+        raise Fail(f"On {what}, {why}.", pad_mass=round(pad_mass, 4), **details)
     c = _fitted_scale(w, q, k, mask)
     if c is not None and abs(c * math.sqrt(d) - 1) > 1e-3:
         ratio = c * math.sqrt(d)
@@ -784,9 +808,9 @@ def _diagnose_weights(w, want_w, q, k, mask, what, details):
                 f"{max(ratio, 1 / ratio):.3g}: "
                 f"scale the scores by exactly 1 / sqrt(head_dim) = 1 / {math.sqrt(d):.3g}"
             )
-        raise Fail(f"On {what} {why}.", **details)
+        raise Fail(f"On {what}, {why}.", **details)
     raise Fail(
-        f"On {what} your attention weights differ from softmax(q k^T / sqrt(d)) by up to {_max_diff(w, want_w):.3g}, "
+        f"On {what}, your attention weights differ from softmax(q k^T / sqrt(d)) by up to {_max_diff(w, want_w):.3g}, "
         "though their rows sum to 1 and [PAD] keys get nothing: are q and k used as q @ k.transpose(-2, -1)?",
         **details,
     )
@@ -795,6 +819,7 @@ def _diagnose_weights(w, want_w, q, k, mask, what, details):
 # =========================================================================================
 # 4. Multi-head attention: split into heads, merge back
 # =========================================================================================
+@torch.no_grad()
 def check_multi_head(student, seed: int = 0):
     """Checks multi_head_attention(x, mask, query, key, value, num_heads) -> (context [B, T, H],
     weights [B, A, T, T]) against lab.model.BertSelfAttention with the same projections, on odd
@@ -830,7 +855,7 @@ def check_multi_head(student, seed: int = 0):
         ctx, w = out
         if torch.is_tensor(w) and w.dim() == 4 and w.shape[1] == 1 and A > 1:
             raise Fail(
-                f"On {what} your weights have 1 head instead of {A}: split queries, keys and values into "
+                f"On {what}, your weights have 1 head instead of {A}: split queries, keys and values into "
                 f"{A} heads of {H // A} columns, [B, T, H] -> [B, A, T, H/A], before the attention.",
                 got_shape=list(w.shape),
             )
@@ -860,7 +885,7 @@ def check_multi_head(student, seed: int = 0):
                 why = "the weights differ from those of heads split as [B, T, H] -> [B, T, A, d] -> [B, A, T, d]" + (
                     _earlier_failures(student, ("attention",)) or "; check which projection gives q, k and v"
                 )
-            raise Fail(f"On {what} your attention weights are wrong: {why}.", **details, **_first_diff(w, want_w))
+            raise Fail(f"On {what}, your attention weights are wrong: {why}.", **details, **_first_diff(w, want_w))
         err = _max_diff(ctx, want_ctx)
         if err > 1e-5:
             per_head = want_w @ ref.value(x).view(B, T, A, d).transpose(1, 2)  # (B, A, T, d)
@@ -882,7 +907,7 @@ def check_multi_head(student, seed: int = 0):
                 "the weights are right but the heads are not merged back as [B, A, T, d] -> [B, T, A, d] -> "
                 "[B, T, H]" + _earlier_failures(student, ("attention",)),
             )
-            raise Fail(f"On {what} your context is wrong: {why}.", **details, **_first_diff(ctx, want_ctx))
+            raise Fail(f"On {what}, your context is wrong: {why}.", **details, **_first_diff(ctx, want_ctx))
         worst = max(worst, err)
     return (
         f"Your multi-head attention matches the lab's BertSelfAttention to {worst:.1e} on 4 shapes (3 and 5 heads, one "
@@ -932,6 +957,7 @@ _LAYER_WHY = {
 }
 
 
+@torch.no_grad()
 def check_encoder_layer(student, seed: int = 0):
     """Checks an EncoderLayer module class (post-LN: attention -> dropout -> add & norm ->
     feed-forward with the erf GELU -> dropout -> add & norm) against lab.model.BertLayer and
@@ -974,7 +1000,7 @@ def check_encoder_layer(student, seed: int = 0):
             if err > 1e-5:
                 earlier = _earlier_failures(student, ("attention", "multi_head_attention"))
                 if earlier:
-                    raise Fail(f"On {what} your layer differs from BERT's by up to {err:.3g}.{earlier}")
+                    raise Fail(f"On {what}, your layer differs from BERT's by up to {err:.3g}.{earlier}")
                 variants = {
                     "pre-LN": _layer_variant(ref, x, mask, post_ln=False),
                     "tanh GELU": _layer_variant(ref, x, mask, act=lambda t: F.gelu(t, approximate="tanh")),
@@ -989,7 +1015,7 @@ def check_encoder_layer(student, seed: int = 0):
                 name = _closest(got, variants, 1e-5)
                 why = _LAYER_WHY.get(name, "the output is none of the usual mistakes; compare with the paper's layer")
                 raise Fail(
-                    f"On {what} your layer differs from BERT's by up to {err:.3g}: {why}.",
+                    f"On {what}, your layer differs from BERT's by up to {err:.3g}: {why}.",
                     case=what,
                     **_first_diff(got, want),
                 )
@@ -1300,8 +1326,8 @@ def assemble(embeddings=None, layer=None, config=None, model_class=None):
             + "; ".join(
                 part
                 for part in (
-                    f"missing {', '.join(missing[:3])}" if missing else "",
-                    f"unexpected {', '.join(extra[:3])}" if extra else "",
+                    f"missing {', '.join(missing[:6])}" if missing else "",
+                    f"unexpected {', '.join(extra[:6])}" if extra else "",
                     f"other shapes {', '.join(wrong[:3])}" if wrong else "",
                 )
                 if part
@@ -1522,8 +1548,9 @@ def capstone(
             real = inputs["attention_mask"].bool()  # (B, T): compare at the real tokens (see the docstring)
             for i, (a, b) in enumerate(zip(got, want)):
                 err = _max_diff(a[real], b[real])
-                if err > worst:
-                    worst, where = err, i
+                worst = max(worst, err)
+                if err > 1e-5 and (where is None or i < where):
+                    where = i
     except core.NotImplementedYet:
         return outcome(
             False,
@@ -1539,7 +1566,8 @@ def capstone(
         piece = "your Embeddings" if where == 0 else f"your EncoderLayer (layer {where} of {len(want) - 1})"
         return outcome(
             False,
-            f"With {described}, your BERT's hidden states differ from the lab's by up to {worst:.2g}, first at "
+            f"With {described}, your BERT's hidden states differ from the lab's by up to {worst:.2g}, first "
+            "beyond 1e-5 at "
             f"{'the embeddings' if where == 0 else f'the output of layer {where}'}: {piece} is not yet BERT's. Make "
             "its check pass (exercises.check('embeddings' or 'encoder_layer', ...)).",
             parity=worst,
