@@ -375,17 +375,28 @@ def test_loss_mistakes_are_diagnosed(student, words):
     failed(exercises.check("pretraining_loss", student), *words)
 
 
-def test_loss_matches_the_lab_model_and_transformers_convention():
+def test_reference_loss_equals_the_lab_model_and_transformers():
     # the checker's first case is the lab model's own loss; the reference equals it there
-    case = pretraining._loss_cases(0)[0]
-    what, mlm_logits, mlm_labels, nsp_logits, nsp_labels, lab_loss = case
+    what, mlm_logits, mlm_labels, nsp_logits, nsp_labels, lab_loss = pretraining._loss_cases(0)[0]
     assert "BertForPreTraining" in what and lab_loss is not None
     ours = float(pretraining.pretraining_loss(mlm_logits, mlm_labels, nsp_logits, nsp_labels))
     assert math.isclose(ours, lab_loss, rel_tol=1e-5)
-    # transformers' BertForPreTraining: total_loss = CrossEntropyLoss()(mlm.view(-1, V), labels.view(-1)) + nsp's
-    ce = torch.nn.CrossEntropyLoss()
-    hf = ce(mlm_logits.view(-1, mlm_logits.shape[-1]), mlm_labels.view(-1)) + ce(nsp_logits.view(-1, 2), nsp_labels)
-    assert math.isclose(ours, float(hf), rel_tol=1e-6)
+    # transformers' BertForPreTraining: its loss from its own logits, labels -100 ignored, 0 = IsNext
+    transformers = pytest.importorskip("transformers")
+    from tests.conftest import tiny_config
+
+    cfg = tiny_config()
+    hf = transformers.BertForPreTraining(
+        transformers.BertConfig(**{k: v for k, v in cfg.to_dict().items() if k != "model_type"})
+    ).eval()
+    ids = torch.randint(5, cfg.vocab_size, (2, 9), generator=torch.Generator().manual_seed(0))
+    labels = torch.full_like(ids, -100)
+    labels[0, [1, 4]], labels[1, 6] = ids[0, [1, 4]], ids[1, 6]
+    nsp = torch.tensor([0, 1])
+    with torch.no_grad():
+        out = hf(ids, labels=labels, next_sentence_label=nsp)
+    ours = pretraining.pretraining_loss(out.prediction_logits, labels, out.seq_relationship_logits, nsp)
+    assert math.isclose(float(ours), float(out.loss), rel_tol=1e-5)
 
 
 # ---------------------------------------------------------------------------------------------

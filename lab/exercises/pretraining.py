@@ -439,8 +439,7 @@ def mask_tokens(input_ids, special_ids, vocab_size, mask_id, generator, mlm_prob
     input_ids (leave input_ids itself unchanged). labels: the ORIGINAL id at the chosen positions,
     -100 everywhere else.
     """
-    raise NotImplementedError
-'''
+    raise NotImplementedError'''
 
 MASKING_HINT = (
     "Start with `maskable = ~torch.isin(input_ids, torch.tensor(special_ids))` and count n per row. A uniform "
@@ -670,10 +669,7 @@ def check_nsp_pairs(student, seed: int = 0, draws: int = 30):
     )
 
 
-NSP_STUB = '''import random
-
-
-def nsp_pairs(documents, rng):
+NSP_STUB = '''def nsp_pairs(documents, rng):
     """Next-sentence-prediction pairs (Section 3.1, "Task #2: Next Sentence Prediction").
 
     documents: list of documents; each document is a list of sentences (str), in reading
@@ -688,8 +684,7 @@ def nsp_pairs(documents, rng):
 
     Returns a list of (sentence_a, sentence_b, label) triples, label an int (0 or 1).
     """
-    raise NotImplementedError
-'''
+    raise NotImplementedError'''
 
 NSP_HINT = (
     "Two loops: `for d, sentences in enumerate(documents)` and `for i in range(len(sentences) - 1)`. On heads "
@@ -931,7 +926,7 @@ def check_pretraining_loss(student, seed: int = 0):
 
 
 LOSS_STUB = '''import torch
-import torch.nn.functional as F
+import torch.nn.functional as F  # noqa: F401 (for your code below)
 
 
 def pretraining_loss(mlm_logits, mlm_labels, nsp_logits, nsp_labels):
@@ -946,8 +941,7 @@ def pretraining_loss(mlm_logits, mlm_labels, nsp_logits, nsp_labels):
     positions together; positions with -100 do not count). L_nsp: the mean cross-entropy over
     the batch. Returns a 0-dim tensor (keep it a tensor: the training loop calls backward()).
     """
-    raise NotImplementedError
-'''
+    raise NotImplementedError'''
 
 LOSS_HINT = (
     "F.cross_entropy wants logits of shape [N, C] and targets [N]: flatten the MLM logits to [B*T, V] and the "
@@ -1277,9 +1271,7 @@ def check_adamw(student, seed: int = 0, steps: int = 100):
     )
 
 
-ADAMW_STUB = '''import math
-
-import torch
+ADAMW_STUB = '''import torch
 
 
 class AdamW(torch.optim.Optimizer):
@@ -1311,8 +1303,7 @@ class AdamW(torch.optim.Optimizer):
 
         Returns closure() when a closure is given, else None.
         """
-        raise NotImplementedError
-'''
+        raise NotImplementedError'''
 
 ADAMW_HINT = (
     "Loop `for group in self.param_groups:` then `for p in group['params']:` and read lr, betas, eps, "
@@ -1453,7 +1444,7 @@ core.register(
         solution=nsp_pairs,
         hint=NSP_HINT,
         stub=NSP_STUB,
-        imports="import random\n",
+        imports="",
     )
 )
 core.register(
@@ -1479,6 +1470,6 @@ core.register(
         solution=AdamW,
         hint=ADAMW_HINT,
         stub=ADAMW_STUB,
-        imports="import math\n\nimport torch\n",
+        imports="import torch\n",
     )
 )
