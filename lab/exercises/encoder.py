@@ -1063,8 +1063,7 @@ WORDPIECE_STUB = '''def wordpiece(word, vocab, max_chars=100):
     Returns a list of str, e.g. ["un", "##aff", "##able"]; ["[UNK]"] when the word cannot be split
     into pieces of the vocabulary (or is longer than max_chars).
     """
-    raise NotImplementedError
-'''
+    raise NotImplementedError'''
 
 EMBEDDINGS_STUB = '''import torch
 from torch import nn
@@ -1088,10 +1087,9 @@ class Embeddings(nn.Module):
         Returns [B, T, H]: token + segment + position embeddings (positions 0..T-1),
         then LayerNorm, then dropout.
         """
-        raise NotImplementedError
-'''
+        raise NotImplementedError'''
 
-ATTENTION_STUB = '''import math
+ATTENTION_STUB = '''import math  # noqa: F401 (math.sqrt: you will need it)
 
 import torch
 
@@ -1105,8 +1103,7 @@ def attention(q, k, v, mask):
       weights  [B, A, T, T]: softmax over the keys of q k^T / sqrt(d); row i = query i
       context  [B, A, T, d]: weights @ v
     """
-    raise NotImplementedError
-'''
+    raise NotImplementedError'''
 
 MULTI_HEAD_STUB = '''import torch
 
@@ -1122,11 +1119,10 @@ def multi_head_attention(x, mask, query, key, value, num_heads):
       context  [B, T, H]: every head's context, side by side again (head 0's d columns first)
       weights  [B, A, T, T]: the attention weights of every head
     """
-    raise NotImplementedError
-'''
+    raise NotImplementedError'''
 
 ENCODER_LAYER_STUB = '''import torch
-import torch.nn.functional as F
+import torch.nn.functional as F  # noqa: F401 (F.gelu: the feed-forward network needs it)
 from torch import nn
 
 
@@ -1158,8 +1154,7 @@ class EncoderLayer(nn.Module):
         then self.attention.output (dense, dropout, + x, LayerNorm); then the feed-forward network:
         self.intermediate.dense, GELU, self.output (dense, dropout, + its input, LayerNorm).
         """
-        raise NotImplementedError
-'''
+        raise NotImplementedError'''
 
 EXERCISES = [
     core.Exercise(
