@@ -520,3 +520,45 @@ def test_squad_solution_equals_lab_official_on_edge_cases():
             squad.exact_match(prediction, golds),
             squad.f1(prediction, golds),
         )
+
+
+# ----------------------------------------------------------------------------------------------
+# the notebook's demonstrations on the bundled QA model
+# ----------------------------------------------------------------------------------------------
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+def test_demonstrations_say_not_implemented_without_loading():
+    finetuning._reader.cache_clear()
+    assert finetuning.show_answers(_stub).startswith("Your best_span is not implemented yet")
+    assert finetuning.show_scores(_stub).startswith("Your squad_em_f1 is not implemented yet")
+    assert finetuning._reader.cache_info().currsize == 0  # nothing was loaded
+
+
+def test_demonstrations_on_the_bundled_reader():
+    from lab import squad
+    from lab.checkpoint import bundled_model
+
+    if bundled_model("minilm-squad") is None:
+        pytest.skip("models/minilm-squad is not there")
+    text = finetuning.show_answers(finetuning.best_span, count=2)
+    rows = [line for line in text.splitlines() if line.strip().startswith("yours:")]
+    assert len(rows) == 2
+    for row in rows:  # the reference picks the lab's answer
+        mine, lab_answer = re.match(r"\s*yours: (.*) \| lab: (.*) \| gold", row).groups()
+        assert mine == lab_answer
+    crash = finetuning.show_answers(lambda s, e, m, L: s[100])
+    assert "raised IndexError" in crash and "Traceback" not in crash
+    # the student's mean scores are computed from the student's function: a wrong one shows different numbers
+    good = finetuning.show_scores(finetuning.squad_em_f1, count=8)
+    wrong = finetuning.show_scores(no_normalisation, count=8)
+    model, tokenizer, questions, _ = finetuning._reader()
+    official = squad.evaluate(
+        questions[:8], squad.predict(model, tokenizer, questions[:8], max_seq_length=256, doc_stride=128)
+    )
+    line = f"EM {official['exact_match']:.1f}  F1 {official['f1']:.1f}"
+    assert f"your scores:      {line}" in good and f"lab.squad's:      {line}" in good
+    assert f"your scores:      {line}" not in wrong

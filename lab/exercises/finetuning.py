@@ -1232,3 +1232,121 @@ core.register(
         imports="import collections\nimport re\nimport string\n",
     )
 )
+
+
+# ----------------------------------------------------------------------------------------------
+# Demonstrations: the student's functions on a real reader (the bundled minilm-squad)
+# ----------------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _reader(name: str = "minilm-squad"):
+    """(model, tokenizer, held-out questions, source): a bundled QA model and SQuAD questions it
+    did not train on (the last 8 articles of v1.1 dev; the bundled sample without the real data)."""
+    import lab
+    from lab import squad
+    from lab.checkpoint import bundled_model
+    from lab.datasets import find_data
+
+    folder = bundled_model(name)
+    if folder is None:
+        raise FileNotFoundError(f"the bundled model models/{name} is not there")
+    model, tokenizer = lab.load(folder)
+    repository = Path(__file__).resolve().parents[2]
+    path = find_data("squad/dev-v1.1.json.zip", repository / "notebooks" / "data" / "qa.json")
+    examples = squad.load_squad(path)
+    held_out = squad.split_by_article(examples, 40)[1] if path.name.startswith("dev-v1.1") else examples
+    return model.eval(), tokenizer, held_out, path.name
+
+
+def _demo_call(student, *args, what: str):
+    """The student's result, or the sentence to print instead (not implemented, an exception)."""
+    try:
+        return call(student, *args, what=what), None
+    except core.NotImplementedYet:
+        return (
+            None,
+            f"{what[0].upper()}{what[1:]} is not implemented yet: fill in its cell above, run it, then run this "
+            "cell again.",
+        )
+    except Fail as f:
+        return None, f.message
+
+
+def show_answers(best_span, count: int = 5, max_answer_length: int = 30, model: str = "minilm-squad") -> str:
+    """Your best_span as the reader of a real QA model: for `count` SQuAD questions it never trained on
+    (whose paragraph fits one 256-token window), the bundled model's start/end logits go through your
+    best_span and through lab.squad.decode_spans; the text of both answers beside the annotators'."""
+    from lab import squad
+
+    tiny = (torch.zeros(4), torch.zeros(4), torch.tensor([False, True, True, False]), max_answer_length)
+    _, problem = _demo_call(best_span, *tiny, what="your best_span")  # before loading anything
+    if problem:
+        return problem
+    qa_model, tokenizer, questions, source = _reader(model)
+    lines = [f"{model} reading SQuAD questions it never trained on ({source}); your answer | the lab's | gold"]
+    shown = 0
+    for ex in questions:
+        features = squad.make_features([ex], tokenizer, max_seq_length=256, doc_stride=128, training=False)
+        if len(features) != 1:  # the paragraph needs several windows: keep the demonstration to one
+            continue
+        f = features[0]
+        starts, ends = squad.window_logits(qa_model, tokenizer, features)
+        start, end = torch.tensor(starts[0]), torch.tensor(ends[0])  # (T,)
+        mask = torch.tensor([o is not None for o in f.offsets])  # (T,) the context's tokens
+        out, problem = _demo_call(best_span, start, end, mask, max_answer_length, what="your best_span")
+        if problem:
+            return problem
+        try:
+            i, j = _as_span(out, "Your best_span")
+        except Fail as fail:
+            return fail.message
+        if 0 <= i <= j < len(f.offsets) and f.offsets[i] is not None and f.offsets[j] is not None:
+            mine = ex.context[f.offsets[i][0] : f.offsets[j][1]]
+        else:
+            mine = f"(tokens {i}..{j}: not a span of the context)"
+        lab_answer = squad.decode_spans(features, starts, ends, ex, max_answer_length=max_answer_length)[0].text
+        lines.append(f"Q: {ex.question}\n   yours: {mine!r} | lab: {lab_answer!r} | gold: {ex.answers[0]['text']!r}")
+        shown += 1
+        if shown == count:
+            break
+    return "\n".join(lines)
+
+
+def show_scores(squad_em_f1, count: int = 40, model: str = "minilm-squad") -> str:
+    """Your squad_em_f1 scoring a real model: the bundled model answers `count` SQuAD questions it never
+    trained on (lab.squad.predict); your mean EM and F1 beside lab.squad.evaluate's, and a few answers
+    that are not exactly right but share words with a gold answer (F1's partial credit)."""
+    from lab import squad
+
+    _, problem = _demo_call(squad_em_f1, "a cat", ["the cat"], what="your squad_em_f1")  # before loading anything
+    if problem:
+        return problem
+    qa_model, tokenizer, questions, source = _reader(model)
+    questions = questions[:count]
+    predictions = squad.predict(qa_model, tokenizer, questions, max_seq_length=256, doc_stride=128)
+    scores = []
+    for ex in questions:
+        out, problem = _demo_call(
+            squad_em_f1, predictions[ex.id], [a["text"] for a in ex.answers], what="your squad_em_f1"
+        )
+        if problem:
+            return problem
+        try:
+            scores.append(tuple(float(v) for v in out))
+        except (TypeError, ValueError):
+            return f"Your squad_em_f1 returned {core._short(out, 80)}; return (em, f1), two floats."
+    official = squad.evaluate(questions, predictions)
+    em = 100 * sum(s[0] for s in scores) / len(scores)
+    f1 = 100 * sum(s[1] for s in scores) / len(scores)
+    lines = [
+        f"{model} on {len(questions)} SQuAD questions it never trained on ({source}):",
+        f"  your scores:      EM {em:.1f}  F1 {f1:.1f}",
+        f"  lab.squad's:      EM {official['exact_match']:.1f}  F1 {official['f1']:.1f}",
+        "Partial credit (not an exact match, some words shared):",
+    ]
+    partial = [(ex, s) for ex, s in zip(questions, scores) if s[0] == 0 and s[1] > 0][:3]
+    for ex, (_, f) in partial:
+        golds = sorted({a["text"] for a in ex.answers})
+        lines.append(f"  predicted {predictions[ex.id]!r}, gold {golds!r}: your F1 {f:.2f}")
+    return "\n".join(lines)
