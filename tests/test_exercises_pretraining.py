@@ -104,6 +104,91 @@ def test_an_exception_becomes_one_sentence():
 
 
 # ---------------------------------------------------------------------------------------------
+# Other correct implementations pass too (no false alarms on a different but right way)
+# ---------------------------------------------------------------------------------------------
+
+
+def masking_loop_style(
+    input_ids, special_ids, vocab_size, mask_id, generator, mlm_probability=0.15, max_predictions=20
+):
+    """Position by position: randperm for the choice, round half up, two Bernoulli draws (80%, then half)."""
+    masked, labels = input_ids.clone(), torch.full_like(input_ids, -100)
+    allowed = [i for i in range(vocab_size) if i not in special_ids]
+    for b in range(input_ids.shape[0]):
+        pos = [t for t in range(input_ids.shape[1]) if int(input_ids[b, t]) not in special_ids]
+        if not pos:
+            continue
+        k = min(max_predictions, max(1, int(mlm_probability * len(pos) + 0.5)))
+        for j in torch.randperm(len(pos), generator=generator)[:k].tolist():
+            t = pos[j]
+            labels[b, t] = input_ids[b, t]
+            if torch.bernoulli(torch.tensor(0.8), generator=generator):
+                masked[b, t] = mask_id
+            elif torch.bernoulli(torch.tensor(0.5), generator=generator):
+                masked[b, t] = allowed[int(torch.randint(len(allowed), (1,), generator=generator))]
+    return masked, labels
+
+
+def loss_by_hand(mlm_logits, mlm_labels, nsp_logits, nsp_labels):
+    picked = mlm_labels != -100
+    mlm = -mlm_logits[picked].log_softmax(-1).gather(1, mlm_labels[picked][:, None]).mean()
+    return mlm - nsp_logits.log_softmax(-1).gather(1, nsp_labels[:, None]).mean()
+
+
+class AdamWFloat32State(torch.optim.Optimizer):
+    """Moments kept in float32 (torch.zeros(p.shape)) and updates through p.data: right, less precise."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    def step(self, closure=None):
+        for group in self.param_groups:
+            (b1, b2), lr = group["betas"], group["lr"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                st = self.state[p]
+                if "t" not in st:
+                    st.update(t=0, m=torch.zeros(p.shape), v=torch.zeros(p.shape))
+                st["t"] += 1
+                g = p.grad.data.float()
+                st["m"] = b1 * st["m"] + (1 - b1) * g
+                st["v"] = b2 * st["v"] + (1 - b2) * g**2
+                m_hat, v_hat = st["m"] / (1 - b1 ** st["t"]), st["v"] / (1 - b2 ** st["t"])
+                p.data = p.data - lr * group["weight_decay"] * p.data
+                p.data = p.data - lr * m_hat / (v_hat.sqrt() + group["eps"])
+
+
+def nsp_with_a_retry_loop(documents, rng):
+    pairs = []
+    for d, doc in enumerate(documents):
+        for i in range(len(doc) - 1):
+            if rng.random() >= 0.5:
+                pairs.append([doc[i], doc[i + 1], 0])
+            else:
+                other = d
+                while other == d:
+                    other = rng.randrange(len(documents))
+                pairs.append([doc[i], documents[other][rng.randrange(len(documents[other]))], 1])
+    return pairs
+
+
+@pytest.mark.parametrize(
+    "name, student",
+    [
+        ("masking", masking_loop_style),
+        ("nsp_pairs", nsp_with_a_retry_loop),
+        ("pretraining_loss", loss_by_hand),
+        ("adamw", AdamWFloat32State),
+    ],
+)
+@pytest.mark.parametrize("seed", [0, 2])
+def test_other_right_implementations_pass(name, student, seed):
+    result = exercises.check(name, student, seed=seed)
+    assert result.passed, str(result)
+
+
+# ---------------------------------------------------------------------------------------------
 # masking: wrong implementations
 # ---------------------------------------------------------------------------------------------
 
@@ -112,6 +197,7 @@ def make_masker(
     per_sequence=False,
     specials_chosen=False,
     labels_everywhere=False,
+    labels_at_all_words=False,
     bernoulli=False,
     no_cap=False,
     random_any=False,
@@ -158,6 +244,8 @@ def make_masker(
         labels = torch.where(chosen, input_ids, torch.full_like(input_ids, -100))
         if labels_everywhere:
             labels = input_ids.clone()
+        if labels_at_all_words:
+            labels = torch.where(maskable, input_ids, torch.full_like(input_ids, -100))
         p_mask, p_random = split
         masked[chosen & (dice < p_mask)] = mask_id
         to_random = chosen & (dice >= p_mask) & (dice < p_mask + p_random)
@@ -179,6 +267,7 @@ def test_masking_factory_without_mistakes_passes():
         (dict(per_sequence=True), ["once per sequence", "per chosen token"]),
         (dict(specials_chosen=True), ["special tokens were chosen", "[CLS]"]),
         (dict(labels_everywhere=True), ["labels are set at", "-100"]),
+        (dict(labels_at_all_words=True), ["every non-special position has a label", "-100"]),
         (dict(bernoulli=True), ["varies from draw to draw", "coin per token", "fixed count"]),
         (dict(no_cap=True), ["max_predictions=20", "cap"]),
         (dict(random_any=True), ["random replacements include special tokens"]),

@@ -223,6 +223,14 @@ def _count_diagnosis(ns, ks_per_row, p, cap, ids, case):
     """Raise Fail with the likely cause when the counts per row do not follow the fixed-count rule."""
     lengths = (ids != _PAD).sum(1).tolist()  # with [CLS]/[SEP]
     T = ids.shape[1]
+    if all(set(ks) == {n} for n, ks in zip(ns, ks_per_row)) and max(ns) > 1:
+        raise Fail(
+            f"Every non-special position has a label ({case}): the labels must be -100 everywhere except at the "
+            "~15% chosen positions (the loss is computed only there); keep the original id only where a token "
+            "was chosen.",
+            case=case,
+            maskable_tokens=ns,
+        )
     varying = [r for r, ks in enumerate(ks_per_row) if len(set(ks)) > 1]
     if varying:  # show the row whose count varies most
         r = max(varying, key=lambda r: max(ks_per_row[r]) - min(ks_per_row[r]))
@@ -1177,7 +1185,7 @@ def _builder(opts):
     return lambda groups, kw: _Variant(groups, **kw, opts=opts)
 
 
-def _distance(a, b, atol=1e-8, rtol=1e-5) -> float:
+def _distance(a, b, atol=1e-6, rtol=1e-4) -> float:
     """Largest |a - b| / (atol + rtol |b|) over every parameter: <= 1 means they agree."""
     return max(float(((x - y).abs() / (atol + rtol * y.abs())).max()) for x, y in zip(a, b))
 
@@ -1190,9 +1198,10 @@ def check_adamw(student, seed: int = 0, steps: int = 100):
     lr 1e-3, betas (0.9, 0.999), eps 1e-6, wd 0.01; a random quadratic, lr 1e-2 halved at step 50
     through param_groups (as a scheduler does), betas (0.8, 0.99), eps 1e-8, wd 0.1; a quadratic
     with gradients ~1e-3 and eps 1e-3 (where eps's place matters), lr 3e-3, wd 0.05. The final
-    parameters must agree with torch.optim.AdamW within |diff| <= 1e-8 + 1e-5 |ref| (float32 moments
-    pass). Also accepted: decay after the update, and Kingma & Ba's "efficient" form
-    (lr * sqrt(1 - b2^t) / (1 - b1^t) with sqrt(v) + eps, as Hugging Face's former transformers.AdamW).
+    parameters must agree with torch.optim.AdamW within |diff| <= 1e-6 + 1e-4 |ref| (float32 moments
+    pass; every mistake below misses by 15x that or more in at least one setting, seeds 0-2). Also
+    accepted: decay after the update, and Kingma & Ba's "efficient" form (lr * sqrt(1 - b2^t) /
+    (1 - b1^t) with sqrt(v) + eps, as Hugging Face's former transformers.AdamW).
     On a mismatch the checker replays the setting with each typical mistake (no bias correction,
     L2 through the gradient, decay without lr or with the step size, no decay, eps inside the sqrt,
     betas swapped, group hyperparameters ignored) and names the one that matches.
