@@ -601,8 +601,9 @@ def check_embeddings(student, seed: int = 0):
             "eval-mode values times 2: apply exactly self.dropout(self.LayerNorm(sum)).",
             **stats,
         )
+    also = " and transformers' BertEmbeddings" if hf is not None else ""
     return (
-        f"Your Embeddings match BERT's (lab.model.BertEmbeddings{' and transformers' if hf else ''}) to {worst:.1e} "
+        f"Your Embeddings match lab.model.BertEmbeddings{also} to {worst:.1e} "
         f"on {len(cases)} input shapes (padding, both segments, one token, the full position table), and dropout "
         f"acts after the LayerNorm ({zeros:.0%} zeros at p = 0.5).",
         {"largest_difference": worst, **stats},
