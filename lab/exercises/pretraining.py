@@ -1157,7 +1157,8 @@ def _adamw_settings(seed: int):
 
 
 def _run_optimizer(build, make, kwargs, lr_change, steps, what):
-    """Run `steps` steps; returns (initial, after the first step, final) parameter lists and the extra one."""
+    """Run `steps` steps; returns (initial, after the first step, final) parameter lists and the unused
+    parameter (or None). When a parameter turns NaN/inf: final is None and the last item is that step."""
     groups, loss_fn, unused = make()
     params = [p for g in groups for p in (g["params"] if isinstance(g, dict) else [g])]
     initial = [p.detach().clone() for p in params]
@@ -1219,7 +1220,7 @@ def check_adamw(student, seed: int = 0, steps: int = 100):
         initial, first, final, unused = _run_optimizer(build_student, make, kwargs, lr_change, steps, what)
         details = dict(setting=name, **{k: v for k, v in kwargs.items()}, steps=steps)
         if final is None:
-            at = unused
+            at = unused  # the step at which the parameters stopped being finite
             cause = (
                 "at the very first step: the bias correction probably divides by 1 - beta^0 = 0 (count steps from 1)"
                 if at == 1
