@@ -627,3 +627,26 @@ def test_demonstrations_run_with_stubs_and_with_solutions(tmp_path):
     race = pretraining.adamw_race(pretraining.AdamW, steps=20).splitlines()
     yours, theirs = ([float(x.split(": ")[1]) for x in line.split(": ", 1)[1].split(", ")] for line in race)
     assert yours == pytest.approx(theirs, abs=2e-4)  # the same losses as torch's AdamW
+
+
+def test_the_labs_own_masking_passes_the_masking_check():
+    """lab.instances.mask_tokens (what pre-training uses), called through the exercise's signature."""
+    from lab.instances import SpecialIds, mask_tokens
+
+    P = pretraining
+
+    def lab_masking(input_ids, special_ids, vocab_size, mask_id, generator, mlm_probability=0.15, max_predictions=20):
+        special = SpecialIds(
+            pad_id=P._PAD, cls_id=P._CLS, sep_id=P._SEP, mask_id=mask_id, vocab_size=vocab_size, unk_id=P._UNK
+        )
+        unmaskable = torch.isin(input_ids, torch.tensor(special_ids))
+        return mask_tokens(
+            input_ids,
+            unmaskable,
+            special,
+            generator,
+            mlm_probability=mlm_probability,
+            max_predictions_per_seq=max_predictions,
+        )
+
+    assert exercises.check("masking", lab_masking).passed
