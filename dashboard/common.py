@@ -16,6 +16,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 
@@ -144,11 +145,17 @@ def cut_tokens(model, tokenizer, text_a: str, text_b: str | None = None) -> int:
 class CsvFolder:
     """The numbers a figure draws, as a CSV file for a download button: one file per request in
     a folder of this server's inside Gradio's cache, which Gradio serves as it is (no hash and
-    copy per request)."""
+    copy per request). The folder stays bounded for a server that runs all day: every `every`
+    writes, files older than `max_age` seconds go, and beyond the newest `keep` files the oldest
+    go too (a lecture hall writes about 20 a second; 5,000 files of a few KB each are minutes of
+    that and hours of a class of 30). A download clicked after its file went gets Gradio's
+    "file not found"; the figure's camera (PNG) and a new click still work."""
 
-    def __init__(self):
+    def __init__(self, keep: int = 5000, max_age: float = 1800.0, every: int = 64):
         self._folder: Path | None = None
         self._lock = threading.Lock()
+        self.keep, self.max_age, self.every = keep, max_age, every
+        self._writes = 0
 
     def folder(self) -> Path:
         with self._lock:
@@ -162,7 +169,31 @@ class CsvFolder:
         handle, path = tempfile.mkstemp(prefix=f"{figures.figure_name(fig)}-", suffix=".csv", dir=self.folder())
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as f:
             f.write(figures.figure_csv(fig))
+        with self._lock:
+            self._writes += 1
+            due = self._writes % self.every == 0
+        if due:
+            self.prune()
         return path
+
+    def prune(self) -> int:
+        """Remove the files too old or beyond the newest `keep`; returns how many went."""
+        folder = self.folder()
+        files = []
+        for entry in os.scandir(folder):
+            try:
+                files.append((entry.stat().st_mtime, entry.path))
+            except FileNotFoundError:  # removed meanwhile by another request's prune
+                continue
+        files.sort(reverse=True)  # newest first
+        cutoff = time.time() - self.max_age
+        doomed = [p for i, (mtime, p) in enumerate(files) if i >= self.keep or mtime < cutoff]
+        for p in doomed:
+            try:
+                os.remove(p)
+            except FileNotFoundError:
+                pass
+        return len(doomed)
 
 
 def cleared(n: int):

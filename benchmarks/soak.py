@@ -1,0 +1,249 @@
+"""An hour of class on one dashboard: does it stay healthy (memory, temporary files, latency)?
+
+    python benchmarks/soak.py --minutes 60               # the documented figure (30 students, 2 s think)
+    python benchmarks/soak.py --minutes 4 --warm-up 1    # a quick look (tests/test_class_load.py runs 3)
+
+Starts `python app.py` in its own process (measured from its ready line, with Gradio's temporary
+folder private to the run) and plays a class against it for --minutes: --users students, each with
+the page open (a browser's session), clicking through the whole tab mix (app_load.py's: every tab
+and the views inside the encoder) with every text new (nothing from a cache), pausing 0.5T-1.5T
+(--think T) between clicks, and now and then reloading the page (--reload: the chance a click is
+a reload instead, which gives the server a new session as a browser does). Every --every seconds
+it samples the server's resident memory, its threads and open files, and the files and bytes in
+its temporary folder (the figures' CSV files and anything Gradio keeps), with the p95 latency of
+the clicks in that interval. At the end it prints the samples and the verdict on four targets:
+  memory     resident memory at the end within 5% of its level at the end of --warm-up
+  files      the temporary folder bounded: no more files in the last third than the CsvFolder's
+             cap allows, and not still growing (last third's peak <= 1.1 x the middle third's)
+  errors     none
+  p95        steady: the last third's p95 within 1.5x the first third's after warm-up (and <= 1 s)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from app_load import http_predict, open_page, opening_events, percentile, requests_for, server_cpu  # noqa: E402
+
+CSV_KEEP = 5000  # dashboard.common.CsvFolder's default cap
+
+
+def proc_status(pid: int) -> dict[str, int]:
+    """Resident memory (KB) and threads of a process (Linux /proc), and its open files."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "Threads"):
+            out[key] = int(value.split()[0])
+    out["fds"] = len(os.listdir(f"/proc/{pid}/fd"))
+    return out
+
+
+def folder_usage(folder: Path) -> tuple[int, int]:
+    """(files, bytes) under folder."""
+    files = size = 0
+    for dirpath, _, names in os.walk(folder):
+        for n in names:
+            try:
+                size += os.path.getsize(os.path.join(dirpath, n))
+                files += 1
+            except FileNotFoundError:
+                pass
+    return files, size
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=60.0)
+    ap.add_argument("--warm-up", type=float, default=5.0, help="minutes before memory is taken as the baseline")
+    ap.add_argument("--users", type=int, default=30)
+    ap.add_argument("--think", type=float, default=2.0)
+    ap.add_argument("--reload", type=float, default=0.02, help="chance a click is a page reload (a new session)")
+    ap.add_argument("--every", type=float, default=30.0, help="seconds between samples")
+    ap.add_argument("--port", type=int, default=7880)
+    ap.add_argument("--json", default=None, help="also write the samples and the verdict to this file")
+    args = ap.parse_args(argv)
+    if args.warm_up >= args.minutes:
+        ap.error("--warm-up must be shorter than --minutes")
+
+    sys.path.insert(0, str(ROOT))
+    import app
+    from dashboard import Settings
+
+    store = Settings.from_args(app.parser().parse_args([])).store()
+    defaults = {task: store.default_model(task) for task in ("fill_mask", "answer", "classify", "tag")}
+    temp = Path(tempfile.mkdtemp(prefix="bert-lab-soak-"))
+    env = dict(os.environ, GRADIO_TEMP_DIR=str(temp), GRADIO_ANALYTICS_ENABLED="False")
+    server = subprocess.Popen(
+        [sys.executable, str(ROOT / "app.py"), "--port", str(args.port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        for line in server.stdout:
+            if "BERT Lab is ready" in line:
+                break
+        else:
+            print("the dashboard exited before it was ready")
+            return 2
+        threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()
+        return soak(args, server, f"http://127.0.0.1:{args.port}/", temp, defaults)
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def soak(args, server, url: str, temp: Path, defaults: dict) -> int:
+    events = opening_events(url)
+    start = time.perf_counter()
+    deadline = start + 60 * args.minutes
+    lock = threading.Lock()
+    clicks: list[tuple[float, float]] = []  # (time since start, latency)
+    errors: list[str] = []
+    reloads = [0]
+
+    def student(k: int) -> None:
+        rng = random.Random(k)
+        session, n = f"soak-{k}-0", 0
+        time.sleep(rng.uniform(0, min(10.0, args.think * 5)))  # the class arrives over a few seconds
+        open_page(url, session, events)
+        i = 0
+        while time.perf_counter() < deadline:
+            time.sleep(rng.uniform(0.5, 1.5) * args.think)
+            if rng.random() < args.reload:  # a reload: the same student, a new page and session
+                n += 1
+                session = f"soak-{k}-{n}"
+                try:
+                    open_page(url, session, events)
+                    with lock:
+                        reloads[0] += 1
+                except Exception as e:
+                    with lock:
+                        errors.append(f"reload: {type(e).__name__}: {e}")
+                continue
+            mix = requests_for(defaults, f"s{k}x{i}")  # every text new
+            name, call = mix[(k + i) % len(mix)]
+            i += 1
+            t = time.perf_counter()
+            try:
+                out = http_predict(url, name, call, session=session)
+                status = out[-1] if isinstance(out, (tuple, list)) else ""
+                problem = status if isinstance(status, str) and status.startswith("⚠️") else None
+            except Exception as e:
+                problem = f"{type(e).__name__}: {e}"
+            done = time.perf_counter()
+            with lock:
+                clicks.append((done - start, done - t))
+                if problem:
+                    errors.append(f"{name}: {problem}")
+
+    threads = [threading.Thread(target=student, args=(k,), daemon=True) for k in range(args.users)]
+    for th in threads:
+        th.start()
+    samples = []
+    cpu0, last = server_cpu(server), 0.0
+    print(f"{args.users} students, think {args.think} s, {args.minutes:g} min against {url}; temporary folder {temp}")
+    heads = ("min", "RSS MB", "threads", "fds", "files", "KB", "clicks", "p95 ms", "err")
+    print(" ".join(f"{h:>{w}}" for h, w in zip(heads, (6, 8, 7, 5, 6, 7, 6, 7, 4))))
+    while True:
+        now = time.perf_counter()
+        wait = min(args.every, deadline - now)
+        if wait > 0:
+            time.sleep(wait)
+        t = time.perf_counter() - start
+        st = proc_status(server.pid)
+        files, size = folder_usage(temp)
+        with lock:
+            window = [lat for at, lat in clicks if last < at <= t]
+            n_err = len(errors)
+        sample = dict(
+            minute=t / 60,
+            rss_mb=st["VmRSS"] / 1024,
+            threads=st["Threads"],
+            fds=st["fds"],
+            files=files,
+            kb=size / 1024,
+            clicks=len(window),
+            p95=percentile(window, 0.95) if window else float("nan"),
+            errors=n_err,
+        )
+        samples.append(sample)
+        print(
+            f"{sample['minute']:>6.1f} {sample['rss_mb']:>8.1f} {sample['threads']:>7} {sample['fds']:>5} "
+            f"{files:>6} {sample['kb']:>7.0f} {len(window):>6} {1000 * sample['p95']:>7.0f} {n_err:>4}",
+            flush=True,
+        )
+        last = t
+        if time.perf_counter() >= deadline:
+            break
+    for th in threads:
+        th.join(timeout=120)
+    cpu = server_cpu(server) - cpu0
+    return verdict(args, samples, clicks, errors, reloads[0], cpu)
+
+
+def verdict(args, samples, clicks, errors, reloads, cpu) -> int:
+    after = [s for s in samples if s["minute"] >= args.warm_up - 1e-9]
+    base = after[0]["rss_mb"]
+    growth = after[-1]["rss_mb"] / base - 1
+    third = max(1, len(after) // 3)
+    middle, last = after[third : 2 * third] or after[:third], after[-third:]
+    files_ok = max(s["files"] for s in last) <= max(CSV_KEEP + 100, 1.1 * max(s["files"] for s in middle))
+    t_warm = 60 * args.warm_up
+    span = (60 * args.minutes - t_warm) / 3
+    early = [lat for at, lat in clicks if t_warm <= at < t_warm + span]
+    late = [lat for at, lat in clicks if at >= 60 * args.minutes - span]
+    p95_early = percentile(early, 0.95) if early else float("nan")
+    p95_late = percentile(late, 0.95) if late else float("nan")
+    every = [lat for _, lat in clicks]
+    print(
+        f"\n{len(clicks)} clicks and {reloads} page reloads in {args.minutes:g} min; server CPU "
+        f"{1000 * cpu / max(1, len(clicks)):.1f} ms per click; p50 {1000 * statistics.median(every):.0f} ms, "
+        f"p95 {1000 * percentile(every, 0.95):.0f} ms"
+    )
+    checks = {
+        "memory": (
+            growth <= 0.05,
+            f"resident memory {base:.0f} MB at {args.warm_up:g} min -> {after[-1]['rss_mb']:.0f} MB at the end "
+            f"({100 * growth:+.1f}%; target <= +5%)",
+        ),
+        "files": (
+            files_ok,
+            f"temporary files: peak {max(s['files'] for s in samples)} "
+            f"({max(s['kb'] for s in samples) / 1024:.1f} MB); last third's peak {max(s['files'] for s in last)} "
+            f"vs middle third's {max(s['files'] for s in middle)} (cap {CSV_KEEP} CSV files)",
+        ),
+        "errors": (not errors, f"{len(errors)} errors" + (f", first: {errors[0]}" if errors else "")),
+        "p95": (
+            p95_late <= max(1.5 * p95_early, 0.2) and p95_late <= 1.0,
+            f"p95 {1000 * p95_early:.0f} ms in the first third after warm-up, {1000 * p95_late:.0f} ms in the last",
+        ),
+    }
+    for name, (ok, text) in checks.items():
+        print(f"  {name:<7} {'met' if ok else 'MISSED'}: {text}")
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {"samples": samples, "checks": {k: {"met": ok, "text": t} for k, (ok, t) in checks.items()}}, indent=1
+            )
+        )
+    return 0 if all(ok for ok, _ in checks.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
