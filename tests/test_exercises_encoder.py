@@ -723,3 +723,18 @@ def test_diagnoses_read_well():
         result = run(name, student)
         assert 80 < len(result.message) < 700 and "tensor(" not in result.message
         assert result.details  # the inputs and first differing values, for the curious
+
+
+def wp_endless(word, vocab, max_chars=100):  # forgets to move on after a piece
+    pieces, start = [], 0
+    while start < len(word):
+        end = len(word)
+        while end > start and (word[start:end] if start == 0 else "##" + word[start:end]) not in vocab:
+            end -= 1
+        pieces.append(word[start:end])
+    return pieces
+
+
+def test_wordpiece_endless_loop_is_stopped():
+    result = run("wordpiece", wp_endless)
+    assert_diagnosis(result, "more than 5 seconds", "endless loop")

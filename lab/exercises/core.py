@@ -11,8 +11,12 @@ on success (a string, or `(message, details)`). `run(exercise, student)` turns a
 
 from __future__ import annotations
 
+import contextlib
 import html
 import inspect
+import signal
+import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -96,6 +100,36 @@ def call(student: Callable, *args, what: str | None = None, **kwargs):
     except Exception as exc:  # the student's bug, reported in one sentence
         name = what or getattr(student, "__name__", "your code")
         raise Fail(f"Calling {name} raised {type(exc).__name__}: {exc}{_where(exc)}.", call=name) from None
+
+
+class _TookTooLong(BaseException):  # a BaseException: `call` must not turn it into a Fail of its own
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, message: str):
+    """Stop the student's code after `seconds` (an endless loop) with Fail(message). Works where
+    signals do (POSIX, the main thread: a script, pytest, a Jupyter kernel); elsewhere no limit."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TookTooLong()
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)  # a timer already running (pytest-timeout's)
+    t0 = time.monotonic()
+    try:
+        yield
+    except _TookTooLong:
+        raise Fail(message, seconds=seconds) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer > 0:  # give the outer timer back what is left of it
+            signal.setitimer(signal.ITIMER_REAL, max(1e-3, outer - (time.monotonic() - t0)))
 
 
 def _where(exc: BaseException) -> str:

@@ -430,7 +430,13 @@ def check_wordpiece(student, n_words: int = 150, seed: int = 0):
     for name, vocab, model, cases in _wordpiece_cases(n_words, seed):
         for word, max_chars, kind in cases:
             want = [t.value for t in model.tokenize(word)] if len(word) <= max_chars else [UNK]
-            got = core.call(student, word, set(vocab), max_chars, what=f"your wordpiece({word[:20]!r}, vocab)")
+            endless = (
+                f"Your wordpiece({word[:30]!r}, vocab) ran for more than 5 seconds: an endless loop? After each piece "
+                "the start position must move to the end of that piece, and the inner loop must stop when no "
+                "candidate is left."
+            )
+            with core.time_limit(5.0, endless):
+                got = core.call(student, word, set(vocab), max_chars, what=f"your wordpiece({word[:20]!r}, vocab)")
             if not isinstance(got, (list, tuple)) or not all(isinstance(p, str) for p in got):
                 raise Fail(
                     f"wordpiece({word!r}, vocab) should return a list of strings, got {got!r:.80}.",
