@@ -1206,9 +1206,10 @@ EXERCISES = [
         imports="import math\n\nimport torch\n",
         stub=ATTENTION_STUB,
         hint=(
-            "scores = q @ k.transpose(-2, -1) / math.sqrt(d) has shape [B, A, T, T]. The mask is [B, T]: "
-            "mask[:, None, None, :] == 0 is True at [PAD] keys and broadcasts over heads and queries; "
-            "scores.masked_fill(that, float('-inf')) BEFORE softmax(dim=-1). The context is weights @ v."
+            "Three steps. (1) The scores [B, A, T, T]: q times k with k's last two axes swapped, divided by "
+            "sqrt(d). (2) The mask is [B, T]; give it the shape [B, 1, 1, T] so that it broadcasts over heads and "
+            "queries and picks key COLUMNS, and set the scores of [PAD] keys to -inf (masked_fill) before the "
+            "softmax, which runs over the last axis (the keys). (3) The context: the weights times v."
         ),
     ),
     core.Exercise(
@@ -1221,9 +1222,10 @@ EXERCISES = [
         imports="import torch\n",
         stub=MULTI_HEAD_STUB,
         hint=(
-            "B, T, H = x.shape; d = H // num_heads. Split with q = query(x).view(B, T, num_heads, d).transpose(1, 2) "
-            "(a plain .view(B, num_heads, T, d) would mix positions). After attention, merge with "
-            "context.transpose(1, 2).reshape(B, T, H)."
+            "d = H // num_heads. Split in two moves: view [B, T, H] as [B, T, A, d] (the columns of each head are "
+            "contiguous), then swap the axes of positions and heads to get [B, A, T, d]. Merge by the reverse "
+            "moves: swap back to [B, T, A, d], then reshape (not view: the tensor is no longer contiguous) to "
+            "[B, T, H]."
         ),
         uses=("attention",),
     ),
@@ -1237,9 +1239,10 @@ EXERCISES = [
         imports="import torch\nimport torch.nn.functional as F\nfrom torch import nn\n",
         stub=ENCODER_LAYER_STUB,
         hint=(
-            "a = self.attention; context, _ = multi_head_attention(x, mask, a.self.query, a.self.key, a.self.value, "
-            "self.num_heads); x = a.output.LayerNorm(x + a.output.dropout(a.output.dense(context))). Then the same "
-            "shape of step for the feed-forward network with F.gelu (the exact erf form, not approximate='tanh')."
+            "Both sublayers have the same shape: out = LayerNorm(inp + dropout(dense(f(inp)))). In the first, f is "
+            "your multi_head_attention with the three projections of self.attention.self, and dense, dropout and "
+            "LayerNorm are those of self.attention.output. In the second, f is intermediate.dense followed by "
+            "F.gelu (the exact erf form, not approximate='tanh'), with output's dense, dropout and LayerNorm."
         ),
         uses=("multi_head_attention", "attention"),
     ),
