@@ -11,6 +11,12 @@ on traps built for one typical mistake each (a window whose best start lies afte
 a [CLS] with a huge logit, a prediction repeating a word, ...). When they differ, it computes what
 each typical mistake would have given on the same inputs and names the one that matches: the
 diagnosis says which mistake, not only that the numbers differ.
+
+The notebook's demonstrations run the student's functions on a real reader, the bundled
+minilm-squad, over SQuAD questions it never trained on:
+
+    print(show_answers(best_span))     # its answers beside lab.squad.decode_spans's and the gold ones
+    print(show_scores(squad_em_f1))    # its mean EM/F1 beside lab.squad.evaluate's
 """
 
 from __future__ import annotations
