@@ -1187,7 +1187,7 @@ def check_squad_metrics(student, limit: int = 400):
     if not wrong:
         return (
             f"Your squad_em_f1 gives the official EM and F1 (lab.squad's) on {len(_METRIC_EDGE_CASES)} hand-made "
-            f"cases and {len(real)} predictions for SQuAD questions (from {Path(source).name}).",
+            f"cases and {len(real)} predictions for {_questions_of(source)}.",
             {"cases": len(cases), "data": source},
         )
 
@@ -1265,6 +1265,16 @@ def _reader(name: str = "minilm-squad"):
     return model.eval(), tokenizer, held_out, path.name
 
 
+def _questions_of(source: str, held_out: bool = False) -> str:
+    """How the questions read from `source` are described in the messages."""
+    name = Path(source).name
+    if not name.startswith("dev-v1.1"):
+        return f"the lab's sample questions in SQuAD's format ({name}; the real SQuAD is not installed)"
+    if held_out:
+        return f"the SQuAD v1.1 dev questions of the last 8 articles, which the model never trained on ({name})"
+    return f"SQuAD v1.1 dev questions ({name})"
+
+
 def _demo_call(student, *args, what: str):
     """The student's result, or the sentence to print instead (not implemented, an exception)."""
     try:
@@ -1290,7 +1300,7 @@ def show_answers(best_span, count: int = 5, max_answer_length: int = 30, model: 
     if problem:
         return problem
     qa_model, tokenizer, questions, source = _reader(model)
-    lines = [f"{model} reading SQuAD questions it never trained on ({source}); your answer | the lab's | gold"]
+    lines = [f"{model} reading {_questions_of(source, held_out=True)}; your answer | the lab's | gold"]
     shown = 0
     for ex in questions:
         features = squad.make_features([ex], tokenizer, max_seq_length=256, doc_stride=128, training=False)
@@ -1346,7 +1356,7 @@ def show_scores(squad_em_f1, count: int = 40, model: str = "minilm-squad") -> st
     em = 100 * sum(s[0] for s in scores) / len(scores)
     f1 = 100 * sum(s[1] for s in scores) / len(scores)
     lines = [
-        f"{model} on {len(questions)} SQuAD questions it never trained on ({source}):",
+        f"{model} answering {len(questions)} of {_questions_of(source, held_out=True)}:",
         f"  your scores:      EM {em:.1f}  F1 {f1:.1f}",
         f"  lab.squad's:      EM {official['exact_match']:.1f}  F1 {official['f1']:.1f}",
         "Partial credit (not an exact match, some words shared):",
@@ -1355,4 +1365,6 @@ def show_scores(squad_em_f1, count: int = 40, model: str = "minilm-squad") -> st
     for ex, (_, f) in partial:
         golds = sorted({a["text"] for a in ex.answers})
         lines.append(f"  predicted {predictions[ex.id]!r}, gold {golds!r}: your F1 {f:.2f}")
+    if not partial:
+        lines.append("  (none among these questions)")
     return "\n".join(lines)
