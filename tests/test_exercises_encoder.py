@@ -738,3 +738,13 @@ def wp_endless(word, vocab, max_chars=100):  # forgets to move on after a piece
 def test_wordpiece_endless_loop_is_stopped():
     result = run("wordpiece", wp_endless)
     assert_diagnosis(result, "more than 5 seconds", "endless loop")
+
+
+def test_capstone_falls_back_to_a_bundled_minilm_and_says_so(monkeypatch):
+    folder = next((f for f in map(bundled_model, encoder.FALLBACK_WEIGHTS) if f is not None), None)
+    if folder is None:
+        pytest.skip("no bundled MiniLM checkpoint")
+    monkeypatch.setattr("lab.checkpoint.minilm_dir", lambda: None)  # as if the package were not installed
+    result = exercises.capstone(embeddings=encoder.Embeddings, layer=LayerRelu, log=None)
+    assert f"models/{folder.name}" in result.weights and "not installed" in result.weights
+    assert result.status == NOT_YET and "layer 1" in result.message

