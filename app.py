@@ -84,6 +84,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--queue-size", type=int, default=128, help="requests that may wait; more are turned away")
     p.add_argument("--cache-models", type=int, default=4, help="models kept loaded at once")
     p.add_argument(
+        "--sessions",
+        type=int,
+        default=250,
+        help="pages whose server session is kept (the most recently used; Gradio keeps each page's last "
+        "outputs, 0.5-2 MB for this page): a lecture hall of 100 and its reloads; an older page that "
+        "clicks again gets a fresh session",
+    )
+    p.add_argument(
         "--precision",
         choices=["bf16", "fp32"],
         default="bf16",
@@ -177,6 +185,7 @@ def main(argv: list[str] | None = None) -> None:
         share=args.share,
         quiet=True,
         prevent_thread_lock=True,
+        state_session_capacity=args.sessions,
         **LAUNCH_OPTIONS,
     )
     print(

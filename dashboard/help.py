@@ -107,11 +107,8 @@ CSS = """
 .bl-card td:first-child {white-space:nowrap}
 #model-add {align-self:flex-end; margin-bottom:var(--spacing-xl)}
 """
-# Gradio 6: look and feel go to launch(). Sessions: Gradio keeps one per page opened (about 340 KB
-# for this page of 200 components, and one per call from an API script that passes no session),
-# 10,000 by default (3.4 GB); the 1,000 used most recently are kept here, a lecture hall's pages
-# and their reloads many times over (a session dropped comes back fresh at its page's next click).
-LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft(), state_session_capacity=1000)
+# Gradio 6: look and feel go to launch()
+LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft())
 
 
 THEME_JS = "() => document.body.classList.contains('dark') ? 'dark' : 'light'"
