@@ -30,7 +30,9 @@ from lab.notebook_setup import notebook_folder as lab_notebook_folder
 from tests.conftest import ROOT
 from tests.test_datasets import _serve_fixtures, server  # noqa: F401  (server: the stand-in's fixture)
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + sorted(
+    (ROOT / "notebooks" / "exercises").glob("*.ipynb")
+)
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +66,10 @@ def _needs(source: str) -> list[str]:
 
 
 def _parameters(path: Path) -> dict:
-    cell = next(c for c in _cells(path) if "parameters" in c.get("metadata", {}).get("tags", []))
+    """The notebook's parameters cell's assignments ({} for a notebook without one: the exercises)."""
+    cell = next((c for c in _cells(path) if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    if cell is None:
+        return {}
     values: dict = {}
     exec("".join(cell["source"]), values)  # assignments only
     return values
@@ -98,19 +103,19 @@ def test_every_set_up_cell_is_the_one_cell_with_the_one_address(path):
     for need in needs:
         entry, _ = parse_need(need)  # ValueError for a name or split the catalog lacks
         assert entry.name in CATALOG
-    assert source == setup_cell_source(needs, repository_url())
+    assert source == setup_cell_source(needs, repository_url(), notebook_setup.notebook_folder(path))
     assert re.findall(r'REPOSITORY = "([^"]+)"', source) == [repository_url()]
     code = [c for c in _cells(path) if c["cell_type"] == "code"]
-    assert (
-        "parameters" in code[0]["metadata"].get("tags", []) and notebook_setup.SETUP_TAG in code[1]["metadata"]["tags"]
-    )
-    assert code[1]["outputs"] == [] and code[1]["execution_count"] is None
+    # after the parameters cell (the main notebooks), else the first code cell (the exercises)
+    at = 1 if "parameters" in code[0]["metadata"].get("tags", []) else 0
+    assert notebook_setup.SETUP_TAG in code[at]["metadata"]["tags"]
+    assert code[at]["outputs"] == [] and code[at]["execution_count"] is None
 
 
 def test_readme_links_every_notebook_to_colab():
     readme = (ROOT / "notebooks" / "README.md").read_text()
     for path in NOTEBOOKS:
-        link = colab_url(path.name)
+        link = colab_url(path.relative_to(ROOT / "notebooks").as_posix())
         assert f"({link})" in readme, f"no Open in Colab link for {path.name}"
     assert len(re.findall(r"colab\.research\.google\.com/github/([^/]+/[^/]+)/", readme)) >= len(NOTEBOOKS)
     assert set(re.findall(r"colab\.research\.google\.com/github/([^/]+/[^/]+)/", readme)) == {

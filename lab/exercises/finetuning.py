@@ -69,7 +69,7 @@ class BertClassifier(nn.Module):
 
 
 CLASSIFIER_STUB = '''import torch
-import torch.nn.functional as F
+import torch.nn.functional as F  # noqa: F401 (F.cross_entropy: you will need it)
 from torch import nn
 
 
@@ -106,8 +106,7 @@ class BertClassifier(nn.Module):
         The model may arrive in eval mode (after an evaluation). Run the model in training mode, take the
         cross-entropy loss averaged over the batch, back-propagate, update the weights, and leave no
         gradient behind for the next step. Returns the loss as a float."""
-        raise NotImplementedError
-'''
+        raise NotImplementedError'''
 
 CLASSIFIER_HINT = (
     "In forward, hidden = self.bert(input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask)"
@@ -621,8 +620,7 @@ def best_span(start_logits, end_logits, context_mask, max_answer_length=30):
     no later than they end and hold at most max_answer_length tokens, the one with the highest
     start_logits[start] + end_logits[end].
     """
-    raise NotImplementedError
-'''
+    raise NotImplementedError'''
 
 SPAN_HINT = (
     "Score every pair at once: scores = start_logits[:, None] + end_logits[None, :] is (T, T), entry [i, j] "
@@ -969,9 +967,9 @@ def squad_em_f1(prediction, gold_answers):
     return em, max(f1(pred.split(), g.split()) for g in golds)
 
 
-METRICS_STUB = '''import collections
-import re
-import string
+METRICS_STUB = '''import collections  # noqa: F401 (collections.Counter counts tokens)
+import re  # noqa: F401 (re.sub removes the articles)
+import string  # noqa: F401 (string.punctuation)
 
 
 def squad_em_f1(prediction, gold_answers):
@@ -989,8 +987,7 @@ def squad_em_f1(prediction, gold_answers):
           shared k times is counted k times (the min of its two counts). When either side has no words,
           f1 is 1.0 if both have none, else 0.0.
     """
-    raise NotImplementedError
-'''
+    raise NotImplementedError'''
 
 METRICS_HINT = (
     "Write normalize(text) first: text.lower(), drop every ch in string.punctuation, "
