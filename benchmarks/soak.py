@@ -17,7 +17,9 @@ the clicks in that interval. At the end it prints the samples and the verdict on
   files      the temporary folder bounded: no more files in the last third than the CsvFolder's
              cap allows, and not still growing (last third's peak <= 1.1 x the middle third's)
   errors     none
-  p95        steady: the last third's p95 within 1.5x the first third's after warm-up (and <= 1 s)
+  p95        steady: the last third's p95 within 1.5x the first third's after warm-up (every text
+             new here, so the "why?" views compute every time: the lecture-hall target of 1 s is
+             app_load.py's, with the page's own inputs)
 """
 
 from __future__ import annotations
@@ -240,7 +242,7 @@ def verdict(args, samples, clicks, errors, reloads, cpu) -> int:
         ),
         "errors": (not errors, f"{len(errors)} errors" + (f", first: {errors[0]}" if errors else "")),
         "p95": (
-            p95_late <= max(1.5 * p95_early, 0.2) and p95_late <= 1.0,
+            p95_late <= max(1.5 * p95_early, 0.2),
             f"p95 {1000 * p95_early:.0f} ms in the first third after warm-up, {1000 * p95_late:.0f} ms in the last",
         ),
     }
