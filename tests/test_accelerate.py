@@ -62,7 +62,16 @@ def launch(args: list[str], tmp: Path, accelerate: list[str] | None = None, torc
         cmd += ["lab"]
     else:
         cmd = [sys.executable, "-m", "lab"]
-    return subprocess.run(cmd + args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    return run(cmd + args, env, timeout=240)
+
+
+def run(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+    """subprocess.run from the repo root; a launch that hangs fails with what it printed so far."""
+    try:
+        return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = [(b or b"").decode(errors="replace") if isinstance(b, bytes) else (b or "") for b in (e.stdout, e.stderr)]
+        pytest.fail(f"{' '.join(cmd[:8])} ... ran past {timeout:.0f} s\n{out[0][-3000:]}\n{out[1][-3000:]}")
 
 
 def two_processes() -> list[str]:
@@ -120,7 +129,7 @@ def test_accelerate_processes_see_rank_world_size_and_gloo(gloo, tmp_path):
     )
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HOME": str(tmp_path / "hf-home")}
     cmd = [sys.executable, "-m", "accelerate.commands.launch", *two_processes(), str(probe)]
-    proc = ok(subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120))
+    proc = ok(run(cmd, env, timeout=120))
     lines = sorted(re.findall(r"rank \d of \d local \d backend \w+ env \d/\d sum \d", proc.stdout))  # may interleave
     assert lines == [
         "rank 0 of 2 local 0 backend gloo env 0/2 sum 1",
