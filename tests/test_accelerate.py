@@ -10,6 +10,7 @@ What accelerate 1.x does with the lab's commands, as these tests show:
 Hermetic: a made-up corpus and a tiny random model written here; one thread per process.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -66,12 +67,25 @@ def launch(args: list[str], tmp: Path, accelerate: list[str] | None = None, torc
 
 
 def run(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
-    """subprocess.run from the repo root; a launch that hangs fails with what it printed so far."""
+    """The command from the repo root. One that hangs fails with what it printed so far, and its
+    processes go with it: the launcher and every worker (torch's launcher starts each worker in a
+    session of its own, so killing the launcher alone would leave them waiting in gloo)."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        out = [(b or b"").decode(errors="replace") if isinstance(b, bytes) else (b or "") for b in (e.stdout, e.stderr)]
-        pytest.fail(f"{' '.join(cmd[:8])} ... ran past {timeout:.0f} s\n{out[0][-3000:]}\n{out[1][-3000:]}")
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        import psutil
+
+        try:
+            family = [*psutil.Process(proc.pid).children(recursive=True), psutil.Process(proc.pid)]
+        except psutil.NoSuchProcess:
+            family = []
+        for p in family:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                p.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"{' '.join(cmd[:8])} ... ran past {timeout:.0f} s\n{out[-3000:]}\n{err[-3000:]}")
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
 
 
 def two_processes() -> list[str]:
