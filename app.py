@@ -153,7 +153,7 @@ def banner(args: argparse.Namespace, downloads: bool) -> str:
         + (
             "on (the Model tab can add Hub models)"
             if downloads
-            else "off on a public server (--allow-downloads turns them on)"
+            else "off on a public server (--allow-downloads or BERT_LAB_ALLOW_DOWNLOADS=1 turns them on)"
         )
     )
     if not args.share:
@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = Settings.from_args(args)
     print("BERT Lab: loading the models and computing each tab's first view ...", flush=True)
     demo = Dashboard(settings).build()
+    globals()["demo"] = demo  # what `gradio app.py` and Spaces' reloader look for in __main__
     host = f"[{args.host}]" if ":" in args.host else args.host  # Gradio writes an IPv6 address in brackets
     demo.launch(
         server_name=host,

@@ -182,7 +182,7 @@ class ModelStore:
                 raise ModelError(
                     f"{repo_id} is not in this server's Hugging Face cache, and downloads are off "
                     f"on a public server (--host other than localhost, or --share): start the app "
-                    f"with --allow-downloads to allow them"
+                    f"with --allow-downloads (or BERT_LAB_ALLOW_DOWNLOADS=1) to allow them"
                 ) from None
             if e.offline and not download:
                 raise ModelError(f"{repo_id} is not downloaded yet: add it in the Model tab first") from None

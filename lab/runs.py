@@ -108,10 +108,12 @@ def new_run_dir(root, name: str) -> Path:
 
 
 def write_json(path, values: dict) -> None:
-    """A settings file (train_config.json, task_config.json, ...), written whole or not at all."""
+    """A settings file (train_config.json, task_config.json, ...), written whole or not at all
+    (through a temporary file of this process's own: the processes of a distributed run may write
+    the same file at once, each whole)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(values, indent=2) + "\n")
     os.replace(tmp, path)
 

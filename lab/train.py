@@ -467,5 +467,9 @@ def train(
             )
     bar.close()
     if dist.world_size > 1:
+        # DDP's reducer holds the process group: let every rank finish, free the wrapper, then the
+        # group (a reducer freed after the group can leave a gloo thread waiting, the run hung)
+        tdist.barrier()
+        del wrapped
         tdist.destroy_process_group()
     return last_eval
