@@ -89,7 +89,7 @@ def test_the_benchmark_plays_students_as_browsers_without_errors():
     try:
         events = app_load.opening_events(url)
         assert events and events[0]["data"] == [] and any(e["queue"] for e in events)
-        argv = ["--users", "4", "--requests", "4", "--think", "0.2", "--arrive", "1", "--url", url]
+        argv = ["--users", "3", "--requests", "12", "--think", "0.1", "--arrive", "1", "--url", url]  # every item
         out = subprocess.run(
             [sys.executable, str(ROOT / "benchmarks" / "app_load.py"), *argv],
             cwd=ROOT,
@@ -98,7 +98,7 @@ def test_the_benchmark_plays_students_as_browsers_without_errors():
             timeout=300,
         )
         assert out.returncode == 0, out.stderr[-2000:]
-        assert "errors: 0" in out.stdout and "opening the page (4 students" in out.stdout, out.stdout
+        assert "errors: 0" in out.stdout and "opening the page (3 students" in out.stdout, out.stdout
         assert "/why_classify" in out.stdout and "/tag" in out.stdout  # the whole mix
     finally:
         proc.terminate()
