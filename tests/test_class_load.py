@@ -186,3 +186,15 @@ def test_a_few_minutes_of_class_leave_the_server_healthy(tmp_path):
     checks = json.loads(report.read_text())["checks"]
     assert all(c["met"] for c in checks.values()), out.stdout[-3000:]
     assert out.returncode == 0
+
+
+def test_the_server_limits_malloc_arenas_on_linux():
+    """app.main() caps glibc's malloc arenas before its threads start (the soak's memory figure
+    depends on it); on Linux with glibc the call takes effect."""
+    import platform
+
+    sys.path.insert(0, str(ROOT))
+    import app
+
+    expected = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    assert app.limit_malloc_arenas() is expected
