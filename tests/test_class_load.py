@@ -189,12 +189,18 @@ def test_a_few_minutes_of_class_leave_the_server_healthy(tmp_path):
 
 
 def test_the_server_limits_malloc_arenas_on_linux():
-    """app.main() caps glibc's malloc arenas before its threads start (the soak's memory figure
-    depends on it); on Linux with glibc the call takes effect."""
+    """app.main() caps glibc's malloc arenas and fixes its mmap threshold before its threads start
+    (the soak's memory figure depends on it); on Linux with glibc the calls take effect. Run in a
+    process of its own: the settings would stay with the test session's own process."""
     import platform
 
-    sys.path.insert(0, str(ROOT))
-    import app
-
     expected = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
-    assert app.limit_malloc_arenas() is expected
+    out = subprocess.run(
+        [sys.executable, "-c", "import app; print(app.limit_malloc_arenas())"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == str(expected)
