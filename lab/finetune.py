@@ -32,6 +32,7 @@ from .batch import Batch, pad_rows, step_indices
 from .checkpoint import load
 from .config import BertConfig, setting
 from .datasets import resolve_corpus
+from .device import Dist, init_distributed, pick_device
 from .files import TASK_CONFIG_NAME
 from .hub import resolve_model
 from .model import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
@@ -232,19 +233,32 @@ def freeze_encoder(model) -> None:
 # ----------------------------------------------------------------------------------------
 # Objectives
 # ----------------------------------------------------------------------------------------
+def this_ranks_rows(n: int, batch_size: int, step: int, seed: int, dist: Dist) -> list[int]:
+    """The training rows this process reads at `step`. Under torchrun or accelerate the global
+    batch (batch_size rows a process) is split between the processes, as in pre-training: with
+    n = 64 rows, batch_size 8 and 2 processes, step 0 takes positions 0-15 of epoch 0's shuffled
+    order, rank 0 reads positions 0-7 and rank 1 positions 8-15, and an epoch is 4 steps. A set smaller than one global
+    batch wraps around instead of yielding no step."""
+    g = batch_size * dist.world_size
+    return step_indices(n, batch_size, step, seed, dist.rank, dist.world_size, drop_last=n >= g)
+
+
 class ClassificationObjective:
-    def __init__(self, train: Encoded, dev: Encoded, pad_id: int, batch_size: int, seed: int = 0, frozen: bool = False):
+    def __init__(
+        self,
+        train: Encoded,
+        dev: Encoded,
+        pad_id: int,
+        batch_size: int,
+        seed: int = 0,
+        frozen: bool = False,
+        dist: Dist | None = None,
+    ):
         self.train_set, self.dev, self.pad_id, self.batch_size, self.seed = train, dev, pad_id, batch_size, seed
-        self.frozen = frozen
+        self.frozen, self.dist = frozen, dist or Dist()
 
     def train_batch(self, index: int) -> Batch:
-        rows = step_indices(
-            len(self.train_set.labels),
-            self.batch_size,
-            index,
-            self.seed,
-            drop_last=len(self.train_set.labels) >= self.batch_size,
-        )
+        rows = this_ranks_rows(len(self.train_set.labels), self.batch_size, index, self.seed, self.dist)
         return classification_batch(self.train_set, rows, self.pad_id)
 
     def loss(self, model, batch):
@@ -279,14 +293,21 @@ def evaluate_classification(model, dev: Encoded, pad_id: int, batch_size: int = 
 
 
 class QAObjective:
-    def __init__(self, features, dev_examples, tokenizer, batch_size: int, seed: int = 0, **feature_args):
+    def __init__(
+        self,
+        features,
+        dev_examples,
+        tokenizer,
+        batch_size: int,
+        seed: int = 0,
+        dist: Dist | None = None,
+        **feature_args,
+    ):
         self.features, self.dev, self.tokenizer = features, dev_examples, tokenizer
-        self.batch_size, self.seed, self.feature_args = batch_size, seed, feature_args
+        self.batch_size, self.seed, self.dist, self.feature_args = batch_size, seed, dist or Dist(), feature_args
 
     def train_batch(self, index: int) -> Batch:
-        rows = step_indices(
-            len(self.features), self.batch_size, index, self.seed, drop_last=len(self.features) >= self.batch_size
-        )
+        rows = this_ranks_rows(len(self.features), self.batch_size, index, self.seed, self.dist)
         return collate_features([self.features[i] for i in rows], self.tokenizer.pad_token_id)
 
     def loss(self, model, batch):
@@ -304,13 +325,21 @@ class TaggingObjective:
     sub-token, -100 elsewhere); evaluation reads every word from its best window and scores
     entities (IOB2) or tags (accuracy)."""
 
-    def __init__(self, features, eval_data: TaggedData, tokenizer, task: TaggingConfig, batch_size: int, seed: int = 0):
+    def __init__(
+        self,
+        features,
+        eval_data: TaggedData,
+        tokenizer,
+        task: TaggingConfig,
+        batch_size: int,
+        seed: int = 0,
+        dist: Dist | None = None,
+    ):
         self.features, self.eval_data, self.tokenizer, self.task = features, eval_data, tokenizer, task
-        self.batch_size, self.seed, self.frozen = batch_size, seed, task.mode == "features"
+        self.batch_size, self.seed, self.frozen, self.dist = batch_size, seed, task.mode == "features", dist or Dist()
 
     def train_batch(self, index: int) -> Batch:
-        n = len(self.features)
-        rows = step_indices(n, self.batch_size, index, self.seed, drop_last=n >= self.batch_size)
+        rows = this_ranks_rows(len(self.features), self.batch_size, index, self.seed, self.dist)
         return collate_tag_features(
             [self.features[i] for i in rows], self.tokenizer.pad_token_id, max_length=self.task.max_seq_length
         )
@@ -424,7 +453,8 @@ def finetune_classification(task: ClassificationConfig, tc: TrainConfig, resume:
         freeze_encoder(model)
     train_enc = encode_classification(train_data, tokenizer, model.config.label2id, task.max_seq_length)
     dev_enc = encode_classification(dev_data, tokenizer, model.config.label2id, task.max_seq_length)
-    tc, per_epoch = epoch_schedule(tc, len(train_enc.labels), task.epochs)
+    dist = init_distributed(pick_device(tc.device))
+    tc, per_epoch = epoch_schedule(tc, len(train_enc.labels), task.epochs, dist.world_size)
     trainable, total = model.num_parameters(trainable_only=True), model.num_parameters()
     log(
         f"{task.mode}: {trainable:,} of {total:,} parameters train ({100 * trainable / total:.2f}%); "
@@ -434,7 +464,7 @@ def finetune_classification(task: ClassificationConfig, tc: TrainConfig, resume:
     log("task config: " + str(dataclasses.asdict(task)))
     log("train config: " + str(tc.to_dict()))
     objective = ClassificationObjective(
-        train_enc, dev_enc, tokenizer.pad_token_id, tc.batch_size, tc.seed, frozen=task.mode == "features"
+        train_enc, dev_enc, tokenizer.pad_token_id, tc.batch_size, tc.seed, frozen=task.mode == "features", dist=dist
     )
     write_json(
         Path(tc.out_dir) / TASK_CONFIG_NAME,
@@ -475,13 +505,14 @@ def finetune_qa(task: QAConfig, tc: TrainConfig, resume: bool = False, log=print
         max_seq_length=task.max_seq_length, doc_stride=task.doc_stride, max_query_length=task.max_query_length
     )
     features = make_features(train_ex, tokenizer, training=True, **feature_args)
-    tc, per_epoch = epoch_schedule(tc, len(features), task.epochs)
+    dist = init_distributed(pick_device(tc.device))
+    tc, per_epoch = epoch_schedule(tc, len(features), task.epochs, dist.world_size)
     log(
         f"SQuAD: {len(train_ex)} training questions (articles 1-{task.train_articles}), {len(dev_ex)} evaluation "
         f"questions (the other articles); {len(features)} training windows; {tc.steps} steps"
     )
     log("train config: " + str(tc.to_dict()))
-    objective = QAObjective(features, dev_ex, tokenizer, tc.batch_size, tc.seed, **feature_args)
+    objective = QAObjective(features, dev_ex, tokenizer, tc.batch_size, tc.seed, dist=dist, **feature_args)
     write_json(Path(tc.out_dir) / TASK_CONFIG_NAME, {"task": "squad", **dataclasses.asdict(task), "data": str(path)})
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
@@ -513,7 +544,8 @@ def finetune_tagging(task: TaggingConfig, tc: TrainConfig, resume: bool = False,
     features = make_tag_features(
         train_data.sentences, tokenizer, model.config.label2id, task.max_seq_length, task.doc_stride
     )
-    tc, per_epoch = epoch_schedule(tc, len(features), task.epochs)
+    dist = init_distributed(pick_device(tc.device))
+    tc, per_epoch = epoch_schedule(tc, len(features), task.epochs, dist.world_size)
     trainable, total = model.num_parameters(trainable_only=True), model.num_parameters()
     log(
         f"tagging ({train_data.scheme}, {len(labels)} labels): {len(train_data.sentences)} training sentences "
@@ -533,7 +565,7 @@ def finetune_tagging(task: TaggingConfig, tc: TrainConfig, resume: bool = False,
             "total_parameters": total,
         },
     )
-    objective = TaggingObjective(features, eval_data, tokenizer, task, tc.batch_size, tc.seed)
+    objective = TaggingObjective(features, eval_data, tokenizer, task, tc.batch_size, tc.seed, dist=dist)
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
 
 
@@ -603,9 +635,10 @@ def evaluate_saved(
     raise ValueError(f"{model_dir} holds a {type(model).__name__}: evaluate a pre-trained model with --corpus")
 
 
-def epoch_schedule(tc: TrainConfig, n: int, epochs: float) -> tuple[TrainConfig, int]:
+def epoch_schedule(tc: TrainConfig, n: int, epochs: float, world_size: int = 1) -> tuple[TrainConfig, int]:
     """Fine-tuning counts epochs: steps from `epochs` unless tc.steps is given, evaluation once
-    per epoch unless tc.eval_every is given."""
-    per_epoch = max(1, n // tc.batch_size)
+    per epoch unless tc.eval_every is given. A step reads tc.batch_size rows in each of the
+    world_size processes."""
+    per_epoch = max(1, n // (tc.batch_size * world_size))
     steps = tc.steps or max(1, round(epochs * per_epoch))
     return dataclasses.replace(tc, steps=steps, minutes=None, eval_every=tc.eval_every or per_epoch), per_epoch

@@ -231,6 +231,27 @@ def test_accelerate_finetune_matches_torchrun(gloo, classification, tmp_path):
 
 
 @pytest.mark.slow
+def test_finetune_on_two_processes_equals_one_process_with_the_global_batch(gloo, classification, tmp_path):
+    # fine-tuning splits each global batch between the processes, as pre-training does: 2 processes
+    # of 4 rows a step are one process of 8 (a classifier's loss is a mean over equal halves, so
+    # DDP's mean of the two gradients is the whole batch's); --epochs counts passes over the data
+    model, data = classification
+    common = ["finetune-cls", "--model", str(model), "--train", str(data / "train.tsv"), "--dev", str(data / "dev.tsv")]
+    common += [*ONE_THREAD, "--dropout", "0", "--epochs", "1", "--lr", "3e-3", "--log-every", "1"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    proc = ok(launch(common + ["--out", str(two), "--batch-size", "4"], tmp_path, torchrun=2))
+    assert "8 steps x 8 sequences" in proc.stdout, proc.stdout[-2000:]  # 64 rows / (4 x 2 processes)
+    ok(launch(common + ["--out", str(one), "--batch-size", "8"], tmp_path))
+    rec_1 = [r for r in read_metrics(one) if r["split"] == "train"]
+    rec_2 = [r for r in read_metrics(two) if r["split"] == "train"]
+    assert [r["step"] for r in rec_2] == [r["step"] for r in rec_1] == list(range(1, 9))
+    for r1, r2 in zip(rec_1, rec_2):
+        for key in ("loss", "acc", "grad_norm"):
+            assert r2[key] == pytest.approx(r1[key], abs=2e-5), (r1["step"], key, r1[key], r2[key])
+    assert weights_differ(one, two) < 1e-5
+
+
+@pytest.mark.slow
 def test_accelerate_cpu_flag_with_two_processes_is_refused_in_one_line(gloo, classification, tmp_path):
     # accelerate launch --cpu --num_processes 2 starts one process: the lab says so instead of
     # training alone (with an MPI host file there would be two, each training alone into --out)

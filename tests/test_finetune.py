@@ -313,3 +313,26 @@ def test_integer_labels_address_a_named_classifier(tmp_path):
     (tmp_path / "odd.tsv").write_text("sentence\tlabel\ngood film\t7\n")
     with pytest.raises(ValueError, match=r"labels \['7'\] are not among the model's labels"):
         encode_classification(read_classification(tmp_path / "odd.tsv"), tok, {"negative": 0, "positive": 1})
+
+
+def test_processes_split_each_global_batch_and_an_epoch_counts_it():
+    # under torchrun/accelerate every process reads its own rows of the step's global batch (the
+    # fine-tuning objectives, like pre-training): together they read what one process of
+    # world_size x batch_size rows reads, and an epoch is n // (batch_size x world_size) steps
+    from lab.device import Dist
+    from lab.finetune import epoch_schedule, this_ranks_rows
+    from lab.train import TrainConfig
+
+    for n in (64, 70, 5):  # a whole number of global batches, a remainder, fewer rows than a batch
+        for step in range(12):
+            whole = this_ranks_rows(n, 8, step, seed=3, dist=Dist())
+            halves = [this_ranks_rows(n, 4, step, seed=3, dist=Dist(rank=r, world_size=2)) for r in (0, 1)]
+            assert halves[0] + halves[1] == whole, (n, step)
+            assert not set(halves[0]) & set(halves[1]) or n < 8  # no row twice in a step (unless n < 8 wraps)
+    epoch = {i for step in range(8) for r in (0, 1) for i in this_ranks_rows(64, 4, step, 3, Dist(r, 2))}
+    assert epoch == set(range(64))  # 8 steps of 2 x 4 rows: every row once
+    tc, per_epoch = epoch_schedule(
+        TrainConfig(batch_size=4, steps=None, eval_every=0, out_dir="unused"), 64, 2.0, world_size=2
+    )
+    assert (per_epoch, tc.steps, tc.eval_every) == (8, 16, 8)
+    assert epoch_schedule(TrainConfig(batch_size=8, steps=None, out_dir="unused"), 64, 2.0)[1] == 8
