@@ -161,28 +161,21 @@ def banner(args: argparse.Namespace, downloads: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def limit_malloc_arenas(arenas: int = 2, mmap_threshold: int = 128 * 1024) -> bool:
-    """A server that stays flat for a lecture (glibc's mallopt, set before the server's threads exist).
-
-    - Arenas: glibc gives every thread that allocates a malloc arena of its own (up to 8 per core),
-      and memory freed in one arena is reused only there, so a server whose requests run on
-      changing threads (Gradio's worker pool, torch's) grew by 300 MB in its first quarter hour of
-      a class (1.59 -> 1.89 GB; with two arenas 1.22 -> 1.24 GB, measured with benchmarks/soak.py).
-    - Large blocks: glibc serves a block of at least M_MMAP_THRESHOLD bytes by mmap and gives it
-      back when freed, but raises that threshold to the size of every such block freed (up to
-      32 MB), so after the models load every tensor of a request comes from the heap, and a burst
-      of requests leaves the heap holding freed memory: with two arenas the soak still grew by
-      8.7% in its first half hour, 357 MB of the heap free but resident (malloc_info). A fixed
-      threshold keeps blocks of 128 KB and more out of the heap.
-    True when it took effect (Linux with glibc), otherwise nothing changes."""
+def limit_malloc_arenas(arenas: int = 2) -> bool:
+    """A server that stays flat for a lecture: glibc gives every thread that allocates a malloc
+    arena of its own (up to 8 per core), and memory freed in one arena is reused only there, so a
+    server whose requests run on changing threads (Gradio's worker pool, torch's) grew by 300 MB in
+    its first quarter hour of a class (1.59 -> 1.89 GB; with two arenas 1.22 -> 1.24 GB, measured
+    with benchmarks/soak.py). glibc's mallopt(M_ARENA_MAX), set before the server's threads exist;
+    True when it took effect (Linux with glibc), otherwise nothing changes. (Also fixing glibc's
+    mmap threshold at 128 KB or 1 MB was measured and not kept: 25% less resident memory, 20% more
+    CPU a click, and the same growth: docs/performance.md.)"""
     if not sys.platform.startswith("linux"):
         return False
     import ctypes
 
     try:
-        libc = ctypes.CDLL("libc.so.6")
-        # -8: M_ARENA_MAX, -3: M_MMAP_THRESHOLD in malloc.h (a fixed value also turns off its growth)
-        return bool(libc.mallopt(-8, arenas)) and bool(libc.mallopt(-3, mmap_threshold))
+        return bool(ctypes.CDLL("libc.so.6").mallopt(-8, arenas))  # -8: M_ARENA_MAX in malloc.h
     except (OSError, AttributeError):
         return False
 

@@ -189,9 +189,9 @@ def test_a_few_minutes_of_class_leave_the_server_healthy(tmp_path):
 
 
 def test_the_server_limits_malloc_arenas_on_linux():
-    """app.main() caps glibc's malloc arenas and fixes its mmap threshold before its threads start
-    (the soak's memory figure depends on it); on Linux with glibc the calls take effect. Run in a
-    process of its own: the settings would stay with the test session's own process."""
+    """app.main() caps glibc's malloc arenas before its threads start (the soak's memory figure
+    depends on it); on Linux with glibc the call takes effect. Run in a process of its own: the
+    setting would stay with the test session's own process."""
     import platform
 
     expected = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
