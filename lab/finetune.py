@@ -237,8 +237,8 @@ def this_ranks_rows(n: int, batch_size: int, step: int, seed: int, dist: Dist) -
     """The training rows this process reads at `step`. Under torchrun or accelerate the global
     batch (batch_size rows a process) is split between the processes, as in pre-training: with
     n = 64 rows, batch_size 8 and 2 processes, step 0 takes positions 0-15 of epoch 0's shuffled
-    order, rank 0 reads positions 0-7 and rank 1 positions 8-15, and an epoch is 4 steps. A set smaller than one global
-    batch wraps around instead of yielding no step."""
+    order, rank 0 reads positions 0-7 and rank 1 positions 8-15, and an epoch is 4 steps. A set
+    smaller than one global batch wraps around instead of yielding no step."""
     g = batch_size * dist.world_size
     return step_indices(n, batch_size, step, seed, dist.rank, dist.world_size, drop_last=n >= g)
 
