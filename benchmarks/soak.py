@@ -1,7 +1,7 @@
 """An hour of class on one dashboard: does it stay healthy (memory, temporary files, latency)?
 
     python benchmarks/soak.py --minutes 60               # the documented figure (30 students, 2 s think)
-    python benchmarks/soak.py --minutes 4 --warm-up 1    # a quick look (tests/test_class_load.py runs 3)
+    python benchmarks/soak.py --minutes 4 --warm-up 1    # a quick look (tests/test_class_load.py runs 2.5)
 
 Starts `python app.py` in its own process (measured from its ready line, with Gradio's temporary
 folder private to the run) and plays a class against it for --minutes: --users students, each with
