@@ -180,6 +180,7 @@ def test_a_few_minutes_of_class_leave_the_server_healthy(tmp_path):
             sys.executable,
             str(ROOT / "benchmarks" / "soak.py"),
             *("--minutes", "2.5", "--warm-up", "1", "--users", "10", "--think", "1", "--every", "15"),
+            *("--reload", "0.005"),
             *("--port", str(free_port()), "--json", str(report)),
         ],
         cwd=ROOT,
@@ -195,6 +196,29 @@ def test_a_few_minutes_of_class_leave_the_server_healthy(tmp_path):
     assert out.returncode in (0, 1), out.stderr[-3000:]  # 1: a target missed, printed in the verdict
     rss = [s["rss_mb"] for s in result["samples"] if s["minute"] >= 1 - 1e-9]
     assert rss[-1] <= 1.4 * min(rss), out.stdout[-3000:]
+
+
+def test_the_soak_reads_memory_by_the_median_of_each_third(tmp_path):
+    """soak.memory_check: the first third's median after warm-up against the last third's, so one
+    high sample at either end does not decide it; a rise the last third keeps does; --summary
+    reads a saved run's samples with the run's own warm-up."""
+    import json
+
+    import soak
+
+    def run(levels):
+        return [{"minute": 0.5 * (i + 1), "rss_mb": v} for i, v in enumerate(levels)]
+
+    steady = [900] + [1000, 1090, 1000] * 4 + [1000, 1000, 1090]  # breathes by 9%, one high sample last
+    ok, text = soak.memory_check(run(steady), 1.0)
+    assert ok and "+0.0%" in text, text
+    grown = [900] + [1000] * 5 + [1030] * 5 + [1060] * 5  # +6% kept through the last third
+    ok, text = soak.memory_check(run(grown), 1.0)
+    assert not ok and "1000 MB" in text and "1060 MB" in text and "+6.0%" in text, text
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps({"args": {"warm_up": 1.0}, "samples": run(grown)}))
+    assert soak.main(["--summary", str(saved)]) == 1
+    assert soak.main(["--summary", str(saved), "--warm-up", "5.5"]) == 0  # from 5.5 min: +1.4%
 
 
 def test_the_server_limits_malloc_arenas_on_linux():
