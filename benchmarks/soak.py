@@ -227,15 +227,21 @@ def soak(args, server, url: str, temp: Path, defaults: dict) -> int:
     return verdict(args, samples, clicks, errors, reloads[0], cpu)
 
 
+def thirds(samples: list[dict], warm_up: float) -> tuple[list[dict], list[dict], list[dict]]:
+    """The samples after warm-up in three parts: first, middle (the first again when too few
+    samples for three), last."""
+    after = [s for s in samples if s["minute"] >= warm_up - 1e-9]
+    third = max(1, len(after) // 3)
+    return after[:third], after[third : 2 * third] or after[:third], after[-third:]
+
+
 def memory_check(samples: list[dict], warm_up: float) -> tuple[bool, str]:
     """Resident memory after warm-up: the median of the first third's samples against the median of
     the last third's (met: grown by 5% at most). Resident memory breathes by several percent from
     one 30-s sample to the next (the allocator, the requests in flight), as much as the target, so
     the level is a third's median, not a few samples; each third's lowest and highest are shown
     (a leak raises the lowest: memory kept; rarer, larger bursts raise the highest)."""
-    after = [s for s in samples if s["minute"] >= warm_up - 1e-9]
-    third = max(1, len(after) // 3)
-    first, last = [s["rss_mb"] for s in after[:third]], [s["rss_mb"] for s in after[-third:]]
+    first, _, last = ([s["rss_mb"] for s in part] for part in thirds(samples, warm_up))
     growth = statistics.median(last) / statistics.median(first) - 1
     return growth <= 0.05, (
         f"resident memory after {warm_up:g} min, median of each third's samples: first "
@@ -245,9 +251,7 @@ def memory_check(samples: list[dict], warm_up: float) -> tuple[bool, str]:
 
 
 def verdict(args, samples, clicks, errors, reloads, cpu) -> int:
-    after = [s for s in samples if s["minute"] >= args.warm_up - 1e-9]
-    third = max(1, len(after) // 3)
-    middle, last = after[third : 2 * third] or after[:third], after[-third:]
+    _, middle, last = thirds(samples, args.warm_up)
     files_ok = max(s["files"] for s in last) <= max(CSV_KEEP + 100, 1.1 * max(s["files"] for s in middle))
     t_warm = 60 * args.warm_up
     span = (60 * args.minutes - t_warm) / 3
