@@ -161,30 +161,41 @@ def banner(args: argparse.Namespace, downloads: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def limit_malloc_arenas(arenas: int = 2) -> bool:
-    """A server that stays flat for a lecture: glibc gives every thread that allocates a malloc
-    arena of its own (up to 8 per core), and memory freed in one arena is reused only there, so a
-    server whose requests run on changing threads (Gradio's worker pool, torch's) grew by 300 MB in
-    its first quarter hour of a class (1.59 -> 1.89 GB; with two arenas 1.22 -> 1.24 GB, measured
-    with benchmarks/soak.py). glibc's mallopt(M_ARENA_MAX), set before the server's threads exist;
-    True when it took effect (Linux with glibc), otherwise nothing changes. (Also fixing glibc's
-    mmap threshold at 128 KB or 1 MB was measured and not kept: 25% less resident memory, 20% more
-    CPU a click, and the same growth: docs/performance.md.)"""
+def tune_malloc(arenas: int = 2, mmap_mb: int = 32, trim_mb: int = 8) -> bool:
+    """A server that stays flat for a lecture, in glibc allocator settings made before the server's
+    threads exist (measured with benchmarks/soak.py, docs/performance.md "An hour of class"):
+
+    - mallopt(M_ARENA_MAX, 2): glibc gives every thread that allocates a malloc arena of its own (up
+      to 8 per core), and memory freed in one arena is reused only there, so a server whose requests
+      run on changing threads (Gradio's worker pool, torch's) grew by 300 MB in its first quarter
+      hour of a class (1.59 -> 1.89 GB; with two arenas 1.22 -> 1.24 GB).
+    - mallopt(M_MMAP_THRESHOLD, 32 MB) and mallopt(M_TRIM_THRESHOLD, 8 MB): glibc's dynamic
+      threshold rises with every large block freed and keeps the heaps' free top up to 64 MB; with
+      it an hour of class rose in a step of ~50 MB in its last third (+5.0%). Fixed at the dynamic
+      threshold's own ceiling (big tensors still come from the heap) with a free top above 8 MB
+      given back, the next hour held +1.5% (1,188 -> 1,206 MB) at 78 ms of CPU a click (82 ms
+      before). (A threshold fixed at 128 KB or 1 MB was measured too: 20% more CPU a click and the
+      same growth.)
+
+    True when all three took effect (Linux with glibc), otherwise nothing is promised."""
     if not sys.platform.startswith("linux"):
         return False
     import ctypes
 
     try:
-        return bool(ctypes.CDLL("libc.so.6").mallopt(-8, arenas))  # -8: M_ARENA_MAX in malloc.h
+        libc = ctypes.CDLL("libc.so.6")
+        # the numbers are malloc.h's: M_ARENA_MAX -8, M_MMAP_THRESHOLD -3, M_TRIM_THRESHOLD -1
+        settings = [(-8, arenas), (-3, mmap_mb << 20), (-1, trim_mb << 20)]
+        return all([bool(libc.mallopt(option, value)) for option, value in settings])
     except (OSError, AttributeError):
         return False
 
 
 def main(argv: list[str] | None = None) -> None:
     """python app.py [options]: parse the arguments, set the process-wide thread count, malloc
-    arenas and precision, build the page (every tab's default model loaded) and serve it."""
+    settings and precision, build the page (every tab's default model loaded) and serve it."""
     args = parser().parse_args(argv)
-    limit_malloc_arenas()
+    tune_malloc()
     logging.basicConfig(level=logging.INFO)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per health check
     import torch

@@ -221,19 +221,35 @@ def test_the_soak_reads_memory_by_the_median_of_each_third(tmp_path):
     assert soak.main(["--summary", str(saved), "--warm-up", "5.5"]) == 0  # from 5.5 min: +1.4%
 
 
-def test_the_server_limits_malloc_arenas_on_linux():
-    """app.main() caps glibc's malloc arenas before its threads start (the soak's memory figure
-    depends on it); on Linux with glibc the call takes effect. Run in a process of its own: the
-    setting would stay with the test session's own process."""
+def test_the_server_tunes_malloc_on_linux():
+    """app.main() caps glibc's malloc arenas and fixes its mmap and trim thresholds before its
+    threads start (the soak's memory figure depends on them); on Linux with glibc the calls take
+    effect: a 16 MB block is mapped on its own by default (glibc's threshold starts at 128 KB) and
+    comes from the heap once the threshold is 32 MB (mallinfo2's hblkhd counts mapped bytes). Run in
+    processes of their own: the settings would stay with the test session's own process."""
     import platform
 
-    expected = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
-    out = subprocess.run(
-        [sys.executable, "-c", "import app; print(app.limit_malloc_arenas())"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+    probe = (
+        "import ctypes, sys\n"
+        "class Info(ctypes.Structure):\n"
+        "    _fields_ = [(n, ctypes.c_size_t) for n in 'arena ordblks smblks hblks hblkhd usmblks fsmblks"
+        " uordblks fordblks keepcost'.split()]\n"
+        "import app\n"
+        "print(app.tune_malloc() if sys.argv[1] == 'tuned' else 'default')\n"
+        "libc = ctypes.CDLL('libc.so.6')\n"
+        "if hasattr(libc, 'mallinfo2'):\n"
+        "    libc.mallinfo2.restype, libc.malloc.restype = Info, ctypes.c_void_p\n"
+        "    before = libc.mallinfo2().hblkhd\n"
+        "    block = libc.malloc(16 << 20)\n"
+        "    print((libc.mallinfo2().hblkhd - before) >> 20)\n"
     )
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == str(expected)
+    outputs = {}
+    for mode in ("default", "tuned"):
+        out = subprocess.run([sys.executable, "-c", probe, mode], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        outputs[mode] = out.stdout.split()
+    assert outputs["tuned"][0] == str(glibc)
+    if glibc and len(outputs["tuned"]) == 2:  # glibc 2.33 or newer has mallinfo2
+        assert outputs["default"][1] == "16", outputs  # mapped on its own
+        assert outputs["tuned"][1] == "0", outputs  # from the heap: the 32 MB threshold took effect
