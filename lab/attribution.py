@@ -450,3 +450,45 @@ def attention_vs_attribution(
         pearson_signed=_pearson(scores[words], a),
         layer=layer % layers,
     )
+
+
+def attention_from(attention, attribution, query: int = 0, layer: int = -1) -> AttentionComparison:
+    """The attention token `query` pays to each token in `layer` (default the last; mean over its
+    heads) beside the attribution of the same text, with the Pearson and Spearman correlations of
+    |attribution| and that attention over the text's tokens (as attention_vs_attribution)."""
+    return attention_vs_attribution(attention, attribution, query=query, layer=layer)
+
+
+@dataclass
+class TopTokens:
+    """The text token with the largest |attribution| and the one with the most attention."""
+
+    attribution: int  # token index
+    attention: int  # token index
+    attribution_token: str
+    attention_token: str
+    attribution_score: float  # its signed score (negative: it pushes against the answer)
+    attention_rank_of_top_attribution: int  # where the top-attribution token stands in attention (1 = first)
+
+    @property
+    def agree(self) -> bool:
+        return self.attribution == self.attention
+
+
+def top_tokens(comparison: AttentionComparison) -> TopTokens:
+    """The token each view puts first, over the text's tokens (comparison.words)."""
+    words = np.flatnonzero(comparison.words)
+    if len(words) == 0:
+        raise ValueError("the text has no tokens besides [CLS], [SEP] and [MASK]")
+    scores, paid = np.asarray(comparison.scores), np.asarray(comparison.attention)
+    by_attribution = int(words[np.argmax(np.abs(scores[words]))])
+    by_attention = int(words[np.argmax(paid[words])])
+    rank = 1 + int(np.sum(paid[words] > paid[by_attribution]))
+    return TopTokens(
+        attribution=by_attribution,
+        attention=by_attention,
+        attribution_token=comparison.tokens[by_attribution],
+        attention_token=comparison.tokens[by_attention],
+        attribution_score=float(scores[by_attribution]),
+        attention_rank_of_top_attribution=rank,
+    )

@@ -84,6 +84,7 @@ import numpy as np
 import torch
 
 from .feature_tagging import WordFeatures, cache_word_features, torch_threads
+from .tagging import read_tagged
 
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 UD_DIR = "ud-ewt"
@@ -560,3 +561,27 @@ def probe_snapshots(
         result.step = step
         results.append(result)
     return results
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "notebooks" / "data"  # tagging_train.conllu, tagging_test.conllu
+
+
+def pos_data(
+    max_train_words: int | None = None, max_test_words: int | None = None, samples=SAMPLES
+) -> tuple[PosData, bool]:
+    """Words and gold UPOS tags to probe -> (data, real): UD English-EWT (train on dev, test on
+    test, the first whole sentences up to max_*_words each; real=True) when the shared data has
+    it, else every sentence of samples/tagging_train.conllu and tagging_test.conllu (real=False)."""
+    if not ud_data_missing():
+        return ud_pos_data(max_train_words, max_test_words), True
+    samples = Path(samples)
+    parts = [read_tagged(samples / f"tagging_{name}.conllu", format="conllu") for name in ("train", "test")]
+    (train_words, train_tags), (test_words, test_tags) = [
+        ([list(s.words) for s in d.sentences], [list(s.tags) for s in d.sentences]) for d in parts
+    ]
+    labels = sorted({t for tags in train_tags + test_tags for t in tags})
+    split = (
+        f"trained on {len(train_words)} invented sentences (tagging_train.conllu), scored on {len(test_words)} "
+        "others (tagging_test.conllu): no UD English-EWT here, an illustration only"
+    )
+    return PosData((train_words, train_tags), (test_words, test_tags), labels, split), False
