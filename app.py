@@ -22,7 +22,7 @@ Loaded models are kept in a small cache shared by all users; every request runs 
 gradients, so concurrent requests share one copy.
 
 This file only parses, builds and launches: the page is the dashboard package (one module per
-tab), the models come from lab.model_store. Importing app.py parses no arguments, loads no model
+tab), the models come from lab.inspect.model_store. Importing app.py parses no arguments, loads no model
 and builds no page; `app.demo` (what `gradio app.py` and Hugging Face Spaces look for) builds the
 page with the default settings on first use; build(args) builds it for a command line.
 """
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> None:
     import torch
 
     from dashboard import LAUNCH_OPTIONS, Dashboard, Settings
-    from lab import explore
+    from lab.inspect import explore
 
     # process-wide settings, made only when app.py is the program (not when a test builds the page)
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // max(1, args.concurrency)))

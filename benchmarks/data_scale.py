@@ -30,9 +30,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from lab.data.instances import PretrainingData, SpecialIds  # noqa: E402
+from lab.data.prepare import PreparedCorpus  # noqa: E402
 from lab.files import META_NAME  # noqa: E402
-from lab.instances import PretrainingData, SpecialIds  # noqa: E402
-from lab.prepare import PreparedCorpus  # noqa: E402
 from lab.tokenizer import Tokenizer  # noqa: E402
 
 

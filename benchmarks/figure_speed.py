@@ -1,9 +1,9 @@
-"""Server CPU of the dashboard's figures: lab.figures against plotly's own route, in process.
+"""Server CPU of the dashboard's figures: lab.figures.plotly_figures against plotly's own route, in process.
 
     python benchmarks/figure_speed.py [--model models/bert-lab-classroom] [--repeats 200]
 
 On the model and a two-sentence text (an attention request of the dashboard), for each figure
-a tab sends: the median time to build it with lab.figures and write the JSON gr.Plot sends
+a tab sends: the median time to build it with lab.figures.plotly_figures and write the JSON gr.Plot sends
 (LabFigure.to_json: plain data written by orjson), and the reference: the same figure made by
 plotly's public route (go.Figure(the plain JSON) validates every property, then plotly's
 to_json), with the ratio. For scale, the model forward (explore.attention) and the figure's CSV
@@ -26,7 +26,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402
-from lab import explore, figures  # noqa: E402
+from lab import explore  # noqa: E402
+from lab.figures import plotly_figures  # noqa: E402
 
 TEXT_A = "the cat sat on the mat because it was tired after the long day ."
 TEXT_B = "it purred and then fell asleep in the warm sun ."
@@ -57,12 +58,12 @@ def main() -> None:
     L, A = len(att.attentions), att.attentions[0].shape[1]
     layer, head = L - 1, A - 1
     builders = {
-        "attention_heatmap": lambda: figures.attention_heatmap(att, layer, head),
-        "attention_grid (one layer)": lambda: figures.attention_grid(att, layer),
-        "attention_grid (all layers)": lambda: figures.attention_grid(att),
-        "head_stats_heatmaps": lambda: figures.head_stats_heatmaps(stats),
-        "ablation_heatmap": lambda: figures.ablation_heatmap(ablation),
-        "fill_mask_bars": lambda: figures.fill_mask_bars(guesses),
+        "attention_heatmap": lambda: plotly_figures.attention_heatmap(att, layer, head),
+        "attention_grid (one layer)": lambda: plotly_figures.attention_grid(att, layer),
+        "attention_grid (all layers)": lambda: plotly_figures.attention_grid(att),
+        "head_stats_heatmaps": lambda: plotly_figures.head_stats_heatmaps(stats),
+        "ablation_heatmap": lambda: plotly_figures.ablation_heatmap(ablation),
+        "fill_mask_bars": lambda: plotly_figures.fill_mask_bars(guesses),
     }
     print(f"{Path(args.model).name}: {len(att.tokens)} tokens, {L} layers x {A} heads; medians of {args.repeats}")
     print(f"{'figure':28s} {'lab build+json':>15s} {'plotly route':>13s} {'ratio':>7s}")
@@ -75,7 +76,7 @@ def main() -> None:
     forward = median_ms(lambda: explore.attention(model, tokenizer, TEXT_A, TEXT_B), 30)
     print(
         f"for scale: explore.attention (the forward) {forward:.2f} ms, "
-        f"figure_csv(attention_heatmap) {median_ms(lambda: figures.figure_csv(one), args.repeats):.2f} ms"
+        f"figure_csv(attention_heatmap) {median_ms(lambda: plotly_figures.figure_csv(one), args.repeats):.2f} ms"
     )
 
 

@@ -30,10 +30,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lab  # noqa: E402
+from lab.data.instances import SpecialIds, mask_tokens  # noqa: E402
 from lab.device import autocast_dtype  # noqa: E402
-from lab.fast_dropout import use_fast_dropout  # noqa: E402
-from lab.instances import SpecialIds, mask_tokens  # noqa: E402
-from lab.train import TrainConfig, make_optimizer  # noqa: E402
+from lab.training.fast_dropout import use_fast_dropout  # noqa: E402
+from lab.training.train import TrainConfig, make_optimizer  # noqa: E402
 
 
 def make_batches(vocab: int, batch: int, seq: int, n: int, seed: int = 0):
@@ -65,7 +65,7 @@ class Runner:
     def __init__(self, name, model, call, dtype):
         self.name, self.model, self.call, self.dtype = name, model.train(), call, dtype
         if isinstance(model, lab.model.BertPreTrainedModel):
-            use_fast_dropout(model)  # the lab's models as lab.train.train() runs them
+            use_fast_dropout(model)  # the lab's models as lab.training.train.train() runs them
         self.opt = make_optimizer(model, TrainConfig(lr=1e-4))
         self.seconds, self.tokens, self.steps, self.flops = 0.0, 0, 0, 0.0
 

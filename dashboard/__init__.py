@@ -6,8 +6,8 @@
     dashboard/links.py       shared inputs: what a link restores, the views a page opens with
     dashboard/common.py      input checks, status lines, CSV downloads, small components
     dashboard/help.py        help text, examples, CSS and the page's few lines of JavaScript
-The models come from lab.model_store.ModelStore; every computation from lab.explore; every
-figure from lab.figures (drawn by the browser).
+The models come from lab.inspect.model_store.ModelStore; every computation from lab.inspect.explore; every
+figure from lab.figures.plotly_figures (drawn by the browser).
 """
 
 from .context import Context, Settings

@@ -2,7 +2,7 @@
 status line, the CSV files behind the download buttons, and the small components every tab uses.
 
 A handler returns (*outputs, status). Wrapped with @handler(n), a problem the user can fix
-(UserError, lab.model_store.ModelError, ValueError from the library) clears its n outputs and
+(UserError, lab.inspect.model_store.ModelError, ValueError from the library) clears its n outputs and
 becomes the status line; a bug is logged and reported by its type only, and the server keeps
 serving. Status lines are escaped: a model's label or a typed name shows as text, never as HTML.
 """
@@ -23,8 +23,8 @@ from pathlib import Path
 import gradio as gr
 from gradio.utils import get_upload_folder
 
-from lab import figures
-from lab.model_store import short
+from lab.figures import plotly_figures
+from lab.inspect.model_store import short
 from lab.tokenizer import clean_text
 
 log = logging.getLogger("bert-lab.app")
@@ -137,7 +137,7 @@ def truncation_note(cut: int, limit: int, pair: bool = False) -> str:
 
 
 def cut_tokens(model, tokenizer, text_a: str, text_b: str | None = None) -> int:
-    """How many tokens the model's window cuts from [CLS] a [SEP] (b [SEP]) (lab.explore cuts
+    """How many tokens the model's window cuts from [CLS] a [SEP] (b [SEP]) (lab.inspect.explore cuts
     them the same way)."""
     return tokenizer.encode(text_a, text_b, max_length=model.config.max_position_embeddings).num_truncated
 
@@ -166,9 +166,9 @@ class CsvFolder:
             return self._folder
 
     def write(self, fig) -> str:
-        handle, path = tempfile.mkstemp(prefix=f"{figures.figure_name(fig)}-", suffix=".csv", dir=self.folder())
+        handle, path = tempfile.mkstemp(prefix=f"{plotly_figures.figure_name(fig)}-", suffix=".csv", dir=self.folder())
         with os.fdopen(handle, "w", encoding="utf-8", newline="") as f:
-            f.write(figures.figure_csv(fig))
+            f.write(plotly_figures.figure_csv(fig))
         with self._lock:
             self._writes += 1
             due = self._writes % self.every == 0
@@ -251,7 +251,7 @@ def safe_card(text: str) -> str:
 # "Why?": what the answer rests on (explore.attributions), the same view under several tabs
 # ----------------------------------------------------------------------------------------------
 WHY_STEPS = 16  # integrated gradients start with 16 intervals in the dashboard (refined while the
-# completeness error is above 1%: lab.attribution), half the CPU of the library's 32 where that is enough
+# completeness error is above 1%: lab.inspect.attribution), half the CPU of the library's 32 where that is enough
 WHY_METHODS = {"integrated gradients": "integrated_gradients", "gradient x input": "gradient_x_input"}
 
 
@@ -330,7 +330,7 @@ def attribution_status(result) -> str:
 
 def why_view(ctx, model, result, theme) -> tuple:
     """(shaded tokens, figure, its CSV, status) of an attribution."""
-    fig = figures.attributions(result, theme=theme_input(theme))
+    fig = plotly_figures.attributions(result, theme=theme_input(theme))
     pair = result.sentence_b_start is not None
     note = truncation_note(result.truncated, model.config.max_position_embeddings, pair=pair)
     return attribution_chips(result), fig, ctx.csv.write(fig), note + attribution_status(result)

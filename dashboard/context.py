@@ -11,7 +11,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from lab.model_store import ModelStore
+from lab.inspect.model_store import ModelStore
 
 from .common import AttributionCache, CsvFolder
 from .links import Links

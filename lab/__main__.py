@@ -30,12 +30,17 @@ import sys
 import types
 import typing
 
-from . import explore
-from .checkpoint import load, saved_model_class
-from .config import PRESETS
-from .datasets import resolve_corpus
-from .device import PRECISIONS
-from .finetune import (
+from lab.checkpoint import load, saved_model_class
+from lab.config import PRESETS
+from lab.data.datasets import resolve_corpus
+from lab.data.prepare import prepare
+from lab.data.tagging import DECODINGS
+from lab.device import PRECISIONS
+from lab.figures.matplotlib_figures import training_curves
+from lab.hub import resolve_model
+from lab.inspect import explore
+from lab.tokenizer import Tokenizer
+from lab.training.finetune import (
     FINETUNE_TRAINING,
     ClassificationConfig,
     QAConfig,
@@ -45,13 +50,8 @@ from .finetune import (
     finetune_qa,
     finetune_tagging,
 )
-from .hub import resolve_model
-from .plots import training_curves
-from .prepare import prepare
-from .pretrain import POSITION_INITS, RECIPES, PretrainConfig, evaluate_model, pretrain, run_recipe
-from .tagging import DECODINGS
-from .tokenizer import Tokenizer
-from .train import TrainConfig
+from lab.training.pretrain import POSITION_INITS, RECIPES, PretrainConfig, evaluate_model, pretrain, run_recipe
+from lab.training.train import TrainConfig
 
 # Fields whose values come from a fixed set (the modules that use them define the sets).
 CHOICES = {

@@ -27,10 +27,18 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .config import BertConfig
-from .files import CONFIG_NAME, INDEX_NAME, TORCH_WEIGHTS_NAME, WEIGHTS_NAME, has_model_files, has_tokenizer_files
-from .hub import resolve_model
-from .model import (
+from lab.config import BertConfig
+from lab.files import (
+    CONFIG_NAME,
+    INDEX_NAME,
+    REPOSITORY,
+    TORCH_WEIGHTS_NAME,
+    WEIGHTS_NAME,
+    has_model_files,
+    has_tokenizer_files,
+)
+from lab.hub import resolve_model
+from lab.model import (
     MODEL_CLASSES,
     BertForMaskedLM,
     BertForPreTraining,
@@ -40,7 +48,7 @@ from .model import (
     BertModel,
     BertPreTrainedModel,
 )
-from .tokenizer import Tokenizer
+from lab.tokenizer import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -371,7 +379,6 @@ def _load_into(model: BertPreTrainedModel, sd: dict, report: LoadReport, where) 
 # ----------------------------------------------------------------------------------------
 # Where models are: the bundled ones and the real BERT encoder a pip package ships
 # ----------------------------------------------------------------------------------------
-REPOSITORY = Path(__file__).resolve().parents[1]  # lab/.. : models/ lives there
 
 
 def bundled_model(name: str) -> Path | None:

@@ -8,7 +8,8 @@ and its named presets.
 The presets follow the names of Google's released models (Turc et al. 2019 for the small ones,
 Devlin et al. 2019 for base and large); the feed-forward size is always 4H.  `num_parameters()`
 counts what the paper counts (the encoder with its embeddings and pooler): base 110M, large 335M.
-Training configurations live next to the code that uses them (lab.train, lab.pretrain, lab.finetune);
+Training configurations live next to the code that uses them
+(lab.training.train, pretrain, finetune);
 each of their fields is a `setting(default, "what it means")`, whose text `python -m lab ... --help`
 shows.
 """
@@ -20,7 +21,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import CONFIG_NAME
+from lab.files import CONFIG_NAME
 
 
 def setting(default=dataclasses.MISSING, help: str = ""):

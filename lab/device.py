@@ -8,7 +8,7 @@
     dist = init_distributed(device)                    # Dist(rank, world_size, local_rank) under torchrun
                                                        # or accelerate launch --multi_gpu (docs/deploy.md)
 
-The training loop, the inspection API (lab.explore) and the dashboard all take their device and
+The training loop, the inspection API (lab.inspect.explore) and the dashboard all take their device and
 precision from here, so "bf16 where it is fast" means the same thing everywhere.
 """
 

@@ -19,7 +19,7 @@ transformers' save_pretrained / from_pretrained):
                                                          with (scripts/bundle_model.py; re-checked by
                                                          tests/test_bundled.py)
 
-A run directory (lab.train writes it, lab.runs reads it): the newest model (a model directory,
+A run directory (lab.training.train writes it, lab.training.runs reads it): the newest model (a model directory,
 so lab.load("runs/NAME") works), and
 
     train_config.json             TRAIN_CONFIG_NAME      the loop's settings (+ total steps)
@@ -31,7 +31,7 @@ so lab.load("runs/NAME") works), and
             trainer_state.pt      STATE_NAME             optimizer, scheduler, RNG, step
     phase1-len32/                 phase_name(1, "len32") an earlier phase of a recipe, itself a run
 
-A prepared corpus (lab.prepare): three flat arrays and their description:
+A prepared corpus (lab.data.prepare): three flat arrays and their description:
 
     tokens.bin                    TOKENS_NAME            every sentence's token ids, back to back
     sentences.npy                 SENTENCES_NAME         sentence offsets into tokens.bin
@@ -44,6 +44,8 @@ from __future__ import annotations
 from pathlib import Path
 
 # -- a model directory (Hugging Face's names) ----------------------------------------------
+REPOSITORY = Path(__file__).resolve().parents[1]  # lab/.. : models/, notebooks/, pyproject.toml
+
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 INDEX_NAME = "model.safetensors.index.json"  # a sharded safetensors checkpoint

@@ -38,8 +38,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from .config import BertConfig
-from .files import CONFIG_NAME, INDEX_NAME, TOKENIZER_FILES, WEIGHT_FILES
+from lab.config import BertConfig
+from lab.files import CONFIG_NAME, INDEX_NAME, TOKENIZER_FILES, WEIGHT_FILES
 
 # huggingface_hub is imported inside the functions that use it: it is an optional dependency of
 # the library core (pyproject.toml's dependencies: torch, tokenizers, safetensors, numpy, tqdm,

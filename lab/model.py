@@ -15,8 +15,8 @@ Reading order follows the paper:
 Module and parameter names are those of Hugging Face's `modeling_bert.py` (`bert.encoder.layer.0.
 attention.self.query.weight`, `cls.predictions.transform.dense.weight`, ...), so a checkpoint moves
 between the two without renaming.  Shapes: B batch, T tokens, H hidden, A heads, d = H / A.
-Dropout is plain nn.Dropout here; lab.train.train() swaps in a faster CPU version for training
-(lab.fast_dropout: same arithmetic, no parameters, so checkpoints are the same).
+Dropout is plain nn.Dropout here; lab.training.train.train() swaps in a faster CPU version for training
+(lab.training.fast_dropout: same arithmetic, no parameters, so checkpoints are the same).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import BertConfig
+from lab.config import BertConfig
 
 
 @dataclass
@@ -592,7 +592,7 @@ class BertForTokenClassification(_HeadModel):
     """Every token vector -> dropout -> linear W in R^{K x H}: one tag per token (NER, POS).
 
     The paper's tagging head (Section 5.3): each word's label sits on its first WordPiece, the
-    other pieces get label -100 and are ignored by the loss (lab.tagging builds such labels). No
+    other pieces get label -100 and are ignored by the loss (lab.data.tagging builds such labels). No
     pooler, as in transformers (add_pooling_layer=False): the [CLS] summary is not used.
     With config.classifier_layers = N > 1 each token's vectors from the last N layers are
     concatenated (K x N*H): the feature-based approach of the paper's Table 7 (best: last four).

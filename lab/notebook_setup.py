@@ -12,13 +12,13 @@ the notebook's own list of catalog names:
 
 Its first half is plain Python (the lab is not importable yet); `prepare` is the rest:
 - locally (the lab installed, ../shared/data or $BERT_LAB_DATA holding the corpora) nothing is
-  downloaded and nothing changes: the notebooks find their data with lab.datasets.find_data;
+  downloaded and nothing changes: the notebooks find their data with lab.data.datasets.find_data;
 - in Colab (or with BERT_LAB_FETCH=1) whatever the data folder lacks is fetched through
-  lab.datasets (pooch: progress bar, checksums, cache) and laid out like shared/data in
+  lab.data.datasets (pooch: progress bar, checksums, cache) and laid out like shared/data in
   $BERT_LAB_DATA, or in <cache>/data, which then becomes $BERT_LAB_DATA for this kernel;
 - elsewhere a missing corpus is only reported: the notebook falls back to its small texts in data/.
 - the device: lab.device.pick_device("auto") (a CUDA GPU when there is one); the training loop
-  (lab.train, TrainConfig.device="auto") already trains there. Inference on the bundled models
+  (lab.training.train, TrainConfig.device="auto") already trains there. Inference on the bundled models
   stays on the CPU (lab.load's default): they are small, and the CPU results stay the same.
 
 Writing the cell into a notebook (after its "parameters" cell, replacing an older set-up cell):
@@ -41,8 +41,9 @@ from pathlib import Path
 
 import torch
 
-from .datasets import default_cache_dir, fill_data_folder, missing_data, parse_need
-from .device import pick_device
+from lab.data.datasets import default_cache_dir, fill_data_folder, missing_data, parse_need
+from lab.device import pick_device
+from lab.files import REPOSITORY
 
 __all__ = [
     "SETUP_TAG",
@@ -58,7 +59,7 @@ __all__ = [
 ]
 
 SETUP_TAG = "setup"  # the set-up cell's tag in the notebook's metadata
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+PYPROJECT = REPOSITORY / "pyproject.toml"
 
 # The cell's code. {repository}, {folder} and {needs} are filled in by setup_cell_source.
 SETUP_CELL = """\
@@ -81,7 +82,7 @@ if Path("bert-lab/{folder}").is_dir():  # in Colab: the notebook's own folder in
     os.chdir("bert-lab/{folder}")  # where its relative paths (data/, ../models) lead
 from lab.notebook_setup import prepare
 
-# the corpora this notebook reads (lab.datasets.CATALOG names); DEVICE: where training runs
+# the corpora this notebook reads (lab.data.datasets.CATALOG names); DEVICE: where training runs
 DEVICE = prepare({needs})"""
 
 

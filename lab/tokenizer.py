@@ -72,7 +72,7 @@ import torch
 from tokenizers import AddedToken, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from tokenizers import Tokenizer as _Backend
 
-from .files import TOKENIZER_CONFIG_NAME, TOKENIZER_NAME, VOCAB_NAME
+from lab.files import TOKENIZER_CONFIG_NAME, TOKENIZER_NAME, VOCAB_NAME
 
 # The five special tokens, in the order a freshly trained vocabulary gives them ids 0..4.
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -615,7 +615,7 @@ _CONTROL = {c: None for c in [*range(32), *range(127, 160)] if chr(c) not in "\t
 
 def clean_text(value: Any, name: str = "text", required: bool = True, max_chars: int | None = None) -> str:
     """Text from a user (a browser, a notebook, an API call) made safe to tokenize: the one
-    place that checks input text for the tokenizer, lab.explore and the dashboard.
+    place that checks input text for the tokenizer, lab.inspect.explore and the dashboard.
 
     bytes are decoded as UTF-8 (invalid bytes and lone surrogates become replacement
     characters), control characters are dropped, text longer than `max_chars` is cut;

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402
 from lab.__main__ import main as lab_main  # noqa: E402
-from lab.datasets import data_dir  # noqa: E402
+from lab.data.datasets import data_dir  # noqa: E402
 from lab.files import (  # noqa: E402
     CHECKPOINTS_DIR,
     EVALUATIONS_NAME,
@@ -40,7 +40,7 @@ from lab.files import (  # noqa: E402
     TASK_CONFIG_NAME,
     checkpoint_name,
 )
-from lab.runs import checkpoints, merge_histories, phases  # noqa: E402
+from lab.training.runs import checkpoints, merge_histories, phases  # noqa: E402
 
 SIDE_FILES = (PRETRAIN_CONFIG_NAME, TASK_CONFIG_NAME, METRICS_NAME)
 

@@ -7,7 +7,7 @@
 Each candidate below is a prompt for one dashboard tab (Masked LM, Next Sentence, Classify,
 Question Answering), the answer a person would accept, and a sentence saying *why* the model
 gets it right or wrong. The script loads the bundled models with `lab.load`, runs each prompt
-through the same `lab.explore` call the dashboard uses (fill_mask, next_sentence, classify,
+through the same `lab.inspect.explore` call the dashboard uses (fill_mask, next_sentence, classify,
 answer), and decides "works" or "fails" from the model's actual output by one rule per task:
 
     Masked LM      works when the top-1 guess is one of the accepted words
@@ -38,7 +38,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402
-from lab import explore, finetune, squad  # noqa: E402
+from lab import explore  # noqa: E402
+from lab.data import squad  # noqa: E402
+from lab.training import finetune  # noqa: E402
 
 PAGE = ROOT / "docs" / "teaching" / "prompts.md"
 TOLERANCE = 0.01  # --check: largest accepted change of a printed probability
@@ -615,7 +617,7 @@ def render(results) -> str:
         "<!-- Written by scripts/teaching_prompts.py from the bundled models' actual outputs: do not edit by hand. -->",
         "",
         "Every row below was measured: `python scripts/teaching_prompts.py` runs each prompt on the bundled",
-        "model through the same `lab.explore` call the dashboard uses and decides *works* or *fails* from",
+        "model through the same `lab.inspect.explore` call the dashboard uses and decides *works* or *fails* from",
         "what the model answered; `python scripts/teaching_prompts.py --check` (run by",
         "`tests/test_teaching.py`) fails when a model no longer gives what this page says. Probabilities",
         "are computed in fp32; the dashboard uses bf16 on CPUs that have it, so its numbers can differ in",

@@ -355,8 +355,8 @@ def test_model_tab(client, app_models_root):
 
 def test_training_tab(client, app_models_root):
     # a tiny pre-training run inside a models root (runs/ is not in a fresh clone)
-    from lab.pretrain import PretrainConfig, pretrain
-    from lab.train import TrainConfig
+    from lab.training.pretrain import PretrainConfig, pretrain
+    from lab.training.train import TrainConfig
 
     root = app_models_root
     corpus = root / "corpus.txt"

@@ -1,14 +1,21 @@
-"""lab.attribution.attention_from and top_tokens (notebook 09): attention from any token beside an attribution, equal to
-lab.attribution.attention_vs_attribution for [CLS]'s row; the top token of each view."""
+"""lab.inspect.attribution.attention_from and top_tokens (notebook 09): attention from any token
+beside an attribution, equal to attention_vs_attribution for [CLS]'s row; the top token of each view."""
 
 import numpy as np
 import pytest
 import torch
 
 import lab
-from lab import explore, probing
-from lab.attribution import AttentionComparison, AttributionResult, attention_from, attention_vs_attribution, top_tokens
-from lab.explore import AttentionResult
+from lab import explore
+from lab.inspect import probing
+from lab.inspect.attribution import (
+    AttentionComparison,
+    AttributionResult,
+    attention_from,
+    attention_vs_attribution,
+    top_tokens,
+)
+from lab.inspect.explore import AttentionResult
 from tests.conftest import ROOT
 
 TOKENS = ["[CLS]", "not", "bad", "at", "all", "[SEP]"]

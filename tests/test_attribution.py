@@ -11,8 +11,9 @@ import pytest
 import torch
 
 import lab
-from lab import explore, figure_data, figures, plots
-from lab.attribution import _forward_from_words, attention_vs_attribution
+from lab import explore, plots
+from lab.figures import numbers, plotly_figures
+from lab.inspect.attribution import _forward_from_words, attention_vs_attribution
 from tests.conftest import BUNDLED, ROOT, tiny_config
 
 CONTEXT = (
@@ -166,16 +167,16 @@ def test_attention_beside_attribution_and_the_figures():
     assert cmp.pearson == pytest.approx(np.corrcoef(s, at)[0, 1])
     ranks = lambda v: np.argsort(np.argsort(v))  # noqa: E731 (no ties in these floats)
     assert cmp.spearman == pytest.approx(np.corrcoef(ranks(s), ranks(at))[0, 1])
-    fig = figures.attention_vs_attribution(cmp, r)
+    fig = plotly_figures.attention_vs_attribution(cmp, r)
     spec = json.loads(fig.to_json())
     assert [t["type"] for t in spec["data"]] == ["bar", "bar"]
     assert "Pearson r = " in spec["layout"]["title"]["text"] and "Spearman" in spec["layout"]["title"]["text"]
-    rows = list(csv.DictReader(figures.figure_csv(fig).splitlines()))
+    rows = list(csv.DictReader(plotly_figures.figure_csv(fig).splitlines()))
     assert [float(x["attribution"]) for x in rows] == pytest.approx(r.scores)
-    bars = figures.attributions(r)
-    rows = list(csv.DictReader(figures.figure_csv(bars).splitlines()))
+    bars = plotly_figures.attributions(r)
+    rows = list(csv.DictReader(plotly_figures.figure_csv(bars).splitlines()))
     assert [x["token"] for x in rows] == r.tokens and [float(x["score"]) for x in rows] == pytest.approx(r.scores)
-    data = figure_data.attributions(r)
+    data = numbers.attributions(r)
     assert np.abs(data.shaded).max() == pytest.approx(1.0)
     assert "completeness error" in data.subtitle
     plots.attributions(r)
@@ -189,7 +190,7 @@ def test_a_token_that_looks_like_html_is_escaped():
     model, tok = load("models/minilm-sst2")
     r = explore.attributions(model, tok, "<b>charming</b> film", steps=4, tolerance=None)
     assert "<" in r.tokens
-    spec = json.loads(figures.attributions(r).to_json())
+    spec = json.loads(plotly_figures.attributions(r).to_json())
     for shown in (spec["data"][0]["x"], spec["layout"]["xaxis"]["ticktext"]):
         assert any("&lt;" in x for x in shown) and not any("<" in x for x in shown), shown
 

@@ -1,9 +1,9 @@
-"""Named batches and step-indexed sampling (lab/batch.py)."""
+"""Named batches and step-indexed sampling (lab/data/batch.py)."""
 
 import pytest
 import torch
 
-from lab.batch import Batch, pad_rows, step_indices, steps_per_epoch
+from lab.data.batch import Batch, pad_rows, step_indices, steps_per_epoch
 
 
 def test_batch_is_a_dict_with_names():

@@ -1,4 +1,4 @@
-"""lab.bertviz_offline: bertviz's views as self-contained pages that draw with no network.
+"""lab.figures.bertviz_offline: bertviz's views as self-contained pages that draw with no network.
 
 The unit tests read the HTML (no CDN, d3 + jQuery inlined from the installed packages, tokens
 only as escaped JSON, the size cap); the `slow` ones open the pages in Debian's chromium with
@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from lab import bertviz_offline, explore
+from lab import explore
+from lab.figures import bertviz_offline
 from tests.conftest import ROOT, chromium_browser
 from tests.test_explore import mlm_fixture  # noqa: F401  (registers the fixture `mlm`: a tiny BertForPreTraining + tokenizer)
 
@@ -198,7 +199,7 @@ def test_missing_package_names_what_to_install(monkeypatch, result):
 
 def test_core_import_needs_neither_bertviz_nor_its_libraries():
     code = (
-        "import sys, lab.bertviz_offline; "
+        "import sys, lab.figures.bertviz_offline; "
         "print([m for m in ('bertviz', 'mpld3', 'xstatic', 'IPython') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

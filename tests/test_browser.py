@@ -729,7 +729,7 @@ def test_probing_at_1024(browser, app_url, shots):
     """The Model tab's "What each layer knows (probing)" accordion at 1024 px: opened and run, it
     draws the accuracy by layer of the classroom model with error bars, its random-weights control
     and the majority baseline, and the status names the split (UD EWT dev -> test). Offline."""
-    from lab import probing
+    from lab.inspect import probing
 
     if probing.ud_data_missing():
         pytest.skip(probing.ud_data_missing())

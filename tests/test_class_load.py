@@ -29,10 +29,10 @@ def test_the_csv_folder_keeps_the_newest_files_and_drops_old_ones(tmp_path, monk
     """CsvFolder: beyond `keep` files the oldest go; files older than max_age go; a prune runs
     every `every` writes on its own."""
     import dashboard.common as common
-    from lab import figures
+    from lab.figures import plotly_figures
 
     monkeypatch.setattr(common, "get_upload_folder", lambda: str(tmp_path))
-    fig = figures.fill_mask_bars([[("cat", 0.6), ("dog", 0.3)]])
+    fig = plotly_figures.fill_mask_bars([[("cat", 0.6), ("dog", 0.3)]])
     folder = common.CsvFolder(keep=10, max_age=3600, every=5)
     paths = [folder.write(fig) for _ in range(24)]
     left = sorted(os.listdir(folder.folder()))

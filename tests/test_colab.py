@@ -23,8 +23,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from lab import datasets, notebook_setup, probing
-from lab.datasets import CATALOG, find_data, parse_need
+from lab import notebook_setup
+from lab.data import datasets
+from lab.data.datasets import CATALOG, find_data, parse_need
+from lab.inspect import probing
 from lab.notebook_setup import colab_url, prepare, repository_url, setup_cell_source, write_setup_cell
 from lab.notebook_setup import notebook_folder as lab_notebook_folder
 from tests.conftest import ROOT
@@ -260,7 +262,7 @@ def test_in_colab_each_notebook_finds_its_data(path, server, tmp_path, monkeypat
         monkeypatch.setitem(CATALOG, name, replace(CATALOG[name], files=files))
     _no_colab(monkeypatch)
     monkeypatch.setitem(sys.modules, "google.colab", sys)  # any module: "we are in Colab"
-    monkeypatch.setattr(datasets, "__file__", str(tmp_path / "content" / "bert-lab" / "lab" / "datasets.py"))
+    monkeypatch.setattr(datasets, "__file__", str(tmp_path / "content" / "bert-lab" / "lab" / "data" / "datasets.py"))
     monkeypatch.delenv("BERT_LAB_DATA", raising=False)
     monkeypatch.setenv("BERT_LAB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("BERT_LAB_MIRROR", url)

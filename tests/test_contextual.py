@@ -1,4 +1,4 @@
-"""lab.contextual (the same word at every depth) and the QNLI pairs of lab.squad (section 6)."""
+"""lab.studies.contextual (the same word at every depth) and the QNLI pairs of lab.data.squad (section 6)."""
 
 from collections import Counter
 
@@ -8,9 +8,11 @@ import torch
 from matplotlib.figure import Figure
 
 import lab
-from lab import contextual, plots, squad
-from lab.finetune import read_classification
-from lab.squad import Example, SentencePair
+from lab import plots
+from lab.data import squad
+from lab.data.squad import Example, SentencePair
+from lab.studies import contextual
+from lab.training.finetune import read_classification
 from tests.conftest import ROOT, tiny_config
 
 # A hand-made vocabulary: every word one token, and "riverbank" = river ##bank (two pieces).

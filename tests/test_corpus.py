@@ -1,4 +1,4 @@
-"""Tests for lab/corpus.py: formats, robustness, the sentence splitter, the held-out split and
+"""Tests for lab/data/corpus.py: formats, robustness, the sentence splitter, the held-out split and
 the command line (the catalog and downloads are tested in tests/test_datasets.py).
 
     .venv/bin/python -m pytest tests/test_corpus.py
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.corpus import Document, detect_format, main, read_documents, split_documents, split_sentences
-from lab.datasets import data_dir, resolve_corpus
+from lab.data.corpus import Document, detect_format, main, read_documents, split_documents, split_sentences
+from lab.data.datasets import data_dir, resolve_corpus
 
 
 def write(path: Path, text: str, newline: str = "\n", encoding: str = "utf-8") -> Path:
@@ -124,7 +124,7 @@ def test_gutenberg_file_bom_crlf_frame_chapters_wrapping_italics(tmp_path):
 
 def test_gutenberg_forced_without_markers_keeps_everything(tmp_path, caplog):
     path = write(tmp_path / "x.txt", "One sentence here. Another one.\n")
-    with caplog.at_level(logging.WARNING, logger="lab.corpus"):
+    with caplog.at_level(logging.WARNING, logger="lab.data.corpus"):
         docs = read_documents(path, format="gutenberg")
     assert all_sentences(docs) == ["One sentence here.", "Another one."]
     assert "x.txt" in caplog.text and "START" in caplog.text
@@ -333,7 +333,7 @@ def test_utf16_with_bom_is_read(tmp_path):
 
 def test_short_documents_are_skipped_and_counted(tmp_path, caplog):
     path = write(tmp_path / "s.txt", "First.\nSecond.\n\nAlone.\n\nThird.\nFourth.\n")
-    with caplog.at_level(logging.INFO, logger="lab.corpus"):
+    with caplog.at_level(logging.INFO, logger="lab.data.corpus"):
         docs, report = read_documents(path, format="sentences", min_sentences=2, report=True)
     assert [d.sentences for d in docs] == [["First.", "Second."], ["Third.", "Fourth."]]
     assert report.skipped_documents == 1 and report.skipped_sentences == 1
@@ -455,7 +455,7 @@ def test_split_documents_rejects_bad_fractions(bad):
 
 
 # ---------------------------------------------------------------------------------------------
-# Command line: python -m lab.corpus
+# Command line: python -m lab.data.corpus
 # ---------------------------------------------------------------------------------------------
 
 
@@ -467,7 +467,7 @@ def test_main_summarises_a_path_and_a_catalog_name(tmp_path, monkeypatch, capsys
     assert "Mr. Smith" not in out  # --show 1: one sentence each
 
     data = tmp_path / "data"  # a catalog name, resolved
-    write(data / "wikitext-2-raw" / "wiki.test.raw", WIKITEXT)  # by lab.datasets (no network)
+    write(data / "wikitext-2-raw" / "wiki.test.raw", WIKITEXT)  # by lab.data.datasets (no network)
     monkeypatch.setenv("BERT_LAB_DATA", str(data))
     assert main(["wikitext-2", "--split", "test"]) == 0
     assert "'Robert Boulter'" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""Tests for lab/datasets.py: the catalog, downloads through pooch (against a local HTTP server and
+"""Tests for lab/data/datasets.py: the catalog, downloads through pooch (against a local HTTP server and
 file:// URLs only, never the internet), trust-on-first-use checksums, resolve_corpus, and the
 local data folder (data_dir, find_data, is_shared).
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import datasets
-from lab.datasets import (
+from lab.data import datasets
+from lab.data.datasets import (
     CATALOG,
     CatalogEntry,
     ChecksumError,
@@ -79,7 +79,7 @@ def test_catalog_lists_the_corpora_the_lab_uses():
 def test_data_dir_is_bert_lab_data_when_set_and_only_it(tmp_path, monkeypatch):
     shared = tmp_path / "shared" / "data"  # beside a fake repository
     shared.mkdir(parents=True)
-    monkeypatch.setattr(datasets, "__file__", str(tmp_path / "repo" / "lab" / "datasets.py"))
+    monkeypatch.setattr(datasets, "__file__", str(tmp_path / "repo" / "lab" / "data" / "datasets.py"))
     own = tmp_path / "mine"
     own.mkdir()
     monkeypatch.setenv("BERT_LAB_DATA", str(own))
@@ -90,7 +90,7 @@ def test_data_dir_is_bert_lab_data_when_set_and_only_it(tmp_path, monkeypatch):
 
 def test_data_dir_without_env_is_shared_data_beside_the_repository(tmp_path, monkeypatch):
     monkeypatch.delenv("BERT_LAB_DATA", raising=False)
-    monkeypatch.setattr(datasets, "__file__", str(tmp_path / "repo" / "lab" / "datasets.py"))
+    monkeypatch.setattr(datasets, "__file__", str(tmp_path / "repo" / "lab" / "data" / "datasets.py"))
     assert data_dir() is None
     shared = tmp_path / "shared" / "data"
     write(shared / "sst2" / "dev.tsv", "sentence\tlabel\ngood .\t1\n")

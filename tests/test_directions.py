@@ -1,10 +1,10 @@
-"""lab.directions: visibility masks, encoding under a direction, influence, attention maps."""
+"""lab.studies.directions: visibility masks, encoding under a direction, influence, attention maps."""
 
 import pytest
 import torch
 
 import lab
-from lab import directions
+from lab.studies import directions
 from tests.conftest import tiny_config
 
 TEXT = [

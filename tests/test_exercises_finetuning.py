@@ -505,7 +505,7 @@ def test_squad_metric_cases_come_from_real_data():
     source, cases = finetuning._real_metric_cases(400)
     assert source.endswith(("dev-v1.1.json.zip", "qa.json"))
     assert len(cases) >= 4 * 35
-    from lab import squad
+    from lab.data import squad
 
     # the cases are not trivial: both right and wrong answers, partial F1 in between
     f1s = [squad.f1(p, list(g)) for p, g in cases]
@@ -513,7 +513,7 @@ def test_squad_metric_cases_come_from_real_data():
 
 
 def test_squad_solution_equals_lab_official_on_edge_cases():
-    from lab import squad
+    from lab.data import squad
 
     for prediction, golds in finetuning._METRIC_EDGE_CASES:
         assert finetuning.squad_em_f1(prediction, golds) == (
@@ -539,8 +539,8 @@ def test_demonstrations_say_not_implemented_without_loading():
 
 
 def test_demonstrations_on_the_bundled_reader():
-    from lab import squad
     from lab.checkpoint import bundled_model
+    from lab.data import squad
 
     if bundled_model("minilm-squad") is None:
         pytest.skip("models/minilm-squad is not there")
@@ -560,5 +560,5 @@ def test_demonstrations_on_the_bundled_reader():
         questions[:8], squad.predict(model, tokenizer, questions[:8], max_seq_length=256, doc_stride=128)
     )
     line = f"EM {official['exact_match']:.1f}  F1 {official['f1']:.1f}"
-    assert f"your scores:      {line}" in good and f"lab.squad's:      {line}" in good
+    assert f"your scores:      {line}" in good and f"lab.data.squad's:      {line}" in good
     assert f"your scores:      {line}" not in wrong

@@ -630,8 +630,8 @@ def test_demonstrations_run_with_stubs_and_with_solutions(tmp_path):
 
 
 def test_the_labs_own_masking_passes_the_masking_check():
-    """lab.instances.mask_tokens (what pre-training uses), called through the exercise's signature."""
-    from lab.instances import SpecialIds, mask_tokens
+    """lab.data.instances.mask_tokens (what pre-training uses), called through the exercise's signature."""
+    from lab.data.instances import SpecialIds, mask_tokens
 
     P = pretraining
 

@@ -1,4 +1,4 @@
-"""lab.explore on a tiny model: what the dashboard and notebooks call."""
+"""lab.inspect.explore on a tiny model: what the dashboard and notebooks call."""
 
 import numpy as np
 import pytest
@@ -406,8 +406,8 @@ def test_checkpoint_predictions_follow_a_tiny_run(tmp_path):
     import random
     import shutil
 
-    from lab.pretrain import PretrainConfig, pretrain
-    from lab.train import TrainConfig
+    from lab.training.pretrain import PretrainConfig, pretrain
+    from lab.training.train import TrainConfig
 
     rng = random.Random(0)
     words = ["cat", "dog", "sat", "ran", "mat", "park", "the", "on", "in", "big", "small", "red"]

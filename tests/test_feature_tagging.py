@@ -1,4 +1,4 @@
-"""lab.feature_tagging: the feature-based approach (the paper's Table 7) on a tiny random encoder.
+"""lab.studies.feature_tagging: the feature-based approach (the paper's Table 7) on a tiny random encoder.
 
 Synthetic IOB2 sentences written by the tests, where who is a person and what is a place is
 decided by the word itself: a tagger that reads the words' vectors at all gets them right.
@@ -11,8 +11,8 @@ import torch
 from conftest import tiny_config
 
 import lab
-from lab import feature_tagging as ft
-from lab.tagging import collate_tag_features, label_list, make_tag_features, read_tagged
+from lab.data.tagging import collate_tag_features, label_list, make_tag_features, read_tagged
+from lab.studies import feature_tagging as ft
 
 PEOPLE = "anna boris clara david".split()
 PLACES = "paris lima oslo rome".split()
@@ -210,7 +210,7 @@ def test_the_papers_table7_as_printed():
 
 
 def _row(name, layers, predictions, gold):
-    from lab.tagging import entity_scores
+    from lab.data.tagging import entity_scores
 
     f1 = entity_scores(gold, predictions).f1
     return ft.FeatureRow(name, layers, f1, f1, f1, {}, 0.0, predictions=predictions)

@@ -1,5 +1,5 @@
-"""lab.figures (plotly, the dashboard) and lab.figure_data: every figure draws the numbers
-figure_data computes, the same ones lab.plots (matplotlib) draws; user text is escaped; the
+"""lab.figures.plotly_figures (plotly, the dashboard) and lab.figures.numbers: every figure draws the numbers
+figure_data computes, the same ones lab.figures.matplotlib_figures (matplotlib) draws; user text is escaped; the
 CSV holds what is drawn; themes, focus and downloads work.
 
 The hand-built results and the tiny model are tests/test_plots.py's, so both kinds of figure
@@ -23,7 +23,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from lab import explore, figure_data, figures, plots
+from lab import explore, plots
+from lab.figures import numbers, plotly_figures
 from tests.conftest import ROOT
 from tests.test_plots import (
     ablation_result,
@@ -90,7 +91,7 @@ KINDS = [
 
 
 def build(kind: str, **kwargs):
-    return getattr(figures, kind)(*hand_built(kind), **kwargs)
+    return getattr(plotly_figures, kind)(*hand_built(kind), **kwargs)
 
 
 def read_csv(text: str) -> list[dict]:
@@ -115,9 +116,9 @@ def decoded(values) -> np.ndarray:
 
 def test_figure_data_and_plots_do_not_import_plotly_and_figure_data_draws_nothing():
     code = (
-        "import sys, lab.figure_data\n"
+        "import sys, lab.figures.numbers\n"
         "print(sorted({'plotly', 'matplotlib'} & {m.split('.')[0] for m in sys.modules}))\n"
-        "import lab.plots\n"
+        "import lab.figures.matplotlib_figures\n"
         "print(sorted({'plotly'} & {m.split('.')[0] for m in sys.modules}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
@@ -126,7 +127,7 @@ def test_figure_data_and_plots_do_not_import_plotly_and_figure_data_draws_nothin
 
 def test_docstrings_list_every_figure_and_names_match_plots():
     for kind in KINDS:
-        assert f"{kind}(" in figures.__doc__ and f"{kind}(" in figure_data.__doc__, kind
+        assert f"{kind}(" in plotly_figures.__doc__ and f"{kind}(" in numbers.__doc__, kind
     shared = {
         "training_curves",
         "attention_heatmap",
@@ -136,7 +137,7 @@ def test_docstrings_list_every_figure_and_names_match_plots():
         "span_probabilities",
         "embedding_components",
     }
-    assert shared <= set(dir(plots)) and shared <= set(dir(figures))
+    assert shared <= set(dir(plots)) and shared <= set(dir(plotly_figures))
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -146,7 +147,7 @@ def test_every_builder_returns_a_themed_plotly_figure_with_room_for_the_title(ki
         assert isinstance(fig, go.Figure)
         assert fig.layout.template == pio.templates[template]
         assert fig.layout.meta["figure"] == kind
-        assert fig.layout.margin.t >= figures.TOP_MARGIN  # gr.Plot's label badge sits above
+        assert fig.layout.margin.t >= plotly_figures.TOP_MARGIN  # gr.Plot's label badge sits above
         assert fig.layout.title.yref == "container" and fig.layout.title.pad.t >= 30
         assert fig.layout.width is None and 300 <= fig.layout.height <= 1200  # the page sets the width
         out = json.loads(fig.to_json())  # what gr.Plot sends
@@ -163,7 +164,7 @@ def test_every_builder_returns_a_themed_plotly_figure_with_room_for_the_title(ki
 def test_attention_heatmap_draws_the_heads_probabilities_and_hover_names_query_key_weight():
     att = attention_result(L=2, A=3, T=6, b=3)
     att.tokens[3] = att.tokens[1]  # a repeated token: "w0" twice
-    fig = figures.attention_heatmap(att, layer=1, head=2)
+    fig = plotly_figures.attention_heatmap(att, layer=1, head=2)
     [heat] = fig.data
     np.testing.assert_allclose(z(heat), att.attentions[1][0, 2].numpy(), rtol=1e-6)
     assert (heat.zmin, heat.zmax) == (0.0, pytest.approx(float(att.attentions[1][0, 2].max())))
@@ -172,19 +173,19 @@ def test_attention_heatmap_draws_the_heads_probabilities_and_hover_names_query_k
     assert fig.layout.xaxis.ticktext == tuple(att.tokens) and fig.layout.xaxis.tickvals == tuple(labels)
     assert fig.layout.yaxis.autorange == "reversed"  # query 0 at the top
     assert heat.hovertemplate.startswith("query: %{y}<br>key: %{x}<br>weight: %{z:.3f}")
-    # short: the weights written in, formatted as lab.plots writes them
+    # short: the weights written in, formatted as lab.figures.matplotlib_figures writes them
     assert heat.texttemplate == "%{text}"
     assert [list(row) for row in heat.text] == [[format(w, ".2f") for w in row] for row in z(heat).astype(np.float32)]
     assert fig.layout.title.text == "layer 1, head 2"
     assert "key" in fig.layout.xaxis.title.text and "query" in fig.layout.yaxis.title.text
     # sentence B starts at token 3: dashed lines between keys 2 | 3 and queries 2 | 3
     assert {(s.x0, s.y0) for s in fig.layout.shapes} == {(2.5, 0), (0, 2.5)}
-    assert figures.attention_heatmap(att, -1, -1).layout.title.text == "layer 1, head 2"
+    assert plotly_figures.attention_heatmap(att, -1, -1).layout.title.text == "layer 1, head 2"
     with pytest.raises(ValueError, match="head 3 does not exist"):
-        figures.attention_heatmap(att, 0, 3)
-    long = figures.attention_heatmap(attention_result(L=1, A=1, T=200), 0, 0)
+        plotly_figures.attention_heatmap(att, 0, 3)
+    long = plotly_figures.attention_heatmap(attention_result(L=1, A=1, T=200), 0, 0)
     assert long.data[0].texttemplate is None  # no numbers in 40,000 cells
-    assert len(long.data[0].x) == 200 and len(long.layout.xaxis.tickvals) <= figures.MAX_TICKS
+    assert len(long.data[0].x) == 200 and len(long.layout.xaxis.tickvals) <= plotly_figures.MAX_TICKS
 
 
 def outlines(shapes) -> set:
@@ -196,7 +197,7 @@ def outlines(shapes) -> set:
 
 def test_attention_focus_outlines_the_tokens_row_and_column_and_draws_them_as_bars():
     att = attention_result(L=2, A=3, T=6)
-    fig = figures.attention_focus(att, 1, 2, token_index=3)
+    fig = plotly_figures.attention_focus(att, 1, 2, token_index=3)
     weights = att.attentions[1][0, 2].numpy()  # (T queries, T keys)
     heat, column, row = fig.data
     np.testing.assert_allclose(z(heat), weights, rtol=1e-6)
@@ -204,18 +205,18 @@ def test_attention_focus_outlines_the_tokens_row_and_column_and_draws_them_as_ba
     np.testing.assert_allclose(row.y, weights[3, :], rtol=1e-6)  # where token 3 attends
     np.testing.assert_allclose(column.x, weights[:, 3], rtol=1e-6)  # what attends to token 3
     assert list(row.x) == list(heat.x) and list(column.y) == list(heat.y)  # bars line up with the map
-    light = figures.THEMES["light"]
+    light = plotly_figures.THEMES["light"]
     assert [c == light.highlight for c in row.marker.color] == [i == 3 for i in range(6)]
     assert "w2" in fig.layout.title.text and "query: w2" in row.hovertemplate
-    rows = read_csv(figures.figure_csv(fig))
+    rows = read_csv(plotly_figures.figure_csv(fig))
     assert len(rows) == 36 and sum(r["in_focus_row"] == "True" for r in rows) == 6
     with pytest.raises(ValueError, match="token 6 does not exist"):
-        figures.attention_focus(att, 1, 2, 6)
+        plotly_figures.attention_focus(att, 1, 2, 6)
 
 
 def test_attention_heatmap_menu_highlights_a_token_in_the_browser():
     att = attention_result(L=1, A=1, T=5)
-    fig = figures.attention_heatmap(att, 0, 0, focus=2)
+    fig = plotly_figures.attention_heatmap(att, 0, 0, focus=2)
     assert outlines(fig.layout.shapes) == {("row", 1.5, 2.5), ("column", 1.5, 2.5)}
     [menu] = fig.layout.updatemenus
     assert len(menu.buttons) == 1 + 5 and menu.active == 3
@@ -225,12 +226,12 @@ def test_attention_heatmap_menu_highlights_a_token_in_the_browser():
         ("row", 2.5, 3.5),
         ("column", 2.5, 3.5),
     }
-    assert outlines(figures.attention_heatmap(att, 0, 0).layout.shapes) == set()
+    assert outlines(plotly_figures.attention_heatmap(att, 0, 0).layout.shapes) == set()
 
 
 def test_attention_grid_has_token_labels_and_each_heads_probabilities():
     att = attention_result(L=2, A=5, T=6)
-    fig = figures.attention_grid(att, layer=1)
+    fig = plotly_figures.attention_grid(att, layer=1)
     assert len(fig.data) == 5
     assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(5)]
     for h, trace in enumerate(fig.data):
@@ -238,12 +239,12 @@ def test_attention_grid_has_token_labels_and_each_heads_probabilities():
         assert trace.texttemplate is None and trace.showscale is False
     assert fig.layout.xaxis.ticktext == tuple(att.tokens)  # tokens on the axes
     assert fig.layout.yaxis.ticktext == tuple(att.tokens)
-    every = figures.attention_grid(att)
+    every = plotly_figures.attention_grid(att)
     assert len(every.data) == 10
     for k, trace in enumerate(every.data):
         np.testing.assert_allclose(z(trace), att.attentions[k // 5][0, k % 5].numpy(), rtol=1e-6)
     assert every.layout.yaxis.title.text == "layer 0"
-    assert len(read_csv(figures.figure_csv(every))) == 10 * 36
+    assert len(read_csv(plotly_figures.figure_csv(every))) == 10 * 36
 
 
 # ----------------------------------------------------------------------------------------------
@@ -253,23 +254,23 @@ def test_attention_grid_has_token_labels_and_each_heads_probabilities():
 
 def test_matplotlib_and_plotly_draw_the_same_figure_data():
     att = attention_result(L=2, A=3, T=6, b=3)
-    data = figure_data.attention_heatmap(att, 1, 2)
+    data = numbers.attention_heatmap(att, 1, 2)
     mpl = image_axes(plots.attention_heatmap(att, 1, 2))[0]
-    for drawn in (mpl.images[0].get_array(), z(figures.attention_heatmap(att, 1, 2).data[0])):
+    for drawn in (mpl.images[0].get_array(), z(plotly_figures.attention_heatmap(att, 1, 2).data[0])):
         np.testing.assert_allclose(drawn, data.values, rtol=1e-12)
-    assert mpl.get_title() == figures.attention_heatmap(att, 1, 2).layout.title.text == data.title
+    assert mpl.get_title() == plotly_figures.attention_heatmap(att, 1, 2).layout.title.text == data.title
 
     stats = stats_of(L=3, A=4)
-    data = figure_data.head_stats_heatmaps(stats)
-    maps, traces = image_axes(plots.head_stats_heatmaps(stats)), figures.head_stats_heatmaps(stats).data
+    data = numbers.head_stats_heatmaps(stats)
+    maps, traces = image_axes(plots.head_stats_heatmaps(stats)), plotly_figures.head_stats_heatmaps(stats).data
     for panel, ax, trace in zip(data.panels, maps, traces, strict=True):
         np.testing.assert_allclose(ax.images[0].get_array(), panel.values)
         np.testing.assert_allclose(z(trace), panel.values)
         assert ax.images[0].get_clim() == (trace.zmin, trace.zmax) == (panel.zmin, panel.zmax)
 
     abl = ablation_result(L=3, A=4, metric="probability")
-    data = figure_data.ablation_heatmap(abl)
-    [ax], [trace] = image_axes(plots.ablation_heatmap(abl)), figures.ablation_heatmap(abl).data
+    data = numbers.ablation_heatmap(abl)
+    [ax], [trace] = image_axes(plots.ablation_heatmap(abl)), plotly_figures.ablation_heatmap(abl).data
     np.testing.assert_allclose(z(trace), data.values)
     assert [t.get_text() for t in ax.texts] == [format(v, data.cell_format) for v in data.values.flat]
     assert [t for row in trace.text for t in row] == [t.get_text() for t in ax.texts]  # the same texts
@@ -278,24 +279,27 @@ def test_matplotlib_and_plotly_draw_the_same_figure_data():
     assert trace.colorscale == go.Heatmap(colorscale=data.colors).colorscale
 
     ans = answer_result()
-    data = figure_data.span_probabilities(ans)
+    data = numbers.span_probabilities(ans)
     mpl_start = [b.get_height() for b in bars(plots.span_probabilities(ans).axes[0])]
-    start, end = figures.span_probabilities(ans).data
+    start, end = plotly_figures.span_probabilities(ans).data
     np.testing.assert_allclose(mpl_start, data.start)
     np.testing.assert_allclose(start.y, data.start)
     np.testing.assert_allclose(end.y, data.end)
 
     emb = embedding_result()
-    data = figure_data.embedding_components(emb, dims=8)
-    maps, traces = image_axes(plots.embedding_components(emb, dims=8)), figures.embedding_components(emb, dims=8).data
+    data = numbers.embedding_components(emb, dims=8)
+    maps, traces = (
+        image_axes(plots.embedding_components(emb, dims=8)),
+        plotly_figures.embedding_components(emb, dims=8).data,
+    )
     for panel, ax, trace in zip(data.panels, maps, traces, strict=True):
         np.testing.assert_allclose(ax.images[0].get_array(), panel.values)  # (dims, T)
         np.testing.assert_allclose(z(trace), panel.values)
 
     records = hand_built("training_curves")[0]
-    data = figure_data.training_curves(records, x="step")
+    data = numbers.training_curves(records, x="step")
     lines = [line for ax in plots.training_curves(records, x="step").axes for line in ax.get_lines()]
-    traces = figures.training_curves(records, x="step").data
+    traces = plotly_figures.training_curves(records, x="step").data
     assert [line.get_label() for line in lines] == [t.name for t in traces] == [s.name for s in data.series]
     for s, line, trace in zip(data.series, lines, traces, strict=True):
         assert list(line.get_xdata()) == list(trace.x) == s.x and list(line.get_ydata()) == list(trace.y) == s.y
@@ -307,7 +311,7 @@ def test_matplotlib_and_plotly_draw_the_same_figure_data():
 )
 def test_both_modules_draw_whatever_figure_data_returns(kind, monkeypatch):
     """Change the numbers figure_data gives: both figures change with them (no second computation)."""
-    original = getattr(figure_data, kind)
+    original = getattr(numbers, kind)
 
     def doubled(*args, **kwargs):
         data = original(*args, **kwargs)
@@ -318,7 +322,7 @@ def test_both_modules_draw_whatever_figure_data_returns(kind, monkeypatch):
             data.start = data.start * 2 + 1
         return data
 
-    monkeypatch.setattr(figure_data, kind, doubled)
+    monkeypatch.setattr(numbers, kind, doubled)
     args = hand_built(kind)
     expected = doubled(*args)
     first = (
@@ -335,7 +339,7 @@ def test_both_modules_draw_whatever_figure_data_returns(kind, monkeypatch):
         else image_axes(mpl)[0].images[0].get_array()
     )
     np.testing.assert_allclose(drawn, first)
-    trace = getattr(figures, kind)(*args).data[0]
+    trace = getattr(plotly_figures, kind)(*args).data[0]
     np.testing.assert_allclose(trace.y if kind == "span_probabilities" else z(trace), first)
 
 
@@ -352,9 +356,9 @@ def test_user_and_model_text_is_escaped_wherever_plotly_renders_it(kind):
 
 
 def test_escaping_keeps_tokens_literal():
-    assert figures._html("<b>&") == "&lt;b&gt;&amp;"
-    assert figures._html("$x$") == "&#36;x$"  # not LaTeX
-    assert figures._html("##ing") == "##ing"
+    assert plotly_figures._html("<b>&") == "&lt;b&gt;&amp;"
+    assert plotly_figures._html("$x$") == "&#36;x$"  # not LaTeX
+    assert plotly_figures._html("##ing") == "##ing"
 
 
 @pytest.mark.parametrize(
@@ -372,11 +376,11 @@ def test_escaping_keeps_tokens_literal():
 )
 def test_csv_has_a_header_and_one_row_per_drawn_value(kind, count):
     fig = build(kind)
-    text = figures.figure_csv(fig)
+    text = plotly_figures.figure_csv(fig)
     header = text.splitlines()[0].split(",")
     rows = read_csv(text)
     assert len(rows) == count and len(text.splitlines()) == count + 1
-    assert text == figures.figure_csv(getattr(figure_data, kind)(*hand_built(kind)))
+    assert text == plotly_figures.figure_csv(getattr(numbers, kind)(*hand_built(kind)))
     if kind == "attention_heatmap":
         assert header == ["layer", "head", "query_index", "query", "key_index", "key", "weight"]
         np.testing.assert_allclose([float(r["weight"]) for r in rows], z(fig.data[0]).flatten())
@@ -390,36 +394,36 @@ def test_csv_has_a_header_and_one_row_per_drawn_value(kind, count):
 def test_figure_csv_needs_a_figure_made_here():
     fig = build("ablation_heatmap")
     with pytest.raises(ValueError, match="no figure data"):
-        figures.figure_csv(go.Figure(fig))  # a copy keeps no data
+        plotly_figures.figure_csv(go.Figure(fig))  # a copy keeps no data
     with pytest.raises(ValueError, match="no figure data"):
-        figures.figure_csv("not a figure")
+        plotly_figures.figure_csv("not a figure")
 
 
 def test_fill_mask_bars_marks_word_pieces_and_shows_each_masks_probabilities():
-    fig = figures.fill_mask_bars(FILL)
+    fig = plotly_figures.fill_mask_bars(FILL)
     first, second = fig.data
     assert list(first.y) == ["cat", "…ing (piece)", "&lt;img src=x&gt;"]
     np.testing.assert_allclose(first.x, [0.5, 0.2, 0.1])
     np.testing.assert_allclose(second.x, [0.9, 0.05])
     assert list(first.text) == ["50.0%", "20.0%", "10.0%"]
     assert [a.text for a in fig.layout.annotations] == ["[MASK] 1", "[MASK] 2"]
-    rows = read_csv(figures.figure_csv(fig))
+    rows = read_csv(plotly_figures.figure_csv(fig))
     assert [(r["mask"], r["rank"], r["token"], r["shown_as"]) for r in rows[:2]] == [
         ("1", "1", "cat", "cat"),
         ("1", "2", "##ing", "…ing (piece)"),
     ]
     with pytest.raises(ValueError, match="no \\[MASK\\] predictions"):
-        figures.fill_mask_bars([])
+        plotly_figures.fill_mask_bars([])
 
 
 def test_download_as_svg_and_gradio_passes_the_config_to_plotly_js():
-    fig = figures.download_as(build("span_probabilities"), "svg")
+    fig = plotly_figures.download_as(build("span_probabilities"), "svg")
     assert json.loads(fig.to_json())["config"]["toImageButtonOptions"] == {
         "format": "svg",
         "filename": "span_probabilities",
     }
     with pytest.raises(ValueError, match="image_format"):
-        figures.download_as(fig, "gif")
+        plotly_figures.download_as(fig, "gif")
     gr = pytest.importorskip("gradio")
     sent = json.loads(gr.Plot().postprocess(fig).plot)  # what the browser receives
     assert sent["config"]["toImageButtonOptions"]["format"] == "svg"
@@ -427,7 +431,7 @@ def test_download_as_svg_and_gradio_passes_the_config_to_plotly_js():
 
 
 def test_axis_labels_and_piece_labels():
-    assert figure_data.axis_labels(["[CLS]", "the", "cat", "the", "[SEP]"]) == [
+    assert numbers.axis_labels(["[CLS]", "the", "cat", "the", "[SEP]"]) == [
         "[CLS]",
         "the (1)",
         "cat",
@@ -435,50 +439,50 @@ def test_axis_labels_and_piece_labels():
         "[SEP]",
     ]
     # a token that reads like another's suffixed name: every position gets its index
-    assert figure_data.axis_labels(["a", "a", "a (1)"]) == ["a (0)", "a (1)", "a (1) (2)"]
-    assert figure_data.piece_label("##ing") == "…ing (piece)" and figure_data.piece_label("##") == "##"
+    assert numbers.axis_labels(["a", "a", "a (1)"]) == ["a (0)", "a (1)", "a (1) (2)"]
+    assert numbers.piece_label("##ing") == "…ing (piece)" and numbers.piece_label("##") == "##"
 
 
 # ----------------------------------------------------------------------------------------------
-# From lab.explore on a tiny model
+# From lab.inspect.explore on a tiny model
 # ----------------------------------------------------------------------------------------------
 
 
 def test_figures_from_explore_results(tiny):
     mlm, qa, tok = tiny
     att = explore.attention(mlm, tok, "the cat sat on the mat .", "the dog ran .")
-    fig = figures.attention_heatmap(att, 1, 3)
+    fig = plotly_figures.attention_heatmap(att, 1, 3)
     np.testing.assert_allclose(z(fig.data[0]), att.attentions[1][0, 3].numpy(), rtol=1e-6)
     assert len(set(fig.data[0].x)) == len(att.tokens)  # "the" x3, "[SEP]" x2: distinct
     assert fig.layout.xaxis.ticktext == tuple(att.tokens)
-    focus = figures.attention_focus(att, 1, 3, att.sentence_b_start)
+    focus = plotly_figures.attention_focus(att, 1, 3, att.sentence_b_start)
     np.testing.assert_allclose(focus.data[2].y, att.attentions[1][0, 3, att.sentence_b_start].numpy(), rtol=1e-6)
-    assert len(figures.attention_grid(att).data) == 2 * 4
+    assert len(plotly_figures.attention_grid(att).data) == 2 * 4
     stats = att.head_stats()
-    np.testing.assert_allclose(z(figures.head_stats_heatmaps(stats).data[2]), stats["sep"])
+    np.testing.assert_allclose(z(plotly_figures.head_stats_heatmaps(stats).data[2]), stats["sep"])
 
     abl = explore.ablate_heads(mlm, tok, "the cat [MASK] on the mat .")
-    np.testing.assert_allclose(z(figures.ablation_heatmap(abl).data[0]), abl.effect.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(z(plotly_figures.ablation_heatmap(abl).data[0]), abl.effect.numpy(), rtol=1e-6)
 
     filled = explore.fill_mask(mlm, tok, "the [MASK] sat on the [MASK] .", top_k=3)
-    fig = figures.fill_mask_bars(filled)
+    fig = plotly_figures.fill_mask_bars(filled)
     for trace, guesses in zip(fig.data, filled, strict=True):
         np.testing.assert_allclose(trace.x, [p for _, p in guesses])
-        assert list(trace.y) == [figures._html(figure_data.piece_label(t)) for t, _ in guesses]
+        assert list(trace.y) == [plotly_figures._html(numbers.piece_label(t)) for t, _ in guesses]
     assert [a.text for a in fig.layout.annotations] == [
         f"[MASK] {k + 1} (token {p})" for k, p in enumerate(filled.mask_positions)
     ]
 
     ans = explore.answer(qa, tok, "where did the cat sit ?", "the cat sat on the mat . the dog ran in the park .")
-    start, end = figures.span_probabilities(ans).data
+    start, end = plotly_figures.span_probabilities(ans).data
     np.testing.assert_allclose(start.y, ans.start_probs, rtol=1e-6)
-    covered = figure_data.span_probabilities(ans).span
-    assert [c == figures.THEMES["light"].highlight for c in start.marker.color] == [
+    covered = numbers.span_probabilities(ans).span
+    assert [c == plotly_figures.THEMES["light"].highlight for c in start.marker.color] == [
         i in covered for i in range(len(ans.tokens))
     ] and covered
 
     emb = explore.embeddings(mlm, tok, "the cat sat .", "the dog ran .")
-    np.testing.assert_allclose(z(figures.embedding_components(emb).data[3]), emb.total.T.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(z(plotly_figures.embedding_components(emb).data[3]), emb.total.T.numpy(), rtol=1e-6)
 
 
 def _plain(value):
@@ -518,7 +522,7 @@ def test_fast_json_is_plotlys_json(kind):
 def test_figures_use_only_plotlys_public_api():
     """No private plotly module, no attribute with a leading underscore (plotly's private state,
     e.g. fig._data), no switched-off validation: a plotly upgrade cannot break them."""
-    source = (ROOT / "lab" / "figures.py").read_text()
+    source = (ROOT / "lab" / "figures" / "plotly_figures.py").read_text()
     assert re.findall(r"\._[A-Za-z]\w*", source) == []
     for path in sorted((ROOT / "lab").rglob("*.py")):
         text = path.read_text()
@@ -532,13 +536,13 @@ def test_the_dashboards_path_makes_no_plotly_objects_and_names_the_figure():
     for kind in KINDS:
         fig = build(kind)
         sent = json.loads(gr.Plot().postprocess(fig).plot)
-        assert figures.figure_name(fig) == kind == sent["layout"]["meta"]["figure"]
-        figures.figure_csv(fig)
-        figures.download_as(fig, "svg")
+        assert plotly_figures.figure_name(fig) == kind == sent["layout"]["meta"]["figure"]
+        plotly_figures.figure_csv(fig)
+        plotly_figures.download_as(fig, "svg")
         assert fig.lab_state == "plain", kind
         assert fig.layout.meta["figure"] == kind  # plotly's API still works (now built)
-        assert figures.figure_name(go.Figure(fig)) == kind  # a copy: from its layout.meta
-    assert figures.figure_name(go.Figure()) == "figure"
+        assert plotly_figures.figure_name(go.Figure(fig)) == kind  # a copy: from its layout.meta
+    assert plotly_figures.figure_name(go.Figure()) == "figure"
 
 
 def test_plotly_objects_are_made_once_when_threads_race_for_them():
@@ -557,7 +561,7 @@ def test_plotly_objects_are_made_once_when_threads_race_for_them():
         for a, b in zip(zs, seen[0][0]):
             np.testing.assert_array_equal(a, b)
     copied = copy.deepcopy(build("ablation_heatmap"))  # copies keep the drawing
-    assert copied.data[0].texttemplate == "%{text}" and figures.figure_name(copied) == "ablation_heatmap"
+    assert copied.data[0].texttemplate == "%{text}" and plotly_figures.figure_name(copied) == "ablation_heatmap"
 
 
 # plotly.js 3.x (what Gradio 6 serves) before formatting a number with d3-format: its
@@ -617,5 +621,5 @@ def test_every_number_format_is_one_the_dashboards_plotly_js_reads(kind):
 )
 def test_arrays_are_written_as_plotly_writes_them(array):
     """Typed arrays ({"dtype", "bdata", "shape"}) where plotly.js has the type, lists otherwise."""
-    ours = json.loads(orjson.dumps({"x": array}, default=figures._typed_array))["x"]
+    ours = json.loads(orjson.dumps({"x": array}, default=plotly_figures._typed_array))["x"]
     assert ours == json.loads(go.Figure(go.Scatter(x=array)).to_json())["data"][0]["x"]

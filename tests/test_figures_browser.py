@@ -1,11 +1,11 @@
-"""lab.figures drawn by a real browser: the numbers written in the cells are the ones asked for.
+"""lab.figures.plotly_figures drawn by a real browser: the numbers written in the cells are the ones asked for.
 
 Each figure that writes numbers in its cells or on its bars (one attention head, the head
 statistics, the head-silencing effects, the fill-mask guesses) is drawn in headless chromium at
 a projector's 1024 px width by two plotly.js builds: the one Gradio 6 serves to the dashboard
 (a small page with one gr.Plot per figure) and the one the plotly package ships (what fig.show()
 uses; inlined into a page written to a temporary folder). The texts are read back from the SVG
-and must be exactly the strings lab.plots writes, with at most 3 decimals: Gradio's plotly.js 3
+and must be exactly the strings lab.figures.matplotlib_figures writes, with at most 3 decimals: Gradio's plotly.js 3
 once drew the ablation cells as raw float32 values ("0.23746109008789062"), because it cannot
 read the d3 format "+.3f". Screenshots of both pages are saved in pytest's temporary folder.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from lab import figures
+from lab.figures import plotly_figures
 from tests.conftest import chromium_browser
 from tests.test_figures import FILL
 from tests.test_plots import ablation_result, attention_result, stats_of
@@ -37,15 +37,15 @@ def drawn_figures() -> dict:
     """elem_id -> (figure, selector of its drawn numbers); the ablation's largest effect (0.436)
     gives the format "+.3f", the one plotly.js 3 could not read."""
     return {
-        "heatmap": (figures.attention_heatmap(attention_result(L=2, A=3, T=6, b=3), 1, 2), CELLS),
-        "stats": (figures.head_stats_heatmaps(stats_of(3, 4)), CELLS),
-        "ablation": (figures.ablation_heatmap(ablation_result(L=3, A=4)), CELLS),
-        "fill": (figures.fill_mask_bars(FILL), BARS),
+        "heatmap": (plotly_figures.attention_heatmap(attention_result(L=2, A=3, T=6, b=3), 1, 2), CELLS),
+        "stats": (plotly_figures.head_stats_heatmaps(stats_of(3, 4)), CELLS),
+        "ablation": (plotly_figures.ablation_heatmap(ablation_result(L=3, A=4)), CELLS),
+        "fill": (plotly_figures.fill_mask_bars(FILL), BARS),
     }
 
 
 def expected_texts(fig) -> list[str]:
-    """The numbers the figure's data asks to be written, as Python formats them (lab.plots
+    """The numbers the figure's data asks to be written, as Python formats them (lab.figures.matplotlib_figures
     writes the same strings): each cell's value with its panel's format, each guess's share."""
     data = fig.lab_data
     if hasattr(data, "masks"):  # fill_mask_bars
@@ -108,7 +108,7 @@ def test_cell_numbers_in_plotlys_own_plotly_js(browser, tmp_path):
         f'f = {fig.to_json()}; Plotly.newPlot("{name}", f.data, f.layout, f.config);\n'
         for name, (fig, _) in shown.items()
     )
-    page_file = tmp_path / "figures.html"
+    page_file = tmp_path / "plotly_figures.html"
     page_file.write_text(
         f'<html><head><meta charset="utf-8"><script>{js}</script></head><body>{divs}'
         f"<script>let f;\n{calls}</script></body></html>",

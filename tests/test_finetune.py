@@ -10,8 +10,8 @@ import torch
 import lab
 from lab import explore
 from lab.__main__ import main
-from lab.finetune import label_names, qa_lengths, read_classification, task_settings
-from lab.runs import read_metrics
+from lab.training.finetune import label_names, qa_lengths, read_classification, task_settings
+from lab.training.runs import read_metrics
 
 WORDS = "the a film movie story plot actor scene music ending was is very quite rather".split()
 POS, NEG = "good great wonderful moving".split(), "bad dull awful boring".split()
@@ -304,7 +304,7 @@ def test_finetune_resumes_exactly(base_model, sst, tmp_path):
 
 def test_integer_labels_address_a_named_classifier(tmp_path):
     """A GLUE file's 0/1 labels evaluate a classifier whose labels have names (the bundled one)."""
-    from lab.finetune import encode_classification
+    from lab.training.finetune import encode_classification
 
     (tmp_path / "dev.tsv").write_text("sentence\tlabel\ngood film\t1\nbad film\t0\n")
     tok = lab.Tokenizer.train(iter(["good bad film"] * 5), vocab_size=40, show_progress=False)
@@ -320,8 +320,8 @@ def test_processes_split_each_global_batch_and_an_epoch_counts_it():
     # fine-tuning objectives, like pre-training): together they read what one process of
     # world_size x batch_size rows reads, and an epoch is n // (batch_size x world_size) steps
     from lab.device import Dist
-    from lab.finetune import epoch_schedule, this_ranks_rows
-    from lab.train import TrainConfig
+    from lab.training.finetune import epoch_schedule, this_ranks_rows
+    from lab.training.train import TrainConfig
 
     for n in (64, 70, 5):  # a whole number of global batches, a remainder, fewer rows than a batch
         for step in range(12):

@@ -11,8 +11,8 @@ import torch
 
 import lab
 from lab.__main__ import main
-from lab.runs import read_metrics
-from lab.tagging import read_tagged
+from lab.data.tagging import read_tagged
+from lab.training.runs import read_metrics
 
 PEOPLE = "anna boris clara david".split()
 PLACES = "paris lima oslo rome".split()

@@ -1,12 +1,12 @@
-"""lab.flops: FLOP counts from the shape (checked against torch's counter), the paper's total,
+"""lab.training.flops: FLOP counts from the shape (checked against torch's counter), the paper's total,
 a timing that leaves the model as it was, random batches of a real batch's shape."""
 
 import torch
 
 import lab
-from lab import flops
-from lab.batch import Batch
-from lab.instances import SpecialIds
+from lab.data.batch import Batch
+from lab.data.instances import SpecialIds
+from lab.training import flops
 from tests.conftest import tiny_config
 
 TEXT = [
@@ -44,7 +44,7 @@ def test_pretraining_flops_of_bert_base():
 
 
 def test_measure_flop_rate_does_not_change_the_model():
-    from lab.instances import collate, create_instances
+    from lab.data.instances import collate, create_instances
 
     tok = lab.Tokenizer.train(iter(TEXT * 20), vocab_size=80, show_progress=False)
     special = SpecialIds.from_vocab(tok.vocab)

@@ -1,4 +1,4 @@
-"""Tests for lab/instances.py: NSP pairing, 80/10/10 masking, collate, step-addressable data.
+"""Tests for lab/data/instances.py: NSP pairing, 80/10/10 masking, collate, step-addressable data.
 
 Hermetic: every corpus is random ids built here (vocab 512, specials 0..4, text ids in [10, 500)).
 Statistical checks run over thousands of tokens with fixed seeds, so they are deterministic.
@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import lab
-from lab.batch import IGNORE_INDEX, Batch
-from lab.instances import (
+from lab.data.batch import IGNORE_INDEX, Batch
+from lab.data.instances import (
     Instance,
     ListView,
     Pair,
@@ -418,7 +418,7 @@ def test_statistics_match_the_in_memory_instances(docs, view, special):
 
 def test_a_prepared_corpus_serves_the_same_stream(tmp_path, special):
     """The memory-mapped view gives the same pairs and batches as the same documents in memory."""
-    from lab.prepare import PreparedCorpus, prepare
+    from lab.data.prepare import PreparedCorpus, prepare
 
     words = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "far", "away", "it", "was", "warm", "cold"]
     rng = random.Random(0)

@@ -1,14 +1,14 @@
-"""lab.language_models: chunks, labels per task, the objective's contract, training under a
+"""lab.studies.language_models: chunks, labels per task, the objective's contract, training under a
 direction, next-token accuracy with the future hidden or visible, the cloze test."""
 
 import pytest
 import torch
 
 import lab
-from lab import directions
-from lab import language_models as lm
-from lab.batch import Batch
-from lab.instances import SpecialIds
+from lab.data.batch import Batch
+from lab.data.instances import SpecialIds
+from lab.studies import directions
+from lab.studies import language_models as lm
 from tests.conftest import tiny_config
 
 TEXT = [
@@ -49,7 +49,7 @@ def test_token_chunks(tok):
 
 
 def test_objective_batches_and_loss_contract(tok):
-    """Batches are lab.batch.Batch; loss() logs detached 0-dim tensors (no host sync), evaluate() floats."""
+    """Batches are lab.data.batch.Batch; loss() logs detached 0-dim tensors (no host sync), evaluate() floats."""
     special = SpecialIds.from_vocab(tok.vocab)
     chunks = lm.token_chunks(tok, [TEXT * 10], length=12)
     obj = lm.LanguageModelObjective(chunks, chunks[:4], special, "next_token", "left_to_right", batch_size=4)
@@ -157,7 +157,7 @@ def test_cloze(runs, tok):
 
 def test_accuracy_interval_and_paired_difference():
     """The cloze comparison's uncertainty: Wilson intervals and the paired difference of two models."""
-    from lab.language_models import accuracy_interval, paired_difference
+    from lab.studies.language_models import accuracy_interval, paired_difference
 
     low, high = accuracy_interval([1] * 50 + [0] * 50)
     assert low == pytest.approx(0.4038, abs=1e-3) and high == pytest.approx(0.5962, abs=1e-3)

@@ -334,7 +334,7 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     from nbclient import NotebookClient
 
     nb = _read(path)
-    from lab.datasets import data_dir
+    from lab.data.datasets import data_dir
 
     real = data_dir() is not None
     values = {

@@ -1,7 +1,7 @@
-"""lab.plots: every figure shows the numbers it was given, reads well, and is thread-safe.
+"""lab.figures.matplotlib_figures: every figure shows the numbers it was given, reads well, and is thread-safe.
 
 Results are built by hand (small tensors: the figures read only the fields the spec names) and,
-at the end, by lab.explore on a tiny model.
+at the end, by lab.inspect.explore on a tiny model.
 """
 
 import ast
@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 import lab
 from lab import explore, plots
-from lab.squad import Span
+from lab.data.squad import Span
 from tests.conftest import tiny_config
 
 HIGHLIGHT = to_rgba(plots.HIGHLIGHT)
@@ -410,7 +410,7 @@ def test_figures_drawn_from_8_threads_at_once_keep_their_own_content():
 
 
 # ----------------------------------------------------------------------------------------------
-# From lab.explore on a tiny model
+# From lab.inspect.explore on a tiny model
 # ----------------------------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""lab.probing: what each layer knows (issue 22, point 3). The majority baseline and the Wilson
+"""lab.inspect.probing: what each layer knows (issue 22, point 3). The majority baseline and the Wilson
 interval on hand-made numbers; the probe on invented sentences (shapes, intervals, errors); on a
 slice of UD English-EWT (trained on dev, scored on test: no train split here) the trained models'
 best layers beat the random-weights encoder and the majority baseline by margins measured first;
@@ -12,8 +12,10 @@ import pytest
 import torch
 
 import lab
-from lab import figure_data, figures, plots, probing
+from lab import plots
 from lab.checkpoint import minilm_dir
+from lab.figures import numbers, plotly_figures
+from lab.inspect import probing
 from tests.conftest import BUNDLED, ROOT
 
 SLICE = 3000  # words of UD EWT dev (training) and of test: whole sentences, in file order
@@ -166,17 +168,17 @@ def test_figure_and_its_csv(classroom):
     result = probing.probe_layers(model, tok, words, tags, baselines=True, name="classroom")
     snap = probing.probe_layers(model, tok, words, tags, name="step 5")
     snap.step = 5
-    data = figure_data.probe_curves([snap, result])
+    data = numbers.probe_curves([snap, result])
     assert [line.kind for line in data.lines] == ["snapshot", "model", "control", "majority"]
     rows = data.rows()
     assert len(rows) == 4 * (model.config.num_hidden_layers + 1)
     assert {r["line"] for r in rows if r["kind"] == "majority"} == {"majority tag of each word (no context)"}
-    fig = figures.probe_layers([snap, result], theme="dark")
+    fig = plotly_figures.probe_layers([snap, result], theme="dark")
     spec = json.loads(fig.to_json())
     names = [t.get("name") for t in spec["data"] if t.get("name")]
     assert names == ["step 5", "classroom", "classroom, random weights", "majority tag of each word (no context)"]
     assert spec["layout"]["meta"]["figure"] == "probe_layers"
-    assert lab.figures.figure_csv(fig) == data.csv()
+    assert lab.figures.plotly_figures.figure_csv(fig) == data.csv()
     assert plots.probe_layers([snap, result]).axes  # the matplotlib version
 
 

@@ -1,4 +1,4 @@
-"""The run directory (lab/runs.py): layout, metrics of a recipe's phases read as one run,
+"""The run directory (lab/training/runs.py): layout, metrics of a recipe's phases read as one run,
 checkpoints across phases, completeness, and fresh run names."""
 
 import json
@@ -6,8 +6,8 @@ import json
 import pytest
 
 import lab
-from lab import runs
 from lab.checkpoint import bundled_model
+from lab.training import runs
 
 
 def write_records(path, records):

@@ -34,8 +34,9 @@ def test_the_core_does_not_need_the_extras():
     import sys
 
     code = (
-        "import sys, lab, lab.explore, lab.plots, lab.train, lab.pretrain, lab.finetune, lab.runs, "
-        "lab.device, lab.datasets, lab.__main__\n"
+        "import sys, lab, lab.inspect.explore, lab.figures.matplotlib_figures, lab.training.train, "
+        "lab.training.pretrain, lab.training.finetune, lab.training.runs, "
+        "lab.device, lab.data.datasets, lab.__main__\n"
         "extras = {'gradio', 'bertviz', 'transformers', 'jupyterlab', 'pandas', 'pytest', "
         "'huggingface_hub', 'plotly', 'mpld3', 'xstatic'}\n"
         "print(sorted(extras & {m.split('.')[0] for m in sys.modules}))"

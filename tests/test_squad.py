@@ -1,4 +1,4 @@
-"""lab.squad: loading, doc-stride features, collate, span decoding, the official EM/F1."""
+"""lab.data.squad: loading, doc-stride features, collate, span decoding, the official EM/F1."""
 
 import json
 import zipfile
@@ -7,15 +7,15 @@ import pytest
 import torch
 
 import lab
-from lab import squad
-from lab.squad import Example
+from lab.data import squad
+from lab.data.squad import Example
 from tests.conftest import SHARED_DATA, tiny_config
 
 # A hand-made vocabulary where every word is one token, so windows can be checked by hand.
 WORDS = "zero one two three four five six seven eight nine what is it ? paris france , . where".split()
 VOCAB = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
 
-# The worked example of lab/squad.py: a 10-token context, a 4-token question, max_seq_length 13
+# The worked example of lab/data/squad.py: a 10-token context, a 4-token question, max_seq_length 13
 # -> windows of 13 - 4 - 3 = 6 context tokens, stride 3: [0..5], [3..8], [6..9].
 CONTEXT = "zero one two three Four Five six seven eight nine"
 ANSWER_START = CONTEXT.index("Four")  # 19
@@ -83,7 +83,7 @@ def test_answer_positions_per_window(tok):
 
 
 def test_token_is_max_context(tok):
-    # Max-context window per context token (see the table in lab/squad.py): 0-4 -> 0, 5-7 -> 1, 8-9 -> 2.
+    # Max-context window per context token (see the table in lab/data/squad.py): 0-4 -> 0, 5-7 -> 1, 8-9 -> 2.
     best = {0: 0, 1: 0, 2: 0, 3: 0, 4: 0, 5: 1, 6: 1, 7: 1, 8: 2, 9: 2}
     for f in windows_features(tok):
         n = len(f.input_ids) - PREFIX - 1
@@ -280,7 +280,7 @@ def test_evaluate_percent_missing_and_impossible(caplog):
         example(qid="e"),
     ]
     preds = {"a": "four", "b": "Five", "c": "", "d": "Four"}  # "e" is missing
-    with caplog.at_level("WARNING", logger="lab.squad"):
+    with caplog.at_level("WARNING", logger="lab.data.squad"):
         result = squad.evaluate(exs, preds)
     assert result["count"] == 5 and result["missing"] == 1
     assert result["exact_match"] == pytest.approx(100 * 2 / 5)
@@ -366,7 +366,7 @@ def test_load_counts_and_reports_problems(tmp_path, caplog):
     assert report.unanswered_ids == ["lost", "empty"] and report.malformed_ids == ["noquestion"]
     assert not report.ok and "shifted" in str(report) and "bad.json" in str(report)
     # Without report=True the same summary is logged as a warning.
-    with caplog.at_level("WARNING", logger="lab.squad"):
+    with caplog.at_level("WARNING", logger="lab.data.squad"):
         assert len(squad.load_squad(path)) == 2
     assert "bad.json" in caplog.text and "shifted" in caplog.text
 

@@ -1,4 +1,4 @@
-"""lab.tagging's IOB2-constrained decoding: iob2_viterbi finds the most probable tag sequence that
+"""lab.data.tagging's IOB2-constrained decoding: iob2_viterbi finds the most probable tag sequence that
 IOB2 allows (checked against every sequence, by brute force), and decode_tags(decoding="viterbi")
 uses it for IOB2 labels only."""
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import lab
-from lab import tagging
+from lab.data import tagging
 
 NER = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 

@@ -1,4 +1,4 @@
-"""lab.tagging: readers and their errors, first-sub-token labels, windows, decoding, entity F1
+"""lab.data.tagging: readers and their errors, first-sub-token labels, windows, decoding, entity F1
 (checked against seqeval on random tag sequences), token accuracy, bootstrap intervals, and the
 closer looks of notebook 8 (the rule piece by piece, vocabulary coverage, accuracy per tag and word
 class, entity errors by kind, the annotators' agreement)."""
@@ -14,8 +14,8 @@ import pytest
 import torch
 
 import lab
-from lab import tagging
-from lab.tagging import Sentence
+from lab.data import tagging
+from lab.data.tagging import Sentence
 from tests.conftest import ROOT
 
 # A hand-made vocabulary: "tampa" -> ta ##mp ##a, "morcillas" -> mor ##cil ##l ##as (as the
@@ -25,7 +25,7 @@ VOCAB = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]
 NER_LABELS = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 LABEL2ID = {label: i for i, label in enumerate(NER_LABELS)}
 
-# The worked example of lab/tagging.py: six words, ten pieces
+# The worked example of lab/data/tagging.py: six words, ten pieces
 #   a | b ##x | c | a ##x ##y | b | c ##z
 WINDOW_WORDS = ["a", "bx", "c", "axy", "b", "cz"]
 

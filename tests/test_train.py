@@ -1,4 +1,4 @@
-"""Tests for the training loop (lab/train.py) through the pre-training objective and the CLI.
+"""Tests for the training loop (lab/training/train.py) through the pre-training objective and the CLI.
 
 Hermetic and CPU-only: a tiny synthetic corpus of made-up words is written into a temporary
 folder (Google's one-sentence-per-line format, blank lines between documents), models use the
@@ -21,8 +21,8 @@ import torch
 
 import lab
 from lab.__main__ import main
-from lab.runs import STATE_NAME, latest_resumable, read_metrics, snapshot_steps
-from lab.train import TrainConfig, TrainingError, lr_factor, make_optimizer, train
+from lab.training.runs import STATE_NAME, latest_resumable, read_metrics, snapshot_steps
+from lab.training.train import TrainConfig, TrainingError, lr_factor, make_optimizer, train
 
 ROOT = Path(__file__).resolve().parents[1]
 # the smallest model and data that still exercise everything; one thread per process, as two
@@ -144,8 +144,8 @@ def test_cli_options_and_help_come_from_the_settings_dataclasses(capsys):
     import dataclasses
 
     from lab.__main__ import build_parser
-    from lab.finetune import ClassificationConfig, QAConfig
-    from lab.pretrain import PretrainConfig
+    from lab.training.finetune import ClassificationConfig, QAConfig
+    from lab.training.pretrain import PretrainConfig
 
     for command, classes in (
         ("pretrain", (PretrainConfig, TrainConfig)),
@@ -399,8 +399,8 @@ class NanAt:
 
 
 def test_nan_loss_stops_with_a_clear_error(corpus, tokenizer_dir, tmp_path):
-    from lab.instances import PretrainingData, SpecialIds
-    from lab.pretrain import PretrainConfig, PretrainObjective, fixed_batches, load_corpus
+    from lab.data.instances import PretrainingData, SpecialIds
+    from lab.training.pretrain import PretrainConfig, PretrainObjective, fixed_batches, load_corpus
 
     pc = PretrainConfig(preset="tiny", eval_instances=16)
     tokenizer = lab.Tokenizer.load(tokenizer_dir)
@@ -442,13 +442,13 @@ def test_nan_loss_stops_with_a_clear_error(corpus, tokenizer_dir, tmp_path):
 
 
 def test_train_swaps_in_fast_dropout_and_checkpoints_stay_plain(corpus, tokenizer_dir, tmp_path):
-    """lab.model builds plain nn.Dropout; train() trains with lab.fast_dropout.FastDropout (same p),
+    """lab.model builds plain nn.Dropout; train() trains with lab.training.fast_dropout.FastDropout (same p),
     and what it saves loads into a plain model with the very same tensors."""
     from torch import nn
 
-    from lab.fast_dropout import FastDropout
-    from lab.instances import PretrainingData, SpecialIds
-    from lab.pretrain import PretrainConfig, PretrainObjective, fixed_batches, load_corpus
+    from lab.data.instances import PretrainingData, SpecialIds
+    from lab.training.fast_dropout import FastDropout
+    from lab.training.pretrain import PretrainConfig, PretrainObjective, fixed_batches, load_corpus
 
     pc = PretrainConfig(preset="tiny", eval_instances=16)
     tokenizer = lab.Tokenizer.load(tokenizer_dir)
@@ -494,7 +494,7 @@ def test_train_swaps_in_fast_dropout_and_checkpoints_stay_plain(corpus, tokenize
 
 def test_fast_dropout_is_dropout():
     """FastDropout: a p share of zeros, the rest scaled by 1 / (1 - p'), identity in eval mode."""
-    from lab.fast_dropout import FastDropout, use_fast_dropout
+    from lab.training.fast_dropout import FastDropout, use_fast_dropout
 
     torch.manual_seed(0)
     drop, x = FastDropout(0.1), torch.ones(400_000)
@@ -641,7 +641,7 @@ def test_minutes_budget_sets_steps_and_stops_on_time(corpus, tokenizer_dir, tmp_
 # Recipes with phases (sequence-length warm-up)
 # ----------------------------------------------------------------------------------------
 def test_two_phase_recipe_continues_from_the_first_phase(tmp_path, corpus, tokenizer_dir, monkeypatch):
-    from lab import pretrain as pt
+    from lab.training import pretrain as pt
 
     monkeypatch.setitem(
         pt.RECIPES,

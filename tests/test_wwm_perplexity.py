@@ -1,4 +1,4 @@
-"""lab.language_models, whole-word masking and the masked-LM perplexity (notebook 2, section 6):
+"""lab.studies.language_models, whole-word masking and the masked-LM perplexity (notebook 2, section 6):
 words of pieces, which masking splits them, the two-way piece accuracy, and perplexities whose
 values are known exactly (a uniform guess gives the vocabulary size, a certain one gives 1)."""
 
@@ -9,9 +9,9 @@ import pytest
 import torch
 
 import lab
-from lab import language_models as lm
-from lab.batch import IGNORE_INDEX
-from lab.instances import SpecialIds, mask_tokens
+from lab.data.batch import IGNORE_INDEX
+from lab.data.instances import SpecialIds, mask_tokens
+from lab.studies import language_models as lm
 from tests.conftest import tiny_config
 
 TEXT = [

@@ -7,7 +7,8 @@ import functools
 
 import gradio as gr
 
-from lab import attribution, bertviz_offline, explore, figure_data, figures
+from lab.figures import bertviz_offline, numbers, plotly_figures
+from lab.inspect import attribution, explore
 
 from ..common import (
     WHY_STEPS,
@@ -79,12 +80,12 @@ class Attention:
         table = [
             [f"{i}", f"{h}"] + [round(float(stats[k][i, h]), 3) for k in STAT_NAMES] for i in range(L) for h in range(A)
         ]
-        one = figures.attention_heatmap(result, layer, head, theme=theme)
+        one = plotly_figures.attention_heatmap(result, layer, head, theme=theme)
         chips = [c for t in result.tokens for c in ((t, None), (" ", None))]
         note = truncation_note(result.truncated, model.config.max_position_embeddings, pair=bool(text_b.strip()))
         return (
             one,
-            figures.attention_grid(result, layer, theme=theme),
+            plotly_figures.attention_grid(result, layer, theme=theme),
             {"headers": ["layer", "head", *STAT_NAMES.values()], "data": table},
             chips,
             self.ctx.csv.write(one),
@@ -103,7 +104,7 @@ class Attention:
         if token >= len(result.tokens):
             raise UserError("that token is no longer in the text: press Show attention again")
         return (
-            figures.attention_focus(result, layer, head, token, theme=theme_input(theme)),
+            plotly_figures.attention_focus(result, layer, head, token, theme=theme_input(theme)),
             f"token {token} “{result.tokens[token]}”: its row is where it attends, its column what attends to it",
         )
 
@@ -111,7 +112,7 @@ class Attention:
     def head_stats(self, model_name, text_a, text_b="", theme="light"):
         """Clark et al.'s statistics of every head as small [layers x heads] heatmaps (and their CSV)."""
         _, result, _, _ = self._request(model_name, text_a, text_b)
-        fig = figures.head_stats_heatmaps(result.head_stats(), theme=theme_input(theme))
+        fig = plotly_figures.head_stats_heatmaps(result.head_stats(), theme=theme_input(theme))
         return fig, self.ctx.csv.write(fig), ""
 
     @handler(2)
@@ -122,7 +123,7 @@ class Attention:
         progress(0, desc="silencing each head")
         result = explore.ablate_heads(model, tokenizer, text)
         worst = divmod(int(result.effect.argmax()), result.effect.shape[1])
-        fig = figures.ablation_heatmap(result, theme=theme_input(theme))
+        fig = plotly_figures.ablation_heatmap(result, theme=theme_input(theme))
         return (
             fig,
             self.ctx.csv.write(fig),
@@ -165,9 +166,9 @@ class Attention:
         result = explore.attributions(model, tokenizer, a, b, steps=WHY_STEPS, task=task)
         att = explore.attention(model, tokenizer, a, b)
         comparison = attribution.attention_vs_attribution(att, result)
-        fig = figures.attention_vs_attribution(comparison, result, theme=theme_input(theme))
+        fig = plotly_figures.attention_vs_attribution(comparison, result, theme=theme_input(theme))
         note = truncation_note(result.truncated, model.config.max_position_embeddings, pair=b is not None)
-        corr = figure_data.correlation_text(comparison.pearson, comparison.spearman)
+        corr = numbers.correlation_text(comparison.pearson, comparison.spearman)
         return (
             fig,
             self.ctx.csv.write(fig),
@@ -177,7 +178,7 @@ class Attention:
 
     @handler(1)
     def bertviz_view(self, model_name, text_a, text_b="", view="head", layer=0, head=0):
-        """bertviz's interactive head, model or neuron view, drawn offline (lab.bertviz_offline) in
+        """bertviz's interactive head, model or neuron view, drawn offline (lab.figures.bertviz_offline) in
         a sandboxed iframe. The neuron view opens on the tab's layer and head."""
         model, tokenizer = self.store.model_for(model_name, "attention")
         a = text_input(text_a, "sentence A")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from lab import explore, finetune
+from lab.inspect import explore
+from lab.training import finetune
 
 from ..common import (
     WHY_STEPS,

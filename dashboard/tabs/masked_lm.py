@@ -7,7 +7,8 @@ import re
 
 import gradio as gr
 
-from lab import explore, figures
+from lab.figures import plotly_figures
+from lab.inspect import explore
 
 from ..common import (
     MAX_TEXT_CHARS,
@@ -65,7 +66,7 @@ class MaskedLM:
             else:
                 filled.append((tok, None))
             filled.append((" ", None))
-        bars = figures.fill_mask_bars(result, theme=theme_input(theme))
+        bars = plotly_figures.fill_mask_bars(result, theme=theme_input(theme))
         note = truncation_note(result.truncated, model.config.max_position_embeddings)
         return filled, bars, self.ctx.csv.write(bars), f"{note}{len(result)} mask(s) predicted"
 
@@ -74,7 +75,7 @@ class MaskedLM:
         """The guess at every layer (explore.logit_lens) -> (figure, its CSV, status)."""
         model, tokenizer = self.store.model_for(model_name, "fill_mask")
         result = explore.logit_lens(model, tokenizer, masked_text(text), top_k=5)
-        fig = figures.logit_lens(result, theme=theme_input(theme))
+        fig = plotly_figures.logit_lens(result, theme=theme_input(theme))
         note = truncation_note(result.truncated, model.config.max_position_embeddings)
         said = []
         for k, final in enumerate(result.final[:3]):

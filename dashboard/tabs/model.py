@@ -10,9 +10,10 @@ from collections import OrderedDict
 
 import gradio as gr
 
-from lab import explore, figures, probing
+from lab.figures import plotly_figures
 from lab.files import MODEL_CARD_NAME
-from lab.runs import checkpoints
+from lab.inspect import explore, probing
+from lab.training.runs import checkpoints
 
 from ..common import (
     cleared,
@@ -99,7 +100,7 @@ class Model:
         model, tokenizer = self.store.get(model_name)
         a = text_input(text_a, "sentence A")
         b = optional_text(text_b, "sentence B")
-        fig = figures.embedding_components(explore.embeddings(model, tokenizer, a, b), theme=theme_input(theme))
+        fig = plotly_figures.embedding_components(explore.embeddings(model, tokenizer, a, b), theme=theme_input(theme))
         return fig, self.ctx.csv.write(fig), ""
 
     def _pos_data(self) -> probing.PosData:
@@ -111,7 +112,7 @@ class Model:
 
     @handler(2)
     def probe(self, model_name, snapshots=False, theme="light", progress=gr.Progress()):
-        """What each layer knows (lab.probing.probe_layers) -> (figure: accuracy by layer with the
+        """What each layer knows (lab.inspect.probing.probe_layers) -> (figure: accuracy by layer with the
         random-weights control and the majority baseline, its CSV, status)."""
         model, tokenizer = self.store.get(model_name)
         path, shown = self.store.model_dir(model_name)
@@ -150,7 +151,7 @@ class Model:
                 while len(self._probes) > PROBE_CACHE:
                     self._probes.popitem(last=False)
         main = results[-1]
-        fig = figures.probe_layers(results, theme=theme_input(theme))
+        fig = plotly_figures.probe_layers(results, theme=theme_input(theme))
         note = "" if found or not snapshots else f"{shown} keeps no training snapshots; "
         if len(results) > 1:
             first = results[0]

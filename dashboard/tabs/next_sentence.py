@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from lab import explore
+from lab.inspect import explore
 
 from ..common import cut_tokens, handler, status_box, submit_and_clear, text_input, truncation_note
 from ..help import HELP, NSP_EXAMPLE_LABELS, NSP_EXAMPLES

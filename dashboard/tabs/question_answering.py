@@ -7,7 +7,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from lab import explore, figures, finetune
+from lab.figures import plotly_figures
+from lab.inspect import explore
+from lab.training import finetune
 
 from ..common import (
     WHY_STEPS,
@@ -77,7 +79,7 @@ class QuestionAnswering:
             f"; P(start = [CLS]) = {result.start_probs[0]:.2f}" if result.tokens and result.tokens[0] == "[CLS]" else ""
         )
         trained = f" — this model was {trained}" if trained else ""
-        fig = figures.span_probabilities(result, theme=theme_input(theme))
+        fig = plotly_figures.span_probabilities(result, theme=theme_input(theme))
         return highlighted, fig, table, self.ctx.csv.write(fig), f"{note}answer: “{best.text}”{cls}{trained}"
 
     @handler(3)

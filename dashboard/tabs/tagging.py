@@ -9,7 +9,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from lab import explore, finetune, tagging
+from lab.data import tagging
+from lab.inspect import explore
+from lab.training import finetune
 
 from ..common import UserError, handler, status_box, status_html, submit_and_clear, text_input
 from ..help import HELP, TAG_EXAMPLES, tag_colors

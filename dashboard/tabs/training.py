@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import gradio as gr
 
-from lab import explore, figures, runs
+from lab.figures import plotly_figures
+from lab.inspect import explore
+from lab.training import runs
 
 from ..common import (
     UserError,
@@ -39,7 +41,7 @@ class Training:
             raise UserError(f"{self.store.display(path)} has no metrics.jsonl records")
         if x not in ("time", "step"):
             raise UserError("the x axis is time or step")
-        fig = figures.training_curves(records, x=x, title=self.store.display(path), theme=theme_input(theme))
+        fig = plotly_figures.training_curves(records, x=x, title=self.store.display(path), theme=theme_input(theme))
         return fig, self.ctx.csv.write(fig), f"{len(records)} records"
 
     @handler(1)

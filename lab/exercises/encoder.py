@@ -36,10 +36,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lab.files import REPOSITORY
+
 from . import core
 from .core import Fail
 
-REPOSITORY = Path(__file__).resolve().parents[2]  # lab/exercises/../.. : models/, notebooks/
 NOTEBOOKS = REPOSITORY / "notebooks" / "exercises"
 UNK = "[UNK]"
 
@@ -1465,7 +1466,7 @@ class CapstoneResult(core.CheckResult):
 
 
 class _Predictions:
-    """lab.finetune.ClassificationObjective that also keeps its evaluation's predictions."""
+    """lab.training.finetune.ClassificationObjective that also keeps its evaluation's predictions."""
 
     def __init__(self, objective):
         self.objective, self.predictions = objective, []
@@ -1477,7 +1478,7 @@ class _Predictions:
         return self.objective.loss(model, batch)
 
     def evaluate(self, model):
-        from lab.finetune import classification_batch
+        from lab.training.finetune import classification_batch
 
         dev, preds = self.objective.dev, []
         for i in range(0, len(dev.labels), 64):
@@ -1509,7 +1510,7 @@ def capstone(
       2. must give the lab's hidden states (every layer) to 1e-5 at every real token of real
          sentences and pairs with padding (the vectors at [PAD] positions are never used; float32
          rounding alone moves them by ~3e-5);
-      3. is fine-tuned on SST-2 with the lab's training loop (lab.train) beside the lab's own model,
+      3. is fine-tuned on SST-2 with the lab's training loop (lab.training.train) beside the lab's own model,
          same recipe and seed: the first `train_rows` training sentences (None: all), `epochs`
          passes, batch_size, lr, BERT's AdamW with 10% warm-up, hidden dropout 0.1 and no dropout
          on the attention probabilities in both (your attention has none); both are evaluated on
@@ -1588,8 +1589,8 @@ def capstone(
     )
 
     # ---- 2. fine-tune both on SST-2 with the lab's loop, same recipe and seed
-    from lab.datasets import find_data
-    from lab.finetune import (
+    from lab.data.datasets import find_data
+    from lab.training.finetune import (
         FINETUNE_TRAINING,
         ClassificationObjective,
         encode_classification,
@@ -1597,7 +1598,7 @@ def capstone(
         label_names,
         read_classification,
     )
-    from lab.train import train
+    from lab.training.train import train
 
     data = REPOSITORY / "notebooks" / "data"
     train_file = find_data("sst2/train.tsv", data / "sentiment_train.tsv")

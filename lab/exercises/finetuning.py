@@ -3,8 +3,8 @@ step, the answer span of extractive QA, and SQuAD's EM/F1.
 
     from lab import exercises
     exercises.check("classifier", BertClassifier)      # head + training_step, on the lab's tiny BERT
-    exercises.check("span_decoding", best_span)        # against lab.squad.decode_spans
-    exercises.check("squad_metrics", squad_em_f1)      # against lab.squad's official EM/F1
+    exercises.check("span_decoding", best_span)        # against lab.data.squad.decode_spans
+    exercises.check("squad_metrics", squad_em_f1)      # against lab.data.squad's official EM/F1
 
 Each checker compares the student's code with the lab's own implementation on random inputs and
 on traps built for one typical mistake each (a window whose best start lies after its best end,
@@ -15,8 +15,8 @@ diagnosis says which mistake, not only that the numbers differ.
 The notebook's demonstrations run the student's functions on a real reader, the bundled
 minilm-squad, over SQuAD questions it never trained on:
 
-    print(show_answers(best_span))     # its answers beside lab.squad.decode_spans's and the gold ones
-    print(show_scores(squad_em_f1))    # its mean EM/F1 beside lab.squad.evaluate's
+    print(show_answers(best_span))     # its answers beside lab.data.squad.decode_spans's and the gold ones
+    print(show_scores(squad_em_f1))    # its mean EM/F1 beside lab.data.squad.evaluate's
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ from types import SimpleNamespace
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from lab.files import REPOSITORY
 
 from . import core
 from .core import Fail, call
@@ -733,9 +735,9 @@ def _pos(roles: list[str], where: tuple[str, int]) -> int:
 
 
 def _lab_best(case) -> tuple[int, int, float]:
-    """The best span by lab.squad.decode_spans, on a window whose token i covers context characters
+    """The best span by lab.data.squad.decode_spans, on a window whose token i covers context characters
     2i..2i+1 (every start and end considered: n_best = T)."""
-    from lab import squad
+    from lab.data import squad
 
     roles, T = case["roles"], len(case["roles"])
     in_context = [r == "context" for r in roles]
@@ -870,7 +872,7 @@ def check_span_decoding(student, seed: int = 0):
     after the best end, large logits on the question, [CLS], padding or the final [SEP], a best pair
     longer than max_answer_length (by many tokens and by one), a best start whose best end is not the
     best pair; and edge cases (a one-token context, max length 1, no padding). The reference is
-    lab.squad.decode_spans with every start and end considered; a span scoring the same as its best
+    lab.data.squad.decode_spans with every start and end considered; a span scoring the same as its best
     passes. A wrong span is traced to its cause: independent argmaxes, end before start, a position
     outside the context (which part), too long (off by one or no limit), best start first.
     Options: seed (the random windows).
@@ -918,7 +920,7 @@ def check_span_decoding(student, seed: int = 0):
             mistake=matches[0] if matches else "not one of the usual ones",
         )
     return (
-        f"Your best_span agrees with lab.squad's decoding on {len(cases)} windows: random ones and traps with "
+        f"Your best_span agrees with lab.data.squad's decoding on {len(cases)} windows: random ones and traps with "
         "large logits on the question, [CLS], [SEP] and padding, an end before the start, spans too long by "
         "one and by many."
     )
@@ -1084,7 +1086,7 @@ _METRIC_MISTAKES = {
     "first gold only": "you score against the first gold answer only; SQuAD takes the best (max) over all of them",
     "v1.1 empty rule": "an answer that normalises to nothing ('the', '!') scores F1 0 against a gold answer that "
     "also normalises to nothing; two empty answers agree: F1 = 1.0 when both are empty (SQuAD 2.0's rule, as "
-    "lab.squad)",
+    "lab.data.squad)",
 }
 
 # hand-made cases: each one separates the official scores from at least one typical mistake
@@ -1113,10 +1115,10 @@ def _real_metric_cases(limit: int = 400) -> tuple[str, tuple[tuple[str, tuple[st
     """(source, cases) from SQuAD v1.1 dev (shared data), or notebooks/data/qa.json without it: for every
     k-th question, predictions made from its answers and context as a reader model would give them
     (an annotator's answer, the answer with words of context around it, its first half)."""
-    from lab import squad
-    from lab.datasets import find_data
+    from lab.data import squad
+    from lab.data.datasets import find_data
 
-    repository = Path(__file__).resolve().parents[2]
+    repository = REPOSITORY
     path = find_data("squad/dev-v1.1.json.zip", repository / "notebooks" / "data" / "qa.json")
     examples = squad.load_squad(path)
     step = max(1, len(examples) // limit)
@@ -1136,8 +1138,8 @@ def _real_metric_cases(limit: int = 400) -> tuple[str, tuple[tuple[str, tuple[st
 
 
 def check_squad_metrics(student, limit: int = 400):
-    """Checks squad_em_f1(prediction, gold_answers) -> (em, f1) against lab.squad's official EM/F1
-    (lab.squad.exact_match, lab.squad.f1) on 16 hand-made cases (articles, punctuation, whitespace,
+    """Checks squad_em_f1(prediction, gold_answers) -> (em, f1) against lab.data.squad's official EM/F1
+    (lab.data.squad.exact_match, lab.data.squad.f1) on 16 hand-made cases (articles, punctuation, whitespace,
     repeated words, several golds, empty answers) and on 4 predictions for each of `limit` questions
     of SQuAD v1.1 dev (../shared/data; notebooks/data/qa.json without it): an annotator's answer, the
     answer with context words around it, its first half, the upper-cased answer against the other
@@ -1146,7 +1148,7 @@ def check_squad_metrics(student, limit: int = 400):
     the max, the empty-answer rule.
     Options: limit (questions read from SQuAD; fewer is faster).
     """
-    from lab import squad
+    from lab.data import squad
 
     source, real = _real_metric_cases(limit)
     cases = [(p, list(g)) for p, g in _METRIC_EDGE_CASES] + [(p, list(g)) for p, g in real]
@@ -1183,7 +1185,7 @@ def check_squad_metrics(student, limit: int = 400):
             wrong.append((prediction, golds, (em, f1), want))
     if not wrong:
         return (
-            f"Your squad_em_f1 gives the official EM and F1 (lab.squad's) on {len(_METRIC_EDGE_CASES)} hand-made "
+            f"Your squad_em_f1 gives the official EM and F1 (lab.data.squad's) on {len(_METRIC_EDGE_CASES)} hand-made "
             f"cases and {len(real)} predictions for {_questions_of(source)}.",
             {"cases": len(cases), "data": source},
         )
@@ -1247,15 +1249,15 @@ def _reader(name: str = "minilm-squad"):
     """(model, tokenizer, held-out questions, source): a bundled QA model and SQuAD questions it
     did not train on (the last 8 articles of v1.1 dev; the bundled sample without the real data)."""
     import lab
-    from lab import squad
     from lab.checkpoint import bundled_model
-    from lab.datasets import find_data
+    from lab.data import squad
+    from lab.data.datasets import find_data
 
     folder = bundled_model(name)
     if folder is None:
         raise FileNotFoundError(f"the bundled model models/{name} is not there")
     model, tokenizer = lab.load(folder)
-    repository = Path(__file__).resolve().parents[2]
+    repository = REPOSITORY
     path = find_data("squad/dev-v1.1.json.zip", repository / "notebooks" / "data" / "qa.json")
     examples = squad.load_squad(path)
     held_out = squad.split_by_article(examples, 40)[1] if path.name.startswith("dev-v1.1") else examples
@@ -1289,8 +1291,8 @@ def _demo_call(student, *args, what: str):
 def show_answers(best_span, count: int = 5, max_answer_length: int = 30, model: str = "minilm-squad") -> str:
     """Your best_span as the reader of a real QA model: for `count` SQuAD questions it never trained on
     (whose paragraph fits one 256-token window), the bundled model's start/end logits go through your
-    best_span and through lab.squad.decode_spans; the text of both answers beside the annotators'."""
-    from lab import squad
+    best_span and through lab.data.squad.decode_spans; the text of both answers beside the annotators'."""
+    from lab.data import squad
 
     tiny = (torch.zeros(4), torch.zeros(4), torch.tensor([False, True, True, False]), max_answer_length)
     _, problem = _demo_call(best_span, *tiny, what="your best_span")  # before loading anything
@@ -1328,9 +1330,9 @@ def show_answers(best_span, count: int = 5, max_answer_length: int = 30, model: 
 
 def show_scores(squad_em_f1, count: int = 40, model: str = "minilm-squad") -> str:
     """Your squad_em_f1 scoring a real model: the bundled model answers `count` SQuAD questions it never
-    trained on (lab.squad.predict); your mean EM and F1 beside lab.squad.evaluate's, and a few answers
+    trained on (lab.data.squad.predict); your mean EM and F1 beside lab.data.squad.evaluate's, and a few answers
     that are not exactly right but share words with a gold answer (F1's partial credit)."""
-    from lab import squad
+    from lab.data import squad
 
     _, problem = _demo_call(squad_em_f1, "a cat", ["the cat"], what="your squad_em_f1")  # before loading anything
     if problem:
@@ -1355,7 +1357,7 @@ def show_scores(squad_em_f1, count: int = 40, model: str = "minilm-squad") -> st
     lines = [
         f"{model} answering {len(questions)} of {_questions_of(source, held_out=True)}:",
         f"  your scores:      EM {em:.1f}  F1 {f1:.1f}",
-        f"  lab.squad's:      EM {official['exact_match']:.1f}  F1 {official['f1']:.1f}",
+        f"  lab.data.squad's:      EM {official['exact_match']:.1f}  F1 {official['f1']:.1f}",
         "Partial credit (not an exact match, some words shared):",
     ]
     partial = [(ex, s) for ex, s in zip(questions, scores) if s[0] == 0 and s[1] > 0][:3]

@@ -1376,8 +1376,8 @@ def show_nsp_pairs(nsp_pairs_fn, documents, count: int = 4, seed: int = 0) -> st
 
 def show_loss(pretraining_loss_fn, model, tokenizer, text_a: str, text_b: str, seed: int = 0) -> str:
     """The student's loss on a pre-trained model's logits for one masked pair, beside the model's own."""
-    from lab.instances import SpecialIds
-    from lab.instances import mask_tokens as lab_mask_tokens
+    from lab.data.instances import SpecialIds
+    from lab.data.instances import mask_tokens as lab_mask_tokens
 
     enc = tokenizer.encode(text_a, text_b)
     ids = torch.tensor([enc.input_ids])

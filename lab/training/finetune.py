@@ -6,15 +6,15 @@
     python -m lab finetune-tag --model models/minilm-squad --train uner/en_ewt-ud-dev.iob2 \
         --eval uner/en_ewt-ud-test.iob2 --out runs/ner
 
-Three tasks, all plugged into the one training loop (lab.train.train) as objectives:
+Three tasks, all plugged into the one training loop (lab.training.train.train) as objectives:
   * sequence classification: [CLS] -> pooler -> dropout -> linear (K x H) -> softmax, for single
     sentences (SST-2) or pairs; `finetune` trains every parameter, `features` freezes the encoder
     and trains only the task layer (optionally on the last four layers' [CLS] vectors,
     concatenated: the paper's feature-based approach, Section 5.3);
   * extractive question answering: every token -> (start, end) logits, the answer the best span
-    (lab.squad builds the windows, decodes and scores);
+    (lab.data.squad builds the windows, decodes and scores);
   * token tagging (named entities in IOB2, parts of speech): every word's first sub-token ->
-    dropout -> linear (K x H) (Section 5.3; lab.tagging reads the files, builds the windows,
+    dropout -> linear (K x H) (Section 5.3; lab.data.tagging reads the files, builds the windows,
     reads predictions back and scores entities as conlleval does, or tags by accuracy).
 """
 
@@ -28,17 +28,12 @@ from pathlib import Path
 
 import torch
 
-from .batch import Batch, pad_rows, step_indices
-from .checkpoint import load
-from .config import BertConfig, setting
-from .datasets import resolve_corpus
-from .device import Dist, init_distributed, pick_device
-from .files import TASK_CONFIG_NAME
-from .hub import resolve_model
-from .model import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
-from .runs import refuse_existing_run, write_json
-from .squad import collate_features, evaluate, load_squad, make_features, predict, split_by_article
-from .tagging import (
+from lab.checkpoint import load
+from lab.config import BertConfig, setting
+from lab.data.batch import Batch, pad_rows, step_indices
+from lab.data.datasets import resolve_corpus
+from lab.data.squad import collate_features, evaluate, load_squad, make_features, predict, split_by_article
+from lab.data.tagging import (
     DECODINGS,
     TaggedData,
     bootstrap_interval,
@@ -51,8 +46,13 @@ from .tagging import (
     token_accuracy,
     window_logits,
 )
-from .tokenizer import Tokenizer
-from .train import TrainConfig, train
+from lab.device import Dist, init_distributed, pick_device
+from lab.files import TASK_CONFIG_NAME
+from lab.hub import resolve_model
+from lab.model import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
+from lab.tokenizer import Tokenizer
+from lab.training.runs import refuse_existing_run, write_json
+from lab.training.train import TrainConfig, train
 
 # The loop's settings for fine-tuning (BERT's paper: lr 5e-5, batch 32, 10% warm-up); evaluation
 # once per epoch (eval_every 0 here: set per run by epoch_schedule)
@@ -321,7 +321,7 @@ class QAObjective:
 
 
 class TaggingObjective:
-    """Windows of tagged sentences (lab.tagging.make_tag_features: each word's label on its first
+    """Windows of tagged sentences (lab.data.tagging.make_tag_features: each word's label on its first
     sub-token, -100 elsewhere); evaluation reads every word from its best window and scores
     entities (IOB2) or tags (accuracy)."""
 
@@ -370,7 +370,7 @@ def evaluate_tagging(
 ) -> dict[str, float]:
     """IOB2 data: entity precision / recall / F1 (micro, and F1 per type), as conlleval counts
     them; other tags: accuracy. With a 95% bootstrap interval over sentences (f1_low, f1_high or
-    accuracy_low, accuracy_high). decoding="viterbi" (lab.tagging.decode_tags) also reports the
+    accuracy_low, accuracy_high). decoding="viterbi" (lab.data.tagging.decode_tags) also reports the
     argmax reading's F1 of the same logits (f1_argmax), to show what the constraint adds."""
     words = [s.words for s in data.sentences]
     limit = model.config.max_position_embeddings

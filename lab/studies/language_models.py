@@ -1,7 +1,7 @@
 """BERT beside OpenAI GPT and ELMo as language models: one encoder trained on three tasks,
 then two tests of what each learned (next-token accuracy, and the cloze test).
 
-    from lab import language_models
+    from lab.studies import language_models
     chunks = language_models.token_chunks(tokenizer, documents, length=32)
     run = language_models.train_language_model(tokenizer, chunks, held_out, "next_token", out_dir=..., steps=300)
     language_models.next_token_accuracy(run.model, held_out, run.direction, future="hidden")
@@ -10,10 +10,10 @@ then two tests of what each learned (next-token accuracy, and the cloze test).
 
 What lives here
 - Three language-model tasks for one encoder (TASKS): "mlm" (BERT: predict 15% of the tokens,
-  80/10/10, with lab.instances.mask_tokens), "next_token" (GPT: position t predicts t+1) and
+  80/10/10, with lab.data.instances.mask_tokens), "next_token" (GPT: position t predicts t+1) and
   "previous_token" (the right-to-left half of ELMo: position t predicts t-1). Each runs under an
-  attention direction of lab.directions; `LanguageModelObjective` plugs a task into the one
-  training loop (lab.train.train) and `train_language_model` trains a fresh BertForMaskedLM.
+  attention direction of lab.studies.directions; `LanguageModelObjective` plugs a task into the one
+  training loop (lab.training.train.train) and `train_language_model` trains a fresh BertForMaskedLM.
 - `next_token_accuracy` with the future hidden or visible: a bidirectional model trained to
   predict the next token "sees itself" (Section 3.1 of the paper) and fails once the future
   is hidden.
@@ -35,13 +35,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .batch import IGNORE_INDEX, Batch, pad_rows, step_indices
-from .config import BertConfig
-from .directions import DIRECTIONS, direction_mask, encode
-from .instances import SpecialIds, mask_tokens, word_spans
-from .model import BertForMaskedLM
-from .runs import read_metrics
-from .train import TrainConfig, train
+from lab.config import BertConfig
+from lab.data.batch import IGNORE_INDEX, Batch, pad_rows, step_indices
+from lab.data.instances import SpecialIds, mask_tokens, word_spans
+from lab.model import BertForMaskedLM
+from lab.studies.directions import DIRECTIONS, direction_mask, encode
+from lab.training.runs import read_metrics
+from lab.training.train import TrainConfig, train
 
 TASKS = {  # task -> the attention direction that makes it an honest task
     "mlm": "bidirectional",  # BERT: predict masked tokens from both sides
@@ -57,7 +57,7 @@ def token_chunks(tokenizer, documents, length: int = 32) -> torch.Tensor:
     """[N, length] token ids: each document's sentences joined into one stream of tokens and cut
     into consecutive pieces (the remainder of each document is dropped). No [CLS]/[SEP].
 
-    documents: lab.corpus.Document objects or lists of sentence strings.
+    documents: lab.data.corpus.Document objects or lists of sentence strings.
     Example, length 4: "the cat sat . it slept ." (7 tokens) -> one chunk [the cat sat .]; the
     3 tokens left over ("it slept .") are dropped. A 10-token document gives 2 chunks.
     """
@@ -107,7 +107,7 @@ def lm_labels(input_ids: torch.Tensor, task: str, special: SpecialIds, generator
 
 
 class LanguageModelObjective:
-    """One of TASKS under one attention direction, on chunks of token ids (lab.train.train).
+    """One of TASKS under one attention direction, on chunks of token ids (lab.training.train.train).
 
     A batch holds input_ids and mlm_labels (BertForMaskedLM's label name: the model computes
     vocabulary logits only at the labelled positions); the direction's [B, T, T] attention mask
@@ -174,7 +174,7 @@ class LMRun:
     task: str  # mlm | next_token | previous_token
     direction: str  # bidirectional | left_to_right | right_to_left
     model: BertForMaskedLM  # eval mode, on the CPU
-    run_dir: Path  # lab.train run directory (metrics.jsonl: plots.training_curves)
+    run_dir: Path  # lab.training.train run directory (metrics.jsonl: plots.training_curves)
     metrics: dict = field(default_factory=dict)  # the last held-out evaluation
     seconds: float = 0.0  # training wall time
     steps: int = 0
@@ -198,7 +198,7 @@ def train_language_model(
     progress: bool = False,
     log=print,
 ) -> LMRun:
-    """Train a fresh BertForMaskedLM of `preset` shape on one task, through lab.train.train.
+    """Train a fresh BertForMaskedLM of `preset` shape on one task, through lab.training.train.train.
 
     direction defaults to the task's honest one (TASKS); give another to see what goes wrong
     (next_token + bidirectional: the model copies the answer from the next position).
@@ -409,7 +409,7 @@ def paired_difference(correct_a, correct_b, z: float = 1.96) -> tuple[float, flo
 # Whole-word masking (Google's BERT repository, README update of 31 May 2019; the flag
 # --do_whole_word_mask of create_pretraining_data.py) always chooses all pieces of a word:
 #     un ##believ ##ably  ->  [MASK] [MASK] [MASK]
-# lab.instances.mask_tokens(..., whole_word=True) implements it; the functions below show it on
+# lab.data.instances.mask_tokens(..., whole_word=True) implements it; the functions below show it on
 # text and measure what it changes for a trained model.
 def _encode_sentences(tokenizer, sentences, max_length: int) -> list[list[int]]:
     """[CLS] sentence [SEP] ids of each sentence, cut to max_length."""
@@ -483,7 +483,7 @@ def compare_masking(
     seed (from `seed` on) under which token-level masking chose some but not all pieces of one
     of its words; whole-word masking gets the same seed. Chosen tokens are shown as [MASK] (in
     pre-training 10% of them would be a random token and 10% stay unchanged:
-    lab.instances.mask_tokens)."""
+    lab.data.instances.mask_tokens)."""
     special = SpecialIds.from_vocab(tokenizer.vocab)
     rows = _encode_sentences(tokenizer, sentences, max_length)
     longest = [max((e - s for s, e in word_spans(r, special)), default=0) for r in rows]

@@ -22,7 +22,8 @@ What lives here
 How to use it
 -------------
     import lab
-    from lab import tagging, feature_tagging as ft
+    from lab.data import tagging
+    from lab.studies import feature_tagging as ft
     encoder, tok = lab.load(minilm_dir, lab.BertModel)
     train = tagging.read_tagged("../shared/data/uner-ewt/en_ewt-ud-dev.iob2")    # train on dev
     test = tagging.read_tagged("../shared/data/uner-ewt/en_ewt-ud-test.iob2")    # evaluate on test
@@ -37,11 +38,11 @@ Why cache, and why not the one training loop
 The paper's own argument for features: "there are major computational benefits to pre-compute
 an expensive representation of the training data once and then run many experiments with
 cheaper models on top of this representation." So the encoder runs once per sentence (in the
-windows of lab.tagging.make_tag_features, each word read from its max-context window, exactly
+windows of lab.data.tagging.make_tag_features, each word read from its max-context window, exactly
 as predict_tags reads a fine-tuned tagger) and every row of the table is a small model trained on
 the same in-memory tensor. Such a tagger trains in seconds and has nothing worth a run
-directory, so it is trained by the short loop below (AdamW, lab.train's warm-up/decay schedule,
-lab.batch's seeded step sampling), not by lab.train.train, whose run directories, checkpoints
+directory, so it is trained by the short loop below (AdamW, lab.training.train's warm-up/decay schedule,
+lab.data.batch's seeded step sampling), not by lab.training.train.train, whose run directories, checkpoints
 and resumption are for encoders.
 
 Worked example: the six feature choices for MiniLM (L = 6 layers, H = 384)
@@ -83,11 +84,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from .batch import step_indices
-from .config import setting
-from .device import autocast
-from .fast_dropout import FastDropout
-from .tagging import (
+from lab.config import setting
+from lab.data.batch import step_indices
+from lab.data.tagging import (
     Interval,
     bootstrap_interval,
     collate_tag_features,
@@ -97,7 +96,9 @@ from .tagging import (
     make_tag_features,
     token_accuracy,
 )
-from .train import lr_factor
+from lab.device import autocast
+from lab.training.fast_dropout import FastDropout
+from lab.training.train import lr_factor
 
 COMBINES = ("one", "concat", "mix")
 TAGGERS = ("bilstm", "linear")
@@ -175,9 +176,9 @@ def cache_word_features(
 
     model: a BertModel, or any lab model with a `.bert` encoder (its head is not used).
     sentences: Sentence / (words, tags) pairs, or plain lists of words.
-    Windows as lab.tagging.make_tag_features (max_seq_length, doc_stride): a word whose first
+    Windows as lab.data.tagging.make_tag_features (max_seq_length, doc_stride): a word whose first
     piece lies in several windows is read from the one where it has the most context, exactly
-    as lab.tagging.predict_tags reads a fine-tuned tagger. dtype: autocast while encoding (None:
+    as lab.data.tagging.predict_tags reads a fine-tuned tagger. dtype: autocast while encoding (None:
     fp32); store_dtype: the cache's dtype (fp16: 7 x 384 x 2 bytes = 5.4 KB a MiniLM word).
     """
     start = time.perf_counter()

@@ -1,7 +1,7 @@
 """FLOP arithmetic of BERT pre-training: what a step costs, what the paper's schedule cost, and
 how fast this machine does it.
 
-    from lab import flops
+    from lab.training import flops
     flops.forward_flops(cfg, batch_size=32, seq_len=128, predictions=32 * 20)   # one forward pass
     flops.pretraining_flops(lab.BertConfig.preset("base"))       # the paper's 1M steps, in FLOPs
     flops.measure_flop_rate(model, flops.random_batch(model.config))   # this machine: FLOP/s
@@ -18,10 +18,10 @@ import time
 
 import torch
 
-from .batch import IGNORE_INDEX, Batch
-from .config import BertConfig
-from .device import autocast, autocast_dtype
-from .fast_dropout import use_fast_dropout
+from lab.config import BertConfig
+from lab.data.batch import IGNORE_INDEX, Batch
+from lab.device import autocast, autocast_dtype
+from lab.training.fast_dropout import use_fast_dropout
 
 # The paper's pre-training (Appendix A.2): batch 256 sequences, 1,000,000 steps, 90% of them at
 # length 128 and 10% at 512; Google's scripts predict at most 20 tokens per 128 (80 per 512).
@@ -87,8 +87,8 @@ def random_batch(
 
 
 def measure_flop_rate(model, batch: Batch, steps: int = 3, precision: str = "auto", threads: int | None = None) -> dict:
-    """Time forward + backward of `batch` (a lab.batch.Batch) as the training loop runs it
-    (same autocast, the same dropout: lab.fast_dropout, swapped into the model here as train()
+    """Time forward + backward of `batch` (a lab.data.batch.Batch) as the training loop runs it
+    (same autocast, the same dropout: lab.training.fast_dropout, swapped into the model here as train()
     does), after one untimed step; FLOPs from `training_flops` of the batch's shape.
 
     -> {"flops_per_step", "seconds_per_step", "flop_per_s"}. No optimizer step: the model's

@@ -21,20 +21,20 @@ import torch
 import torch.distributed as tdist
 import torch.nn.functional as F
 
-from .batch import Batch, mix_seed, step_indices
-from .checkpoint import load
-from .config import BertConfig, setting
-from .corpus import read_documents, split_documents
-from .datasets import resolve_corpus
-from .device import init_distributed, pick_device
-from .files import CHECKPOINTS_DIR, PRETRAIN_CONFIG_NAME, VOCAB_NAME
-from .hub import resolve_model
-from .instances import PretrainingData, SpecialIds, collate, create_instances
-from .model import BertForPreTraining
-from .prepare import PreparedCorpus, is_prepared, prepared
-from .runs import is_complete, phase_dirs, refuse_existing_run, write_json
-from .tokenizer import Tokenizer
-from .train import TrainConfig, train
+from lab.checkpoint import load
+from lab.config import BertConfig, setting
+from lab.data.batch import Batch, mix_seed, step_indices
+from lab.data.corpus import read_documents, split_documents
+from lab.data.datasets import resolve_corpus
+from lab.data.instances import PretrainingData, SpecialIds, collate, create_instances
+from lab.data.prepare import PreparedCorpus, is_prepared, prepared
+from lab.device import init_distributed, pick_device
+from lab.files import CHECKPOINTS_DIR, PRETRAIN_CONFIG_NAME, VOCAB_NAME
+from lab.hub import resolve_model
+from lab.model import BertForPreTraining
+from lab.tokenizer import Tokenizer
+from lab.training.runs import is_complete, phase_dirs, refuse_existing_run, write_json
+from lab.training.train import TrainConfig, train
 
 POSITION_INITS = ("normal", "sinusoidal")  # how the (learned) position table starts
 

@@ -1,11 +1,12 @@
 """Browser-drawn (plotly) figures for the dashboard: the lab's figures, interactive.
 
-    from lab import explore, figures
+    from lab.inspect import explore
+    from lab.figures import plotly_figures
     att = explore.attention(model, tokenizer, "the cat sat on the mat .", "it purred .")
-    fig = figures.attention_heatmap(att, layer=0, head=3, theme="dark")   # a plotly Figure
-    figures.attention_focus(att, 0, 3, token_index=2)     # the same head from token 2's side
-    figures.figure_csv(fig)                                # what it draws, as CSV text
-    figures.figure_name(fig)                               # "attention_heatmap": file names
+    fig = plotly_figures.attention_heatmap(att, layer=0, head=3, theme="dark")   # a plotly Figure
+    plotly_figures.attention_focus(att, 0, 3, token_index=2)     # the same head from token 2's side
+    plotly_figures.figure_csv(fig)                                # what it draws, as CSV text
+    plotly_figures.figure_name(fig)                               # "attention_heatmap": file names
 
 In the dashboard a handler returns the figure as the value of a gr.Plot: Gradio sends the data
 (not pixels) and draws it with the plotly.js it serves itself, so it works offline. Hovering a
@@ -15,7 +16,7 @@ browser, and attention_focus draws that token's row and column as bars too (the 
 it when a token is picked). The modebar's camera button downloads the figure (PNG, or SVG after
 download_as(fig, "svg")), and figure_csv gives its numbers for a CSV download.
 
-The figures, named as in lab.plots (the matplotlib versions, for notebooks and static exports):
+The figures, named as in lab.figures.matplotlib_figures (the matplotlib versions, for notebooks and static exports):
 
     training_curves(run_or_records, x="time")   losses and held-out accuracies of a run
     attention_heatmap(attention, layer, head)   one head: queries (rows) x keys (columns)
@@ -32,7 +33,7 @@ The figures, named as in lab.plots (the matplotlib versions, for notebooks and s
     figure_csv(fig_or_data), figure_name(fig), download_as(fig, image_format)
 
 Every builder takes theme="light" (template plotly_white) or "dark" (plotly_dark). What each
-figure shows comes from lab.figure_data, as lab.plots' figures do, so the two never disagree.
+figure shows comes from lab.figures.numbers, as lab.figures.matplotlib_figures' figures do, so the two never disagree.
 Text from users and models is escaped before plotly sees it: plotly renders tags such as <b>
 in titles, tick labels and hover text, so a token "<img src=x>" is shown as those characters.
 
@@ -71,7 +72,7 @@ import orjson
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from . import figure_data
+from lab.figures import numbers
 
 MAX_TICKS = 64  # token labels along one axis; longer sequences label every n-th token
 TOP_MARGIN = 100  # px above the plot: the title sits below gr.Plot's label badge
@@ -354,7 +355,7 @@ def _integer_axis(title: str, n: int) -> dict:
     return dict(title=title, dtick=1 if n <= 32 else None, automargin=True)
 
 
-def _heatmap(panel: figure_data.Panel, hovertemplate: str, **kwargs) -> dict:
+def _heatmap(panel: numbers.Panel, hovertemplate: str, **kwargs) -> dict:
     """The panel's values on its colour scale, each cell's number written in where it says so.
     Sent as float32, the precision the model computed them in: half the bytes of float64 (12
     heads of 128 x 128 tokens: 1.3 MB of JSON instead of 2.5)."""
@@ -371,12 +372,12 @@ def _heatmap(panel: figure_data.Panel, hovertemplate: str, **kwargs) -> dict:
 
 
 def _cell_text(values: np.ndarray, cell_format: str | None) -> dict:
-    """Each cell's number as text, formatted by Python as lab.plots writes it (0.23746 with
+    """Each cell's number as text, formatted by Python as lab.figures.matplotlib_figures writes it (0.23746 with
     "+.3f" -> "+0.237"), drawn by texttemplate "%{text}" (a hovertemplate may show it too).
     Not texttemplate "%{z:+.3f}": plotly.js 3 (served by Gradio 6) turns a format that starts
     with a sign into "~+.3f", which d3-format rejects, and then draws the raw float32 as
     "0.23746109008789062". A format without a sign (".2f") works in every plotly.js, but one
-    way for all keeps the browser's cells the very strings lab.plots draws."""
+    way for all keeps the browser's cells the very strings lab.figures.matplotlib_figures draws."""
     if not cell_format:
         return {}
     return dict(
@@ -426,7 +427,7 @@ def _focus(i: int, theme: Theme) -> list[dict]:
 # ----------------------------------------------------------------------------------------------
 
 
-def _attention_trace(m: figure_data.AttentionMap, **kwargs) -> dict:
+def _attention_trace(m: numbers.AttentionMap, **kwargs) -> dict:
     """One head: x = key labels, y = query labels (escaped, distinct: the hover names them)."""
     labels = [_html(t) for t in m.labels]
     return _heatmap(
@@ -438,7 +439,7 @@ def _attention_trace(m: figure_data.AttentionMap, **kwargs) -> dict:
     )
 
 
-def _attention_axes(canvas: _Canvas, m: figure_data.AttentionMap, **where) -> None:
+def _attention_axes(canvas: _Canvas, m: numbers.AttentionMap, **where) -> None:
     """Token axes on one map: keys along x, queries down y (query 0 at the top)."""
     axis = _token_axis(m.labels, m.tokens)
     canvas.x(axis, **where)
@@ -455,11 +456,11 @@ def attention_heatmap(result, layer: int, head: int, theme: str = "light", focus
     titled "layer 0, head 3" (0-based). Hover: query, key, weight. The "highlight" menu (top
     right) outlines a token's row and column in the browser; focus=i opens with token i
     highlighted. Dashed lines mark where sentence B starts; short sequences show the weights."""
-    data = figure_data.attention_heatmap(result, layer, head)
+    data = numbers.attention_heatmap(result, layer, head)
     th = _theme(theme)
     T = len(data.tokens)
     if focus is not None:
-        focus = figure_data.checked_index(focus, T, "token")
+        focus = numbers.checked_index(focus, T, "token")
     canvas = _Canvas(data, th)
     canvas.add(_attention_trace(data, colorbar=dict(title=dict(text="weight"))))
     _attention_axes(canvas, data)
@@ -490,7 +491,7 @@ def attention_focus(result, layer: int, head: int, token_index: int, theme: str 
     """One head seen from one token: the map with token_index's row and column outlined, below
     it where the token attends (its row, over the keys) and on the right what attends to it
     (its column, over the queries), as bars that line up with the map's axes."""
-    data = figure_data.attention_focus(result, layer, head, token_index)
+    data = numbers.attention_focus(result, layer, head, token_index)
     th = _theme(theme)
     m, i = data.map, data.index
     labels = [_html(t) for t in m.labels]
@@ -551,7 +552,7 @@ def attention_grid(result, layer: int | None = None, theme: str = "light") -> La
     layer=None every layer x head (rows: layers, columns: heads). Token labels on the outer
     axes (queries left, keys below); hover names the layer, head, query, key and weight.
     Each map has its own colour scale from 0 to its largest weight."""
-    data = figure_data.attention_grid(result, layer)
+    data = numbers.attention_grid(result, layer)
     th = _theme(theme)
     every_layer = data.layer is None
     # one layer: every map titled "head h"; every layer: the top row names the heads (titles are
@@ -580,9 +581,9 @@ def attention_grid(result, layer: int | None = None, theme: str = "light") -> La
 
 
 def head_stats_heatmaps(stats: dict, theme: str = "light") -> LabFigure:
-    """One [layers, heads] heatmap per head statistic (Clark et al. 2019), as lab.plots draws
+    """One [layers, heads] heatmap per head statistic (Clark et al. 2019), as lab.figures.matplotlib_figures draws
     them: the attention shares on one colour scale (one colour bar), entropy on its own."""
-    data = figure_data.head_stats_heatmaps(stats)
+    data = numbers.head_stats_heatmaps(stats)
     th = _theme(theme)
     cols = min(3, len(data.panels))
     rows = math.ceil(len(data.panels) / cols)
@@ -623,7 +624,7 @@ def head_stats_heatmaps(stats: dict, theme: str = "light") -> LabFigure:
 def ablation_heatmap(result, theme: str = "light") -> LabFigure:
     """Silencing one head at a time: [layers, heads] heatmap of the change in the metric, each
     cell annotated; diverging colours centred at 0, red = the model needed this head."""
-    data = figure_data.ablation_heatmap(result)
+    data = numbers.ablation_heatmap(result)
     th = _theme(theme)
     canvas = _Canvas(data, th)
     # the hover shows the cell's text: plotly.js 3 cannot format "%{z:+.3f}" (see _cell_text)
@@ -648,9 +649,9 @@ def ablation_heatmap(result, theme: str = "light") -> LabFigure:
 def span_probabilities(result, theme: str = "light") -> LabFigure:
     """Start (top) and end (bottom) probabilities over the tokens of the window holding the best
     answer; the best span's bars red on a shaded band, its token labels red and bold."""
-    data = figure_data.span_probabilities(result)
+    data = numbers.span_probabilities(result)
     th = _theme(theme)
-    names = figure_data.axis_labels(data.tokens)
+    names = numbers.axis_labels(data.tokens)
     labels = [_html(t) for t in names]
     colors = [th.highlight if i in data.span else th.bar for i in range(len(labels))]
     canvas = _Canvas(data, th, 2, 1, shared_x=True, vspace=0.1, titles=["start probability", "end probability"])
@@ -691,7 +692,7 @@ def span_probabilities(result, theme: str = "light") -> LabFigure:
 def fill_mask_bars(predictions, theme: str = "light") -> LabFigure:
     """explore.fill_mask's guesses: one panel per [MASK], its top-k tokens as bars (best on top,
     in the highlight colour) with their probabilities; word pieces shown as "…ing (piece)"."""
-    data = figure_data.fill_mask_bars(predictions)
+    data = numbers.fill_mask_bars(predictions)
     th = _theme(theme)
     height = sum(24 * len(m.tokens) + 90 for m in data.masks) + 140
     canvas = _Canvas(
@@ -735,7 +736,7 @@ def logit_lens(result, theme: str = "light") -> LabFigure:
     layer (layers down, from the embeddings to the last layer; guesses across, best first; colour =
     probability, each cell's token written in it, the final answer's cells outlined) and beside it
     the final answer's probability at every layer as a line."""
-    data = figure_data.logit_lens(result)
+    data = numbers.logit_lens(result)
     th = _theme(theme)
     n = len(data.masks)
     layers = len(data.masks[0].tokens)
@@ -797,7 +798,7 @@ def logit_lens(result, theme: str = "light") -> LabFigure:
                 mode="lines+markers",
                 line=dict(color=th.highlight),
                 customdata=m.final_rank,
-                hovertemplate=f"layer %{{y}}: {_html(figure_data.piece_label(m.final))} "
+                hovertemplate=f"layer %{{y}}: {_html(numbers.piece_label(m.final))} "
                 "probability %{x:.3f}, rank %{customdata}<extra></extra>",
             ),
             row,
@@ -819,7 +820,7 @@ def _signed_bars(scores: np.ndarray, labels: list[str], hover: str) -> dict:
         type="bar",
         x=labels,
         y=scores.astype(np.float32),
-        marker=dict(color=[figure_data.TOWARD if v >= 0 else figure_data.AGAINST for v in scores.tolist()]),
+        marker=dict(color=[numbers.TOWARD if v >= 0 else numbers.AGAINST for v in scores.tolist()]),
         customdata=[f"{v:+.3f}" for v in scores.tolist()],
         hovertemplate=hover,
     )
@@ -829,9 +830,9 @@ def attributions(result, theme: str = "light") -> LabFigure:
     """explore.attributions: one bar per token, its score (red: toward the answer, purple:
     against it), the tokens the answer is about (the span, the [MASK]) labelled bold in the
     highlight colour; the subtitle says f(input) - f(baseline) and what the scores add up to."""
-    data = figure_data.attributions(result)
+    data = numbers.attributions(result)
     th = _theme(theme)
-    names = figure_data.axis_labels(data.tokens)
+    names = numbers.axis_labels(data.tokens)
     labels = [_html(t) for t in names]
     canvas = _Canvas(data, th)
     canvas.add(_signed_bars(data.scores, labels, "%{x}: %{customdata}<extra></extra>"))
@@ -841,13 +842,13 @@ def attributions(result, theme: str = "light") -> LabFigure:
 
 
 def attention_vs_attribution(comparison, attribution, theme: str = "light") -> LabFigure:
-    """lab.attribution.attention_vs_attribution: the attribution (top, signed bars) and the
+    """lab.inspect.attribution.attention_vs_attribution: the attribution (top, signed bars) and the
     attention [CLS] pays in the last layer, mean of its heads (bottom), over the same tokens;
     Pearson and Spearman correlations (|attribution| vs attention, over the text's tokens) in the
     title; the special tokens, left out of the correlations, are labelled grey."""
-    data = figure_data.attention_vs_attribution(comparison, attribution)
+    data = numbers.attention_vs_attribution(comparison, attribution)
     th = _theme(theme)
-    names = figure_data.axis_labels(data.tokens)
+    names = numbers.axis_labels(data.tokens)
     labels = [_html(t) for t in names]
     canvas = _Canvas(
         data,
@@ -879,14 +880,14 @@ def attention_vs_attribution(comparison, attribution, theme: str = "light") -> L
 def probe_layers(results, theme: str = "light", title: str | None = None) -> LabFigure:
     """Accuracy by layer (plotly, for the dashboard): one line per model or snapshot with its
     Wilson 95% interval as error bars, the random-weights control dotted, the majority baseline
-    dashed with its interval as a band (lab.probing.probe_layers's results, or their ProbeCurves)."""
-    data = results if isinstance(results, figure_data.ProbeCurves) else figure_data.probe_curves(results, title)
+    dashed with its interval as a band (lab.inspect.probing.probe_layers's results, or their ProbeCurves)."""
+    data = results if isinstance(results, numbers.ProbeCurves) else numbers.probe_curves(results, title)
     th = _theme(theme)
     grey = "#9ca3af" if theme == "dark" else "#6b7280"
     canvas = _Canvas(data, th)
     snapshots = [line for line in data.lines if line.kind == "snapshot"]
     for line in data.lines:
-        dash, _, is_grey = figure_data.PROBE_LINE_STYLES[line.kind]
+        dash, _, is_grey = numbers.PROBE_LINE_STYLES[line.kind]
         style: dict = dict(dash=dash, width=2)
         if is_grey:
             style["color"] = grey
@@ -963,9 +964,9 @@ def embedding_components(result, dims: int = 32, theme: str = "light") -> LabFig
     """The paper's Figure 2: token, segment and position embeddings, their sum (one shared
     colour scale centred at 0) and the LayerNorm output (its own), each the first `dims`
     dimensions (rows) over the tokens (columns); a dashed line where sentence B starts."""
-    data = figure_data.embedding_components(result, dims)
+    data = numbers.embedding_components(result, dims)
     th = _theme(theme)
-    labels = figure_data.axis_labels(data.tokens)
+    labels = numbers.axis_labels(data.tokens)
     canvas = _Canvas(data, th, 5, 1, shared_x=True, vspace=0.05, titles=[_html(p.title) for p in data.panels])
     for row, p in enumerate(data.panels, 1):
         last = row == len(data.panels)
@@ -999,7 +1000,7 @@ MARKERS = {"o": "circle", "s": "square"}  # figure_data markers -> plotly symbol
 def training_curves(run_or_records, x: str = "time", title: str | None = None, theme: str = "light") -> LabFigure:
     """Loss (left) and held-out accuracy (right) against wall time (x="time", minutes) or steps
     (x="step"): thin lines for the training loss at every logged step, points for evaluations."""
-    data = figure_data.training_curves(run_or_records, x, title)
+    data = numbers.training_curves(run_or_records, x, title)
     th = _theme(theme)
     canvas = _Canvas(data, th, 1, 2, hspace=0.1)
     for s in data.series:
@@ -1035,12 +1036,13 @@ def training_curves(run_or_records, x: str = "time", title: str | None = None, t
 
 def figure_csv(figure) -> str:
     """The numbers a figure draws as CSV text (a header, then one line per drawn value), from a
-    figure made here or from a lab.figure_data object. In a Gradio handler, write it to a file
+    figure made here or from a lab.figures.numbers object. In a Gradio handler, write it to a file
     for a gr.DownloadButton / gr.File next to the gr.Plot."""
     data = getattr(figure, "lab_data", None) if isinstance(figure, go.Figure) else figure
     if not hasattr(data, "csv"):
         raise ValueError(
-            "no figure data: pass a figure made by lab.figures (not a copy) or an object of lab.figure_data"
+            "no figure data: pass a figure made by lab.figures.plotly_figures (not a copy) "
+            "or an object of lab.figures.numbers"
         )
     return data.csv()
 

@@ -5,8 +5,8 @@
     folder = fetch("novels")                           # download once into the cache
     data_dir()                                         # $BERT_LAB_DATA or ../shared/data, or None
 
-From the command line, `python -m lab.corpus wikitext-2 --split test` resolves a catalog name
-here and reads it with lab/corpus.py (reading and sentence splitting live there).
+From the command line, `python -m lab.data.corpus wikitext-2 --split test` resolves a catalog name
+here and reads it with lab/data/corpus.py (reading and sentence splitting live there).
 
 What lives here
 - `CATALOG`                 name -> `CatalogEntry`: novels (ten Project Gutenberg novels),
@@ -112,7 +112,7 @@ class CatalogEntry:
     # Where a folder laid out like ../shared/data (`data_dir()`) holds it: split (or "all")
     # -> candidate paths relative to that folder, first existing one wins.
     local: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    format: str = "auto"  # what read_documents should use (or "json"/"tsv"; "conllu"/"uner": lab.tagging)
+    format: str = "auto"  # what read_documents should use (or "json"/"tsv"; "conllu"/"uner": lab.data.tagging)
     licence: str = ""
 
 
@@ -243,7 +243,7 @@ CATALOG: dict[str, CatalogEntry] = {
     "ud-ewt": _ewt(
         "ud-ewt",
         "Universal Dependencies English Web Treebank (v2.15), CoNLL-U with gold UPOS tags "
-        "(read with lab.tagging.read_tagged)",
+        "(read with lab.data.tagging.read_tagged)",
         "UniversalDependencies/UD_English-EWT",
         "15d613d8447b3478787d4c278730a1e48a945efb",
         "conllu",
@@ -255,7 +255,7 @@ CATALOG: dict[str, CatalogEntry] = {
     "uner-ewt": _ewt(
         "uner-ewt",
         "Universal NER (UNER v1) English-EWT: gold PER / ORG / LOC in IOB2, one token a line "
-        "(read with lab.tagging.read_tagged); cite Mayhew et al., NAACL 2024",
+        "(read with lab.data.tagging.read_tagged); cite Mayhew et al., NAACL 2024",
         "UniversalNER/UNER_English-EWT",
         "8ed072de2fd24022cc62458997fe96a8fe191ea4",
         "uner",
@@ -291,7 +291,7 @@ def data_dir() -> Path | None:
     squad/, sst2/): $BERT_LAB_DATA when set (then only it), else ../shared/data beside the
     repository. None when that is not a folder."""
     env = os.environ.get("BERT_LAB_DATA")
-    repository = Path(__file__).resolve().parents[1]
+    repository = Path(__file__).resolve().parents[2]  # lab/data/../.. (a test moves __file__)
     folder = Path(env).expanduser() if env else repository.parent / "shared" / "data"
     return folder if folder.is_dir() else None
 

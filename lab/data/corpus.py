@@ -18,13 +18,13 @@ What lives here
 - `split_documents(docs, ...)`    a deterministic train / held-out split by document.
 - `main`                          the command line below: a path or a catalog name -> summary.
 Named real corpora (ten Gutenberg novels, WikiText-2/103, SQuAD v1.1, SST-2), their download
-and cache, and the local data folder (`BERT_LAB_DATA`, ../shared/data) live in lab/datasets.py.
+and cache, and the local data folder (`BERT_LAB_DATA`, ../shared/data) live in lab/data/datasets.py.
 
 Run it
-    python -m lab.corpus ../shared/data/novels            # read a folder, print a summary
-    python -m lab.corpus wikitext-2 --split test --show 5  # a catalog corpus (lab.datasets)
+    python -m lab.data.corpus ../shared/data/novels            # read a folder, print a summary
+    python -m lab.data.corpus wikitext-2 --split test --show 5  # a catalog corpus (lab.data.datasets)
 
-    from lab.corpus import read_documents, split_documents
+    from lab.data.corpus import read_documents, split_documents
     docs, report = read_documents("../shared/data/novels", report=True)
     train, held_out = split_documents(docs, held_out=0.02, seed=0)
 
@@ -56,7 +56,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from . import datasets  # the catalog and downloads, for main
+from lab.data import datasets  # the catalog and downloads, for main
 
 __all__ = [
     "Document",
@@ -694,13 +694,13 @@ def held_out_indices(n: int, held_out: float | int = 0.02, seed: int = 0) -> set
 
 
 # ---------------------------------------------------------------------------------------------
-# Command line: python -m lab.corpus PATH_OR_NAME
+# Command line: python -m lab.data.corpus PATH_OR_NAME
 # ---------------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lab.corpus", description="Read a corpus into documents and summarise it."
+        prog="python -m lab.data.corpus", description="Read a corpus into documents and summarise it."
     )
     parser.add_argument("corpus", help=f"a file, a folder, or a catalog name ({', '.join(datasets.CATALOG)})")
     parser.add_argument("--split", default=None, help="catalog split: train, valid, test, dev")

@@ -10,7 +10,8 @@
 
 A recipe's phases are one run to every reader: `read_metrics` and `checkpoints` put the earlier
 phases first and shift the later ones by the steps, time and tokens before them. Writers
-(lab.train) and readers (lab.explore, lab.plots, app.py, scripts/bundle_model.py) all go through
+(lab.training.train) and readers (lab.inspect.explore, lab.figures, app.py, scripts/bundle_model.py)
+all go through
 this module, so the layout is defined once; the names of its files and folders are lab.files'.
 """
 
@@ -24,8 +25,8 @@ from pathlib import Path
 
 import torch
 
-from .checkpoint import save as save_model
-from .files import (
+from lab.checkpoint import save as save_model
+from lab.files import (
     CHECKPOINT_GLOB,
     CHECKPOINTS_DIR,
     METRICS_NAME,

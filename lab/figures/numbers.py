@@ -1,14 +1,16 @@
 """What every figure shows (numbers, token labels, titles), computed once for both kinds of figure.
 
-    from lab import explore, figure_data
+    from lab.inspect import explore
+    from lab.figures import numbers
     att = explore.attention(model, tokenizer, "the cat sat .", "it purred .")
-    data = figure_data.attention_heatmap(att, layer=0, head=3)
+    data = numbers.attention_heatmap(att, layer=0, head=3)
     data.values          # (T, T) numpy array: row i = query token i, column j = key token j
     data.title           # "layer 0, head 3"
     data.rows()          # [{"layer": 0, "head": 3, "query_index": 0, "query": "[CLS]", ...}, ...]
     data.csv()           # the same table as CSV text, one line per drawn value
 
-lab.plots (matplotlib: notebooks and static exports) and lab.figures (plotly: the dashboard,
+lab.figures.matplotlib_figures (matplotlib: notebooks and static exports) and
+lab.figures.plotly_figures (plotly: the dashboard,
 drawn by the browser) draw only what these objects hold, so the two never disagree. One
 function per figure, named as the figure functions of both modules:
 
@@ -43,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runs import read_metrics
+from lab.training.runs import read_metrics
 
 STAT_TITLES = {  # head_stats() key -> panel title (Clark et al. 2019)
     "entropy": "entropy (nats)",
@@ -766,7 +768,7 @@ def correlation_text(pearson: float, spearman: float) -> str:
 
 
 def attention_vs_attribution(comparison, attribution) -> AttentionVsAttribution:
-    """lab.attribution.attention_vs_attribution's comparison (and the attribution it compares) as
+    """lab.inspect.attribution.attention_vs_attribution's comparison (and the attribution it compares) as
     two bar panels over the same tokens, the correlations in the title."""
     return AttentionVsAttribution(
         tokens=list(comparison.tokens),
@@ -848,7 +850,7 @@ def embedding_components(result, dims: int = 32) -> EmbeddingComponents:
 
 
 # ----------------------------------------------------------------------------------------------
-# What each layer knows: lab.probing's accuracy by layer
+# What each layer knows: lab.inspect.probing's accuracy by layer
 # ----------------------------------------------------------------------------------------------
 
 
@@ -919,7 +921,7 @@ def probe_curves(results, title: str | None = None) -> ProbeCurves:
     """ProbeResults as figure lines: each model (snapshots marked by their step), then the
     random-weights control and the majority baseline of the first result that has them (a flat
     line over the layers)."""
-    results = [results] if hasattr(results, "layers") else list(results)  # one lab.probing.ProbeResult or several
+    results = [results] if hasattr(results, "layers") else list(results)  # one ProbeResult or several
     if not results:
         raise ValueError("no probe results to plot")
     num_layers = max(r.layers[-1] for r in results)

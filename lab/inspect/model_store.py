@@ -1,7 +1,7 @@
 """The models a server or a notebook offers: where they may come from, which tabs each serves,
 and a small shared cache of loaded ones.
 
-    from lab.model_store import ModelStore
+    from lab.inspect.model_store import ModelStore
     store = ModelStore(roots=["models", "runs"])            # folders whose model directories are served
     store.list_models()                      # ['models/bert-lab-classroom', 'models/bert-lab-squad', ...]
     store.models_for("answer")               # only those with a question-answering head
@@ -28,9 +28,11 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from . import explore, hub, runs
-from .checkpoint import load, saved_model_class
-from .files import CONFIG_NAME, WEIGHTS_NAME
+from lab import hub
+from lab.checkpoint import load, saved_model_class
+from lab.files import CONFIG_NAME, WEIGHTS_NAME
+from lab.inspect import explore
+from lab.training import runs
 
 log = logging.getLogger("bert-lab.models")
 MAX_NAME_CHARS = 300  # a model or run name longer than this is refused

@@ -1,6 +1,6 @@
 """What the answer rests on: one score per input token (integrated gradients, gradient x input).
 
-    from lab import explore
+    from lab.inspect import explore
     r = explore.attributions(model, tokenizer, "a charming and often moving film .")
     r.tokens, r.scores        # one score per token, summed over the embedding dimensions
     r.target                  # "log-odds of positive": what was attributed (f)
@@ -79,7 +79,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .model import ModelOutput
+from lab.model import ModelOutput
 
 METHODS = ("integrated_gradients", "gradient_x_input")
 TASKS = ("classify", "answer", "fill_mask", "next_sentence")
@@ -159,7 +159,7 @@ def _gradients(model):
 # Targets: f(output) per row, and what it is in words
 # ----------------------------------------------------------------------------------------
 def _task_of(model, tasks: set[str], text: str, text_pair, task, mask_token: str) -> str:
-    from .explore import missing_head_message
+    from lab.inspect.explore import missing_head_message
 
     if task is not None:
         if task not in TASKS:
@@ -236,8 +236,8 @@ def attributions(
     docstring says what f, the baseline and the method are). See explore.attributions.
     Integrated gradients start with `steps` intervals and double them while the completeness
     error is above `tolerance` (None: never), up to max_steps."""
-    from . import explore
-    from .tokenizer import clean_text
+    from lab.inspect import explore
+    from lab.tokenizer import clean_text
 
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")

@@ -1,6 +1,6 @@
 """Contextual word vectors: the same word gets another vector in every sentence.
 
-    from lab import contextual
+    from lab.studies import contextual
     senses = {"bank": {"river": ["they sat on the bank of the river ."],
                        "money": ["she took her money to the bank ."]}}
     occ = contextual.word_vectors(model, tokenizer, senses)
@@ -24,7 +24,7 @@ vector per occurrence at every depth:
 A word that the vocabulary splits into pieces ("riverbank" -> river ##bank) gets the mean of
 its pieces' vectors, at every depth; `Occurrences.pieces` says what each occurrence became.
 
-Their figures are lab.plots.occurrence_similarity and lab.plots.sense_separation.
+Their figures are occurrence_similarity and sense_separation in lab.figures.matplotlib_figures.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .explore import _embedding_module, _encode, _inference
-from .tokenizer import clean_text
+from lab.inspect.explore import _embedding_module, _encode, _inference
+from lab.tokenizer import clean_text
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Human-facing inference, shared by the dashboard (app.py) and the notebooks.
 
-    from lab import explore
+    from lab.inspect import explore
     explore.fill_mask(model, tokenizer, "it is a truth universally [MASK] .", top_k=5)
     # -> [[("acknowledged", 0.41), ("known", 0.12), ...]]      one list per [MASK], best first
 
@@ -13,7 +13,7 @@ What lives here, in the order of the paper:
     next_sentence(model, tokenizer, a, b)    P(IsNext) from the NSP head
     attributions(model, tokenizer, a, b)     what the answer rests on: one score per token for a
                                              classifier's label, a QA span, a [MASK]'s guess or
-                                             NSP (integrated gradients; lab.attribution)
+                                             NSP (integrated gradients; lab.inspect.attribution)
     attention(model, tokenizer, a, b)        every head's attention map (bertviz format) and
                                              AttentionResult.head_stats() (Clark et al. 2019)
     queries_and_keys(model, tokenizer, a, b) the same plus every head's query and key vectors
@@ -23,7 +23,7 @@ What lives here, in the order of the paper:
     answer(model, tokenizer, question, ctx)  extractive QA spans over doc-stride windows
     tag(model, tokenizer, words_or_text)     a tag per word (NER, POS), read from its first sub-token
     checkpoint_predictions(run_dir, text)    fill_mask at every snapshot of a run: watch BERT learn
-    probe_layers(model, tok, ...)            a linear probe per layer: what each layer knows (lab.probing)
+    probe_layers(model, tok, ...)            a linear probe per layer: what each layer knows (lab.inspect.probing)
     model_tasks(model), missing_head_message(model, task)   which of these a model can serve
     use_bf16(True)                           bf16 autocast for every forward pass (the dashboard's speed)
 
@@ -44,16 +44,16 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .checkpoint import load
-from .device import autocast, autocast_dtype, cpu_has_fast_bf16
-from .files import has_tokenizer_files
-from .instances import SpecialIds, mask_tokens
-from .model import BertForSequenceClassification, BertForTokenClassification, BertSelfAttention
-from .probing import probe_layers  # noqa: F401  (what each layer knows: lab.probing)
-from .runs import checkpoints
-from .squad import Example, Span, collate_features, decode_spans, doc_windows, make_features
-from .tagging import _word_pieces, predict_tags
-from .tokenizer import Tokenizer, clean_text
+from lab.checkpoint import load
+from lab.data.instances import SpecialIds, mask_tokens
+from lab.data.squad import Example, Span, collate_features, decode_spans, doc_windows, make_features
+from lab.data.tagging import _word_pieces, predict_tags
+from lab.device import autocast, autocast_dtype, cpu_has_fast_bf16
+from lab.files import has_tokenizer_files
+from lab.inspect.probing import probe_layers  # noqa: F401  (what each layer knows: lab.inspect.probing)
+from lab.model import BertForSequenceClassification, BertForTokenClassification, BertSelfAttention
+from lab.tokenizer import Tokenizer, clean_text
+from lab.training.runs import checkpoints
 
 MAX_MASKS = 20  # more [MASK]s than pre-training ever showed a 128-token sequence
 TASKS = ("fill_mask", "next_sentence", "attention", "answer", "classify", "tag", "embeddings")
@@ -365,7 +365,7 @@ def corruption_preview(
     max_length: int = 512,
 ) -> CorruptionPreview:
     """The masked-LM corruption pre-training would apply to `text` (and `text_b`), by the very
-    code pre-training runs (lab.instances.mask_tokens). The same seed gives the same preview.
+    code pre-training runs (lab.data.instances.mask_tokens). The same seed gives the same preview.
 
     Example, 12 words -> k = round(0.15 * 12) = 2 chosen positions; each is then, by one die
     roll, [MASK] (80%), a random word (10%) or left as it is (10%):
@@ -525,24 +525,24 @@ def attributions(
 ):
     """What the answer rests on: one score per input token (summed over the embedding
     dimensions) for one answer of the model, by integrated gradients (Sundararajan et al. 2017)
-    or, method="gradient_x_input", the cheap first-order version. -> lab.attribution.AttributionResult
+    or, method="gradient_x_input", the cheap first-order version. -> lab.inspect.attribution.AttributionResult
     (.tokens, .scores, .target, .answer, .method, .baseline, .f_input, .f_baseline, .steps,
     .completeness_error).
 
     f is the answer's log-odds, log P / (1 - P). The baseline x' is [PAD]'s word embedding in
     place of every word piece ([CLS], [SEP], [MASK] kept; positions and segments as in the input):
-    it takes the words away and keeps the frame the model knows (lab.attribution says why not an
+    it takes the words away and keeps the frame the model knows (lab.inspect.attribution says why not an
     all-zero input). With integrated gradients the scores add up to f(input) - f(baseline), up to
     completeness_error: the trapezoid rule starts with `steps` intervals and halves them while
-    the error is above `tolerance` (None: never; lab.attribution).
+    the error is above `tolerance` (None: never; lab.inspect.attribution).
 
     task: "classify" (target: a label name or index), "answer" (text = question, text_pair =
     context; target "span" (default), "start" or "end"), "fill_mask" (target: a word; mask: which
     [MASK], 0 = the first) or "next_sentence" (target "IsNext" / "NotNext"); by default the
     model's head (a pre-trained model: fill_mask when the text has a [MASK], else next_sentence).
-    target None: the model's own answer. The model is never changed (see lab.attribution).
+    target None: the model's own answer. The model is never changed (see lab.inspect.attribution).
     """
-    from .attribution import attributions as compute  # lab.attribution builds on this module
+    from lab.inspect.attribution import attributions as compute  # lab.inspect.attribution builds on this module
 
     return compute(model, tokenizer, text, text_pair, target, method, steps, task, mask, tolerance)
 
@@ -719,7 +719,7 @@ def answer(
 ) -> AnswerResult:
     """The top_k answer spans of `context` for `question`, as SQuAD evaluation finds them.
 
-    A context longer than one window is read in overlapping doc-stride windows (lab.squad):
+    A context longer than one window is read in overlapping doc-stride windows (lab.data.squad):
     e.g. 300 context tokens, 100 per window, stride 50 -> windows at tokens 0, 50, 100, 150,
     200; each span is scored in the window where its start token has the most context.
     The per-token probabilities returned are those of the window holding the best span.
@@ -809,11 +809,11 @@ def tag(
         words   playing   children
         pieces  play ##ing  children       -> the tag of "playing" is read at "play"
     Nothing is cut: a text longer than one window is read in overlapping windows of
-    max_seq_length tokens, doc_stride pieces apart (lab.tagging; each word from the window where
+    max_seq_length tokens, doc_stride pieces apart (lab.data.tagging; each word from the window where
     its first piece has the most context). Pass the windows the model was fine-tuned with (its
-    task_config.json: lab.finetune.task_settings); by default 128 tokens (at most the model's
+    task_config.json: lab.training.finetune.task_settings); by default 128 tokens (at most the model's
     positions) and a stride of half that. decoding: "argmax" (each word's most probable tag) or
-    "viterbi" (the best sequence IOB2 allows: lab.tagging.decode_tags), as task_config.json says.
+    "viterbi" (the best sequence IOB2 allows: lab.data.tagging.decode_tags), as task_config.json says.
     """
     _require(model, "tag")
     if isinstance(words_or_text, (str, bytes)) or words_or_text is None:

@@ -14,14 +14,14 @@ What lives here
     wilson_interval(correct, total)       the binomial 95% interval of an accuracy
     ud_pos_data(max_train_words, ...)     UD English-EWT's gold UPOS: train on dev, test on test
 
-Drawn by lab.figures.probe_layers(results) (plotly, the dashboard) and lab.plots.probe_layers(results)
-(matplotlib, notebooks) from lab.figure_data.probe_curves(results) (the numbers, rows() -> CSV);
+Drawn by probe_layers(results) of lab.figures.plotly_figures (the dashboard) and of
+lab.figures.matplotlib_figures (notebooks) from lab.figures.numbers.probe_curves(results) (the numbers, rows() -> CSV);
 `explore.probe_layers` is this module's probe_layers.
 
 How to use it
 -------------
     import lab
-    from lab import probing
+    from lab.inspect import probing
     model, tok = lab.load("models/bert-lab-classroom")
     data = probing.ud_pos_data()                     # UD EWT dev (train) / test (test)
     result = probing.probe_layers(model, tok, *data.train, *data.test, baselines=True)
@@ -34,7 +34,7 @@ dev and is scored on test; every number says so (`ProbeResult.split`).
 
 How a probe works (Tenney et al. 2019; Hewitt & Manning 2019)
 -------------------------------------------------------------
-The encoder is frozen and run once (lab.feature_tagging.cache_word_features): each word is
+The encoder is frozen and run once (lab.studies.feature_tagging.cache_word_features): each word is
 represented by its first sub-token's vector at layer j, read from its max-context window. For
 each layer j a multinomial logistic regression (one linear layer, H -> 17 UPOS tags, softmax)
 is fitted to the training words' vectors, standardised with the training mean and deviation,
@@ -83,8 +83,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .feature_tagging import WordFeatures, cache_word_features, torch_threads
-from .tagging import read_tagged
+from lab.data.tagging import read_tagged
+from lab.files import REPOSITORY
+from lab.studies.feature_tagging import WordFeatures, cache_word_features, torch_threads
 
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 UD_DIR = "ud-ewt"
@@ -346,7 +347,7 @@ def probe_features(
 def random_encoder(model, seed: int = 0):
     """An encoder of the same shape (config) as `model`'s with random weights: the lab's
     initialisation (normal, std initializer_range; LayerNorm 1 and 0), seeded."""
-    from .model import BertModel
+    from lab.model import BertModel
 
     config = getattr(model, "bert", model).config
     with torch.random.fork_rng(devices=[]):
@@ -459,7 +460,7 @@ def _first_words(sentences, max_words: int | None):
 
 def ud_data_missing() -> str:
     """ "" when UD English-EWT's dev and test files are found, else what is missing and where to put it."""
-    from .datasets import data_dir
+    from lab.data.datasets import data_dir
 
     folder = data_dir()
     if folder is None:
@@ -480,9 +481,9 @@ def ud_pos_data(max_train_words: int | None = None, max_test_words: int | None =
     """UD English-EWT's gold UPOS (17 tags): train on en_ewt-ud-dev.conllu, test on
     en_ewt-ud-test.conllu (no train split is here). max_*_words: the first whole sentences of each
     file up to that many words (None: all, about 25k each). folder: a ud-ewt folder (default:
-    lab.datasets.data_dir()/ud-ewt); FileNotFoundError naming what is missing."""
-    from .datasets import data_dir
-    from .tagging import read_tagged
+    lab.data.datasets.data_dir()/ud-ewt); FileNotFoundError naming what is missing."""
+    from lab.data.datasets import data_dir
+    from lab.data.tagging import read_tagged
 
     if folder is None:
         missing = ud_data_missing()
@@ -525,10 +526,10 @@ def probe_snapshots(
 ) -> list[ProbeResult]:
     """probe_layers for each checkpoint of a pre-training run (checkpoints/step-N), in step order
     (steps: only these), each named "step N". Does syntax arrive early in pre-training?"""
-    from .checkpoint import load
-    from .files import has_tokenizer_files
-    from .runs import checkpoints
-    from .tokenizer import Tokenizer
+    from lab.checkpoint import load
+    from lab.files import has_tokenizer_files
+    from lab.tokenizer import Tokenizer
+    from lab.training.runs import checkpoints
 
     run_dir = Path(run_dir)
     found = checkpoints(run_dir) if run_dir.is_dir() else []
@@ -563,7 +564,7 @@ def probe_snapshots(
     return results
 
 
-SAMPLES = Path(__file__).resolve().parents[1] / "notebooks" / "data"  # tagging_train.conllu, tagging_test.conllu
+SAMPLES = REPOSITORY / "notebooks" / "data"  # tagging_train.conllu, tagging_test.conllu
 
 
 def pos_data(

@@ -69,7 +69,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 import torch
 
-from .batch import IGNORE_INDEX, Batch, mix_seed, padded_length, step_indices, steps_per_epoch
+from lab.data.batch import IGNORE_INDEX, Batch, mix_seed, padded_length, step_indices, steps_per_epoch
 
 # ----------------------------------------------------------------------------------------------
 # Special ids
@@ -215,7 +215,7 @@ PAIR_WIDTH = len(Pair._fields)  # 13
 class DocumentView(Protocol):
     """What pairing needs from a corpus: how many documents, each document's sentence lengths
     (in tokens), and the tokens of a run of sentences. Served by lists in memory (`ListView`)
-    and by the memory-mapped arrays of a prepared corpus (lab.prepare.PreparedCorpus)."""
+    and by the memory-mapped arrays of a prepared corpus (lab.data.prepare.PreparedCorpus)."""
 
     num_documents: int
 
@@ -652,7 +652,7 @@ class PretrainingData:
     """A corpus -> an endless, step-addressable stream of masked Batches, paired lazily.
 
     The corpus is a DocumentView: documents of sentences of ids in memory (ListView) or the
-    memory-mapped arrays of a prepared corpus (lab.prepare.PreparedCorpus), so memory does not
+    memory-mapped arrays of a prepared corpus (lab.data.prepare.PreparedCorpus), so memory does not
     grow with the corpus: what an epoch holds in memory is its pair *recipes*, a few ints per
     pair (about 20 bytes), never its tokens.
 

@@ -1,10 +1,11 @@
 """Matplotlib figures built from explore results and metrics.jsonl.
 
-    from lab import explore, plots
-    fig = plots.training_curves("runs/classroom")        # a matplotlib Figure
+    from lab.inspect import explore
+    from lab.figures import matplotlib_figures
+    fig = matplotlib_figures.training_curves("runs/classroom")        # a matplotlib Figure
     fig.savefig("curves.png")
     att = explore.attention(model, tokenizer, "the cat sat .", "it purred .")
-    plots.attention_heatmap(att, layer=0, head=3).savefig("head.png")
+    matplotlib_figures.attention_heatmap(att, layer=0, head=3).savefig("head.png")
 
 The figures, one function each:
 
@@ -26,14 +27,14 @@ The figures, one function each:
                                                toward the answer, purple: against it)
     attention_vs_attribution(cmp, attribution) the same beside the attention [CLS] pays in the
                                                last layer, with their correlations
-    probe_layers(results)                      lab.probing: part-of-speech accuracy of a linear probe
+    probe_layers(results)                      lab.inspect.probing: part-of-speech accuracy of a linear probe
                                                at every layer, with the two baselines
-    occurrence_similarity(occurrences)         lab.contextual: one word in many sentences, the
+    occurrence_similarity(occurrences)         lab.studies.contextual: one word in many sentences, the
                                                cosine similarity of its vectors at chosen depths
     sense_separation({name: occurrences})      within- minus across-sense similarity by depth
 
 What each figure shows (its numbers, labels, titles, colour scales) comes from the function of
-the same name in lab.figure_data, which lab.figures (the dashboard's browser-drawn versions)
+the same name in lab.figures.numbers, which lab.figures.plotly_figures (the dashboard's browser-drawn versions)
 draws from too: this module only lays it out with matplotlib.
 
 Layers and heads are 0-based everywhere (titles say "layer 0, head 3"), as the dashboard's
@@ -54,14 +55,14 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from . import figure_data
+from lab.figures import numbers
 
 WIDTH = 9.0  # inches: figure width that fits a dashboard column or a notebook cell
 MIN_FONT = 5.5  # points: the smallest token label still readable on a projector
 MAX_FONT = 9.0  # points: token labels never grow beyond this
 HIGHLIGHT = "#d62728"  # the best answer span
 BAR = "#4c72b0"  # every other bar
-STAT_TITLES = figure_data.STAT_TITLES  # head_stats() key -> panel title
+STAT_TITLES = numbers.STAT_TITLES  # head_stats() key -> panel title
 
 
 def training_curves(run_or_records, x: str = "time", title: str | None = None) -> Figure:
@@ -70,7 +71,7 @@ def training_curves(run_or_records, x: str = "time", title: str | None = None) -
     Left: training and held-out losses. Right: held-out MLM accuracy (all predicted positions
     and [MASK] positions alone) and NSP accuracy, or the task accuracy of a fine-tuning run.
     """
-    data = figure_data.training_curves(run_or_records, x, title)
+    data = numbers.training_curves(run_or_records, x, title)
     fig = Figure(figsize=(10, 3.8), layout="constrained")
     axes = dict(zip(("loss", "accuracy"), fig.subplots(1, 2)))
     for s in data.series:
@@ -171,7 +172,7 @@ def _dark_low(vmax: float):
     return lambda v: v < 0.45 * vmax
 
 
-def _image(ax, panel: figure_data.Panel, **kwargs):
+def _image(ax, panel: numbers.Panel, **kwargs):
     """The panel's values as an image on its colour scale (rows top to bottom)."""
     return ax.imshow(
         panel.values, cmap=panel.colors, vmin=panel.zmin, vmax=panel.zmax, interpolation="nearest", **kwargs
@@ -187,7 +188,7 @@ def attention_heatmap(result, layer: int, head: int) -> Figure:
     """One attention head as a heatmap: row i = query token i, column j = key token j, so each
     row sums to 1 (where token i looks). Titled "layer 0, head 3" (0-based). Dashed lines mark
     where sentence B starts; short sequences get the weights written in the cells."""
-    data = figure_data.attention_heatmap(result, layer, head)
+    data = numbers.attention_heatmap(result, layer, head)
     fig = Figure(figsize=(WIDTH, 0.88 * WIDTH), layout="constrained")
     ax = fig.add_subplot()
     fig.colorbar(_image(ax, data), ax=ax, shrink=0.8, label="attention weight")
@@ -208,7 +209,7 @@ def attention_grid(result, layer: int | None = None) -> Figure:
     """Small multiples of attention maps without tick labels: the heads of one layer (titled
     "head h"), or with layer=None every layer x head (rows "layer l", columns "head h").
     Each map has its own colour scale from 0 to its largest weight."""
-    data = figure_data.attention_grid(result, layer)
+    data = numbers.attention_grid(result, layer)
     rows, cols = data.n_rows, data.n_cols
     cell = WIDTH / cols  # inches per map
     titled = data.layer is not None  # every map titled, or only the top row
@@ -247,7 +248,7 @@ def head_stats_heatmaps(stats: dict) -> Figure:
     STAT_TITLES (known keys first, in that order). The attention shares (every key but
     "entropy") share one colour scale, so the panels compare: in trained BERTs [SEP] draws far
     more attention than [CLS] in the middle layers. Small grids get their values written in."""
-    data = figure_data.head_stats_heatmaps(stats)
+    data = numbers.head_stats_heatmaps(stats)
     L, A = data.layers, data.heads
     cols = min(3, len(data.panels))
     rows = math.ceil(len(data.panels) / cols)
@@ -274,7 +275,7 @@ def ablation_heatmap(result) -> Figure:
     silenced minus the baseline, every cell annotated with its value. Diverging colours centred
     at 0, oriented so that red always means "the model needed this head": for metric="loss"
     the loss rose (+), for metric="probability" the probability fell (-)."""
-    data = figure_data.ablation_heatmap(result)
+    data = numbers.ablation_heatmap(result)
     L, A = data.values.shape
     height = min(9.0, max(3.2, 0.75 * WIDTH * L / A + 1.4))
     fig = Figure(figsize=(WIDTH, height), layout="constrained")
@@ -301,7 +302,7 @@ def span_probabilities(result) -> Figure:
     """Start (top) and end (bottom) probabilities over the tokens of the window holding the best
     answer, token labels under the bars; the best span's bars are red on a shaded band and its
     labels red and bold (they are always labelled, even when long windows thin the labels)."""
-    data = figure_data.span_probabilities(result)
+    data = numbers.span_probabilities(result)
     T, span = len(data.tokens), data.span
     colors = [HIGHLIGHT if i in span else BAR for i in range(T)]
     fig = Figure(figsize=(WIDTH + 0.5, 5.6), layout="constrained")
@@ -331,7 +332,7 @@ def embedding_components(result, dims: int = 32) -> Figure:
     0 receives. The first four share one diverging colour scale, so the sum visibly adds up:
     the segment rows repeat within a sentence and change at sentence B (dashed line), the
     position rows change with every token whatever it is."""
-    data = figure_data.embedding_components(result, dims)
+    data = numbers.embedding_components(result, dims)
     fig = Figure(figsize=(WIDTH, 9.0), layout="constrained")
     axes = fig.subplots(5, 1, sharex=True)
     images = []
@@ -359,7 +360,7 @@ def logit_lens(result) -> Figure:
     every layer (rows: the embeddings, then layers 1..L; columns: guesses, best first; colour =
     probability, each cell's token written in it, the final answer's cells outlined in red), and
     beside it the final answer's probability at every layer as a line."""
-    data = figure_data.logit_lens(result)
+    data = numbers.logit_lens(result)
     n, layers = len(data.masks), len(data.masks[0].tokens)
     k = len(data.masks[0].tokens[0])
     fig = Figure(figsize=(WIDTH + 1, n * (0.42 * layers + 1.3) + 0.4), layout="constrained")
@@ -404,7 +405,7 @@ def _outline(x: float, y: float):
 def _signed_bars(ax, scores: np.ndarray, tokens: list[str], keep=()) -> None:
     """One bar per token, red toward the answer and purple against it; token labels under them."""
     T = len(tokens)
-    ax.bar(range(T), scores, width=0.8, color=[figure_data.TOWARD if v >= 0 else figure_data.AGAINST for v in scores])
+    ax.bar(range(T), scores, width=0.8, color=[numbers.TOWARD if v >= 0 else numbers.AGAINST for v in scores])
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xlim(-0.6, T - 0.4)
     ax.grid(axis="y", alpha=0.3)
@@ -419,7 +420,7 @@ def attributions(result) -> Figure:
     """explore.attributions: one bar per token, its score (red: it pushes toward the answer,
     purple: against it); the tokens the answer is about (a QA span, the [MASK]) labelled red and
     bold. The subtitle says f(input) - f(baseline), what the scores add up to, and the error."""
-    data = figure_data.attributions(result)
+    data = numbers.attributions(result)
     fig = Figure(figsize=(WIDTH + 0.5, 4.2), layout="constrained")
     ax = fig.add_subplot()
     _signed_bars(ax, data.scores, data.tokens, keep=data.highlight)
@@ -430,10 +431,10 @@ def attributions(result) -> Figure:
 
 
 def attention_vs_attribution(comparison, attribution) -> Figure:
-    """lab.attribution.attention_vs_attribution: the attribution (top) and the attention [CLS]
+    """lab.inspect.attribution.attention_vs_attribution: the attribution (top) and the attention [CLS]
     pays in the last layer, mean of its heads (bottom; special tokens grey: they are left out of
     the correlations), over the same tokens; the correlations in the title."""
-    data = figure_data.attention_vs_attribution(comparison, attribution)
+    data = numbers.attention_vs_attribution(comparison, attribution)
     fig = Figure(figsize=(WIDTH + 0.5, 6.2), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
     _signed_bars(top, data.scores, data.tokens)
@@ -456,7 +457,7 @@ def attention_vs_attribution(comparison, attribution) -> Figure:
 
 
 def occurrence_similarity(occ, layers: Sequence[int | str] = ("token embedding", -1), title: str = "") -> Figure:
-    """lab.contextual.word_vectors' occurrences: one heatmap per depth, the cosine similarity of
+    """lab.studies.contextual.word_vectors' occurrences: one heatmap per depth, the cosine similarity of
     every occurrence with every other, each annotated, on one colour scale from -1 to 1 (so
     that depths compare)."""
     labels, n = occ.labels, len(occ.labels)
@@ -486,7 +487,7 @@ def occurrence_similarity(occ, layers: Sequence[int | str] = ("token embedding",
 
 
 def sense_separation(curves) -> Figure:
-    """{model name: lab.contextual.word_vectors(...)}: within-sense minus across-sense similarity
+    """{model name: lab.studies.contextual.word_vectors(...)}: within-sense minus across-sense similarity
     at each depth, one line per model."""
     fig = Figure(figsize=(7, 3.6), layout="constrained")
     ax = fig.subplots()
@@ -504,14 +505,14 @@ def sense_separation(curves) -> Figure:
 
 
 def probe_layers(results, title: str | None = None):
-    """Accuracy by layer (matplotlib, for notebooks): the same lines as lab.figures.probe_layers."""
+    """Accuracy by layer (matplotlib, for notebooks): the same lines as lab.figures.plotly_figures.probe_layers."""
 
-    data = results if isinstance(results, figure_data.ProbeCurves) else figure_data.probe_curves(results, title)
+    data = results if isinstance(results, numbers.ProbeCurves) else numbers.probe_curves(results, title)
     fig = Figure(figsize=(9.0, 4.2), layout="constrained")
     ax = fig.subplots()
     snapshots = [line for line in data.lines if line.kind == "snapshot"]
     for line in data.lines:
-        _, style, is_grey = figure_data.PROBE_LINE_STYLES[line.kind]
+        _, style, is_grey = numbers.PROBE_LINE_STYLES[line.kind]
         color = "0.45" if is_grey else None
         if line.kind == "snapshot" and len(snapshots) > 1:
             share = snapshots.index(line) / (len(snapshots) - 1)

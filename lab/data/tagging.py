@@ -30,7 +30,7 @@ What lives here (the model head is lab.model's BertForTokenClassification; nothi
 
 How to use it
 -------------
-    from lab import tagging
+    from lab.data import tagging
     train = tagging.read_tagged("../shared/data/uner-ewt/en_ewt-ud-dev.iob2")   # 2,001 sentences
     label2id = {label: i for i, label in enumerate(train.labels)}               # O, B-LOC, I-LOC, ...
     features = tagging.make_tag_features(train.sentences, tokenizer, label2id)  # one per window
@@ -69,7 +69,7 @@ space, a control character) is given one [UNK] piece, so that it is still labell
 Worked example: a sentence longer than the window
 -------------------------------------------------
 A sentence of more pieces than max_seq_length - 2 is read in overlapping windows exactly as
-lab/squad.py reads a long context (its `doc_windows`; see the table in squad's docstring).
+lab/data/squad.py reads a long context (its `doc_windows`; see the table in squad's docstring).
 Six words w0..w5 of 10 pieces, max_seq_length = 8 (6 pieces a window), doc_stride = 3:
 
     piece      p0  p1  p2  p3  p4  p5  p6  p7  p8  p9
@@ -111,9 +111,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from .batch import IGNORE_INDEX, Batch, pad_rows
-from .device import autocast
-from .squad import _best_window, doc_windows
+from lab.data.batch import IGNORE_INDEX, Batch, pad_rows
+from lab.data.squad import _best_window, doc_windows
+from lab.device import autocast
 
 FORMATS = ("auto", "uner", "conll", "conllu")
 SCHEMES = ("iob2", "tags")  # entity tags (O, B-TYPE, I-TYPE) or one plain tag per word (UPOS)

@@ -1,6 +1,6 @@
 """SQuAD for BERT: load the JSON, cut contexts into doc-stride windows, decode spans, score EM/F1.
 
-What lives here (the QA fine-tuning loop itself lives in lab/finetune.py)
+What lives here (the QA fine-tuning loop itself lives in lab/training/finetune.py)
 -----------------------------------------------------------------------
     load_squad(path, report=False)      SQuAD v1.1 / v2.0 JSON (or a .zip holding it) -> list[Example]
     split_by_article(examples, 40)      -> (train, eval): the first 40 articles train, the rest evaluate
@@ -11,13 +11,13 @@ What lives here (the QA fine-tuning loop itself lives in lab/finetune.py)
     evaluate(examples, predictions)     -> {"exact_match": %, "f1": %, "count": n, "missing": k}
     normalize_answer / exact_match / f1 the official SQuAD metric, one question at a time
     qnli_pairs(examples, seed=0)        -> list[SentencePair]: GLUE's QNLI built from SQuAD, balanced
-    write_pairs_tsv(pairs, path)        sentence1<TAB>sentence2<TAB>label, for lab.finetune's pair classification
+    write_pairs_tsv(pairs, path)        sentence1<TAB>sentence2<TAB>label, for pair classification
     word_overlap / fit_threshold        the word-overlap baseline of QNLI, its threshold chosen on training pairs
     answer_scores(model, tok, pairs)    a SQuAD model's "the answer is in this sentence" score, per pair
 
 How to use it
 -------------
-    from lab import squad
+    from lab.data import squad
     examples = squad.load_squad("../shared/data/squad/dev-v1.1.json.zip")
     train, dev = squad.split_by_article(examples, n_train_articles=40)   # the only SQuAD data here
     features = squad.make_features(train, tokenizer)                      # training=True: positions
@@ -81,9 +81,9 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from .batch import Batch, pad_rows
-from .corpus import split_sentences
-from .device import autocast, autocast_dtype
+from lab.data.batch import Batch, pad_rows
+from lab.data.corpus import split_sentences
+from lab.device import autocast, autocast_dtype
 
 logger = logging.getLogger(__name__)
 
@@ -803,7 +803,7 @@ class SentencePair:
 def context_sentences(context: str) -> list[tuple[int, int]]:
     """(start, end) character spans of the sentences of a context, in order.
 
-    The sentences are lab.corpus.split_sentences's (a period, ! or ? followed by a capital or a
+    The sentences are lab.data.corpus.split_sentences's (a period, ! or ? followed by a capital or a
     digit ends a sentence; "Mr.", "e.g.", initials such as "U.S." and decimals do not); each is
     found again in the original text, so the spans index `context` itself (answer_start too).
     >>> context_sentences("It rained.  Then it stopped.")
@@ -867,7 +867,7 @@ def qnli_pairs(examples: Sequence[Example], seed: int = 0, min_overlap: int = 0)
 
 def write_pairs_tsv(pairs: Sequence[SentencePair], path: str | Path) -> Path:
     """A TSV with the header `sentence1<TAB>sentence2<TAB>label` (question, sentence, label) that
-    lab.finetune.read_classification reads as sentence pairs: [CLS] question [SEP] sentence [SEP].
+    lab.training.finetune.read_classification reads as sentence pairs: [CLS] question [SEP] sentence [SEP].
     (GLUE's own QNLI files call the columns `question` and `sentence`; read_classification would
     take a column named `sentence` for a single-sentence task, hence MNLI's names.)"""
     path = Path(path)

@@ -1,7 +1,7 @@
 """Who may attend to whom: BERT's, OpenAI GPT's and ELMo's attention directions (the paper's
 Figure 3), run on one encoder.
 
-    from lab import directions
+    from lab.studies import directions
     directions.visibility_mask(4, "left_to_right")              # [T, T] bool: what each position sees
     out = directions.encode(model, input_ids, "left_to_right")  # .last_hidden_state [B, T, H]
     directions.influence(model, ids, "right_to_left")          # [T, T]: which inputs reach which outputs
@@ -12,7 +12,7 @@ position i see positions 0..i only ("left_to_right"); ELMo joins a left-to-right
 trained "right_to_left" model. A direction is nothing but an attention mask: lab.model takes a
 [B, T, T] mask (True = query i may see key j) as well as a padding mask [B, T], so the same
 weights and the same forward pass serve all three directions. `direction_mask` builds that mask,
-`encode` runs a model's own BertModel with it; lab.language_models trains and compares language
+`encode` runs a model's own BertModel with it; lab.studies.language_models trains and compares language
 models under each direction.
 """
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import torch
 
-from .explore import AttentionResult
-from .model import ModelOutput
+from lab.inspect.explore import AttentionResult
+from lab.model import ModelOutput
 
 DIRECTIONS = ("bidirectional", "left_to_right", "right_to_left")
 
@@ -135,7 +135,7 @@ def influence(model, input_ids, direction: str = "bidirectional") -> torch.Tenso
 
 def directional_attention(model, tokenizer, input_ids, direction: str = "bidirectional") -> AttentionResult:
     """explore.AttentionResult of one chunk of ids run under `direction` (for the plots and
-    head statistics of lab.explore / lab.plots). input_ids: [T] or [1, T]."""
+    head statistics of lab.inspect.explore / lab.figures.matplotlib_figures). input_ids: [T] or [1, T]."""
     ids = torch.as_tensor(input_ids).reshape(1, -1)  # (1, T)
     was_training = model.training
     model.eval()

@@ -1,7 +1,8 @@
 """bertviz's head view, model view and neuron view, drawn with no network: in the dashboard and
 in JupyterLab.
 
-    from lab import bertviz_offline, explore
+    from lab.figures import bertviz_offline
+    from lab.inspect import explore
     r = explore.attention(model, tokenizer, "the cat sat on the mat .", "it was tired .")
     page = bertviz_offline.head_view_html(r.attentions, r.tokens, r.sentence_b_start)  # an HTML document
     frame = bertviz_offline.iframe(page, bertviz_offline.frame_height("head", r.attentions))
@@ -242,7 +243,7 @@ def neuron_view_html(
 
         raise RuntimeError(
             f"bertviz {getattr(bertviz, '__version__', '?')} builds its neuron view "
-            f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating"
+            f"differently from bertviz 1.4: lab/figures/bertviz_offline.py needs updating"
         )
     # bertviz's show() sets window.bertviz_params in a script of its own, then runs neuron_view.js
     view_js = (
@@ -394,7 +395,7 @@ def _bertviz_parts(view: str, attentions: list, tokens: list[str], sentence_b_st
     if start < 0 or not page.endswith(_SCRIPT_CLOSE) or k == 0 or template.replace(_PARAMS_MARKER, data) != script:
         raise RuntimeError(
             f"bertviz {getattr(bertviz, '__version__', '?')} builds its {view} view "
-            f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating"
+            f"differently from bertviz 1.4: lab/figures/bertviz_offline.py needs updating"
         )
     markup = re.sub(r"<script\b[^>]*\bsrc=[^>]*>\s*</script>", "", page[:start])
     # `require.config({paths: {d3: CDN, jquery: CDN}});` -> nothing (the shim has the modules)
@@ -407,7 +408,7 @@ def _bertviz_parts(view: str, attentions: list, tokens: list[str], sentence_b_st
             if original not in template:
                 raise RuntimeError(
                     f"bertviz {getattr(bertviz, '__version__', '?')} sizes its model view "
-                    f"differently from bertviz 1.4: lab/bertviz_offline.py needs updating"
+                    f"differently from bertviz 1.4: lab/figures/bertviz_offline.py needs updating"
                 )
             template = template.replace(original, resized, 1)
     return markup, template, json.loads(data)
@@ -515,7 +516,7 @@ def show_neuron_view(
     """Display the neuron view of `text_a` (and `text_b`) through `model` in a notebook with no
     network: explore.queries_and_keys() then neuron_view_html() (options: display_mode,
     decimals, limit)."""
-    from . import explore
+    from lab.inspect import explore
 
     r = explore.queries_and_keys(model, tokenizer, text_a, text_b)
     page = neuron_view_html(

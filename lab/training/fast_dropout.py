@@ -1,6 +1,6 @@
-"""A faster dropout for training on a CPU, swapped in for nn.Dropout by lab.train.train().
+"""A faster dropout for training on a CPU, swapped in for nn.Dropout by lab.training.train.train().
 
-    from lab.fast_dropout import use_fast_dropout
+    from lab.training.fast_dropout import use_fast_dropout
     use_fast_dropout(model)        # every nn.Dropout in the model -> FastDropout (same p)
 
 lab/model.py uses plain `nn.Dropout` (what the paper's code and transformers use), so the model

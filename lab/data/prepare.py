@@ -1,7 +1,7 @@
 """Documents -> token ids on disk, once; read back memory-mapped (corpora of any size).
 
     python -m lab prepare --corpus ../shared/data/novels --tokenizer models/bert-lab-classroom --out data/novels
-    corpus = PreparedCorpus("data/novels", split="train")     # a DocumentView for lab.instances
+    corpus = PreparedCorpus("data/novels", split="train")     # a DocumentView for lab.data.instances
     corpus.num_documents, corpus.sentence_lengths(0), corpus.tokens(0, 0, 3)
 
 Pre-training (`python -m lab pretrain --corpus PATH`) prepares its corpus implicitly on first use
@@ -48,10 +48,10 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from .corpus import held_out_indices, list_files, read_documents
-from .datasets import default_cache_dir
-from .files import DOCUMENTS_NAME, META_NAME, SENTENCES_NAME, TOKENS_NAME
-from .tokenizer import Tokenizer
+from lab.data.corpus import held_out_indices, list_files, read_documents
+from lab.data.datasets import default_cache_dir
+from lab.files import DOCUMENTS_NAME, META_NAME, SENTENCES_NAME, TOKENS_NAME
+from lab.tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
 
@@ -64,10 +64,10 @@ def is_prepared(path) -> bool:
 
 
 class PreparedCorpus:
-    """A prepared corpus folder as a DocumentView (lab.instances): memory-mapped, nothing loaded.
+    """A prepared corpus folder as a DocumentView (lab.data.instances): memory-mapped, nothing loaded.
 
     split: "all" documents, or the "train" / "held-out" documents of the same rule as
-    lab.corpus.split_documents(held_out, seed), so a run's held-out chapters are the same
+    lab.data.corpus.split_documents(held_out, seed), so a run's held-out chapters are the same
     whether it read the text in memory or from here.
     """
 
@@ -123,7 +123,7 @@ class PreparedCorpus:
                 mapping.madvise(mmap.MADV_DONTNEED)
 
     def document(self, d: int) -> list[list[int]]:
-        """Document d as sentences of ids (lists), e.g. for lab.instances.create_instances."""
+        """Document d as sentences of ids (lists), e.g. for lab.data.instances.create_instances."""
         s0, s1 = self._sentences(d)
         offsets = self.sentence_offsets[s0 : s1 + 1]
         ids = self.token_ids[offsets[0] : offsets[-1]].tolist()

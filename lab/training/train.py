@@ -1,6 +1,6 @@
 """The one training loop. Pre-training and every fine-tuning task plug an *objective* into it.
 
-    from lab.train import TrainConfig, train
+    from lab.training.train import TrainConfig, train
     train(model, objective, TrainConfig(out_dir="runs/x", steps=1000), tokenizer)
 
 An objective supplies the data and the loss (see `Objective` below); this module supplies the
@@ -9,8 +9,8 @@ gradient accumulation and clipping, bf16 autocast with fp32 master weights, held
 every N steps appended to `metrics.jsonl`, a tqdm bar, atomic checkpoints that resume exactly
 (model + optimizer + scheduler + RNG + data position), a clean stop on a NaN loss, a handful of
 snapshots spread over the run, and DistributedDataParallel under torchrun (gloo on CPU, NCCL
-on GPUs; rank 0 writes). The run directory's layout is lab.runs'. Before training, the model's
-nn.Dropout modules are replaced by lab.fast_dropout.FastDropout (the same dropout with a faster
+on GPUs; rank 0 writes). The run directory's layout is lab.training.runs'. Before training, the model's
+nn.Dropout modules are replaced by lab.training.fast_dropout.FastDropout (the same dropout with a faster
 random mask on a CPU; they stay after train() returns): dropout has no parameters, so the
 checkpoints are exactly those of the model as lab.model builds it.
 
@@ -42,12 +42,19 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
-from .checkpoint import load_weights
-from .config import setting
-from .device import Dist, autocast, autocast_dtype, init_distributed, pick_device
-from .fast_dropout import use_fast_dropout
-from .files import METRICS_NAME, STATE_NAME, TRAIN_CONFIG_NAME
-from .runs import MetricsLog, latest_resumable, refuse_existing_run, snapshot_steps, write_checkpoint, write_json
+from lab.checkpoint import load_weights
+from lab.config import setting
+from lab.device import Dist, autocast, autocast_dtype, init_distributed, pick_device
+from lab.files import METRICS_NAME, STATE_NAME, TRAIN_CONFIG_NAME
+from lab.training.fast_dropout import use_fast_dropout
+from lab.training.runs import (
+    MetricsLog,
+    latest_resumable,
+    refuse_existing_run,
+    snapshot_steps,
+    write_checkpoint,
+    write_json,
+)
 
 
 @dataclass
@@ -83,7 +90,7 @@ class Objective(Protocol):
     """What a task provides to the loop."""
 
     def train_batch(self, index: int):
-        """The micro-batch number `index` (a lab.batch.Batch; a pure function of the index, so a
+        """The micro-batch number `index` (a lab.data.batch.Batch; a pure function of the index, so a
         resumed run sees the same data)."""
 
     def loss(self, model: nn.Module, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

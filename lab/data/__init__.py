@@ -1,0 +1,1 @@
+"""text -> documents -> instances -> batches: datasets, corpora, pre-training instances, SQuAD and tagged files."""
