@@ -24,7 +24,7 @@ import plotly.io as pio
 import pytest
 
 from lab import explore, plots
-from lab.figures import numbers, plotly_figures
+from lab.figures import numbers, plotly_canvas, plotly_figures, tables
 from tests.conftest import ROOT
 from tests.test_plots import (
     ablation_result,
@@ -147,7 +147,7 @@ def test_every_builder_returns_a_themed_plotly_figure_with_room_for_the_title(ki
         assert isinstance(fig, go.Figure)
         assert fig.layout.template == pio.templates[template]
         assert fig.layout.meta["figure"] == kind
-        assert fig.layout.margin.t >= plotly_figures.TOP_MARGIN  # gr.Plot's label badge sits above
+        assert fig.layout.margin.t >= plotly_canvas.TOP_MARGIN  # gr.Plot's label badge sits above
         assert fig.layout.title.yref == "container" and fig.layout.title.pad.t >= 30
         assert fig.layout.width is None and 300 <= fig.layout.height <= 1200  # the page sets the width
         out = json.loads(fig.to_json())  # what gr.Plot sends
@@ -185,7 +185,7 @@ def test_attention_heatmap_draws_the_heads_probabilities_and_hover_names_query_k
         plotly_figures.attention_heatmap(att, 0, 3)
     long = plotly_figures.attention_heatmap(attention_result(L=1, A=1, T=200), 0, 0)
     assert long.data[0].texttemplate is None  # no numbers in 40,000 cells
-    assert len(long.data[0].x) == 200 and len(long.layout.xaxis.tickvals) <= plotly_figures.MAX_TICKS
+    assert len(long.data[0].x) == 200 and len(long.layout.xaxis.tickvals) <= plotly_canvas.MAX_TICKS
 
 
 def outlines(shapes) -> set:
@@ -205,7 +205,7 @@ def test_attention_focus_outlines_the_tokens_row_and_column_and_draws_them_as_ba
     np.testing.assert_allclose(row.y, weights[3, :], rtol=1e-6)  # where token 3 attends
     np.testing.assert_allclose(column.x, weights[:, 3], rtol=1e-6)  # what attends to token 3
     assert list(row.x) == list(heat.x) and list(column.y) == list(heat.y)  # bars line up with the map
-    light = plotly_figures.THEMES["light"]
+    light = plotly_canvas.THEMES["light"]
     assert [c == light.highlight for c in row.marker.color] == [i == 3 for i in range(6)]
     assert "w2" in fig.layout.title.text and "query: w2" in row.hovertemplate
     rows = read_csv(plotly_figures.figure_csv(fig))
@@ -356,9 +356,9 @@ def test_user_and_model_text_is_escaped_wherever_plotly_renders_it(kind):
 
 
 def test_escaping_keeps_tokens_literal():
-    assert plotly_figures._html("<b>&") == "&lt;b&gt;&amp;"
-    assert plotly_figures._html("$x$") == "&#36;x$"  # not LaTeX
-    assert plotly_figures._html("##ing") == "##ing"
+    assert plotly_canvas.escaped("<b>&") == "&lt;b&gt;&amp;"
+    assert plotly_canvas.escaped("$x$") == "&#36;x$"  # not LaTeX
+    assert plotly_canvas.escaped("##ing") == "##ing"
 
 
 @pytest.mark.parametrize(
@@ -431,7 +431,7 @@ def test_download_as_svg_and_gradio_passes_the_config_to_plotly_js():
 
 
 def test_axis_labels_and_piece_labels():
-    assert numbers.axis_labels(["[CLS]", "the", "cat", "the", "[SEP]"]) == [
+    assert tables.axis_labels(["[CLS]", "the", "cat", "the", "[SEP]"]) == [
         "[CLS]",
         "the (1)",
         "cat",
@@ -439,8 +439,8 @@ def test_axis_labels_and_piece_labels():
         "[SEP]",
     ]
     # a token that reads like another's suffixed name: every position gets its index
-    assert numbers.axis_labels(["a", "a", "a (1)"]) == ["a (0)", "a (1)", "a (1) (2)"]
-    assert numbers.piece_label("##ing") == "…ing (piece)" and numbers.piece_label("##") == "##"
+    assert tables.axis_labels(["a", "a", "a (1)"]) == ["a (0)", "a (1)", "a (1) (2)"]
+    assert tables.piece_label("##ing") == "…ing (piece)" and tables.piece_label("##") == "##"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -468,7 +468,7 @@ def test_figures_from_explore_results(tiny):
     fig = plotly_figures.fill_mask_bars(filled)
     for trace, guesses in zip(fig.data, filled, strict=True):
         np.testing.assert_allclose(trace.x, [p for _, p in guesses])
-        assert list(trace.y) == [plotly_figures._html(numbers.piece_label(t)) for t, _ in guesses]
+        assert list(trace.y) == [plotly_canvas.escaped(tables.piece_label(t)) for t, _ in guesses]
     assert [a.text for a in fig.layout.annotations] == [
         f"[MASK] {k + 1} (token {p})" for k, p in enumerate(filled.mask_positions)
     ]
@@ -477,7 +477,7 @@ def test_figures_from_explore_results(tiny):
     start, end = plotly_figures.span_probabilities(ans).data
     np.testing.assert_allclose(start.y, ans.start_probs, rtol=1e-6)
     covered = numbers.span_probabilities(ans).span
-    assert [c == plotly_figures.THEMES["light"].highlight for c in start.marker.color] == [
+    assert [c == plotly_canvas.THEMES["light"].highlight for c in start.marker.color] == [
         i in covered for i in range(len(ans.tokens))
     ] and covered
 
@@ -621,5 +621,5 @@ def test_every_number_format_is_one_the_dashboards_plotly_js_reads(kind):
 )
 def test_arrays_are_written_as_plotly_writes_them(array):
     """Typed arrays ({"dtype", "bdata", "shape"}) where plotly.js has the type, lists otherwise."""
-    ours = json.loads(orjson.dumps({"x": array}, default=plotly_figures._typed_array))["x"]
+    ours = json.loads(orjson.dumps({"x": array}, default=plotly_canvas.typed_array))["x"]
     assert ours == json.loads(go.Figure(go.Scatter(x=array)).to_json())["data"][0]["x"]

@@ -1,49 +1,15 @@
-"""bertviz's head view, model view and neuron view, drawn with no network: in the dashboard and
-in JupyterLab.
+"""bertviz's head, model and neuron views, drawn with no network: in the dashboard and in JupyterLab.
 
-    from lab.figures import bertviz_offline
-    from lab.inspect import explore
     r = explore.attention(model, tokenizer, "the cat sat on the mat .", "it was tired .")
     page = bertviz_offline.head_view_html(r.attentions, r.tokens, r.sentence_b_start)  # an HTML document
-    frame = bertviz_offline.iframe(page, bertviz_offline.frame_height("head", r.attentions))
-    bertviz_offline.show_head_view(r.attentions, r.tokens, r.sentence_b_start)        # in a notebook
-    bertviz_offline.show_neuron_view(model, tokenizer, "the cat sat on the mat .", layer=1, head=0)
+    bertviz_offline.show_neuron_view(model, tokenizer, "the cat sat on the mat .", layer=1, head=0)  # notebook
 
-The neuron view (Vig 2019) also shows each head's query and key vectors, their element-wise
-product and its sum q.k / sqrt(d) for the token under the mouse. bertviz computes those with its
-own patched copies of Hugging Face's model classes (bertviz.transformers_neuron_view), which a
-lab model is not: here explore.queries_and_keys() reads them from the lab's model (forward hooks
-on its query and key projections) and neuron_view_data() arranges them as bertviz 1.4's
-neuron_view.get_attention() does; bertviz's neuron_view.js then draws them unchanged.
-
-Why: bertviz's page loads require.js 2.3.6 from cdnjs and its script asks require.js for d3 5.7
-and jQuery 2.0 from cdnjs too, so without internet it draws nothing. Here the page is
-self-contained instead:
-  - bertviz builds the view as usual (html_action="return": its markup, its head_view.js or
-    model_view.js, its data); the CDN <script src> and the require.config() naming the CDN go.
-  - d3 v5 (the d3 5.7.0 bertviz asks for, from the pip package mpld3) and jQuery 3.7 (pip
-    xstatic-jquery) are read from the installed packages at run time and inlined: no third-party
-    JavaScript lives in this repository.
-  - a three-line `require` written here hands bertviz's callback the jQuery and d3 globals that
-    the inlined scripts defined.
-  - a Content-Security-Policy (default-src 'none') lets the page run only its inline scripts and
-    styles: nothing it holds can fetch anything, even by accident.
-Tokens (typed by users, read from vocabularies) reach the page only as JSON inside a script,
-with `<`, `>` and `&` written as \\u003c..., so a token "</script><img onerror=...>" stays a
-string; bertviz draws tokens with d3's .text(), never as HTML.
-
-Size: bertviz sends every attention weight (layers x heads x tokens², twice for a sentence
-pair) as JSON numbers, and the model view draws tokens² lines per head. Weights are rounded to
-3 decimals here (0.001 of opacity is invisible) and each view has a cap on layers x heads x
-tokens² (HEAD_VIEW_LIMIT, MODEL_VIEW_LIMIT) above which it refuses with a ValueError that says
-how many tokens would fit. The neuron view sends, per layer and head, the T² weights and T
-query and T key vectors of d numbers (a sentence pair: 2T² weights and 6T vectors, as bertviz
-repeats them for its A/B filters), query and key elements rounded to 3 decimals too; its cap
-(NEURON_VIEW_LIMIT) counts all of those numbers.
-
-In the dashboard and in JupyterLab the page goes into an <iframe srcdoc> (iframe()): Gradio's
-gr.HTML runs no <script>, JupyterLab's HTML output runs scripts only in trusted notebooks, and
-inside an iframe the `require` shim cannot clash with the host page's own.
+bertviz's pages load require.js, d3 and jQuery from a CDN, so offline they draw nothing. Here bertviz
+builds its view as usual, its CDN scripts go, and d3 (pip mpld3) and jQuery (pip xstatic-jquery)
+are inlined from the installed packages behind a small `require` shim, under a Content-Security-
+Policy that lets the page fetch nothing; it is shown in an <iframe srcdoc> (iframe()). The neuron
+view's queries and keys come from the lab's model (explore.queries_and_keys), not from bertviz's
+patched Hugging Face classes. Tokens reach the page only as escaped JSON; each view has a size cap.
 """
 
 from __future__ import annotations
@@ -58,22 +24,14 @@ from pathlib import Path
 
 import torch
 
-# layers x heads x tokens² above which a view refuses. Measured with 3 decimals: about 5 bytes
-# of page per weight for one sentence, 10 for a pair (bertviz also sends the A/B blocks), plus
-# 325 KB of d3 + jQuery. Head view at its limit: 2.8 MB (one sentence), 5.3 MB (a pair); fits
-# BERT-base (12 x 12) up to 58 tokens, the bundled 2 x 2 model up to 353. Model view (every
-# head drawn at once, tokens² lines each: 12 x 12 x 58² made 490k SVG elements in headless
-# chromium, slow to draw) at its limit: 1.6 / 2.8 MB, BERT-base up to 41 tokens, 2 x 2 up to 250.
-HEAD_VIEW_LIMIT = 500_000
-MODEL_VIEW_LIMIT = 250_000
-# Neuron view: numbers sent (weights + query and key elements), about 6.3 bytes each with 3
-# decimals: 6.6 MB at the limit; BERT-base (12 x 12, d = 64) up to 41 tokens, 16 for a pair (bertviz
-# repeats the data for its pair filters). And tokens: it draws one head at a time but about 8 x
-# tokens² SVG elements for it (lines and boxes for every query-key pair), drawn again at each
-# switch of head: 100 tokens made 92k elements, 150 tokens 191k, 200 tokens 325k, the last ones
-# slow to switch on a busy 2-core machine. 128 = BERT's pre-training sequence length.
-NEURON_VIEW_LIMIT = 1_000_000
-NEURON_VIEW_MAX_TOKENS = 128
+from lab.inspect import explore
+
+# Size caps: above them a page grows to several MB and the browser is slow to draw it (the sizes
+# and drawing times behind them: docs/performance.md, "bertviz's views")
+HEAD_VIEW_LIMIT = 500_000  # layers x heads x tokens² attention weights (BERT-base: 58 tokens)
+MODEL_VIEW_LIMIT = 250_000  # the same, every head drawn at once (BERT-base: 41 tokens)
+NEURON_VIEW_LIMIT = 1_000_000  # weights + query and key elements sent (_neuron_numbers; BERT-base: 41 tokens)
+NEURON_VIEW_MAX_TOKENS = 128  # it draws about 8 x tokens² SVG elements per head; BERT's pre-training length
 DECIMALS = 3  # digits kept of each attention weight
 MAX_FRAME_HEIGHT = 2400  # px; a taller view scrolls inside its iframe
 THUMBNAIL_ROW_JS = "Math.min(7, 7 * (12 / config.totalHeads))"  # px per token of a model-view thumbnail
@@ -360,7 +318,7 @@ def _checked(attentions, tokens, sentence_b_start) -> tuple[list, list[str]]:
 
 def _check_size(view: str, attentions: list, limit: int) -> None:
     """The cap: layers x heads x tokens² attention weights; above `limit` the page would be
-    several MB and the browser slow to draw it (a 50,000-character text once made 42 MB)."""
+    several MB and the browser slow to draw it."""
     L, A, T = len(attentions), attentions[0].shape[1], attentions[0].shape[-1]
     weights = L * A * T * T
     if weights > limit:
@@ -482,9 +440,10 @@ def frame_height(view: str, attentions) -> int:
 
 
 def iframe(page: str, height: int = 720) -> str:
-    """The page in an <iframe srcdoc>, for gr.HTML or a notebook output. srcdoc holds the whole
-    document escaped as an attribute (html.escape, quote=True: & < > " ' become entities, so
-    nothing in the page can end the attribute). sandbox="allow-scripts" without
+    """The page in an <iframe srcdoc>, for gr.HTML (which runs no <script> in its own HTML) or a
+    notebook output; in a frame of its own the `require` shim cannot clash with the host page's.
+    srcdoc holds the whole document escaped as an attribute (html.escape, quote=True: & < > " '
+    become entities, so nothing in the page can end the attribute). sandbox="allow-scripts" without
     allow-same-origin: the view runs its scripts but cannot reach the page around it."""
     return (
         f'<iframe title="bertviz" sandbox="allow-scripts" '
@@ -516,8 +475,6 @@ def show_neuron_view(
     """Display the neuron view of `text_a` (and `text_b`) through `model` in a notebook with no
     network: explore.queries_and_keys() then neuron_view_html() (options: display_mode,
     decimals, limit)."""
-    from lab.inspect import explore
-
     r = explore.queries_and_keys(model, tokenizer, text_a, text_b)
     page = neuron_view_html(
         r.queries, r.keys, r.attentions, r.tokens, r.sentence_b_start, layer=layer, head=head, **options

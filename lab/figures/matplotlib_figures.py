@@ -1,49 +1,15 @@
-"""Matplotlib figures built from explore results and metrics.jsonl.
+"""Matplotlib figures for notebooks and static exports (`from lab import plots`).
 
-    from lab.inspect import explore
-    from lab.figures import matplotlib_figures
-    fig = matplotlib_figures.training_curves("runs/classroom")        # a matplotlib Figure
-    fig.savefig("curves.png")
-    att = explore.attention(model, tokenizer, "the cat sat .", "it purred .")
-    matplotlib_figures.attention_heatmap(att, layer=0, head=3).savefig("head.png")
+    fig = plots.training_curves("runs/classroom")                         # a matplotlib Figure
+    plots.attention_heatmap(explore.attention(model, tokenizer, "the cat sat ."), 0, 3).savefig("head.png")
 
-The figures, one function each:
-
-    training_curves(run_or_records, x="time")  losses and held-out accuracies of a run
-    attention_heatmap(attention, layer, head)  one head: queries (rows) x keys (columns)
-    attention_grid(attention, layer=None)      every head of one layer, or all layers x heads
-    head_stats_heatmaps(stats)                 attention.head_stats(): one [layers, heads] map
-                                               per statistic (entropy, to [CLS], [SEP], ...)
-    ablation_heatmap(ablation)                 explore.ablate_heads: the effect of silencing
-                                               each head, annotated, red = the model needed it
-    span_probabilities(answer)                 QA start and end probabilities over the window's
-                                               tokens, the best span highlighted
-    embedding_components(embeddings)           the paper's Figure 2: token + segment + position
-                                               embeddings, their sum and the LayerNorm output
-    logit_lens(lens)                           explore.logit_lens: the top guesses at every layer
-                                               per [MASK], the final answer outlined, and its
-                                               probability per layer beside
-    attributions(attribution)                  explore.attributions: a signed bar per token (red:
-                                               toward the answer, purple: against it)
-    attention_vs_attribution(cmp, attribution) the same beside the attention [CLS] pays in the
-                                               last layer, with their correlations
-    probe_layers(results)                      lab.inspect.probing: part-of-speech accuracy of a linear probe
-                                               at every layer, with the two baselines
-    occurrence_similarity(occurrences)         lab.studies.contextual: one word in many sentences, the
-                                               cosine similarity of its vectors at chosen depths
-    sense_separation({name: occurrences})      within- minus across-sense similarity by depth
-
-What each figure shows (its numbers, labels, titles, colour scales) comes from the function of
-the same name in lab.figures.numbers, which lab.figures.plotly_figures (the dashboard's browser-drawn versions)
-draws from too: this module only lays it out with matplotlib.
-
-Layers and heads are 0-based everywhere (titles say "layer 0, head 3"), as the dashboard's
-sliders and Python indexing count them. Token labels stay legible up to a few hundred tokens:
-the font shrinks with the number of tokens, then every n-th token is labelled (see _tick_plan).
-
-Figures are made with the object-oriented API (`matplotlib.figure.Figure`), never pyplot's
-global state (and no rcParams changes), so concurrent requests in the dashboard do not draw into
-each other's plots: every function may be called from several threads at once.
+training_curves(), attention_heatmap(), attention_grid(), head_stats_heatmaps(), ablation_heatmap(),
+span_probabilities(), embedding_components(), logit_lens(), attributions(),
+attention_vs_attribution() and probe_layers() are named as in lab.figures.plotly_figures (the
+dashboard's) and draw what lab.figures.numbers computes, so the two never disagree;
+occurrence_similarity() and sense_separation() are notebook 07's (lab.studies.contextual). Layers
+and heads are 0-based, as the dashboard's sliders count them. Figures use the object-oriented API
+(matplotlib.figure.Figure), never pyplot's global state, so several threads may draw at once.
 """
 
 from __future__ import annotations
@@ -54,8 +20,9 @@ from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
-from lab.figures import numbers
+from lab.figures import numbers, tables
 
 WIDTH = 9.0  # inches: figure width that fits a dashboard column or a notebook cell
 MIN_FONT = 5.5  # points: the smallest token label still readable on a projector
@@ -172,7 +139,7 @@ def _dark_low(vmax: float):
     return lambda v: v < 0.45 * vmax
 
 
-def _image(ax, panel: numbers.Panel, **kwargs):
+def _image(ax, panel: tables.Panel, **kwargs):
     """The panel's values as an image on its colour scale (rows top to bottom)."""
     return ax.imshow(
         panel.values, cmap=panel.colors, vmin=panel.zmin, vmax=panel.zmax, interpolation="nearest", **kwargs
@@ -396,9 +363,8 @@ def logit_lens(result) -> Figure:
     return fig
 
 
-def _outline(x: float, y: float):
-    from matplotlib.patches import Rectangle
-
+def _outline(x: float, y: float) -> Rectangle:
+    """A red frame around the cell at (x, y)."""
     return Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor=HIGHLIGHT, lw=2)
 
 
@@ -507,7 +473,7 @@ def sense_separation(curves) -> Figure:
 def probe_layers(results, title: str | None = None):
     """Accuracy by layer (matplotlib, for notebooks): the same lines as lab.figures.plotly_figures.probe_layers."""
 
-    data = results if isinstance(results, numbers.ProbeCurves) else numbers.probe_curves(results, title)
+    data = results if isinstance(results, tables.ProbeCurves) else numbers.probe_curves(results, title)
     fig = Figure(figsize=(9.0, 4.2), layout="constrained")
     ax = fig.subplots()
     snapshots = [line for line in data.lines if line.kind == "snapshot"]

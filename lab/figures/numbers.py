@@ -1,50 +1,44 @@
 """What every figure shows (numbers, token labels, titles), computed once for both kinds of figure.
 
-    from lab.inspect import explore
-    from lab.figures import numbers
-    att = explore.attention(model, tokenizer, "the cat sat .", "it purred .")
-    data = numbers.attention_heatmap(att, layer=0, head=3)
-    data.values          # (T, T) numpy array: row i = query token i, column j = key token j
-    data.title           # "layer 0, head 3"
-    data.rows()          # [{"layer": 0, "head": 3, "query_index": 0, "query": "[CLS]", ...}, ...]
-    data.csv()           # the same table as CSV text, one line per drawn value
+    data = numbers.attention_heatmap(explore.attention(model, tokenizer, "the cat sat ."), 0, 3)
+    data.values, data.title, data.csv()   # (T, T) weights, "layer 0, head 3", one CSV line a weight
 
-lab.figures.matplotlib_figures (matplotlib: notebooks and static exports) and
-lab.figures.plotly_figures (plotly: the dashboard,
-drawn by the browser) draw only what these objects hold, so the two never disagree. One
-function per figure, named as the figure functions of both modules:
-
-    training_curves(run_or_records, x, title)    TrainingCurves: loss and accuracy series
-    attention_heatmap(attention, layer, head)    AttentionMap: one head, queries x keys
-    attention_focus(attention, layer, head, i)   AttentionFocus: one head, token i's row and column
-    attention_grid(attention, layer=None)        AttentionGrid: AttentionMaps in rows x columns
-    head_stats_heatmaps(stats)                   HeadStats: one [layers, heads] Panel per statistic
-    ablation_heatmap(ablation)                   Ablation: the effect of silencing each head
-    span_probabilities(answer)                   SpanProbabilities: QA start / end per token
-    fill_mask_bars(predictions)                  FillMaskBars: the best guesses at each [MASK]
-    embedding_components(embeddings, dims=32)    EmbeddingComponents: the paper's Figure 2
-    logit_lens(lens)                             LogitLens: the guess at every layer
-    attributions(attribution)                    Attributions: one score per token, signed
-    attention_vs_attribution(comparison)         AttentionVsAttribution: scores beside [CLS]'s attention
-
-Token text stays exactly as the model wrote it (a token may be "<b>" or "$"): each drawing
-module escapes it for its renderer. `axis_labels` makes repeated tokens distinct ("the (1)",
-"the (5)") where a plot needs one name per position. Heatmaps are `Panel`s: values with their
-colour scale (a matplotlib colormap name, which plotly knows too) and the format of the number
-written in each cell. Only numpy here (torch tensors are read through .detach): no plotting
-library, so notebooks, exports and the dashboard share it without importing each other's.
+One function per figure, named as the figures of lab.figures.plotly_figures (the dashboard) and
+lab.figures.matplotlib_figures (notebooks), which draw only what it returns, so the two never
+disagree: training_curves(), attention_heatmap(), attention_focus(), attention_grid(),
+head_stats_heatmaps(), ablation_heatmap(), span_probabilities(), fill_mask_bars(),
+embedding_components(), logit_lens(), attributions(), attention_vs_attribution(), probe_curves().
+Each returns a lab.figures.tables object. Token text stays as the model wrote it (each drawing
+module escapes it); only numpy here, no plotting library.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from lab.figures.tables import (
+    Ablation,
+    AttentionFocus,
+    AttentionGrid,
+    AttentionMap,
+    AttentionVsAttribution,
+    Attributions,
+    EmbeddingComponents,
+    FillMaskBars,
+    HeadStats,
+    LensMask,
+    LogitLens,
+    MaskGuesses,
+    Panel,
+    ProbeCurves,
+    ProbeLine,
+    Series,
+    SpanProbabilities,
+    TrainingCurves,
+)
 from lab.training.runs import read_metrics
 
 STAT_TITLES = {  # head_stats() key -> panel title (Clark et al. 2019)
@@ -61,7 +55,7 @@ SPECIAL = ("[CLS]", "[SEP]", "[PAD]")
 
 
 # ----------------------------------------------------------------------------------------------
-# Helpers: arrays, indexes, token labels, tables
+# Helpers: arrays, indexes, text
 # ----------------------------------------------------------------------------------------------
 
 
@@ -81,99 +75,15 @@ def checked_index(i, n: int, name: str) -> int:
     return int(i) % n
 
 
-def axis_labels(tokens) -> list[str]:
-    """One distinct name per position: a repeated token gets its index, e.g.
-    ["[CLS]", "the", "cat", "the", "[SEP]"] -> ["[CLS]", "the (1)", "cat", "the (3)", "[SEP]"]."""
-    tokens = [str(t) for t in tokens]
-    counts = {t: tokens.count(t) for t in set(tokens)}
-    labels = [t if counts[t] == 1 else f"{t} ({i})" for i, t in enumerate(tokens)]
-    # a token that reads like another's suffixed name ("the (1)" typed by a user): index them all
-    return labels if len(set(labels)) == len(labels) else [f"{t} ({i})" for i, t in enumerate(tokens)]
-
-
-def piece_label(token: str) -> str:
-    """A WordPiece continuation shown as what it is: "##ing" -> "…ing (piece)"; words unchanged."""
-    return f"…{token[2:]} (piece)" if token.startswith("##") and len(token) > 2 else token
-
-
 def text_of(tokens, limit: int = 90) -> str:
     """WordPieces back to readable text (without [CLS]/[SEP]/[PAD]), cut to `limit` characters."""
     words = " ".join(t for t in tokens if t not in SPECIAL).replace(" ##", "")
     return words if len(words) <= limit else words[: limit - 1] + "…"
 
 
-def to_csv(rows: list[dict]) -> str:
-    """A table (one dict per row, the first row's keys as the header) as CSV text."""
-    if not rows:
-        return ""
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
-
-
-class _Table:
-    """rows(): what the figure draws, one dict per drawn value; csv(): the same as CSV text."""
-
-    def rows(self) -> list[dict]:
-        raise NotImplementedError
-
-    def csv(self) -> str:
-        return to_csv(self.rows())
-
-
-@dataclass(kw_only=True)
-class Panel(_Table):
-    """One heatmap as drawn: values[r, c] in row r, column c, coloured from zmin to zmax."""
-
-    title: str
-    values: np.ndarray  # (rows, columns)
-    zmin: float
-    zmax: float
-    colors: str = "viridis"  # matplotlib colormap name (plotly knows the same names)
-    cell_format: str | None = None  # format spec of the number written in each cell ("+.3f"); None: none
-    key: str = ""  # what the panel shows, for tables: "sep", "token", ...
-
-    def rows(self) -> list[dict]:
-        return _grid_rows(self, "row", "column", "value", panel=self.key)
-
-
-def _grid_rows(panel: Panel, row: str, column: str, value: str, **fixed) -> list[dict]:
-    """A [rows, columns] panel as a table: fixed columns, then row index, column index, value."""
-    return [{**fixed, row: r, column: c, value: float(v)} for (r, c), v in np.ndenumerate(panel.values)]
-
-
 # ----------------------------------------------------------------------------------------------
 # Training curves
 # ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Series:
-    """One line of a training-curves panel."""
-
-    panel: str  # "loss" or "accuracy"
-    name: str  # legend label, e.g. "held-out mlm loss"
-    x: list[float]
-    y: list[float]
-    marker: str | None = None  # None: a thin line of every logged step; "o" / "s": evaluations
-
-
-@dataclass
-class TrainingCurves(_Table):
-    series: list[Series]
-    x_title: str  # "wall time (minutes)" or "step"
-    x_name: str  # the CSV column of x: "minutes" or "step"
-    title: str | None = None
-    y_titles: dict = field(default_factory=lambda: {"loss": "loss", "accuracy": "held-out accuracy"})
-
-    def rows(self) -> list[dict]:
-        return [
-            {"panel": s.panel, "series": s.name, self.x_name: x, "value": y}
-            for s in self.series
-            for x, y in zip(s.x, s.y)
-        ]
 
 
 ACCURACY_NAMES = {
@@ -234,37 +144,6 @@ def training_curves(run_or_records, x: str = "time", title: str | None = None) -
 # ----------------------------------------------------------------------------------------------
 
 
-@dataclass(kw_only=True)
-class AttentionMap(Panel):
-    """One head: values[i, j] = how much query token i attends to key token j (rows sum to 1)."""
-
-    layer: int
-    head: int
-    tokens: list[str]
-    sentence_b_start: int | None = None  # first token of sentence B: the segment boundary
-    x_title: str = "key (attended to)"
-    y_title: str = "query (attending)"
-
-    @property
-    def labels(self) -> list[str]:
-        return axis_labels(self.tokens)
-
-    def rows(self) -> list[dict]:
-        t = self.tokens
-        return [
-            {
-                "layer": self.layer,
-                "head": self.head,
-                "query_index": i,
-                "query": t[i],
-                "key_index": j,
-                "key": t[j],
-                "weight": float(w),
-            }
-            for (i, j), w in np.ndenumerate(self.values)
-        ]
-
-
 def _attention_shape(result) -> tuple[int, int, int]:
     """(layers, heads, tokens) of an AttentionResult, checking it is consistent."""
     if not result.attentions:
@@ -301,64 +180,12 @@ def attention_heatmap(result, layer: int, head: int) -> AttentionMap:
     return _attention_map(result, layer, head, f"layer {layer}, head {head}")
 
 
-@dataclass
-class AttentionFocus(_Table):
-    """One head seen from one token i: its row (where i attends) and column (what attends to i)."""
-
-    map: AttentionMap
-    index: int  # the focused token's position
-    attends: np.ndarray  # (T,) = map.values[i, :], over the keys
-    attended_by: np.ndarray  # (T,) = map.values[:, i], over the queries
-
-    @property
-    def token(self) -> str:
-        return self.map.tokens[self.index]
-
-    @property
-    def attends_title(self) -> str:
-        return "where it attends"
-
-    @property
-    def attended_by_title(self) -> str:
-        return "what attends to it"
-
-    @property
-    def title(self) -> str:
-        return f"{self.map.title}: token {self.index} “{self.token}”"
-
-    def rows(self) -> list[dict]:
-        """The map's table, each cell marked when it is in the focused row or column (the bars)."""
-        return [
-            {**r, "in_focus_row": r["query_index"] == self.index, "in_focus_column": r["key_index"] == self.index}
-            for r in self.map.rows()
-        ]
-
-
 def attention_focus(result, layer: int, head: int, token_index: int) -> AttentionFocus:
     """attention_heatmap(result, layer, head) with token `token_index` picked out: where it
     attends (row token_index, over the keys) and what attends to it (column token_index)."""
     head_map = attention_heatmap(result, layer, head)
     i = checked_index(token_index, len(head_map.tokens), "token")
     return AttentionFocus(head_map, i, head_map.values[i, :], head_map.values[:, i])
-
-
-@dataclass
-class AttentionGrid(_Table):
-    """Attention maps laid out in rows x columns: the heads of one layer, or every layer x head."""
-
-    maps: list[AttentionMap]
-    n_rows: int
-    n_cols: int
-    layer: int | None  # the one layer shown, None: every layer (row l = layer l)
-    title: str
-
-    def position(self, k: int) -> tuple[int, int]:
-        """(row, column) of maps[k]: reading order for one layer, (layer, head) for all layers."""
-        m = self.maps[k]
-        return divmod(k, self.n_cols) if self.layer is not None else (m.layer, m.head)
-
-    def rows(self) -> list[dict]:
-        return [r for m in self.maps for r in m.rows()]
 
 
 def attention_grid(result, layer: int | None = None) -> AttentionGrid:
@@ -378,17 +205,6 @@ def attention_grid(result, layer: int | None = None) -> AttentionGrid:
     return AttentionGrid(
         maps, math.ceil(A / cols), cols, layer, f"layer {layer}: all {A} heads (rows: queries, columns: keys)"
     )
-
-
-@dataclass
-class HeadStats(_Table):
-    panels: list[Panel]
-    layers: int
-    heads: int
-    title: str = "what each head looks at (mean over query tokens; Clark et al. 2019)"
-
-    def rows(self) -> list[dict]:
-        return [r for p in self.panels for r in _grid_rows(p, "layer", "head", "value", statistic=p.key)]
 
 
 def head_stats_heatmaps(stats: dict) -> HeadStats:
@@ -434,18 +250,6 @@ ABLATION_METRICS = {
 }
 
 
-@dataclass(kw_only=True)
-class Ablation(Panel):
-    """values[l, h] = the metric with head h of layer l silenced minus the baseline."""
-
-    metric: str
-    baseline: float
-    sentence: str  # the text, for a subtitle ("" without tokens)
-
-    def rows(self) -> list[dict]:
-        return _grid_rows(self, "layer", "head", f"change in {self.metric}", baseline=self.baseline)
-
-
 def ablation_heatmap(result) -> Ablation:
     """explore.ablate_heads as a [layers, heads] panel, every cell annotated. Diverging colours
     centred at 0, oriented so that red always means "the model needed this head": for
@@ -472,29 +276,8 @@ def ablation_heatmap(result) -> Ablation:
 
 
 # ----------------------------------------------------------------------------------------------
-# Question answering, fill-mask, embeddings
+# Question answering, fill-mask, the guess at every layer
 # ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class SpanProbabilities(_Table):
-    tokens: list[str]
-    start: np.ndarray  # (T,) start probability of each token of the window
-    end: np.ndarray  # (T,)
-    span: list[int]  # the best span's token indexes ([0] = [CLS] for "no answer")
-    title: str  # the best answer, its score, the window
-
-    def rows(self) -> list[dict]:
-        return [
-            {
-                "index": i,
-                "token": t,
-                "start_probability": float(s),
-                "end_probability": float(e),
-                "in_best_span": i in self.span,
-            }
-            for i, (t, s, e) in enumerate(zip(self.tokens, self.start, self.end))
-        ]
 
 
 def _span_tokens(result) -> list[int]:
@@ -536,46 +319,6 @@ def span_probabilities(result) -> SpanProbabilities:
     )
 
 
-@dataclass
-class MaskGuesses:
-    """The best guesses at one [MASK], best first."""
-
-    number: int  # 1 for the first [MASK] of the text
-    position: int | None  # its token index (None when the result does not say)
-    tokens: list[str]  # vocabulary tokens, e.g. "##ing"
-    probabilities: np.ndarray  # (k,)
-
-    @property
-    def labels(self) -> list[str]:
-        """The tokens as shown: word pieces marked ("…ing (piece)"), each distinct."""
-        return axis_labels([piece_label(t) for t in self.tokens])
-
-    @property
-    def title(self) -> str:
-        where = f" (token {self.position})" if self.position is not None else ""
-        return f"[MASK] {self.number}{where}"
-
-
-@dataclass
-class FillMaskBars(_Table):
-    masks: list[MaskGuesses]
-    title: str
-
-    def rows(self) -> list[dict]:
-        return [
-            {
-                "mask": m.number,
-                "position": m.position,
-                "rank": r + 1,
-                "token": t,
-                "shown_as": s,
-                "probability": float(p),
-            }
-            for m in self.masks
-            for r, (t, s, p) in enumerate(zip(m.tokens, m.labels, m.probabilities))
-        ]
-
-
 def fill_mask_bars(predictions) -> FillMaskBars:
     """explore.fill_mask's result (one list of (token, probability) per [MASK], best first) as
     one group of bars per [MASK]; a plain list of such lists works too (no token positions)."""
@@ -589,50 +332,6 @@ def fill_mask_bars(predictions) -> FillMaskBars:
     tokens = getattr(predictions, "tokens", None)
     title = f"the model's guesses at each [MASK] of “{text_of(tokens)}”" if tokens else "the model's guesses"
     return FillMaskBars(masks, title)
-
-
-@dataclass
-class LensMask:
-    """One [MASK] read at every layer: the top guesses (rows: layers 0..L, columns: ranks)."""
-
-    number: int  # 1 for the first [MASK] of the text
-    position: int  # its token index
-    tokens: list[list[str]]  # [layer][rank]
-    probabilities: np.ndarray  # (L+1, k)
-    final: str  # the last layer's top-1 token
-    final_probability: np.ndarray  # (L+1,)
-    final_rank: list[int]  # (L+1)
-
-    @property
-    def labels(self) -> list[list[str]]:
-        """Each cell's token as shown (word pieces marked "…ing")."""
-        return [[piece_label(t) for t in row] for row in self.tokens]
-
-    @property
-    def title(self) -> str:
-        return f"[MASK] {self.number} (token {self.position}): final answer “{piece_label(self.final)}”"
-
-
-@dataclass
-class LogitLens(_Table):
-    masks: list[LensMask]  # the first MAX_LENS_MASKS of the text
-    num_masks: int  # the text's [MASK]s, shown or not
-    title: str
-
-    def rows(self) -> list[dict]:
-        return [
-            {
-                "mask": m.number,
-                "layer": layer,
-                "rank": r + 1,
-                "token": t,
-                "probability": float(m.probabilities[layer, r]),
-                "is_final_answer": t == m.final,
-            }
-            for m in self.masks
-            for layer, row in enumerate(m.tokens)
-            for r, t in enumerate(row)
-        ]
 
 
 MAX_LENS_MASKS = 3  # panels in one figure; the CSV and the library have them all
@@ -669,39 +368,6 @@ ATTRIBUTION_LEGEND = "red: pushes toward the answer · purple: pushes against it
 METHOD_NAMES = {"integrated_gradients": "integrated gradients", "gradient_x_input": "gradient x input"}
 
 
-@dataclass
-class Attributions(_Table):
-    """explore.attributions as one signed bar per token."""
-
-    tokens: list[str]
-    scores: np.ndarray  # (T,)
-    highlight: list[int]  # tokens the answer is about (the QA span, the [MASK]): labelled in colour
-    title: str  # the answer and what f is
-    subtitle: str  # the method, f(input) - f(baseline), the sum, completeness
-    method: str
-    target: str
-
-    @property
-    def shaded(self) -> np.ndarray:
-        """The scores over the largest |score|, in [-1, 1] (0 everywhere when all are 0)."""
-        top = float(np.abs(self.scores).max(initial=0.0))
-        return self.scores / top if top > 0 else np.zeros_like(self.scores)
-
-    def rows(self) -> list[dict]:
-        return [
-            {
-                "index": i,
-                "token": t,
-                "score": float(v),
-                "share_of_largest": float(sh),
-                "method": self.method,
-                "f": self.target,
-                "answer_token": i in self.highlight,
-            }
-            for i, (t, v, sh) in enumerate(zip(self.tokens, self.scores, self.shaded))
-        ]
-
-
 def _attribution_subtitle(result) -> str:
     """ "f = log-odds of positive: f(input) − f(baseline) = 6.39 − 3.77 = 2.62; the scores add up
     to 2.62 (completeness error 0.0%)"."""
@@ -727,35 +393,6 @@ def attributions(result) -> Attributions:
         method=result.method,
         target=result.target,
     )
-
-
-@dataclass
-class AttentionVsAttribution(_Table):
-    """Attribution (top) beside the attention [CLS] pays in the last layer (bottom), same tokens."""
-
-    tokens: list[str]
-    scores: np.ndarray  # (T,) signed attribution
-    attention: np.ndarray  # (T,) last layer, query [CLS], mean over heads
-    words: np.ndarray  # (T,) bool: the tokens the correlations are over
-    pearson: float
-    spearman: float
-    layer: int
-    title: str
-    subtitle: str
-    attribution_title: str
-    attention_title: str
-
-    def rows(self) -> list[dict]:
-        return [
-            {
-                "index": i,
-                "token": t,
-                "attribution": float(s),
-                "attention_from_cls": float(a),
-                "in_correlation": bool(w),
-            }
-            for i, (t, s, a, w) in enumerate(zip(self.tokens, self.scores, self.attention, self.words))
-        ]
 
 
 def correlation_text(pearson: float, spearman: float) -> str:
@@ -786,21 +423,9 @@ def attention_vs_attribution(comparison, attribution) -> AttentionVsAttribution:
     )
 
 
-@dataclass
-class EmbeddingComponents(_Table):
-    tokens: list[str]
-    panels: list[Panel]  # token, segment, position, sum, LayerNorm: each (dims, T)
-    sentence_b_start: int | None  # first token whose segment differs from the first token's
-    dims: int  # the dimensions shown (the first ones)
-    hidden: int  # of this many
-    title: str
-
-    def rows(self) -> list[dict]:
-        return [
-            {"component": p.key, "token_index": i, "token": self.tokens[i], "dim": d, "value": float(v)}
-            for p in self.panels
-            for (d, i), v in np.ndenumerate(p.values)
-        ]
+# ----------------------------------------------------------------------------------------------
+# The paper's Figure 2: the input embeddings
+# ----------------------------------------------------------------------------------------------
 
 
 EMBEDDING_PARTS = [
@@ -860,47 +485,6 @@ PROBE_LINE_STYLES = {  # kind -> (plotly dash, matplotlib linestyle, grey?)
     "control": ("dot", ":", True),
     "majority": ("dash", "--", True),
 }
-
-
-@dataclass
-class ProbeLine:
-    """One line of the figure: accuracy per layer with its interval, or a flat baseline."""
-
-    name: str  # legend label
-    kind: str  # "model", "snapshot", "control" (random weights) or "majority"
-    layers: list[int]
-    accuracy: list[float]
-    low: list[float]
-    high: list[float]
-    correct: list[int]
-    total: int
-    step: int | None = None
-
-
-@dataclass
-class ProbeCurves(_Table):
-    lines: list[ProbeLine]
-    title: str
-    subtitle: str  # the split: where the training and test words come from
-    num_layers: int  # the deepest encoder's L (the x axis runs 0..L)
-
-    def rows(self) -> list[dict]:
-        return [
-            {
-                "line": line.name,
-                "kind": line.kind,
-                "step": "" if line.step is None else line.step,
-                "layer": layer,
-                "accuracy": acc,
-                "low": lo,
-                "high": hi,
-                "correct": c,
-                "test_words": line.total,
-                "split": self.subtitle,
-            }
-            for line in self.lines
-            for layer, acc, lo, hi, c in zip(line.layers, line.accuracy, line.low, line.high, line.correct)
-        ]
 
 
 def _probe_line(result, kind: str) -> ProbeLine:

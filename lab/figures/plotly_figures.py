@@ -1,400 +1,39 @@
 """Browser-drawn (plotly) figures for the dashboard: the lab's figures, interactive.
 
-    from lab.inspect import explore
-    from lab.figures import plotly_figures
-    att = explore.attention(model, tokenizer, "the cat sat on the mat .", "it purred .")
-    fig = plotly_figures.attention_heatmap(att, layer=0, head=3, theme="dark")   # a plotly Figure
-    plotly_figures.attention_focus(att, 0, 3, token_index=2)     # the same head from token 2's side
-    plotly_figures.figure_csv(fig)                                # what it draws, as CSV text
-    plotly_figures.figure_name(fig)                               # "attention_heatmap": file names
+    fig = plotly_figures.attention_heatmap(explore.attention(model, tokenizer, "the cat sat ."), 0, 3)
+    plotly_figures.figure_csv(fig), plotly_figures.figure_name(fig)  # its numbers as CSV, its name
 
-In the dashboard a handler returns the figure as the value of a gr.Plot: Gradio sends the data
-(not pixels) and draws it with the plotly.js it serves itself, so it works offline. Hovering a
-cell shows the query token, the key token and the weight; the one-head map has a "highlight"
-menu that outlines a token's row (where it attends) and column (what attends to it) in the
-browser, and attention_focus draws that token's row and column as bars too (the dashboard calls
-it when a token is picked). The modebar's camera button downloads the figure (PNG, or SVG after
-download_as(fig, "svg")), and figure_csv gives its numbers for a CSV download.
-
-The figures, named as in lab.figures.matplotlib_figures (the matplotlib versions, for notebooks and static exports):
-
-    training_curves(run_or_records, x="time")   losses and held-out accuracies of a run
-    attention_heatmap(attention, layer, head)   one head: queries (rows) x keys (columns)
-    attention_focus(attention, layer, head, i)  one head with token i's row and column as bars
-    attention_grid(attention, layer=None)       every head of one layer (or all), token labels
-    head_stats_heatmaps(stats)                  one [layers, heads] map per head statistic
-    ablation_heatmap(ablation)                  the effect of silencing each head
-    span_probabilities(answer)                  QA start / end probabilities, the best span red
-    fill_mask_bars(predictions)                 the best guesses at each [MASK]
-    embedding_components(embeddings)           the paper's Figure 2
-    logit_lens(lens)                            the guess at every layer at each [MASK]
-    attributions(attribution)                   what the answer rests on: a signed bar per token
-    attention_vs_attribution(cmp, attribution)  the same beside the attention [CLS] pays
-    figure_csv(fig_or_data), figure_name(fig), download_as(fig, image_format)
-
-Every builder takes theme="light" (template plotly_white) or "dark" (plotly_dark). What each
-figure shows comes from lab.figures.numbers, as lab.figures.matplotlib_figures' figures do, so the two never disagree.
-Text from users and models is escaped before plotly sees it: plotly renders tags such as <b>
-in titles, tick labels and hover text, so a token "<img src=x>" is shown as those characters.
-
-How a figure is made, and why (only public API of plotly and Gradio):
-- A figure is plotly's documented JSON format, {"data": [traces], "layout": {...}} plus the
-  plotly.js "config", assembled here as plain dicts and numpy arrays (_Canvas).
-- gr.Plot documents what it takes: "a plotly.Figure" (gradio/components/plot.py: it calls the
-  figure's to_json() and sends that string). So the builders return a LabFigure, a subclass of
-  plotly.graph_objects.Figure, and LabFigure.to_json() writes the plain data with orjson,
-  numpy arrays as plotly.js typed arrays ({"dtype", "bdata", "shape"}): 0.1 ms.
-- plotly's own constructor validates every property: 8 ms for one attention map (5 ms of it
-  for the template), 14 ms for the two maps of an attention request whose whole budget is
-  30 ms of server CPU. So a LabFigure runs that constructor (go.Figure.__init__, public) only
-  when it is first used as a plotly object: reading or changing fig.data or fig.layout,
-  fig.show(), fig.to_dict(), copies, ... From then on it is an ordinary, validated plotly
-  Figure and to_json() is plotly's own (plus the config). The dashboard never needs it:
-  figure_name and figure_csv read what the LabFigure carries. tests/test_figures.py checks that
-  both ways give the same JSON for every builder; benchmarks/figure_speed.py times both.
-- Cell numbers are formatted here, in Python (texttemplate "%{text}"): the plotly.js that
-  Gradio 6 serves (3.x) cannot read a d3 format with a sign, "+.3f", and drew the raw float32
-  instead ("0.23746109008789062"; it prefixes "~" to the format, which d3 then rejects).
+Named as in lab.figures.matplotlib_figures (the notebooks' versions), drawing what
+lab.figures.numbers computes, so the two never disagree: training_curves(), attention_heatmap(),
+attention_focus(), attention_grid(), head_stats_heatmaps(), ablation_heatmap(), span_probabilities(),
+fill_mask_bars(), embedding_components(), logit_lens(), attributions(), attention_vs_attribution(),
+probe_layers(). Each takes theme="light" or "dark" and returns a LabFigure for a gr.Plot: Gradio's
+own plotly.js draws it, offline. User and model text is escaped (plotly renders tags). How a figure
+is assembled, and why not through plotly's objects: lab.figures.plotly_canvas.
 """
 
 from __future__ import annotations
 
-import base64
-import functools
-import html
-import json
 import math
-import threading
-from dataclasses import dataclass
 
 import numpy as np
-import orjson
 import plotly.graph_objects as go
-import plotly.io as pio
 
-from lab.figures import numbers
+from lab.figures import numbers, tables
+from lab.figures.plotly_canvas import (
+    Canvas,
+    LabFigure,
+    Theme,
+    axis_ref,
+    colorscale,
+    escaped,
+    heatmap_trace,
+    integer_axis,
+    pick_theme,
+    token_axis,
+)
 
-MAX_TICKS = 64  # token labels along one axis; longer sequences label every n-th token
-TOP_MARGIN = 100  # px above the plot: the title sits below gr.Plot's label badge
-
-
-@dataclass(frozen=True)
-class Theme:
-    template: str  # plotly template
-    bar: str  # bars
-    highlight: str  # the best answer span, the focused token's row and column
-
-
-THEMES = {
-    "light": Theme("plotly_white", bar="#4c72b0", highlight="#d62728"),
-    "dark": Theme("plotly_dark", bar="#7aa6e0", highlight="#ff6b6b"),
-}
 BOUNDARY = "white"  # where sentence B starts, over attention maps (dark at both ends of viridis)
-
-_BUILDING = threading.RLock()  # one figure's plotly objects are built by one thread at a time
-
-
-class LabFigure(go.Figure):
-    """A plotly Figure made from its plain JSON (`lab_json`: {"data": [...], "layout": {...}}),
-    carrying the figure_data object it draws (`lab_data`: figure_csv reads it) and its plotly.js
-    config (`lab_config`: the download button's format), which gr.Plot takes from to_json().
-    plotly's constructor runs at the figure's first use as a plotly object (see the module
-    docstring); copies (copy.deepcopy, pickle, go.Figure(fig)) keep the drawing, not the rest."""
-
-    lab_json: dict = {}
-    lab_data = None
-    lab_config: dict = {}
-    lab_state = "built"  # "plain": plotly's objects not made yet; "building"; "built"
-
-    def __init__(self, figure: dict, data=None, config: dict | None = None):
-        # vars(): straight into the instance, past plotly's __setattr__ (which needs its objects)
-        vars(self).update(lab_json=figure, lab_data=data, lab_config=config or {}, lab_state="plain")
-
-    def __getattr__(self, name: str):
-        """Python calls this only for an attribute the object lacks: before plotly's constructor
-        has run, that is every one of plotly's own (fig.data reads one). Run the constructor
-        (once, validating the plain JSON) and look again."""
-        state = vars(self)
-        if state.get("lab_state", "built") == "built":
-            raise AttributeError(name)
-        with _BUILDING:  # a second thread waits here until the figure is built
-            if state["lab_state"] == "building":
-                raise AttributeError(name)  # plotly's constructor itself, probing (this thread)
-            if state["lab_state"] == "plain":
-                state["lab_state"] = "building"
-                try:
-                    go.Figure.__init__(self, state["lab_json"])
-                except BaseException:
-                    state["lab_state"] = "plain"
-                    raise
-                state["lab_state"] = "built"
-        return object.__getattribute__(self, name)
-
-    def to_json(self, *args, **kwargs) -> str:
-        """plotly's JSON with a "config" entry: {"data": [...], "layout": {...}, "config": {...}}.
-        Without arguments (as gr.Plot calls it) and before plotly's objects exist, the plain JSON
-        written by orjson, arrays as plotly.js typed arrays: 0.1 ms. Otherwise plotly's own
-        to_json (1-2 ms), which holds any change made to the figure since."""
-        if args or kwargs or self.lab_state != "plain":
-            text = super().to_json(*args, **kwargs).rstrip()  # '{"data": ..., "layout": ...}'
-            return f'{text[:-1]}, "config": {json.dumps(self.lab_config)}}}'
-        return orjson.dumps({**self.lab_json, "config": self.lab_config}, default=_typed_array).decode()
-
-    def show(self, *args, **kwargs):
-        kwargs.setdefault("config", self.lab_config)
-        return super().show(*args, **kwargs)
-
-
-# ----------------------------------------------------------------------------------------------
-# Helpers: JSON, escaping, layout, axes, heatmaps
-# ----------------------------------------------------------------------------------------------
-
-# numpy dtype -> plotly.js typed array type (plotly.js has no 64-bit integers)
-TYPED_ARRAYS = {
-    "int8": "i1",
-    "uint8": "u1",
-    "int16": "i2",
-    "uint16": "u2",
-    "int32": "i4",
-    "uint32": "u4",
-    "float32": "f4",
-    "float64": "f8",
-}
-
-
-def _typed_array(value):
-    """orjson's fallback: a numpy array as a plotly.js typed array, as plotly writes one
-    (np.float32([[.5, 1], [0, 0]]) -> {"dtype": "f4", "bdata": "AAAAPwAAgD8AAAAAAAAAAA==",
-    "shape": "2, 2"}: the raw bytes in base64, about 5.3 characters a number); 64-bit integers
-    as the smallest type that holds them; other arrays (strings, ...) as lists; numpy scalars as
-    numbers."""
-    if isinstance(value, np.ndarray):
-        if value.dtype.name in ("int64", "uint64") and value.size:
-            kinds = (np.int8, np.int16, np.int32) if value.dtype.kind == "i" else (np.uint8, np.uint16, np.uint32)
-            fits = [k for k in kinds if np.iinfo(k).min <= value.min() and value.max() <= np.iinfo(k).max]
-            value = value.astype(fits[0]) if fits else value
-        if not value.size or value.dtype.name not in TYPED_ARRAYS:
-            return value.tolist()
-        spec = {
-            "dtype": TYPED_ARRAYS[value.dtype.name],
-            "bdata": base64.b64encode(np.ascontiguousarray(value)).decode("ascii"),
-        }
-        if value.ndim > 1:
-            spec["shape"] = ", ".join(map(str, value.shape))
-        return spec
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
-
-
-def _html(text) -> str:
-    """Text shown literally by plotly: '<', '>' and '&' escaped; a leading '$' (which would start
-    LaTeX in a string that also ends with '$') written as its character reference."""
-    text = html.escape(str(text), quote=False)
-    return "&#36;" + text[1:] if text.startswith("$") else text
-
-
-def _title(text: str) -> str:
-    """A title escaped, its line breaks as plotly's <br>."""
-    return _html(text).replace("\n", "<br>")
-
-
-def _theme(theme: str) -> Theme:
-    if theme not in THEMES:
-        raise ValueError(f"theme must be one of {', '.join(THEMES)}, got {theme!r}")
-    return THEMES[theme]
-
-
-class _Canvas:
-    """A figure assembled as plain dicts (traces, axes, shapes, annotations) in plotly's JSON
-    format and made a LabFigure at the end (`finish`). plotly's make_subplots, add_trace(row=,
-    col=) and update_xaxes cost 8-17 ms of CPU for each attention figure, the requests a class
-    sends most; this way the same figure takes about 0.1 ms. The subplot grid follows
-    make_subplots: rows from the top, `hspace` / `vspace` between cells (fractions of the plotting
-    area), shared x axes show their tick labels on the bottom row only and shared y axes on the
-    left column only, titles above each cell. Axis properties may give title as a string (made
-    {"text": ...})."""
-
-    def __init__(
-        self,
-        data,
-        theme: Theme,
-        rows: int = 1,
-        cols: int = 1,
-        *,
-        titles=(),
-        shared_x: bool = False,
-        shared_y: bool = False,
-        hspace: float | None = None,
-        vspace: float | None = None,
-        widths=None,
-        heights=None,
-        empty=(),
-    ):
-        self.data, self.traces, self.shapes, self.annotations = data, [], [], []
-        self.layout: dict = {"template": _template(theme.template)}
-        self.config = {"displaylogo": False, "toImageButtonOptions": {"format": "png"}}
-        hspace = 0.2 / cols if hspace is None else hspace
-        vspace = 0.3 / rows if vspace is None else vspace
-        xs = _domains(widths or [1] * cols, hspace)  # left to right
-        ys = _domains((heights or [1] * rows)[::-1], vspace)[::-1]  # row 1 at the top
-        empty = set(empty)
-        cells = [(r, c) for r in range(1, rows + 1) for c in range(1, cols + 1) if (r, c) not in empty]
-        self.refs = {cell: _axis_ref(k) for k, cell in enumerate(cells)}
-        bottom = {c: max(r for r, cc in cells if cc == c) for _, c in cells}
-        left = {r: min(c for rr, c in cells if rr == r) for r, _ in cells}
-        for (r, c), (x, y) in self.refs.items():
-            xaxis = {"domain": xs[c - 1], "anchor": y}
-            yaxis = {"domain": ys[r - 1], "anchor": x}
-            if shared_x and r != bottom[c]:
-                xaxis.update(matches=self.refs[bottom[c], c][0], showticklabels=False)
-            if shared_y and c != left[r]:
-                yaxis.update(matches=self.refs[r, left[r]][1], showticklabels=False)
-            self.layout[_layout_key(x)], self.layout[_layout_key(y)] = xaxis, yaxis
-        for (r, c), text in zip(cells, titles):
-            if text:
-                self.annotations.append(
-                    dict(
-                        text=text,
-                        x=sum(xs[c - 1]) / 2,
-                        y=ys[r - 1][1],
-                        xref="paper",
-                        yref="paper",
-                        xanchor="center",
-                        yanchor="bottom",
-                        showarrow=False,
-                        font=dict(size=16),
-                    )
-                )
-
-    def cells(self, row: int | None = None, col: int | None = None) -> list[tuple[str, str]]:
-        """The (x, y) axis names of the cells in `row` and `col` (None: every one)."""
-        return [ref for (r, c), ref in self.refs.items() if row in (None, r) and col in (None, c)]
-
-    def add(self, trace: dict, row: int = 1, col: int = 1) -> None:
-        x, y = self.refs[row, col]
-        self.traces.append({**trace, "xaxis": x, "yaxis": y})
-
-    def x(self, props: dict | None = None, row: int | None = None, col: int | None = None, **more) -> None:
-        for x, _ in self.cells(row, col):
-            _update_axis(self.layout[_layout_key(x)], {**(props or {}), **more})
-
-    def y(self, props: dict | None = None, row: int | None = None, col: int | None = None, **more) -> None:
-        for _, y in self.cells(row, col):
-            _update_axis(self.layout[_layout_key(y)], {**(props or {}), **more})
-
-    def finish(self, name: str, title: str | None, height: float, subtitle: str = "", **layout) -> LabFigure:
-        """The LabFigure: title (centred, below gr.Plot's label badge), height in px (the width
-        follows the page), the figure's name in layout.meta and as the download's file name."""
-        text = _title(title or "") + (f"<br><sup>{_html(subtitle)}</sup>" if subtitle else "")
-        extra = 22 * text.count("<br>")  # px for each line of a longer title
-        self.config["toImageButtonOptions"]["filename"] = name
-        self.layout.update(
-            title=dict(text=text, x=0.5, xanchor="center", y=1, yanchor="top", yref="container", pad=dict(t=40)),
-            height=round(height + extra),
-            margin=dict(t=TOP_MARGIN + extra, l=60, r=30, b=50),
-            meta={"figure": name},
-            **layout,
-        )
-        # as plotly writes a figure: no empty lists of shapes or annotations
-        self.layout.update({k: v for k, v in (("shapes", self.shapes), ("annotations", self.annotations)) if v})
-        return LabFigure({"data": self.traces, "layout": self.layout}, self.data, self.config)
-
-
-@functools.cache
-def _template(name: str) -> dict:
-    """A plotly template as plain JSON, the whole of it: plotly.js knows no template names.
-    Made once; figures share it (nothing changes it: plotly's constructor copies what it gets)."""
-    return pio.templates[name].to_plotly_json()
-
-
-def _domains(sizes, space: float) -> list[tuple[float, float]]:
-    """[start, end] of each cell along one axis of the plotting area (0..1), `space` between."""
-    room = 1 - space * (len(sizes) - 1)
-    total, start, out = sum(sizes), 0.0, []
-    for s in sizes:
-        end = start + room * s / total
-        out.append((start, min(end, 1.0)))
-        start = end + space
-    return out
-
-
-def _layout_key(axis: str) -> str:
-    """ "x" -> "xaxis", "y3" -> "yaxis3"."""
-    return f"{axis[0]}axis{axis[1:]}"
-
-
-def _update_axis(axis: dict, props: dict) -> None:
-    for key, value in props.items():
-        if key == "title" and isinstance(value, str):
-            value = {"text": value}
-        if value is not None:
-            axis[key] = value
-
-
-def _token_axis(labels, tokens, keep=(), color: str | None = None) -> dict:
-    """A category axis of one position per token: categories are the (escaped, distinct) labels,
-    ticks show the tokens, every n-th one past MAX_TICKS plus `keep` (drawn bold in `color`)."""
-    step = max(1, math.ceil(len(tokens) / MAX_TICKS))
-    shown = sorted(set(range(0, len(tokens), step)) | set(keep))
-    text = [_html(tokens[i]) for i in shown]
-    if color:
-        text = [f"<b><span style='color:{color}'>{t}</span></b>" if i in keep else t for i, t in zip(shown, text)]
-    return dict(
-        type="category",
-        tickmode="array",
-        tickvals=[_html(labels[i]) for i in shown],
-        ticktext=text,
-        tickfont=dict(size=11 if len(tokens) <= 32 else 9),
-        automargin=True,
-    )
-
-
-def _integer_axis(title: str, n: int) -> dict:
-    """Layers or heads 0..n-1: every one labelled up to 32, then plotly's choice."""
-    return dict(title=title, dtick=1 if n <= 32 else None, automargin=True)
-
-
-def _heatmap(panel: numbers.Panel, hovertemplate: str, **kwargs) -> dict:
-    """The panel's values on its colour scale, each cell's number written in where it says so.
-    Sent as float32, the precision the model computed them in: half the bytes of float64 (12
-    heads of 128 x 128 tokens: 1.3 MB of JSON instead of 2.5)."""
-    return dict(
-        type="heatmap",
-        z=panel.values.astype(np.float32),
-        zmin=panel.zmin,
-        zmax=panel.zmax,
-        colorscale=_colorscale(panel.colors),
-        hovertemplate=hovertemplate,
-        **_cell_text(panel.values, panel.cell_format),
-        **kwargs,
-    )
-
-
-def _cell_text(values: np.ndarray, cell_format: str | None) -> dict:
-    """Each cell's number as text, formatted by Python as lab.figures.matplotlib_figures writes it (0.23746 with
-    "+.3f" -> "+0.237"), drawn by texttemplate "%{text}" (a hovertemplate may show it too).
-    Not texttemplate "%{z:+.3f}": plotly.js 3 (served by Gradio 6) turns a format that starts
-    with a sign into "~+.3f", which d3-format rejects, and then draws the raw float32 as
-    "0.23746109008789062". A format without a sign (".2f") works in every plotly.js, but one
-    way for all keeps the browser's cells the very strings lab.figures.matplotlib_figures draws."""
-    if not cell_format:
-        return {}
-    return dict(
-        text=[[format(v, cell_format) for v in row] for row in np.atleast_2d(values).tolist()], texttemplate="%{text}"
-    )
-
-
-@functools.cache
-def _colorscale(name: str) -> tuple:
-    """A named colour scale as plotly.py's stops (plotly.js knows only some names, and some
-    differently): what plotly's validation makes of the name, which the plain JSON must hold."""
-    return go.Heatmap(colorscale=name).colorscale
-
-
-def _axis_ref(k: int) -> tuple[str, str]:
-    """The axes of the k-th subplot (0-based, row by row): ("x", "y"), ("x2", "y2"), ..."""
-    return (f"x{k + 1}", f"y{k + 1}") if k else ("x", "y")
 
 
 def _boundary(b: int | None, color: str, rows: bool = True, k: int = 0) -> list[dict]:
@@ -402,7 +41,7 @@ def _boundary(b: int | None, color: str, rows: bool = True, k: int = 0) -> list[
     with rows=True, between the queries (rows)."""
     if not b:
         return []
-    xref, yref = _axis_ref(k)
+    xref, yref = axis_ref(k)
     line = dict(color=color, width=1, dash="dash")
     shapes = [dict(type="line", x0=b - 0.5, x1=b - 0.5, y0=0, y1=1, xref=xref, yref=f"{yref} domain", line=line)]
     if rows:
@@ -427,10 +66,10 @@ def _focus(i: int, theme: Theme) -> list[dict]:
 # ----------------------------------------------------------------------------------------------
 
 
-def _attention_trace(m: numbers.AttentionMap, **kwargs) -> dict:
+def _attention_trace(m: tables.AttentionMap, **kwargs) -> dict:
     """One head: x = key labels, y = query labels (escaped, distinct: the hover names them)."""
-    labels = [_html(t) for t in m.labels]
-    return _heatmap(
+    labels = [escaped(t) for t in m.labels]
+    return heatmap_trace(
         m,
         f"query: %{{y}}<br>key: %{{x}}<br>weight: %{{z:.3f}}<extra>layer {m.layer}, head {m.head}</extra>",
         x=labels,
@@ -439,9 +78,9 @@ def _attention_trace(m: numbers.AttentionMap, **kwargs) -> dict:
     )
 
 
-def _attention_axes(canvas: _Canvas, m: numbers.AttentionMap, **where) -> None:
+def _attention_axes(canvas: Canvas, m: tables.AttentionMap, **where) -> None:
     """Token axes on one map: keys along x, queries down y (query 0 at the top)."""
-    axis = _token_axis(m.labels, m.tokens)
+    axis = token_axis(m.labels, m.tokens)
     canvas.x(axis, **where)
     canvas.y(axis, autorange="reversed", **where)
 
@@ -457,11 +96,11 @@ def attention_heatmap(result, layer: int, head: int, theme: str = "light", focus
     right) outlines a token's row and column in the browser; focus=i opens with token i
     highlighted. Dashed lines mark where sentence B starts; short sequences show the weights."""
     data = numbers.attention_heatmap(result, layer, head)
-    th = _theme(theme)
+    th = pick_theme(theme)
     T = len(data.tokens)
     if focus is not None:
         focus = numbers.checked_index(focus, T, "token")
-    canvas = _Canvas(data, th)
+    canvas = Canvas(data, th)
     canvas.add(_attention_trace(data, colorbar=dict(title=dict(text="weight"))))
     _attention_axes(canvas, data)
     canvas.x(title=data.x_title)
@@ -471,7 +110,7 @@ def attention_heatmap(result, layer: int, head: int, theme: str = "light", focus
     # the menu swaps the shapes in the browser (plotly's relayout): no request, no JavaScript of ours
     buttons = [dict(label="highlight: none", method="relayout", args=[{"shapes": base}])]
     buttons += [
-        dict(label=_html(f"highlight {i}: {t}"), method="relayout", args=[{"shapes": base + _focus(i, th)}])
+        dict(label=escaped(f"highlight {i}: {t}"), method="relayout", args=[{"shapes": base + _focus(i, th)}])
         for i, t in enumerate(data.tokens)
     ]
     menu = dict(
@@ -492,11 +131,11 @@ def attention_focus(result, layer: int, head: int, token_index: int, theme: str 
     it where the token attends (its row, over the keys) and on the right what attends to it
     (its column, over the queries), as bars that line up with the map's axes."""
     data = numbers.attention_focus(result, layer, head, token_index)
-    th = _theme(theme)
+    th = pick_theme(theme)
     m, i = data.map, data.index
-    labels = [_html(t) for t in m.labels]
-    token = _html(m.labels[i])
-    canvas = _Canvas(
+    labels = [escaped(t) for t in m.labels]
+    token = escaped(m.labels[i])
+    canvas = Canvas(
         data,
         th,
         2,
@@ -508,7 +147,7 @@ def attention_focus(result, layer: int, head: int, token_index: int, theme: str 
         hspace=0.03,
         vspace=0.08,
         empty=[(2, 2)],
-        titles=["", _html(data.attended_by_title), _html(data.attends_title)],
+        titles=["", escaped(data.attended_by_title), escaped(data.attends_title)],
     )
     canvas.add(_attention_trace(m, showscale=False), 1, 1)  # the bars give the scale
     # keys along the shared x (labelled under the bars), queries down the shared y; token i in red
@@ -536,7 +175,7 @@ def attention_focus(result, layer: int, head: int, token_index: int, theme: str 
         2,
         1,
     )
-    axis = _token_axis(m.labels, m.tokens, keep=[i], color=th.highlight)
+    axis = token_axis(m.labels, m.tokens, keep=[i], color=th.highlight)
     canvas.x(axis, col=1)
     canvas.y(axis, autorange="reversed", row=1)
     canvas.x(title=m.x_title, row=2, col=1)
@@ -553,12 +192,12 @@ def attention_grid(result, layer: int | None = None, theme: str = "light") -> La
     axes (queries left, keys below); hover names the layer, head, query, key and weight.
     Each map has its own colour scale from 0 to its largest weight."""
     data = numbers.attention_grid(result, layer)
-    th = _theme(theme)
+    th = pick_theme(theme)
     every_layer = data.layer is None
     # one layer: every map titled "head h"; every layer: the top row names the heads (titles are
     # given to the subplots in reading order), the left column the layers
     titles = [f"head {h}" for h in range(data.n_cols)] if every_layer else [m.title for m in data.maps]
-    canvas = _Canvas(
+    canvas = Canvas(
         data,
         th,
         data.n_rows,
@@ -584,15 +223,15 @@ def head_stats_heatmaps(stats: dict, theme: str = "light") -> LabFigure:
     """One [layers, heads] heatmap per head statistic (Clark et al. 2019), as lab.figures.matplotlib_figures draws
     them: the attention shares on one colour scale (one colour bar), entropy on its own."""
     data = numbers.head_stats_heatmaps(stats)
-    th = _theme(theme)
+    th = pick_theme(theme)
     cols = min(3, len(data.panels))
     rows = math.ceil(len(data.panels) / cols)
-    canvas = _Canvas(
+    canvas = Canvas(
         data,
         th,
         rows,
         cols,
-        titles=[_html(p.title) for p in data.panels],
+        titles=[escaped(p.title) for p in data.panels],
         hspace=0.08,
         vspace=0.25 if rows > 1 else 0.1,
     )
@@ -606,9 +245,9 @@ def head_stats_heatmaps(stats: dict, theme: str = "light") -> LabFigure:
             yanchor="top" if not scales else "bottom",
         )
         canvas.add(
-            _heatmap(
+            heatmap_trace(
                 p,
-                f"layer %{{y}}, head %{{x}}<br>{_html(p.title)}: %{{z:.3f}}<extra></extra>",
+                f"layer %{{y}}, head %{{x}}<br>{escaped(p.title)}: %{{z:.3f}}<extra></extra>",
                 showscale=scale not in scales,
                 colorbar=bar,
             ),
@@ -616,8 +255,8 @@ def head_stats_heatmaps(stats: dict, theme: str = "light") -> LabFigure:
             k % cols + 1,
         )
         scales.setdefault(scale, k)
-    canvas.x(_integer_axis("head", data.heads))
-    canvas.y(_integer_axis("layer", data.layers), autorange="reversed")
+    canvas.x(integer_axis("head", data.heads))
+    canvas.y(integer_axis("layer", data.layers), autorange="reversed")
     return canvas.finish("head_stats_heatmaps", data.title, rows * max(230, 26 * data.layers + 130) + 120)
 
 
@@ -625,19 +264,19 @@ def ablation_heatmap(result, theme: str = "light") -> LabFigure:
     """Silencing one head at a time: [layers, heads] heatmap of the change in the metric, each
     cell annotated; diverging colours centred at 0, red = the model needed this head."""
     data = numbers.ablation_heatmap(result)
-    th = _theme(theme)
-    canvas = _Canvas(data, th)
+    th = pick_theme(theme)
+    canvas = Canvas(data, th)
     # the hover shows the cell's text: plotly.js 3 cannot format "%{z:+.3f}" (see _cell_text)
     canvas.add(
-        _heatmap(
+        heatmap_trace(
             data,
-            f"layer %{{y}}, head %{{x}}<br>change in {_html(data.metric)}: %{{text}}<extra></extra>",
-            colorbar=dict(title=dict(text=f"change in {_html(data.metric)}")),
+            f"layer %{{y}}, head %{{x}}<br>change in {escaped(data.metric)}: %{{text}}<extra></extra>",
+            colorbar=dict(title=dict(text=f"change in {escaped(data.metric)}")),
         )
     )
     L, A = data.values.shape
-    canvas.x(_integer_axis("head", A))
-    canvas.y(_integer_axis("layer", L), autorange="reversed")
+    canvas.x(integer_axis("head", A))
+    canvas.y(integer_axis("layer", L), autorange="reversed")
     return canvas.finish("ablation_heatmap", data.title, min(800, max(320, 40 * L + 200)), data.sentence)
 
 
@@ -650,11 +289,11 @@ def span_probabilities(result, theme: str = "light") -> LabFigure:
     """Start (top) and end (bottom) probabilities over the tokens of the window holding the best
     answer; the best span's bars red on a shaded band, its token labels red and bold."""
     data = numbers.span_probabilities(result)
-    th = _theme(theme)
-    names = numbers.axis_labels(data.tokens)
-    labels = [_html(t) for t in names]
+    th = pick_theme(theme)
+    names = tables.axis_labels(data.tokens)
+    labels = [escaped(t) for t in names]
     colors = [th.highlight if i in data.span else th.bar for i in range(len(labels))]
-    canvas = _Canvas(data, th, 2, 1, shared_x=True, vspace=0.1, titles=["start probability", "end probability"])
+    canvas = Canvas(data, th, 2, 1, shared_x=True, vspace=0.1, titles=["start probability", "end probability"])
     for row, (name, probs) in enumerate((("start", data.start), ("end", data.end)), 1):
         canvas.add(
             dict(
@@ -685,7 +324,7 @@ def span_probabilities(result, theme: str = "light") -> LabFigure:
                     line=dict(width=0),
                 )
             )
-    canvas.x(_token_axis(names, data.tokens, keep=data.span, color=th.highlight), tickangle=-90)
+    canvas.x(token_axis(names, data.tokens, keep=data.span, color=th.highlight), tickangle=-90)
     return canvas.finish("span_probabilities", data.title, 560, showlegend=False, bargap=0.2)
 
 
@@ -693,19 +332,19 @@ def fill_mask_bars(predictions, theme: str = "light") -> LabFigure:
     """explore.fill_mask's guesses: one panel per [MASK], its top-k tokens as bars (best on top,
     in the highlight colour) with their probabilities; word pieces shown as "…ing (piece)"."""
     data = numbers.fill_mask_bars(predictions)
-    th = _theme(theme)
+    th = pick_theme(theme)
     height = sum(24 * len(m.tokens) + 90 for m in data.masks) + 140
-    canvas = _Canvas(
+    canvas = Canvas(
         data,
         th,
         len(data.masks),
         1,
         vspace=80 / height,  # 80 px between panels
-        titles=[_html(m.title) for m in data.masks],
+        titles=[escaped(m.title) for m in data.masks],
         heights=[len(m.tokens) + 1 for m in data.masks],
     )
     for row, m in enumerate(data.masks, 1):
-        labels = [_html(t) for t in m.labels]
+        labels = [escaped(t) for t in m.labels]
         canvas.add(
             dict(
                 type="bar",
@@ -716,7 +355,7 @@ def fill_mask_bars(predictions, theme: str = "light") -> LabFigure:
                 text=[f"{p:.1%}" for p in m.probabilities],
                 textposition="outside",
                 cliponaxis=False,
-                hovertemplate="%{y}: %{x:.3f}<extra>" + _html(m.title) + "</extra>",
+                hovertemplate="%{y}: %{x:.3f}<extra>" + escaped(m.title) + "</extra>",
             ),
             row,
             1,
@@ -731,18 +370,71 @@ def fill_mask_bars(predictions, theme: str = "light") -> LabFigure:
     return canvas.finish("fill_mask_bars", data.title, height, showlegend=False)
 
 
+def _lens_heatmap(m: tables.LensMask, show_scale: bool, bar_length: float) -> dict:
+    """One [MASK]'s top guesses at every layer (rows) by rank (columns): colour = probability,
+    each cell's token written in it."""
+    return dict(
+        type="heatmap",
+        z=m.probabilities.astype(np.float32),
+        zmin=0,
+        zmax=1,
+        colorscale=colorscale("Blues"),
+        text=[[escaped(t) for t in r] for r in m.labels],
+        texttemplate="%{text}",
+        customdata=[[f"{p:.3f}" for p in r] for r in m.probabilities.tolist()],
+        hovertemplate="layer %{y}, guess %{x}: %{text}<br>probability %{customdata}<extra></extra>",
+        showscale=show_scale,
+        colorbar=dict(title=dict(text="probability"), len=bar_length),
+        x=list(range(1, len(m.tokens[0]) + 1)),
+        y=list(range(len(m.tokens))),
+    )
+
+
+def _lens_outlines(m: tables.LensMask, x: str, y: str, color: str) -> list[dict]:
+    """Outlines of the cells that hold the final answer, on the heatmap with axes x and y."""
+    return [
+        dict(
+            type="rect",
+            x0=r + 0.5,
+            x1=r + 1.5,
+            y0=layer - 0.5,
+            y1=layer + 0.5,
+            xref=x,
+            yref=y,
+            line=dict(color=color, width=3),
+        )
+        for layer, tokens in enumerate(m.tokens)
+        for r, t in enumerate(tokens)
+        if t == m.final
+    ]
+
+
+def _lens_line(m: tables.LensMask, color: str) -> dict:
+    """The final answer's probability at every layer, its rank in the hover."""
+    return dict(
+        type="scatter",
+        x=m.final_probability.astype(np.float32),
+        y=list(range(len(m.tokens))),
+        mode="lines+markers",
+        line=dict(color=color),
+        customdata=m.final_rank,
+        hovertemplate=f"layer %{{y}}: {escaped(tables.piece_label(m.final))} "
+        "probability %{x:.3f}, rank %{customdata}<extra></extra>",
+    )
+
+
 def logit_lens(result, theme: str = "light") -> LabFigure:
     """explore.logit_lens: for each [MASK] (up to three), a heatmap of the top guesses at every
     layer (layers down, from the embeddings to the last layer; guesses across, best first; colour =
     probability, each cell's token written in it, the final answer's cells outlined) and beside it
     the final answer's probability at every layer as a line."""
     data = numbers.logit_lens(result)
-    th = _theme(theme)
+    th = pick_theme(theme)
     n = len(data.masks)
     layers = len(data.masks[0].tokens)
     per_mask = 34 * layers + 110
     height = per_mask * n + 90
-    canvas = _Canvas(
+    canvas = Canvas(
         data,
         th,
         n,
@@ -750,72 +442,23 @@ def logit_lens(result, theme: str = "light") -> LabFigure:
         widths=[3, 1],
         hspace=0.06,
         vspace=70 / height,
-        titles=[t for m in data.masks for t in (_html(m.title), "its probability")],
+        titles=[t for m in data.masks for t in (escaped(m.title), "its probability")],
     )
+    names = ["embeddings"] + [f"layer {i}" for i in range(1, layers)]
     for row, m in enumerate(data.masks, 1):
-        labels = [[_html(t) for t in r] for r in m.labels]
-        k = len(labels[0])
-        canvas.add(
-            dict(
-                type="heatmap",
-                z=m.probabilities.astype(np.float32),
-                zmin=0,
-                zmax=1,
-                colorscale=_colorscale("Blues"),
-                text=labels,
-                texttemplate="%{text}",
-                customdata=[[f"{p:.3f}" for p in r] for r in m.probabilities.tolist()],
-                hovertemplate="layer %{y}, guess %{x}: %{text}<br>probability %{customdata}<extra></extra>",
-                showscale=row == 1,
-                colorbar=dict(title=dict(text="probability"), len=min(1.0, per_mask / height)),
-                x=list(range(1, k + 1)),
-                y=list(range(layers)),
-            ),
-            row,
-            1,
-        )
-        x, y = canvas.refs[row, 1]
-        for layer, tokens in enumerate(m.tokens):  # the final answer's cells outlined
-            for r, t in enumerate(tokens):
-                if t == m.final:
-                    canvas.shapes.append(
-                        dict(
-                            type="rect",
-                            x0=r + 0.5,
-                            x1=r + 1.5,
-                            y0=layer - 0.5,
-                            y1=layer + 0.5,
-                            xref=x,
-                            yref=y,
-                            line=dict(color=th.highlight, width=3),
-                        )
-                    )
-        canvas.add(
-            dict(
-                type="scatter",
-                x=m.final_probability.astype(np.float32),
-                y=list(range(layers)),
-                mode="lines+markers",
-                line=dict(color=th.highlight),
-                customdata=m.final_rank,
-                hovertemplate=f"layer %{{y}}: {_html(numbers.piece_label(m.final))} "
-                "probability %{x:.3f}, rank %{customdata}<extra></extra>",
-            ),
-            row,
-            2,
-        )
+        canvas.add(_lens_heatmap(m, row == 1, min(1.0, per_mask / height)), row, 1)
+        canvas.shapes += _lens_outlines(m, *canvas.refs[row, 1], th.highlight)
+        canvas.add(_lens_line(m, th.highlight), row, 2)
         canvas.x(title="guess (best first)" if row == n else None, dtick=1, row=row, col=1)
         canvas.x(range=[0, 1.05], title="probability" if row == n else None, row=row, col=2)
-        names = ["embeddings"] + [f"layer {i}" for i in range(1, layers)]
-        canvas.y(tickmode="array", tickvals=list(range(layers)), ticktext=names, autorange="reversed", row=row, col=1)
-        canvas.y(tickmode="array", tickvals=list(range(layers)), ticktext=names, autorange="reversed", row=row, col=2)
+        canvas.y(tickmode="array", tickvals=list(range(layers)), ticktext=names, autorange="reversed", row=row)
         canvas.y(showticklabels=False, row=row, col=2)
     shown = "" if data.num_masks == n else f"the first {n} of {data.num_masks} [MASK]s (the CSV has them all)"
     return canvas.finish("logit_lens", data.title, height, shown, showlegend=False)
 
 
 def _signed_bars(scores: np.ndarray, labels: list[str], hover: str) -> dict:
-    """One bar per token, red toward the answer and purple against it (figure_data's colours)."""
+    """One bar per token, red toward the answer and purple against it (lab.figures.numbers' colours)."""
     return dict(
         type="bar",
         x=labels,
@@ -831,12 +474,12 @@ def attributions(result, theme: str = "light") -> LabFigure:
     against it), the tokens the answer is about (the span, the [MASK]) labelled bold in the
     highlight colour; the subtitle says f(input) - f(baseline) and what the scores add up to."""
     data = numbers.attributions(result)
-    th = _theme(theme)
-    names = numbers.axis_labels(data.tokens)
-    labels = [_html(t) for t in names]
-    canvas = _Canvas(data, th)
+    th = pick_theme(theme)
+    names = tables.axis_labels(data.tokens)
+    labels = [escaped(t) for t in names]
+    canvas = Canvas(data, th)
     canvas.add(_signed_bars(data.scores, labels, "%{x}: %{customdata}<extra></extra>"))
-    canvas.x(_token_axis(names, data.tokens, keep=data.highlight, color=th.highlight), tickangle=-90)
+    canvas.x(token_axis(names, data.tokens, keep=data.highlight, color=th.highlight), tickangle=-90)
     canvas.y(title="score (its share of f)", zeroline=True)
     return canvas.finish("attributions", data.title, 420, data.subtitle, showlegend=False, bargap=0.15)
 
@@ -847,17 +490,17 @@ def attention_vs_attribution(comparison, attribution, theme: str = "light") -> L
     Pearson and Spearman correlations (|attribution| vs attention, over the text's tokens) in the
     title; the special tokens, left out of the correlations, are labelled grey."""
     data = numbers.attention_vs_attribution(comparison, attribution)
-    th = _theme(theme)
-    names = numbers.axis_labels(data.tokens)
-    labels = [_html(t) for t in names]
-    canvas = _Canvas(
+    th = pick_theme(theme)
+    names = tables.axis_labels(data.tokens)
+    labels = [escaped(t) for t in names]
+    canvas = Canvas(
         data,
         th,
         2,
         1,
         shared_x=True,
         vspace=0.14,
-        titles=[_html(data.attribution_title), _html(data.attention_title)],
+        titles=[escaped(data.attribution_title), escaped(data.attention_title)],
     )
     canvas.add(_signed_bars(data.scores, labels, "%{x}: attribution %{customdata}<extra></extra>"), 1, 1)
     canvas.add(
@@ -873,79 +516,66 @@ def attention_vs_attribution(comparison, attribution, theme: str = "light") -> L
     )
     canvas.y(title="score", zeroline=True, row=1, col=1)
     canvas.y(title="attention", rangemode="tozero", row=2, col=1)
-    canvas.x(_token_axis(names, data.tokens), tickangle=-90)
+    canvas.x(token_axis(names, data.tokens), tickangle=-90)
     return canvas.finish("attention_vs_attribution", data.title, 620, data.subtitle, showlegend=False, bargap=0.15)
+
+
+def _probe_style(line: tables.ProbeLine, snapshots: list, grey: str) -> dict:
+    """A probe line's dash by its kind; the baselines grey, snapshots blue from pale (early steps)
+    to dark (late), a model drawn beside snapshots orange."""
+    dash, _, is_grey = numbers.PROBE_LINE_STYLES[line.kind]
+    style: dict = dict(dash=dash, width=2)
+    if is_grey:
+        style["color"] = grey
+    elif line.kind == "snapshot" and len(snapshots) > 1:
+        share = snapshots.index(line) / (len(snapshots) - 1)
+        style["color"] = f"rgba(37, 99, 235, {0.25 + 0.75 * share:.2f})"
+    elif line.kind == "model" and snapshots:
+        style["color"] = "#f97316"
+    return style
+
+
+def _probe_traces(line: tables.ProbeLine, style: dict) -> list[dict]:
+    """The majority baseline: its interval as a band, then its line. Any other line: accuracy
+    with its interval as error bars."""
+    hover = f"{escaped(line.name)}<br>layer %{{x}}: %{{y:.3f}} [%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
+    trace = dict(type="scatter", mode="lines", x=line.layers, y=line.accuracy, name=escaped(line.name), line=style)
+    hovered = dict(customdata=np.column_stack([line.low, line.high]), hovertemplate=hover + "<extra></extra>")
+    if line.kind == "majority":
+        band = dict(
+            type="scatter",
+            mode="lines",
+            x=line.layers + line.layers[::-1],
+            y=line.high + line.low[::-1],
+            fill="toself",
+            fillcolor="rgba(156, 163, 175, 0.25)",
+            line=dict(width=0),
+            hoverinfo="skip",
+            showlegend=False,
+        )
+        return [band, {**trace, **hovered}]
+    error_bars = dict(
+        type="data",
+        symmetric=False,
+        array=np.subtract(line.high, line.accuracy),
+        arrayminus=np.subtract(line.accuracy, line.low),
+        thickness=1.5,
+        width=4,
+    )
+    return [{**trace, "mode": "lines+markers", "marker": dict(size=7), "error_y": error_bars, **hovered}]
 
 
 def probe_layers(results, theme: str = "light", title: str | None = None) -> LabFigure:
     """Accuracy by layer (plotly, for the dashboard): one line per model or snapshot with its
     Wilson 95% interval as error bars, the random-weights control dotted, the majority baseline
     dashed with its interval as a band (lab.inspect.probing.probe_layers's results, or their ProbeCurves)."""
-    data = results if isinstance(results, numbers.ProbeCurves) else numbers.probe_curves(results, title)
-    th = _theme(theme)
+    data = results if isinstance(results, tables.ProbeCurves) else numbers.probe_curves(results, title)
     grey = "#9ca3af" if theme == "dark" else "#6b7280"
-    canvas = _Canvas(data, th)
+    canvas = Canvas(data, pick_theme(theme))
     snapshots = [line for line in data.lines if line.kind == "snapshot"]
     for line in data.lines:
-        dash, _, is_grey = numbers.PROBE_LINE_STYLES[line.kind]
-        style: dict = dict(dash=dash, width=2)
-        if is_grey:
-            style["color"] = grey
-        elif line.kind == "snapshot" and len(snapshots) > 1:  # early steps pale, late steps dark
-            share = snapshots.index(line) / (len(snapshots) - 1)
-            style["color"] = f"rgba(37, 99, 235, {0.25 + 0.75 * share:.2f})"
-        elif line.kind == "model" and snapshots:  # apart from the blue snapshots
-            style["color"] = "#f97316"
-        hover = f"{_html(line.name)}<br>layer %{{x}}: %{{y:.3f}} [%{{customdata[0]:.3f}}, %{{customdata[1]:.3f}}]"
-        custom = np.column_stack([line.low, line.high])
-        if line.kind == "majority":
-            canvas.add(
-                dict(
-                    type="scatter",
-                    mode="lines",
-                    x=line.layers + line.layers[::-1],
-                    y=line.high + line.low[::-1],
-                    fill="toself",
-                    fillcolor="rgba(156, 163, 175, 0.25)",
-                    line=dict(width=0),
-                    hoverinfo="skip",
-                    showlegend=False,
-                )
-            )
-            canvas.add(
-                dict(
-                    type="scatter",
-                    mode="lines",
-                    x=line.layers,
-                    y=line.accuracy,
-                    name=_html(line.name),
-                    line=style,
-                    customdata=custom,
-                    hovertemplate=hover + "<extra></extra>",
-                )
-            )
-            continue
-        canvas.add(
-            dict(
-                type="scatter",
-                mode="lines+markers",
-                x=line.layers,
-                y=line.accuracy,
-                name=_html(line.name),
-                line=style,
-                marker=dict(size=7),
-                error_y=dict(
-                    type="data",
-                    symmetric=False,
-                    array=np.subtract(line.high, line.accuracy),
-                    arrayminus=np.subtract(line.accuracy, line.low),
-                    thickness=1.5,
-                    width=4,
-                ),
-                customdata=custom,
-                hovertemplate=hover + "<extra></extra>",
-            )
-        )
+        for trace in _probe_traces(line, _probe_style(line, snapshots, grey)):
+            canvas.add(trace)
     lows = [v for line in data.lines for v in line.low]
     highs = [v for line in data.lines for v in line.high]
     canvas.x(title="layer (0 = embeddings)", dtick=1, range=[-0.3, data.num_layers + 0.3])
@@ -965,9 +595,9 @@ def embedding_components(result, dims: int = 32, theme: str = "light") -> LabFig
     colour scale centred at 0) and the LayerNorm output (its own), each the first `dims`
     dimensions (rows) over the tokens (columns); a dashed line where sentence B starts."""
     data = numbers.embedding_components(result, dims)
-    th = _theme(theme)
-    labels = numbers.axis_labels(data.tokens)
-    canvas = _Canvas(data, th, 5, 1, shared_x=True, vspace=0.05, titles=[_html(p.title) for p in data.panels])
+    th = pick_theme(theme)
+    labels = tables.axis_labels(data.tokens)
+    canvas = Canvas(data, th, 5, 1, shared_x=True, vspace=0.05, titles=[escaped(p.title) for p in data.panels])
     for row, p in enumerate(data.panels, 1):
         last = row == len(data.panels)
         bar = dict(
@@ -977,10 +607,10 @@ def embedding_components(result, dims: int = 32, theme: str = "light") -> LabFig
             yanchor="bottom" if last else "top",
         )
         canvas.add(
-            _heatmap(
+            heatmap_trace(
                 p,
                 f"token: %{{x}}<br>dim %{{y}}<br>value: %{{z:.3f}}<extra>{p.key}</extra>",
-                x=[_html(t) for t in labels],
+                x=[escaped(t) for t in labels],
                 showscale=row in (1, 5),
                 colorbar=bar,
             ),
@@ -988,21 +618,21 @@ def embedding_components(result, dims: int = 32, theme: str = "light") -> LabFig
             1,
         )
         canvas.y(title="dim", autorange="reversed", row=row, col=1)
-    canvas.x(_token_axis(labels, data.tokens), tickangle=-90)
+    canvas.x(token_axis(labels, data.tokens), tickangle=-90)
     # black: the dashed line falls on the scale's white middle whatever the theme
     canvas.shapes += [s for k in range(len(data.panels)) for s in _boundary(data.sentence_b_start, "black", False, k)]
     return canvas.finish("embedding_components", data.title, 900)
 
 
-MARKERS = {"o": "circle", "s": "square"}  # figure_data markers -> plotly symbols
+MARKERS = {"o": "circle", "s": "square"}  # tables.Series markers -> plotly symbols
 
 
 def training_curves(run_or_records, x: str = "time", title: str | None = None, theme: str = "light") -> LabFigure:
     """Loss (left) and held-out accuracy (right) against wall time (x="time", minutes) or steps
     (x="step"): thin lines for the training loss at every logged step, points for evaluations."""
     data = numbers.training_curves(run_or_records, x, title)
-    th = _theme(theme)
-    canvas = _Canvas(data, th, 1, 2, hspace=0.1)
+    th = pick_theme(theme)
+    canvas = Canvas(data, th, 1, 2, hspace=0.1)
     for s in data.series:
         col = 1 if s.panel == "loss" else 2
         style = (
@@ -1015,9 +645,9 @@ def training_curves(run_or_records, x: str = "time", title: str | None = None, t
                 type="scatter",
                 x=s.x,
                 y=s.y,
-                name=_html(s.name),
+                name=escaped(s.name),
                 **style,
-                hovertemplate=f"{_html(data.x_title)}: %{{x:.4g}}<br>%{{y:.4f}}",
+                hovertemplate=f"{escaped(data.x_title)}: %{{x:.4g}}<br>%{{y:.4f}}",
             ),
             1,
             col,
