@@ -9,8 +9,9 @@ from matplotlib.figure import Figure
 
 import lab
 from lab import plots
-from lab.data import squad
-from lab.data.squad import Example, SentencePair
+from lab.data import qnli, squad
+from lab.data.qnli import SentencePair
+from lab.data.squad import Example
 from lab.studies import contextual
 from lab.training.finetune import read_classification
 from tests.conftest import ROOT, tiny_config
@@ -164,7 +165,7 @@ def question(qid="q1", text="What museum is in Paris?", answer="the Louvre", con
 
 
 def test_context_sentences_index_the_original_text():
-    spans = squad.context_sentences(CONTEXT)
+    spans = qnli.context_sentences(CONTEXT)
     assert [CONTEXT[a:b] for a, b in spans] == [
         "Paris is in France.",
         "It has the Louvre.",
@@ -172,11 +173,11 @@ def test_context_sentences_index_the_original_text():
     ]
     assert spans[2][0] == CONTEXT.index("The Seine")  # after the double space
     text = "The U.S. Army left in 1945. Mr. Smith stayed."
-    assert [text[a:b] for a, b in squad.context_sentences(text)] == ["The U.S. Army left in 1945.", "Mr. Smith stayed."]
+    assert [text[a:b] for a, b in qnli.context_sentences(text)] == ["The U.S. Army left in 1945.", "Mr. Smith stayed."]
 
 
 def test_qnli_pairs_label_the_answer_sentence():
-    pairs = squad.qnli_pairs([question()], seed=0)
+    pairs = qnli.qnli_pairs([question()], seed=0)
     assert len(pairs) == 2 and Counter(p.label for p in pairs) == {"entailment": 1, "not_entailment": 1}
     positive = next(p for p in pairs if p.label == "entailment")
     negative = next(p for p in pairs if p.label == "not_entailment")
@@ -185,7 +186,7 @@ def test_qnli_pairs_label_the_answer_sentence():
     assert {p.example_id for p in pairs} == {"q1"} and {p.article_index for p in pairs} == {0}
     # over many seeds both other sentences are drawn, never the answer's
     drawn = {
-        p.sentence for s in range(20) for p in squad.qnli_pairs([question()], seed=s) if p.label == "not_entailment"
+        p.sentence for s in range(20) for p in qnli.qnli_pairs([question()], seed=s) if p.label == "not_entailment"
     }
     assert drawn == {"Paris is in France.", "The Seine flows through it."}
 
@@ -195,70 +196,70 @@ def test_qnli_pairs_skip_what_cannot_be_labelled():
     context = "It has the Louvre. Paris is in France. The Louvre is old."
     ex = question(context=context, answer="the Louvre")
     for seed in range(10):
-        negatives = [p.sentence for p in squad.qnli_pairs([ex], seed=seed) if p.label == "not_entailment"]
+        negatives = [p.sentence for p in qnli.qnli_pairs([ex], seed=seed) if p.label == "not_entailment"]
         assert negatives == ["Paris is in France."]
     # an answer across a sentence boundary, a one-sentence paragraph, a v2.0 impossible question: no pairs
     across = question(answer="France. It")
     single = question(context="It has the Louvre.")
     impossible = Example(id="q9", title="", context=CONTEXT, question="Why?", answers=[], is_impossible=True)
-    assert squad.qnli_pairs([across, single, impossible]) == []
+    assert qnli.qnli_pairs([across, single, impossible]) == []
 
 
 def test_qnli_pairs_min_overlap_keeps_only_sentences_sharing_words():
-    assert squad.content_words("What museum does Paris have?") == {"museum", "paris"}
+    assert qnli.content_words("What museum does Paris have?") == {"museum", "paris"}
     context = "Paris has the Louvre museum. Paris is in France. The Seine flows."
     ex = question(text="What museum does Paris have?", context=context, answer="the Louvre")
-    assert {p.sentence for s in range(10) for p in squad.qnli_pairs([ex], seed=s)} == {
+    assert {p.sentence for s in range(10) for p in qnli.qnli_pairs([ex], seed=s)} == {
         "Paris has the Louvre museum.",
         "Paris is in France.",
         "The Seine flows.",
     }
     for seed in range(10):  # "The Seine flows." shares no content word with the question: never drawn
-        pairs = squad.qnli_pairs([ex], seed=seed, min_overlap=1)
+        pairs = qnli.qnli_pairs([ex], seed=seed, min_overlap=1)
         assert [p.sentence for p in pairs] in (
             ["Paris has the Louvre museum.", "Paris is in France."],
             ["Paris is in France.", "Paris has the Louvre museum."],
         )
     # the answer sentence of the first example shares no content word: with min_overlap=1 it is skipped
-    assert squad.qnli_pairs([question(text="What museum does Paris have?")], min_overlap=1) == []
+    assert qnli.qnli_pairs([question(text="What museum does Paris have?")], min_overlap=1) == []
 
 
 def test_qnli_pairs_on_the_sample_are_balanced_deterministic_and_right():
     examples = squad.load_squad(SAMPLE_SQUAD)
     train, dev = squad.split_by_article(examples, 4)
-    pairs = squad.qnli_pairs(train, seed=0)
+    pairs = qnli.qnli_pairs(train, seed=0)
     assert len(pairs) >= 20
     counts = Counter(p.label for p in pairs)
     assert counts["entailment"] == counts["not_entailment"] == len(pairs) // 2
-    assert pairs == squad.qnli_pairs(train, seed=0)
-    assert [p.sentence for p in pairs] != [p.sentence for p in squad.qnli_pairs(train, seed=1)]
+    assert pairs == qnli.qnli_pairs(train, seed=0)
+    assert [p.sentence for p in pairs] != [p.sentence for p in qnli.qnli_pairs(train, seed=1)]
     answers = {ex.id: [a["text"].lower() for a in ex.answers] for ex in examples}
     for p in pairs:
         holds = any(a in p.sentence.lower() for a in answers[p.example_id])
         assert holds == (p.label == "entailment"), p
-    dev_pairs = squad.qnli_pairs(dev, seed=0)
+    dev_pairs = qnli.qnli_pairs(dev, seed=0)
     assert dev_pairs and {p.article_index for p in dev_pairs}.isdisjoint({p.article_index for p in pairs})
 
 
 def test_pairs_tsv_reads_back_as_sentence_pairs(tmp_path):
-    pairs = squad.qnli_pairs([question(), question("q2", "Where does the Seine flow?", "through it")], seed=0)
-    path = squad.write_pairs_tsv(pairs, tmp_path / "sub" / "pairs.tsv")
+    pairs = qnli.qnli_pairs([question(), question("q2", "Where does the Seine flow?", "through it")], seed=0)
+    path = qnli.write_pairs_tsv(pairs, tmp_path / "sub" / "pairs.tsv")
     data = read_classification(path)
     assert data.texts == [p.question for p in pairs] and data.pairs == [p.sentence for p in pairs]
     assert data.labels == [p.label for p in pairs]
 
 
 def test_word_overlap_and_the_threshold():
-    assert squad.word_overlap("What museum is in Paris?", "Paris has the Louvre.") == 0.5
-    assert squad.word_overlap("What is it?", "Anything.") == 0.0  # no content words
+    assert qnli.word_overlap("What museum is in Paris?", "Paris has the Louvre.") == 0.5
+    assert qnli.word_overlap("What is it?", "Anything.") == 0.0  # no content words
     pairs = [
         SentencePair("q", "s", label, "id", 0)
         for label in ("not_entailment", "not_entailment", "entailment", "entailment")
     ]
-    assert squad.fit_threshold([0, 0.25, 0.5, 1], pairs) == (0.5, 1.0)  # the docstring's example
-    assert squad.threshold_accuracy([0.6, 0.4, 0.4, 0.6], pairs, 0.5) == 0.5
+    assert qnli.fit_threshold([0, 0.25, 0.5, 1], pairs) == (0.5, 1.0)  # the docstring's example
+    assert qnli.threshold_accuracy([0.6, 0.4, 0.4, 0.6], pairs, 0.5) == 0.5
     with pytest.raises(ValueError):
-        squad.fit_threshold([0.5], pairs)
+        qnli.fit_threshold([0.5], pairs)
 
 
 def test_answer_scores_are_the_best_span_minus_no_answer(tok):
@@ -269,7 +270,7 @@ def test_answer_scores_are_the_best_span_minus_no_answer(tok):
         SentencePair("what is it ?", "it has the louvre , the seine flows through paris .", "not_entailment", "b", 0),
         SentencePair("who ?", "the seine .", "entailment", "c", 0),
     ]
-    scores = squad.answer_scores(qa, tok, pairs, batch_size=2, precision="fp32")
+    scores = qnli.answer_scores(qa, tok, pairs, batch_size=2, precision="fp32")
     assert len(scores) == 3
     for p, score in zip(pairs, scores):  # by hand: every span of the sentence, against [CLS] + [CLS]
         enc = tok.encode(p.question, p.sentence)

@@ -11,7 +11,7 @@ import torch
 
 import lab
 from lab.__main__ import main
-from lab.data.tagging import read_tagged
+from lab.data.tagged_files import read_tagged
 from lab.training.runs import read_metrics
 
 PEOPLE = "anna boris clara david".split()

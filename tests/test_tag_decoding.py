@@ -1,6 +1,6 @@
-"""lab.data.tagging's IOB2-constrained decoding: iob2_viterbi finds the most probable tag sequence that
-IOB2 allows (checked against every sequence, by brute force), and decode_tags(decoding="viterbi")
-uses it for IOB2 labels only."""
+"""lab.data.tag_decoding's IOB2-constrained decoding: iob2_viterbi finds the most probable tag
+sequence that IOB2 allows (checked against every sequence, by brute force), and
+decode_tags(decoding="viterbi") uses it for IOB2 labels only."""
 
 import itertools
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import lab
-from lab.data import tagging
+from lab.data import tag_decoding, tagging
 
 NER = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 
@@ -29,7 +29,7 @@ def test_viterbi_is_the_best_valid_sequence(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 6))
     log_probs = np.log(rng.dirichlet(np.ones(len(NER)) * 0.5, size=n))  # (n, K)
-    path = tagging.iob2_viterbi(log_probs, NER)
+    path = tag_decoding.iob2_viterbi(log_probs, NER)
     tags = [NER[k] for k in path]
     assert len(path) == n and valid(tags)
     best = max(
@@ -44,9 +44,9 @@ def test_viterbi_is_the_best_valid_sequence(seed):
 
 
 def test_viterbi_checks_its_input():
-    assert tagging.iob2_viterbi(np.zeros((0, 5)), NER) == []
+    assert tag_decoding.iob2_viterbi(np.zeros((0, 5)), NER) == []
     with pytest.raises(ValueError, match="for 5 labels"):
-        tagging.iob2_viterbi(np.zeros((3, 4)), NER)
+        tag_decoding.iob2_viterbi(np.zeros((3, 4)), NER)
 
 
 def test_decode_tags_repairs_what_argmax_breaks():
@@ -66,8 +66,8 @@ def test_decode_tags_repairs_what_argmax_breaks():
     )
     logits = torch.zeros(len(feature), len(NER))
     logits[1:5] = probs.log()  # [CLS] a b c d [SEP]: words at positions 1..4
-    (argmax,) = tagging.decode_tags([feature], [logits], NER)
-    (best,) = tagging.decode_tags([feature], [logits], NER, decoding="viterbi")
+    (argmax,) = tag_decoding.decode_tags([feature], [logits], NER)
+    (best,) = tag_decoding.decode_tags([feature], [logits], NER, decoding="viterbi")
     assert [w.tag for w in argmax] == ["O", "I-LOC", "B-PER", "I-LOC"]
     assert [w.tag for w in best] == ["O", "B-LOC", "B-PER", "I-PER"]
     assert best[1].probability == pytest.approx(0.30) and (best[1].runner_up, best[1].runner_up_probability) == (
@@ -77,6 +77,8 @@ def test_decode_tags_repairs_what_argmax_breaks():
     assert best[0] == argmax[0] and best[2].tag == argmax[2].tag
     # tags that are not IOB2 (parts of speech): nothing to constrain, the same as argmax
     pos = ["NOUN", "VERB", "DET", "ADJ", "PROPN"]
-    assert tagging.decode_tags([feature], [logits], pos, "viterbi") == tagging.decode_tags([feature], [logits], pos)
+    assert tag_decoding.decode_tags([feature], [logits], pos, "viterbi") == tag_decoding.decode_tags(
+        [feature], [logits], pos
+    )
     with pytest.raises(ValueError, match="decoding must be one of argmax, viterbi"):
-        tagging.decode_tags([feature], [logits], NER, decoding="beam")
+        tag_decoding.decode_tags([feature], [logits], NER, decoding="beam")

@@ -1,7 +1,8 @@
-"""lab.data.tagging: readers and their errors, first-sub-token labels, windows, decoding, entity F1
-(checked against seqeval on random tag sequences), token accuracy, bootstrap intervals, and the
-closer looks of notebook 8 (the rule piece by piece, vocabulary coverage, accuracy per tag and word
-class, entity errors by kind, the annotators' agreement)."""
+"""lab.data's tagging modules (tagged_files, tagging, tag_decoding, tag_metrics, tag_analysis):
+readers and their errors, first-sub-token labels, windows, decoding, entity F1 (checked against
+seqeval on random tag sequences), token accuracy, bootstrap intervals, and the closer looks of
+notebook 8 (the rule piece by piece, vocabulary coverage, accuracy per tag and word class, entity
+errors by kind, the annotators' agreement)."""
 
 import ast
 import inspect
@@ -14,8 +15,8 @@ import pytest
 import torch
 
 import lab
-from lab.data import tagging
-from lab.data.tagging import Sentence
+from lab.data import tag_analysis, tag_decoding, tag_metrics, tagged_files, tagging
+from lab.data.tagged_files import Sentence
 from tests.conftest import ROOT
 
 # A hand-made vocabulary: "tampa" -> ta ##mp ##a, "morcillas" -> mor ##cil ##l ##as (as the
@@ -25,7 +26,7 @@ VOCAB = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]
 NER_LABELS = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 LABEL2ID = {label: i for i, label in enumerate(NER_LABELS)}
 
-# The worked example of lab/data/tagging.py: six words, ten pieces
+# The worked example of lab/data/tagging.py (windows): six words, ten pieces
 #   a | b ##x | c | a ##x ##y | b | c ##z
 WINDOW_WORDS = ["a", "bx", "c", "axy", "b", "cz"]
 
@@ -93,7 +94,7 @@ CONLLU = (
 
 
 def test_read_uner_layout(tmp_path):
-    data = tagging.read_tagged(write(tmp_path, "a.iob2", UNER))
+    data = tagged_files.read_tagged(write(tmp_path, "a.iob2", UNER))
     assert (data.format, data.scheme) == ("uner", "iob2")
     assert data.sentences == [
         Sentence(["where", "in", "tampa", "bay", "?"], ["O", "O", "B-LOC", "I-LOC", "O"]),
@@ -109,22 +110,22 @@ def test_read_uner_layout(tmp_path):
 
 
 def test_read_conll_layout(tmp_path):
-    data = tagging.read_tagged(write(tmp_path, "a.txt", CONLL))
+    data = tagged_files.read_tagged(write(tmp_path, "a.txt", CONLL))
     assert data.format == "conll"
     assert [s.words for s in data] == [["EU", "rejects", "German"], ["Peter", "Blackburn"]]
     assert [s.tags for s in data] == [["B-ORG", "O", "B-MISC"], ["B-PER", "I-PER"]]
     assert data.labels == ["O", "B-MISC", "I-MISC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
     # "# O" has the file's column count... here 2 columns against 4: a comment; in a 2-column file, the word "#"
-    two = tagging.read_tagged(write(tmp_path, "b.txt", "# sent_id = 7\nParis B-LOC\n# O\n\n# O\n, O\n"))
+    two = tagged_files.read_tagged(write(tmp_path, "b.txt", "# sent_id = 7\nParis B-LOC\n# O\n\n# O\n, O\n"))
     assert [s.words for s in two] == [["Paris", "#"], ["#", ","]]
     assert two.sentence_ids == ["7", None]
     # plain tags in the last column (POS): scheme="tags"
-    pos = tagging.read_tagged(write(tmp_path, "pos.txt", "The DT\ncat NN\n"), scheme="tags")
+    pos = tagged_files.read_tagged(write(tmp_path, "pos.txt", "The DT\ncat NN\n"), scheme="tags")
     assert (pos.scheme, pos.labels, pos[0].tags) == ("tags", ["DT", "NN"], ["DT", "NN"])
 
 
 def test_read_conllu_skips_multiword_and_empty_nodes(tmp_path):
-    data = tagging.read_tagged(write(tmp_path, "a.conllu", CONLLU))
+    data = tagged_files.read_tagged(write(tmp_path, "a.conllu", CONLLU))
     assert (data.format, data.scheme) == ("conllu", "tags")
     assert data.sentences == [
         Sentence(["I", "do", "n't", "know", "."], ["PRON", "AUX", "PART", "VERB", "PUNCT"]),
@@ -137,26 +138,26 @@ def test_read_conllu_skips_multiword_and_empty_nodes(tmp_path):
 
 def test_detect_and_force_format(tmp_path):
     # the content decides, not the name (except .conllu)
-    assert tagging.detect_format(write(tmp_path, "x.data", UNER)) == "uner"
-    assert tagging.detect_format(write(tmp_path, "y.data", CONLL)) == "conll"
-    assert tagging.detect_format(write(tmp_path, "z.data", CONLLU)) == "conllu"
+    assert tagged_files.detect_format(write(tmp_path, "x.data", UNER)) == "uner"
+    assert tagged_files.detect_format(write(tmp_path, "y.data", CONLL)) == "conll"
+    assert tagged_files.detect_format(write(tmp_path, "z.data", CONLLU)) == "conllu"
     # forced: a UNER file read as CoNLL takes the last column as the tag, which is not IOB2
     with pytest.raises(ValueError, match="line 4: tag '-' is not IOB2") as err:
-        tagging.read_tagged(tmp_path / "x.data", format="conll")
+        tagged_files.read_tagged(tmp_path / "x.data", format="conll")
     assert "read as" not in str(err.value)
     # detected: the message says which layout the file was read as
     with pytest.raises(ValueError, match="line 1: tag 'word' is not IOB2.*read as 'conll'"):
-        tagging.read_tagged(write(tmp_path, "w.iob2", "1\tword\n"))
+        tagged_files.read_tagged(write(tmp_path, "w.iob2", "1\tword\n"))
     with pytest.raises(ValueError, match="unknown format"):
-        tagging.read_tagged(tmp_path / "x.data", format="bio")
+        tagged_files.read_tagged(tmp_path / "x.data", format="bio")
 
 
 def test_bom_and_crlf(tmp_path):
     path = write(tmp_path, "w.iob2", ("\ufeff" + UNER).replace("\n", "\r\n").encode("utf-8"))
-    data = tagging.read_tagged(path)
+    data = tagged_files.read_tagged(path)
     assert data.format == "uner" and data[0].words[0] == "where" and data[0].tags[-1] == "O"
     # a token holding a line separator (U+2028, U+0085) stays one token on its line
-    odd = tagging.read_tagged(write(tmp_path, "u.iob2", "1\ta\u2028b\tO\n2\tc\u0085\tB-X\n\n1\td\tO\n"))
+    odd = tagged_files.read_tagged(write(tmp_path, "u.iob2", "1\ta\u2028b\tO\n2\tc\u0085\tB-X\n\n1\td\tO\n"))
     assert [s.words for s in odd] == [["a\u2028b", "c\u0085"], ["d"]] and odd.lines == [1, 4]
 
 
@@ -188,7 +189,7 @@ BAD = [
 def test_malformed_input_names_file_and_line(tmp_path, name, content, line, message):
     path = write(tmp_path, name, content)
     with pytest.raises(ValueError) as err:
-        tagging.read_tagged(path)
+        tagged_files.read_tagged(path)
     text = str(err.value)
     assert str(path) in text and f"line {line}:" in text and message in text, text
 
@@ -197,19 +198,19 @@ def test_files_without_sentences(tmp_path):
     for content in ["", "\n\n", "# only a comment\n"]:
         path = write(tmp_path, "e.iob2", content)
         with pytest.raises(ValueError, match="no words found") as err:
-            tagging.read_tagged(path)
+            tagged_files.read_tagged(path)
         assert str(path) in str(err.value)
     with pytest.raises(ValueError, match="no sentences"):
-        tagging.read_tagged(write(tmp_path, "d.txt", "-DOCSTART- O\n\n"), format="conll")
+        tagged_files.read_tagged(write(tmp_path, "d.txt", "-DOCSTART- O\n\n"), format="conll")
     with pytest.raises(FileNotFoundError):
-        tagging.read_tagged(tmp_path / "missing.iob2")
+        tagged_files.read_tagged(tmp_path / "missing.iob2")
 
 
 def test_label_list():
-    assert tagging.label_list([["B-PER", "O"], ["I-LOC"]]) == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
-    assert tagging.label_list([["VERB", "ADP"], ["ADP"]], scheme="tags") == ["ADP", "VERB"]
+    assert tagged_files.label_list([["B-PER", "O"], ["I-LOC"]]) == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    assert tagged_files.label_list([["VERB", "ADP"], ["ADP"]], scheme="tags") == ["ADP", "VERB"]
     with pytest.raises(ValueError, match="not IOB2"):
-        tagging.label_list([["E-PER"]])
+        tagged_files.label_list([["E-PER"]])
 
 
 # ---------------------------------------------------------------------------------------------- first sub-token
@@ -275,7 +276,7 @@ def test_windows_worked_example(tok):
     assert first_piece_reads == {(0, 0), (0, 1), (0, 2), (0, 3), (1, 4), (2, 5)}
     # logits favouring label k in window k show which window each word was read from
     logits = [torch.nn.functional.one_hot(torch.full((len(f),), f.window_index), 5).float() * 4 for f in feats]
-    (words,) = tagging.decode_tags(feats, logits, NER_LABELS)
+    (words,) = tag_decoding.decode_tags(feats, logits, NER_LABELS)
     assert [w.tag for w in words] == ["O", "O", "O", "O", "B-LOC", "I-LOC"]
 
 
@@ -287,7 +288,7 @@ def test_a_word_longer_than_a_window_is_still_labelled(tok):
     labelled = {f.word_index[p] for f in feats for p, y in enumerate(f.labels) if y != -100}
     assert labelled == {0, 1, 2}
     logits = torch.zeros(len(feats), 5, 5)
-    (out,) = tagging.decode_tags(feats, logits, dict(enumerate(NER_LABELS)))
+    (out,) = tag_decoding.decode_tags(feats, logits, dict(enumerate(NER_LABELS)))
     assert len(out) == 3 and all(w.probability == pytest.approx(0.2) for w in out)
 
 
@@ -313,7 +314,7 @@ def test_every_word_read_once_from_its_max_context_window(tok):
         # logits: label = the window's index, so decoding tells which window each word came from
         n_labels = max(f.window_index for f in feats) + 2
         logits = [10 * torch.nn.functional.one_hot(torch.full((len(f),), f.window_index), n_labels) for f in feats]
-        decoded = tagging.decode_tags(feats, logits, [str(i) for i in range(n_labels)])
+        decoded = tag_decoding.decode_tags(feats, logits, [str(i) for i in range(n_labels)])
         assert [len(s) for s in decoded] == [len(s) for s in sentences]
         for i, words in enumerate(decoded):
             mine = [f for f in feats if f.sentence_index == i]
@@ -332,20 +333,20 @@ def test_decode_probabilities_and_errors(tok):
     logits = torch.zeros(1, 8, 3)  # padded beyond the window's 4 positions
     logits[0, 1] = torch.tensor([0.0, 2.0, 1.0])
     logits[0, 2] = torch.tensor([5.0, 0.0, 0.0])
-    (words,) = tagging.decode_tags(feats, logits, {0: "O", 1: "B-X", 2: "I-X"})
+    (words,) = tag_decoding.decode_tags(feats, logits, {0: "O", 1: "B-X", 2: "I-X"})
     p = torch.softmax(torch.tensor([0.0, 2.0, 1.0]), -1)
     assert words[0].tag == "B-X" and words[0].runner_up == "I-X"
     assert words[0].probability == pytest.approx(p[1].item()) and words[0].runner_up_probability == pytest.approx(p[2])
     assert words[1].tag == "O" and words[1].runner_up in ("B-X", "I-X")
-    (one,) = tagging.decode_tags(feats, torch.zeros(1, 4, 1), ["O"])
+    (one,) = tag_decoding.decode_tags(feats, torch.zeros(1, 4, 1), ["O"])
     assert one[0] == ("O", 1.0, "", 0.0)
     with pytest.raises(ValueError, match="logits for 2 windows but 1 features"):
-        tagging.decode_tags(feats, torch.zeros(2, 4, 3), ["O", "B-X", "I-X"])
+        tag_decoding.decode_tags(feats, torch.zeros(2, 4, 3), ["O", "B-X", "I-X"])
     with pytest.raises(ValueError, match="expected \\[T >= 4, 3\\]"):
-        tagging.decode_tags(feats, torch.zeros(1, 4, 2), ["O", "B-X", "I-X"])
+        tag_decoding.decode_tags(feats, torch.zeros(1, 4, 2), ["O", "B-X", "I-X"])
     two = tagging.make_tag_features([["a"], ["b"]], tok)
     with pytest.raises(ValueError, match="sentence 0 has no windows"):
-        tagging.decode_tags(two[1:], torch.zeros(1, 3, 1), ["O"])
+        tag_decoding.decode_tags(two[1:], torch.zeros(1, 3, 1), ["O"])
 
 
 class ContextFree(torch.nn.Module):
@@ -364,8 +365,8 @@ def test_predict_tags_reads_the_first_piece(tok):
     torch.manual_seed(0)
     model = ContextFree(len(VOCAB), 4).train()
     sentences = [["tampa", "bay", "axy"] * 4, ["cz"], ["morcillas", "."]]
-    small = tagging.predict_tags(model, tok, sentences, max_seq_length=5, doc_stride=2, batch_size=2)
-    whole = tagging.predict_tags(model, tok, sentences, max_seq_length=64)
+    small = tag_decoding.predict_tags(model, tok, sentences, max_seq_length=5, doc_stride=2, batch_size=2)
+    whole = tag_decoding.predict_tags(model, tok, sentences, max_seq_length=64)
     assert model.training  # its mode is put back
     assert [[w.tag for w in s] for s in small] == [[w.tag for w in s] for s in whole]
     for s, w in zip(small, whole):
@@ -373,7 +374,7 @@ def test_predict_tags_reads_the_first_piece(tok):
     first = tok.convert_tokens_to_ids("ta")  # "tampa" is read from its first piece, ta
     assert small[0][0].tag == f"T{model.emb.weight[first].argmax().item()}"
     with pytest.raises(ValueError, match="exceeds the model's 64 positions"):
-        tagging.predict_tags(model, tok, sentences, max_seq_length=128)
+        tag_decoding.predict_tags(model, tok, sentences, max_seq_length=128)
 
 
 # ---------------------------------------------------------------------------------------------- metrics
@@ -397,13 +398,13 @@ def test_predict_tags_reads_the_first_piece(tok):
     ],
 )
 def test_get_entities_by_hand(tags, entities):
-    assert tagging.get_entities(tags) == entities
+    assert tag_metrics.get_entities(tags) == entities
 
 
 def test_entity_scores_by_hand():
     gold = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O"], []]
     pred = [["B-PER", "I-PER", "O", "B-ORG"], ["B-ORG", "I-ORG"], []]
-    s = tagging.entity_scores(gold, pred)
+    s = tag_metrics.entity_scores(gold, pred)
     assert (s.micro.correct, s.micro.predicted, s.micro.support) == (1, 3, 3)
     assert (s.precision, s.recall, s.f1) == pytest.approx((1 / 3, 1 / 3, 1 / 3))
     assert list(s.per_type) == ["LOC", "ORG", "PER"]
@@ -414,9 +415,9 @@ def test_entity_scores_by_hand():
     table = str(s)
     assert "micro avg" in table and "PER" in table and s.to_dict()["PER"]["f1"] == 1.0
     with pytest.raises(ValueError, match="sentence 0 has 1 gold tags but 2 predicted"):
-        tagging.entity_scores([["O"]], [["O", "O"]])
+        tag_metrics.entity_scores([["O"]], [["O", "O"]])
     with pytest.raises(ValueError, match="not an entity tag"):
-        tagging.entity_scores([["PER"]], [["O"]])
+        tag_metrics.entity_scores([["PER"]], [["O"]])
 
 
 def _random_tags(rng, alphabet, n):
@@ -440,9 +441,9 @@ def test_entities_and_scores_match_seqeval():
             gold = [_random_tags(rng, alphabet, n) for n in lengths]
             pred = [[t if rng.random() < 0.6 else rng.choice(alphabet) for t in g] for g in gold]
             for sentence in gold + pred:
-                assert tagging.get_entities(sentence) == get_entities(list(sentence)), sentence
+                assert tag_metrics.get_entities(sentence) == get_entities(list(sentence)), sentence
                 checked += 1
-            ours = tagging.entity_scores(gold, pred)
+            ours = tag_metrics.entity_scores(gold, pred)
             if not any(gold) or not any(pred):
                 continue  # seqeval needs at least one tag to score
             p, r, f, support = precision_recall_fscore_support(gold, pred, average=None)
@@ -465,36 +466,38 @@ def test_entities_and_scores_match_seqeval():
 
 
 def test_token_accuracy():
-    assert tagging.token_accuracy([["DET", "NOUN"], ["VERB"]], [["DET", "VERB"], ["VERB"]]) == pytest.approx(2 / 3)
+    assert tag_metrics.token_accuracy([["DET", "NOUN"], ["VERB"]], [["DET", "VERB"], ["VERB"]]) == pytest.approx(2 / 3)
     with pytest.raises(ValueError, match="no words"):
-        tagging.token_accuracy([[]], [[]])
+        tag_metrics.token_accuracy([[]], [[]])
     with pytest.raises(ValueError, match="2 gold sentences but 1 predicted"):
-        tagging.token_accuracy([["X"], ["Y"]], [["X"]])
+        tag_metrics.token_accuracy([["X"], ["Y"]], [["X"]])
 
 
 def test_bootstrap_interval():
     rng = random.Random(1)
     gold = [_random_tags(rng, ["O", "O", "B-PER", "I-PER", "B-LOC"], rng.randint(0, 10)) for _ in range(300)]
     pred = [[t if rng.random() < 0.8 else "O" for t in g] for g in gold]
-    a = tagging.bootstrap_interval(gold, pred, "f1", n_resamples=300, seed=3)
-    assert a == tagging.bootstrap_interval(gold, pred, "f1", n_resamples=300, seed=3)  # seeded
-    assert a.estimate == pytest.approx(tagging.entity_scores(gold, pred).f1)
+    a = tag_metrics.bootstrap_interval(gold, pred, "f1", n_resamples=300, seed=3)
+    assert a == tag_metrics.bootstrap_interval(gold, pred, "f1", n_resamples=300, seed=3)  # seeded
+    assert a.estimate == pytest.approx(tag_metrics.entity_scores(gold, pred).f1)
     assert a.low < a.estimate < a.high and a.high - a.low < 0.2
-    assert tagging.bootstrap_interval(gold, pred, "f1", n_resamples=300, seed=4) != a
+    assert tag_metrics.bootstrap_interval(gold, pred, "f1", n_resamples=300, seed=4) != a
     for metric in ("precision", "recall"):
-        m = tagging.bootstrap_interval(gold, pred, metric, n_resamples=200)
-        assert m.estimate == pytest.approx(getattr(tagging.entity_scores(gold, pred), metric))
-    acc = tagging.bootstrap_interval(gold, pred, "accuracy", n_resamples=200)
-    assert acc.estimate == pytest.approx(tagging.token_accuracy(gold, pred)) and acc.low <= acc.estimate <= acc.high
-    perfect = tagging.bootstrap_interval(gold, gold, "f1", n_resamples=50)
+        m = tag_metrics.bootstrap_interval(gold, pred, metric, n_resamples=200)
+        assert m.estimate == pytest.approx(getattr(tag_metrics.entity_scores(gold, pred), metric))
+    acc = tag_metrics.bootstrap_interval(gold, pred, "accuracy", n_resamples=200)
+    assert acc.estimate == pytest.approx(tag_metrics.token_accuracy(gold, pred)) and acc.low <= acc.estimate <= acc.high
+    perfect = tag_metrics.bootstrap_interval(gold, gold, "f1", n_resamples=50)
     assert (perfect.estimate, perfect.low, perfect.high) == (1.0, 1.0, 1.0)
     assert "95% interval" in str(a)
     with pytest.raises(ValueError, match="unknown metric"):
-        tagging.bootstrap_interval(gold, pred, "auc")
+        tag_metrics.bootstrap_interval(gold, pred, "auc")
 
 
 def test_no_runtime_dependency_on_seqeval():
-    tree = ast.parse(inspect.getsource(tagging))
+    tree = ast.parse(
+        "\n".join(map(inspect.getsource, (tagged_files, tagging, tag_decoding, tag_metrics, tag_analysis)))
+    )
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not any("seqeval" in name for name in imported)
@@ -509,11 +512,11 @@ def test_real_uner_and_ud_counts(shared_data, tok):
     uner = shared_data / "uner-ewt"
     if not (uner / "en_ewt-ud-dev.iob2").is_file():
         pytest.skip("no uner-ewt data")
-    dev = tagging.read_tagged(uner / "en_ewt-ud-dev.iob2")
+    dev = tagged_files.read_tagged(uner / "en_ewt-ud-dev.iob2")
     assert (dev.format, len(dev), dev.num_words) == ("uner", 2001, 25149)
     assert dev.entity_counts() == {"LOC": 399, "ORG": 224, "PER": 343}
     assert dev.labels == ["O", "B-LOC", "I-LOC", "B-ORG", "I-ORG", "B-PER", "I-PER"]
-    test = tagging.read_tagged(uner / "en_ewt-ud-test.iob2")
+    test = tagged_files.read_tagged(uner / "en_ewt-ud-test.iob2")
     assert len(test) == 2077
     # our counting agrees with seqeval's on real gold against a corrupted copy of it
     from seqeval.metrics.sequence_labeling import precision_recall_fscore_support
@@ -522,11 +525,11 @@ def test_real_uner_and_ud_counts(shared_data, tok):
     gold = [s.tags for s in test]
     pred = [[t if rng.random() < 0.9 else rng.choice(dev.labels) for t in g] for g in gold]
     p, r, f, _ = precision_recall_fscore_support(gold, pred, average="micro")
-    ours = tagging.entity_scores(gold, pred)
+    ours = tag_metrics.entity_scores(gold, pred)
     assert (ours.precision, ours.recall, ours.f1) == pytest.approx((p, r, f))
     ud = shared_data / "ud-ewt"
-    pos_dev = tagging.read_tagged(ud / "en_ewt-ud-dev.conllu")
-    pos_test = tagging.read_tagged(ud / "en_ewt-ud-test.conllu")
+    pos_dev = tagged_files.read_tagged(ud / "en_ewt-ud-dev.conllu")
+    pos_test = tagged_files.read_tagged(ud / "en_ewt-ud-test.conllu")
     assert (pos_dev.format, len(pos_dev), len(pos_dev.labels), len(pos_test)) == ("conllu", 2001, 17, 2077)
     # with the bundled vocabulary the longest UD test sentence is 390 pieces: windows; no word is lost
     classroom = lab.Tokenizer.from_pretrained(ROOT / "models" / "bert-lab-classroom")
@@ -536,7 +539,7 @@ def test_real_uner_and_ud_counts(shared_data, tok):
     labelled = {(f.sentence_index, f.word_index[p]) for f in feats for p, y in enumerate(f.labels) if y != -100}
     assert len(labelled) == pos_test.num_words
     logits = [torch.randn(len(f), len(label2id)) for f in feats]
-    decoded = tagging.decode_tags(feats, logits, pos_test.labels)
+    decoded = tag_decoding.decode_tags(feats, logits, pos_test.labels)
     assert [len(d) for d in decoded] == [len(s.words) for s in pos_test]
 
 
@@ -550,26 +553,26 @@ def test_piece_rows_lay_out_the_rule(tok):
     logits = torch.zeros(len(f), len(NER_LABELS))
     logits[:, LABEL2ID["I-LOC"]] = 1.0  # I-LOC everywhere...
     logits[1, LABEL2ID["B-LOC"]] = 2.0  # ...but B-LOC at "ta", the first piece of Tampa
-    rows = tagging.piece_rows(f, tok, words, NER_LABELS, logits)
+    rows = tag_analysis.piece_rows(f, tok, words, NER_LABELS, logits)
     assert [r["piece"] for r in rows] == "[CLS] ta ##mp ##a bay mor ##cil ##l ##as . [SEP]".split()
     assert [r["word"] for r in rows] == ["", *["Tampa"] * 3, "bay", *["morcillas"] * 4, ".", ""]
     assert [r["of_word"] for r in rows] == [-1, 0, 0, 0, 1, 2, 2, 2, 2, 3, -1]
     assert [r["label"] for r in rows] == [-100, "B-LOC", -100, -100, "I-LOC", "O", -100, -100, -100, "O", -100]
     assert [r["first"] for r in rows] == [r["read"] for r in rows] == [r["label"] != -100 for r in rows]
     assert rows[1]["argmax"] == "B-LOC" and rows[2]["argmax"] == "I-LOC"  # argmax everywhere, read at first pieces
-    plain = tagging.piece_rows(f, tok, words)  # no names, no logits: label ids, no argmax / read
+    plain = tag_analysis.piece_rows(f, tok, words)  # no names, no logits: label ids, no argmax / read
     assert plain[1]["label"] == LABEL2ID["B-LOC"] and "argmax" not in plain[1] and "read" not in plain[1]
     # a window of a long sentence: each piece still names its word, also when the window starts mid-word
     feats = tagging.make_tag_features([WINDOW_WORDS], tok, None, max_seq_length=8, doc_stride=3)
-    third = tagging.piece_rows(feats[2], tok, WINDOW_WORDS)  # pieces 6-9: ##y b c ##z
+    third = tag_analysis.piece_rows(feats[2], tok, WINDOW_WORDS)  # pieces 6-9: ##y b c ##z
     assert [r["piece"] for r in third] == "[CLS] ##y b c ##z [SEP]".split()
     assert [r["word"] for r in third] == ["", "axy", "b", "cz", "cz", ""]
     assert [r["of_word"] for r in third] == [-1, 3, 4, 5, 5, -1]
     assert [r["first"] for r in third] == [False, False, True, True, False, False]
     with pytest.raises(ValueError, match="logits of shape"):
-        tagging.piece_rows(f, tok, words, NER_LABELS, logits[:3])
+        tag_analysis.piece_rows(f, tok, words, NER_LABELS, logits[:3])
     with pytest.raises(ValueError, match="not the sentence"):
-        tagging.piece_rows(f, tok, ["a"])
+        tag_analysis.piece_rows(f, tok, ["a"])
 
 
 def test_sentences_with_split_entities_and_vocabulary_coverage(tok):
@@ -578,41 +581,41 @@ def test_sentences_with_split_entities_and_vocabulary_coverage(tok):
         Sentence(["tampa", "bay", "."], ["B-LOC", "I-LOC", "O"]),  # tampa -> ta ##mp ##a
         Sentence(["morcillas", "bay", "a", "b", "c"], ["O", "B-LOC", "O", "O", "O"]),  # the cut word is no entity
     ]
-    assert tagging.sentences_with_split_entities(sentences, tok) == [1]
-    assert tagging.sentences_with_split_entities(sentences, tok, max_words=2) == []
-    coverage = tagging.vocabulary_coverage(sentences, tok)
+    assert tag_analysis.sentences_with_split_entities(sentences, tok) == [1]
+    assert tag_analysis.sentences_with_split_entities(sentences, tok, max_words=2) == []
+    coverage = tag_analysis.vocabulary_coverage(sentences, tok)
     assert list(coverage) == ["LOC", "O"]
     assert vars(coverage["LOC"]) == dict(words=5, whole=4, pieces=7)  # new york tampa(3) bay bay
     assert coverage["LOC"].whole_share == pytest.approx(0.8) and coverage["LOC"].pieces_per_word == pytest.approx(1.4)
     assert vars(coverage["O"]) == dict(words=6, whole=5, pieces=9)  # . . morcillas(4) a b c
-    pos = tagging.vocabulary_coverage([(["tampa", "a"], ["PROPN", "DET"])], tok)
+    pos = tag_analysis.vocabulary_coverage([(["tampa", "a"], ["PROPN", "DET"])], tok)
     assert pos["PROPN"].pieces == 3 and pos["DET"].whole == 1
-    assert [tagging.tag_group(t) for t in ("B-LOC", "I-LOC", "O", "PROPN")] == ["LOC", "LOC", "O", "PROPN"]
+    assert [tag_analysis.tag_group(t) for t in ("B-LOC", "I-LOC", "O", "PROPN")] == ["LOC", "LOC", "O", "PROPN"]
     with pytest.raises(ValueError, match="needs its tags"):
-        tagging.vocabulary_coverage([["tampa"]], tok)
+        tag_analysis.vocabulary_coverage([["tampa"]], tok)
 
 
 def test_tag_accuracies_and_word_classes():
     gold = [["DET", "NOUN", "VERB", "PROPN"], ["PROPN", "PROPN", "PUNCT"]]
     pred = [["DET", "NOUN", "NOUN", "NOUN"], ["PROPN", "ADJ", "PUNCT"]]
-    acc = tagging.tag_accuracies(gold, pred)
+    acc = tag_analysis.tag_accuracies(gold, pred)
     assert list(acc) == ["PROPN", "DET", "NOUN", "PUNCT", "VERB"]  # commonest first, then by name
     assert (acc["PROPN"].words, acc["PROPN"].right, acc["PROPN"].accuracy) == (3, 1, pytest.approx(1 / 3))
     assert (acc["PROPN"].confused_with, acc["PROPN"].confused) == ("ADJ", 1)  # a tie (ADJ 1, NOUN 1): by name
     assert (acc["VERB"].confused_with, acc["DET"].confused_with, acc["DET"].confused) == ("NOUN", "", 0)
-    classes = tagging.class_accuracies(acc)
+    classes = tag_analysis.class_accuracies(acc)
     assert classes == {"closed class": 1.0, "open class": pytest.approx(2 / 5), "other": 1.0}
-    assert set(tagging.UD_WORD_CLASSES["closed class"]) | set(tagging.UD_WORD_CLASSES["open class"]) | set(
-        tagging.UD_WORD_CLASSES["other"]
+    assert set(tag_analysis.UD_WORD_CLASSES["closed class"]) | set(tag_analysis.UD_WORD_CLASSES["open class"]) | set(
+        tag_analysis.UD_WORD_CLASSES["other"]
     ) == {*"ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split()}
-    assert tagging.class_accuracies(acc, {"none": ("SYM",)}) == {}
+    assert tag_analysis.class_accuracies(acc, {"none": ("SYM",)}) == {}
 
 
 def test_entity_errors_by_hand():
     # the docstring's example, and one of each kind
     gold = [["B-ORG", "I-ORG", "O", "B-PER", "O"], ["B-LOC", "I-LOC", "O", "B-PER", "I-PER", "B-ORG", "O"]]
     pred = [["B-LOC", "I-LOC", "O", "B-PER", "B-LOC"], ["B-LOC", "O", "O", "O", "B-LOC", "I-LOC", "O"]]
-    errors = tagging.entity_errors(gold, pred)
+    errors = tag_analysis.entity_errors(gold, pred)
     assert errors["ORG"] == {
         "gold": 2,
         "correct": 0,
@@ -624,8 +627,8 @@ def test_entity_errors_by_hand():
     }
     assert errors["PER"]["correct"] == 1 and errors["PER"]["wrong type and span"] == 1  # PER 3-4 vs LOC 4-5
     assert errors["LOC"]["wrong span"] == 1 and errors["LOC"]["spurious"] == 1  # LOC 0-1 vs 0; LOC at word 4
-    assert tagging.entity_errors([["B-PER"]], [["O"]])["PER"]["missed"] == 1
-    assert tagging.entity_errors([["O"]], [["O"]]) == {}
+    assert tag_analysis.entity_errors([["B-PER"]], [["O"]])["PER"]["missed"] == 1
+    assert tag_analysis.entity_errors([["O"]], [["O"]]) == {}
 
 
 def test_entity_errors_agree_with_entity_scores():
@@ -633,16 +636,16 @@ def test_entity_errors_agree_with_entity_scores():
     alphabet = ["O", "O", "O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG"]
     gold = [_random_tags(rng, alphabet, rng.randint(1, 12)) for _ in range(300)]
     pred = [[t if rng.random() < 0.7 else rng.choice(alphabet) for t in g] for g in gold]
-    errors, scores = tagging.entity_errors(gold, pred), tagging.entity_scores(gold, pred)
+    errors, scores = tag_analysis.entity_errors(gold, pred), tag_metrics.entity_scores(gold, pred)
     for kind, e in errors.items():
-        assert e["gold"] == sum(e[k] for k in tagging.ERROR_KINDS)
+        assert e["gold"] == sum(e[k] for k in tag_analysis.ERROR_KINDS)
         assert (e["gold"], e["correct"]) == (scores.per_type[kind].support, scores.per_type[kind].correct)
         assert e["spurious"] <= scores.per_type[kind].predicted - scores.per_type[kind].correct
 
 
 def test_annotator_agreement(tmp_path):
     data = write(tmp_path, "dev.iob2", UNER)
-    assert tagging.annotator_agreement(data) is None  # no dev.stats beside it
+    assert tag_analysis.annotator_agreement(data) is None  # no dev.stats beside it
     stats = {
         "num_annotators": 2,
         "pairwise_f1": {
@@ -651,18 +654,18 @@ def test_annotator_agreement(tmp_path):
         },
     }
     write(tmp_path, "dev.stats", json.dumps(stats))
-    agreement = tagging.annotator_agreement(data)
+    agreement = tag_analysis.annotator_agreement(data)
     assert agreement.f1 == {"LOC": 0.5, "PER": 0.9} and list(agreement.f1) == ["LOC", "PER"]
     assert (agreement.annotators, agreement.documents) == (2, 63) and agreement.path.endswith("dev.stats")
     write(tmp_path, "dev.stats", json.dumps({"num_annotators": 1}))
     with pytest.raises(ValueError, match="pairwise_f1.average"):
-        tagging.annotator_agreement(data)
+        tag_analysis.annotator_agreement(data)
 
 
 def test_real_annotator_agreement(shared_data):
     test = shared_data / "uner-ewt" / "en_ewt-ud-test.iob2"
     if not test.is_file():
         pytest.skip("no uner-ewt data")
-    agreement = tagging.annotator_agreement(test)
+    agreement = tag_analysis.annotator_agreement(test)
     assert {k: round(v, 3) for k, v in agreement.f1.items()} == {"LOC": 0.825, "ORG": 0.870, "PER": 0.969}
     assert (agreement.annotators, agreement.documents) == (2, 63)

@@ -2,24 +2,18 @@
 
     batch = Batch(input_ids=ids, attention_mask=mask, labels=labels)   # HF field names
     out = model(**batch)                                                # a Batch is a dict
-    batch.input_ids, len(batch), batch.num_tokens, batch.to("cuda", non_blocking=True)
-
     rows = step_indices(n=1000, batch_size=32, step=40, seed=0)        # the examples of step 40
 
 One batch type serves pre-training (input_ids, token_type_ids, attention_mask, mlm_labels,
 nsp_label), classification (+ labels), question answering (+ start_positions, end_positions)
 and the language-model experiments: a dict of tensors, so `model(**batch)` passes exactly the
-fields it holds, with attribute access for readability. `-100` in a label tensor means
-"ignore this position" (the Hugging Face convention).
-
-Sampling is a pure function of the step number, which is what makes a killed run resume on
-exactly the batches it would have seen: step s lives in epoch e = s // steps_per_epoch, the
-order of epoch e is a permutation seeded by (seed, e), and under torchrun rank r takes rows
-[r * batch_size, (r + 1) * batch_size) of the global batch.
+fields it holds. `-100` in a label tensor means "ignore this position" (the HF convention).
+Sampling is a pure function of the step number, so a killed run resumes on exactly its batches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import math
@@ -65,6 +59,18 @@ class Batch(dict):
         return int(mask.sum()) if mask is not None else self["input_ids"].numel()
 
 
+@contextlib.contextmanager
+def eval_mode(model: torch.nn.Module):
+    """Run batches through `model` in eval mode (no dropout) inside the block; its train/eval
+    mode is restored afterwards, even on an error."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
 def padded_length(longest: int, pad_to_multiple_of: int | None = 8, max_length: int | None = None) -> int:
     """The batch length T for a longest row: rounded up to a multiple (kernels like round sizes),
     never beyond max_length. padded_length(13, 8, 128) -> 16; padded_length(125, 8, 126) -> 126."""
@@ -97,6 +103,9 @@ def pad_rows(
 # ----------------------------------------------------------------------------------------
 # Step-indexed sampling
 # ----------------------------------------------------------------------------------------
+# Step s lives in epoch e = s // steps_per_epoch, the order of epoch e is a permutation seeded by
+# (seed, e), and under torchrun rank r takes rows [r * batch_size, (r + 1) * batch_size) of the
+# global batch: any step's rows follow from its number alone.
 def mix_seed(*parts: object) -> int:
     """A 63-bit seed from a tuple of ints/strings, the same on every machine and Python run.
 

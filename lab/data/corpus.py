@@ -1,45 +1,15 @@
 """Files -> documents of sentences: reading, format parsing, sentence splitting, held-out split.
 
-This is step 1 of the lab's data flow, `text -> tokenizer -> ids -> instances`: BERT's
-pre-training data (Google's `create_pretraining_data.py`) is a list of *documents*, each a list
-of *sentences*. Next-sentence prediction takes its positive pairs from consecutive sentences of
-one document and its negatives from another document, and a held-out split is made of whole
-documents, so both units matter.
-
-What lives here
-- `Document`                      one document: where it came from, its title, its sentences.
-- `read_documents(path, ...)`     a file or a folder of *.txt / *.raw files -> [Document].
-                                  Four formats, detected per file or forced by name:
-                                  "gutenberg", "plain", "wikitext", "sentences".
-- `ReadReport`                    what reading did: files read / skipped (and why), documents,
-                                  sentences, short documents dropped, undecodable bytes.
-                                  Ask for it with `read_documents(..., report=True)`.
-- `split_sentences(paragraph)`    a small rule-based sentence splitter (rules in its docstring).
-- `split_documents(docs, ...)`    a deterministic train / held-out split by document.
-- `main`                          the command line below: a path or a catalog name -> summary.
-Named real corpora (ten Gutenberg novels, WikiText-2/103, SQuAD v1.1, SST-2), their download
-and cache, and the local data folder (`BERT_LAB_DATA`, ../shared/data) live in lab/data/datasets.py.
-
-Run it
-    python -m lab.data.corpus ../shared/data/novels            # read a folder, print a summary
-    python -m lab.data.corpus wikitext-2 --split test --show 5  # a catalog corpus (lab.data.datasets)
-
-    from lab.data.corpus import read_documents, split_documents
+    python -m lab.data.corpus ../shared/data/novels             # read a folder, print a summary
+    python -m lab.data.corpus wikitext-2 --split test --show 5   # a catalog corpus (lab.data.datasets)
     docs, report = read_documents("../shared/data/novels", report=True)
     train, held_out = split_documents(docs, held_out=0.02, seed=0)
 
-Decisions worth knowing (each is explained again where it is implemented)
-- Text decoding: UTF-8 first (a byte-order mark is dropped). A file that is not valid UTF-8 but
-  contains no valid multi-byte UTF-8 character at all is an 8-bit legacy file: it is decoded as
-  cp1252 (latin-1 where cp1252 has no character). A file that is mostly UTF-8 with a few bad
-  bytes keeps UTF-8 and the bad bytes become U+FFFD; they are counted in the report. Files with
-  NUL bytes (other than UTF-16 with a byte-order mark) or mostly garbage are skipped as binary.
-- WikiText: `@-@`, `@,@`, `@.@` are undone and the tokeniser's spaces are *normalised*
-  ("word , word ." -> "word, word.", "Teddy 's" -> "Teddy's", `" Craig "` -> `"Craig"`), so the
-  sentences read like ordinary text (the WordPiece tokenizer splits punctuation again anyway).
-- A heading directly followed by another heading ("VOLUME I" then "CHAPTER I") makes one
-  document titled "VOLUME I / CHAPTER I": documents with no sentences at all are not counted
-  anywhere; documents with at least one but fewer than `min_sentences` are counted as skipped.
+Step 1 of the data flow `text -> tokenizer -> ids -> instances`. BERT's pre-training data is a
+list of *documents*, each a list of *sentences*: next-sentence prediction takes its positives from
+consecutive sentences of one document and its negatives from another, and a held-out split is made
+of whole documents. Four formats ("gutenberg", "plain", "wikitext", "sentences") are detected per
+file; each decision on decoding, headings and WikiText's spacing is explained where it is made.
 """
 
 from __future__ import annotations

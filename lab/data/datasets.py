@@ -5,52 +5,11 @@
     folder = fetch("novels")                           # download once into the cache
     data_dir()                                         # $BERT_LAB_DATA or ../shared/data, or None
 
-From the command line, `python -m lab.data.corpus wikitext-2 --split test` resolves a catalog name
-here and reads it with lab/data/corpus.py (reading and sentence splitting live there).
-
-What lives here
-- `CATALOG`                 name -> `CatalogEntry`: novels (ten Project Gutenberg novels),
-                            wikitext-2, wikitext-103, squad-v1.1, sst2, ud-ewt (UD English-EWT),
-                            uner-ewt (UNER English-EWT); each lists its `RemoteFile`s, splits,
-                            where a local data folder holds it, licence.
-- `data_dir()`              the one lookup of the local data folder (laid out like shared/data):
-                            $BERT_LAB_DATA when set (then only it), else ../shared/data beside
-                            the repository; None when neither is a folder.
-- `find_data`, `is_shared`  a file in that folder (or the catalog's other name for the same
-                            file, e.g. squad/dev-v1.1.json for squad/dev-v1.1.json.zip) or a
-                            fallback; is a path inside it?
-- `fetch(name)`             download a corpus once into <cache>/<name>/, the cache being
-                            $BERT_LAB_CACHE or ~/.cache/bert-lab.
-- `resolve_corpus(name_or_path, split)`
-                            a path, else the local data folder's copy, else `fetch` (only the
-                            files that hold that split).
-- `fill_data_folder(needs, folder)`
-                            fetch what a notebook needs ("novels", "sst2:dev", ...) and lay it out
-                            in `folder` like shared/data (links into the cache), so that
-                            `find_data` finds it there: how the notebooks get their data in Colab
-                            (lab/notebook_setup.py). `missing_data(needs)` says what is not there.
-- `mirror_url(url)`         where a download really goes: the canonical URL, or the same path on
-                            $BERT_LAB_MIRROR (below).
-- `DownloadError` (an OSError: the message has the URL and what to do offline) and
-  `ChecksumError` (a ValueError).
-
-Downloads go through pooch, a maintained downloader, so streaming over HTTP(S), the progress
-bar, temp-file-then-rename and hash checks are its code rather than ours.
-
-Checksums: where `CATALOG` records a sha256 (UD and UNER English-EWT's dev/test files, SQuAD
-v1.1; see the comments at each entry for where each value comes from), pooch verifies the
-download itself. Elsewhere the first download is trusted: its sha256 is written next to it
-(`<file>.sha256`) and every later use is verified against that sidecar ("trust on first use"):
-the novels (Project Gutenberg regenerates its files), WikiText and SST-2 (their zips are not in
-shared/data, so no checksum could be computed here) and the EWT train splits. A cached file that
-fails its check raises `ChecksumError` (it is never silently downloaded again): delete it to
-download it again.
-
-A mirror: $BERT_LAB_MIRROR (a base URL such as http://classroom-server:8000) sends every download
-to <mirror>/<host>/<path> instead of https://<host>/<path>, e.g. the first novel to
-<mirror>/www.gutenberg.org/cache/epub/1342/pg1342.txt; the checksums are the same. A classroom
-can serve one copy of the corpora laid out that way (`python -m http.server`), and the tests
-point it at a local stand-in that serves small fixtures under the canonical paths.
+CATALOG names each corpus (novels, wikitext-2/103, squad-v1.1, sst2, ud-ewt, uner-ewt) with its
+files, splits, licence and checksums. Downloads go through pooch (streaming, progress bar,
+temp-file-then-rename, hash checks); a file with no sha256 in the catalog is trusted on first use
+and checked against its `<file>.sha256` sidecar ever after; $BERT_LAB_MIRROR sends every download
+to a classroom mirror. Reading the files is lab/data/corpus.py's job.
 """
 
 from __future__ import annotations
@@ -112,7 +71,7 @@ class CatalogEntry:
     # Where a folder laid out like ../shared/data (`data_dir()`) holds it: split (or "all")
     # -> candidate paths relative to that folder, first existing one wins.
     local: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    format: str = "auto"  # what read_documents should use (or "json"/"tsv"; "conllu"/"uner": lab.data.tagging)
+    format: str = "auto"  # what read_documents should use (or "json"/"tsv"; "conllu"/"uner": lab.data.tagged_files)
     licence: str = ""
 
 
@@ -243,7 +202,7 @@ CATALOG: dict[str, CatalogEntry] = {
     "ud-ewt": _ewt(
         "ud-ewt",
         "Universal Dependencies English Web Treebank (v2.15), CoNLL-U with gold UPOS tags "
-        "(read with lab.data.tagging.read_tagged)",
+        "(read with lab.data.tagged_files.read_tagged)",
         "UniversalDependencies/UD_English-EWT",
         "15d613d8447b3478787d4c278730a1e48a945efb",
         "conllu",
@@ -255,7 +214,7 @@ CATALOG: dict[str, CatalogEntry] = {
     "uner-ewt": _ewt(
         "uner-ewt",
         "Universal NER (UNER v1) English-EWT: gold PER / ORG / LOC in IOB2, one token a line "
-        "(read with lab.data.tagging.read_tagged); cite Mayhew et al., NAACL 2024",
+        "(read with lab.data.tagged_files.read_tagged); cite Mayhew et al., NAACL 2024",
         "UniversalNER/UNER_English-EWT",
         "8ed072de2fd24022cc62458997fe96a8fe191ea4",
         "uner",

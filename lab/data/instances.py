@@ -1,59 +1,14 @@
 """Documents -> pre-training examples: NSP sentence pairs, 80/10/10 masking, named batches.
 
-This module sits between the tokenizer and the model in the data flow
-`text -> tokenizer -> ids -> instances -> Batch -> model`. It only ever sees token ids:
-
-    documents : list[list[list[int]]]     documents -> sentences -> token ids
+    documents : list[list[list[int]]]                        documents -> sentences -> token ids
     create_instances(documents, special)  -> list[Instance]   (segment A, segment B, IsNext?)
     collate(instances, special, gen)      -> Batch            ([CLS] A [SEP] B [SEP], masked)
-    PretrainingData(instances, special, batch_size).batch(step) -> Batch   (dynamic masking)
+    PretrainingData(view, special, batch_size).batch(step) -> Batch   (dynamic masking)
 
-The pairing follows Google's `create_pretraining_data.py` and the masking follows the paper
-(15% of the tokens, a fixed count per sequence, 80% [MASK] / 10% random / 10% unchanged).
-
-Worked example (words stand for their ids)
-------------------------------------------
-Two documents, one sentence per line:
-
-    doc 0:  "the cat sat on the mat ."   "it was warm ."   "then it slept ."
-    doc 1:  "stocks fell on monday ."    "traders were nervous ."
-
-1. Pairing. Walking doc 0 we collect a chunk of sentences until it holds about
-   `max_seq_length - 3` tokens (3 = room for [CLS] [SEP] [SEP]). Say the chunk is all three
-   sentences and we cut it after the first one:
-       A = "the cat sat on the mat ."
-   Half the time B is the true continuation (IsNext, nsp_label 0):
-       B = "it was warm . then it slept ."
-   otherwise B is taken from a random *other* document (NotNext, nsp_label 1), e.g.
-       B = "traders were nervous ."
-   and the two unused sentences of the chunk are "put back" so a later pair uses them.
-
-2. Layout (collate):
-       tokens          [CLS] the cat sat on the mat . [SEP] it  was warm . then it slept . [SEP]
-       token_type_ids    0    0   0   0   0  0   0  0   0    1   1    1  1   1   1   1   1   1
-   followed by [PAD]s (attention_mask 0) up to the longest sequence in the batch.
-
-3. Masking. n = 15 maskable (non-special) tokens, so round(0.15 * 15) = 2 positions are
-   chosen, say "cat" and "warm". Each chosen token independently becomes
-       80%:  [MASK]   "the [MASK] sat ..."    the model must recover "cat" from context
-       10%:  random   "the piano sat ..."     a real but wrong word: the model must check
-       10%:  itself   "the cat sat ..."       unchanged: the model can't trust visible words
-   and mlm_labels holds the original id ("cat", "warm") at the chosen positions and -100
-   (ignored by the loss) everywhere else. [CLS], [SEP] and [PAD] are never chosen.
-
-Masks are "dynamic" (RoBERTa's term): `PretrainingData` draws them anew for every epoch from a
-generator seeded by (seed, epoch, batch index), so any batch can be rebuilt exactly from
-its step number -- this is what lets a killed training run resume at the same data position.
-
-Try it:
-    >>> special = SpecialIds(pad_id=0, cls_id=2, sep_id=3, mask_id=4, vocab_size=512)
-    >>> docs = [[[10, 11, 12], [13, 14]], [[20, 21], [22, 23, 24]]]
-    >>> instances = create_instances(docs, special, max_seq_length=16)
-    >>> batch = collate(instances, special, torch.Generator().manual_seed(0))
-    >>> len(instances), instance_stats(instances)["frac_not_next"]
-    (3, 0.6666666666666666)
-    >>> batch.input_ids.shape          # (B, T), T rounded up to a multiple of 8
-    torch.Size([3, 16])
+The module sits between the tokenizer and the model (`text -> tokenizer -> ids -> instances ->
+Batch -> model`) and only ever sees token ids. The pairing follows Google's
+`create_pretraining_data.py` and the masking the paper (15% of the tokens, a fixed count per
+sequence, 80% [MASK] / 10% random / 10% unchanged); a worked example stands beside each step.
 """
 
 from __future__ import annotations
@@ -159,6 +114,21 @@ class SpecialIds:
 # ----------------------------------------------------------------------------------------------
 # Instances: sentence pairs for next-sentence prediction
 # ----------------------------------------------------------------------------------------------
+#
+# Worked example (words stand for their ids). Two documents, one sentence per line:
+#
+#     doc 0:  "the cat sat on the mat ."   "it was warm ."   "then it slept ."
+#     doc 1:  "stocks fell on monday ."    "traders were nervous ."
+#
+# Walking doc 0 we collect a chunk of sentences until it holds about `max_seq_length - 3` tokens
+# (3 = room for [CLS] [SEP] [SEP]). Say the chunk is all three sentences and we cut it after the
+# first one:
+#     A = "the cat sat on the mat ."
+# Half the time B is the true continuation (IsNext, nsp_label 0):
+#     B = "it was warm . then it slept ."
+# otherwise B is taken from a random *other* document (NotNext, nsp_label 1), e.g.
+#     B = "traders were nervous ."
+# and the two unused sentences of the chunk are "put back" so a later pair uses them.
 
 
 @dataclass
@@ -447,6 +417,14 @@ def instance_stats(instances: Sequence[Instance]) -> dict[str, float]:
 # ----------------------------------------------------------------------------------------------
 # Masking: 15% of the tokens, 80% [MASK] / 10% random / 10% unchanged
 # ----------------------------------------------------------------------------------------------
+#
+# Worked example: n = 15 maskable (non-special) tokens, so round(0.15 * 15) = 2 positions are
+# chosen, say "cat" and "warm". Each chosen token independently becomes
+#     80%:  [MASK]   "the [MASK] sat ..."    the model must recover "cat" from context
+#     10%:  random   "the piano sat ..."     a real but wrong word: the model must check
+#     10%:  itself   "the cat sat ..."       unchanged: the model can't trust visible words
+# and mlm_labels holds the original id ("cat", "warm") at the chosen positions and -100 (ignored
+# by the loss) everywhere else. [CLS], [SEP] and [PAD] are never chosen.
 
 
 def mask_tokens(
@@ -583,6 +561,11 @@ def _choose_whole_words(
 # ----------------------------------------------------------------------------------------------
 # Batches
 # ----------------------------------------------------------------------------------------------
+#
+# Worked example, the layout of the pair above:
+#     tokens          [CLS] the cat sat on the mat . [SEP] it  was warm . then it slept . [SEP]
+#     token_type_ids    0    0   0   0   0  0   0  0   0    1   1    1  1   1   1   1   1   1
+# followed by [PAD]s (attention_mask 0) up to the longest sequence in the batch.
 
 
 def collate(
@@ -646,6 +629,10 @@ def collate(
 # ----------------------------------------------------------------------------------------------
 # Step-addressable data with dynamic masking
 # ----------------------------------------------------------------------------------------------
+#
+# Masks are "dynamic" (RoBERTa's term): PretrainingData draws them anew for every epoch from a
+# generator seeded by (seed, epoch, batch index), so any batch can be rebuilt exactly from its
+# step number: this is what lets a killed training run resume at the same data position.
 
 
 class PretrainingData:

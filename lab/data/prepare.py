@@ -4,33 +4,10 @@
     corpus = PreparedCorpus("data/novels", split="train")     # a DocumentView for lab.data.instances
     corpus.num_documents, corpus.sentence_lengths(0), corpus.tokens(0, 0, 3)
 
-Pre-training (`python -m lab pretrain --corpus PATH`) prepares its corpus implicitly on first use
-and caches it under ~/.cache/bert-lab/prepared/<key> (BERT_LAB_CACHE), the key being the corpus
-files' contents, the vocabulary and this format's version: a second run, a second phase of a
-recipe and every torchrun process open the same files instead of tokenizing again.
-
-A prepared corpus is a folder of three flat arrays and a description:
-
-    tokens.bin      every sentence's token ids, back to back (uint16 when the vocabulary has
-                    fewer than 65,536 entries, else uint32), no [CLS]/[SEP]
-    sentences.npy   int64 [S + 1]: sentence i is tokens[sentences[i]:sentences[i + 1]]
-    documents.npy   int64 [D + 1]: document d is sentences documents[d] .. documents[d + 1] - 1
-    meta.json       sizes, dtype, the vocabulary's hash, the corpus it came from
-
-Example: two documents, ["the cat sat .", "it slept ."] and ["rain fell ."], with ids
-the=5 cat=6 sat=7 .=4 it=8 slept=9 rain=10 fell=11 ->
-    tokens    [5 6 7 4 8 9 4 10 11 4]
-    sentences [0 4 7 10]         documents [0 2 3]
-
-Why numpy memmaps (and not Arrow through Hugging Face `datasets`): the lab needs exactly three
-integer arrays with O(1) slicing by offset; numpy is already a dependency, the files are plain
-and portable, and the operating system's page cache shares them between all processes of a
-machine (torchrun ranks read the same pages, and a process's memory does not grow with the
-corpus: it maps the file instead of loading it).
-
-Preparation uses every core: worker processes read and split the text files (Python, one file
-each), while the main process encodes their sentences with the `tokenizers` batch encoder
-(Rust, on all cores) and appends the ids to disk.
+A prepared corpus is three flat integer arrays and a description (the layout below): numpy
+memmaps slice in O(1) by offset, and the page cache shares them between torchrun processes.
+Pre-training prepares its corpus on first use and caches it by the files' contents and the
+vocabulary (`prepared`). Why it is shaped so: docs/pretraining.md, "Corpora of any size".
 """
 
 from __future__ import annotations
@@ -54,6 +31,19 @@ from lab.files import DOCUMENTS_NAME, META_NAME, SENTENCES_NAME, TOKENS_NAME
 from lab.tokenizer import Tokenizer
 
 FORMAT_VERSION = 1
+
+# A prepared corpus folder:
+#
+#     tokens.bin      every sentence's token ids, back to back (uint16 when the vocabulary has
+#                     fewer than 65,536 entries, else uint32), no [CLS]/[SEP]
+#     sentences.npy   int64 [S + 1]: sentence i is tokens[sentences[i]:sentences[i + 1]]
+#     documents.npy   int64 [D + 1]: document d is sentences documents[d] .. documents[d + 1] - 1
+#     meta.json       sizes, dtype, the vocabulary's hash, the corpus it came from
+#
+# Example: two documents, ["the cat sat .", "it slept ."] and ["rain fell ."], with ids
+# the=5 cat=6 sat=7 .=4 it=8 slept=9 rain=10 fell=11 ->
+#     tokens    [5 6 7 4 8 9 4 10 11 4]
+#     sentences [0 4 7 10]         documents [0 2 3]
 
 
 # ----------------------------------------------------------------------------------------
@@ -175,7 +165,7 @@ def prepare(
     log=print,
     key: str | None = None,
 ) -> Path:
-    """Tokenize `corpus` (a text file or folder) into `out` (see the module docstring).
+    """Tokenize `corpus` (a text file or folder) into `out` (the layout at the top of this module).
 
     Written to a temporary folder of this process and renamed: a folder with meta.json is always
     complete, and two processes preparing the same corpus at once (two runs on one cache) do not
@@ -190,14 +180,51 @@ def prepare(
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     dtype = np.uint16 if tokenizer.vocab_size <= np.iinfo(np.uint16).max + 1 else np.uint32
-    sentence_offsets, document_offsets = array.array("q", [0]), array.array("q", [0])
-    n_tokens, n_bytes, t0 = 0, 0, time.perf_counter()
+    t0 = time.perf_counter()
     workers = max(1, workers or os.cpu_count() or 1)
+    sentence_offsets, document_offsets, n_tokens, n_bytes = _write_ids(
+        files, tokenizer, dtype, tmp / TOKENS_NAME, workers, progress
+    )
+    np.save(tmp / SENTENCES_NAME, np.frombuffer(sentence_offsets, dtype=np.int64))
+    np.save(tmp / DOCUMENTS_NAME, np.frombuffer(document_offsets, dtype=np.int64))
+    seconds = time.perf_counter() - t0
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "dtype": np.dtype(dtype).name,
+        "vocab_size": tokenizer.vocab_size,
+        "documents": len(document_offsets) - 1,
+        "sentences": len(sentence_offsets) - 1,
+        "tokens": n_tokens,
+        "corpus": str(corpus),
+        "files": len(files),
+        "bytes": n_bytes,
+        "seconds": round(seconds, 2),
+        "key": key or corpus_key(corpus, tokenizer),
+    }
+    if meta["documents"] < 2:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise ValueError(f"{corpus}: {meta['documents']} usable document(s); pre-training needs at least 2")
+    _publish(tmp, out, meta, tokenizer)
+    log(
+        f"prepared {corpus}: {meta['documents']:,} documents, {meta['sentences']:,} sentences, "
+        f"{n_tokens:,} tokens ({np.dtype(dtype).name}) in {seconds:.1f} s "
+        f"({n_bytes / 2**20 / max(seconds, 1e-9):.1f} MB/s, {workers} workers) -> {out}"
+    )
+    return out
+
+
+def _write_ids(
+    files: list[Path], tokenizer: Tokenizer, dtype, path: Path, workers: int, progress: bool
+) -> tuple[array.array, array.array, int, int]:
+    """Worker processes read and split the files; this one encodes their sentences and appends
+    the ids to `path`. Returns (sentence offsets, document offsets, tokens, bytes read)."""
+    sentence_offsets, document_offsets = array.array("q", [0]), array.array("q", [0])
+    n_tokens, n_bytes = 0, 0
     # the pool first, before the tokenizer runs anything (a fork after it did would be unsafe)
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     with (
         ctx.Pool(workers) as pool,
-        open(tmp / TOKENS_NAME, "wb") as sink,
+        open(path, "wb") as sink,
         tqdm(
             total=sum(f.stat().st_size for f in files), unit="B", unit_scale=True, desc="prepare", disable=not progress
         ) as bar,
@@ -218,25 +245,11 @@ def prepare(
             size = file.stat().st_size
             n_bytes += size
             bar.update(size)
-    np.save(tmp / SENTENCES_NAME, np.frombuffer(sentence_offsets, dtype=np.int64))
-    np.save(tmp / DOCUMENTS_NAME, np.frombuffer(document_offsets, dtype=np.int64))
-    seconds = time.perf_counter() - t0
-    meta = {
-        "format_version": FORMAT_VERSION,
-        "dtype": np.dtype(dtype).name,
-        "vocab_size": tokenizer.vocab_size,
-        "documents": len(document_offsets) - 1,
-        "sentences": len(sentence_offsets) - 1,
-        "tokens": n_tokens,
-        "corpus": str(corpus),
-        "files": len(files),
-        "bytes": n_bytes,
-        "seconds": round(seconds, 2),
-        "key": key or corpus_key(corpus, tokenizer),
-    }
-    if meta["documents"] < 2:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise ValueError(f"{corpus}: {meta['documents']} usable document(s); pre-training needs at least 2")
+    return sentence_offsets, document_offsets, n_tokens, n_bytes
+
+
+def _publish(tmp: Path, out: Path, meta: dict, tokenizer: Tokenizer) -> None:
+    """Finish the temporary folder (meta.json, the vocabulary) and rename it to `out`."""
     (tmp / META_NAME).write_text(json.dumps(meta, indent=2) + "\n")
     tokenizer.save(tmp)  # the vocabulary the ids belong to
     if (out / META_NAME).is_file() and json.loads((out / META_NAME).read_text()).get("key") == meta["key"]:
@@ -244,12 +257,6 @@ def prepare(
     else:
         shutil.rmtree(out, ignore_errors=True)
         os.replace(tmp, out)
-    log(
-        f"prepared {corpus}: {meta['documents']:,} documents, {meta['sentences']:,} sentences, "
-        f"{n_tokens:,} tokens ({np.dtype(dtype).name}) in {seconds:.1f} s "
-        f"({n_bytes / 2**20 / max(seconds, 1e-9):.1f} MB/s, {workers} workers) -> {out}"
-    )
-    return out
 
 
 def prepared(corpus, tokenizer: Tokenizer, cache_dir=None, log=print) -> Path:

@@ -1,66 +1,14 @@
 """SQuAD for BERT: load the JSON, cut contexts into doc-stride windows, decode spans, score EM/F1.
 
-What lives here (the QA fine-tuning loop itself lives in lab/training/finetune.py)
------------------------------------------------------------------------
-    load_squad(path, report=False)      SQuAD v1.1 / v2.0 JSON (or a .zip holding it) -> list[Example]
-    split_by_article(examples, 40)      -> (train, eval): the first 40 articles train, the rest evaluate
-    make_features(examples, tokenizer)  -> list[Feature]: [CLS] question [SEP] window [SEP], answer positions
-    collate_features(features, pad_id)  -> Batch (padded LongTensors, HF names, `model(**batch)`)
-    decode_spans(features, start_logits, end_logits, example)  -> list[Span], best first
-    predict(model, tokenizer, examples) -> {question id: answer text}
-    evaluate(examples, predictions)     -> {"exact_match": %, "f1": %, "count": n, "missing": k}
-    normalize_answer / exact_match / f1 the official SQuAD metric, one question at a time
-    qnli_pairs(examples, seed=0)        -> list[SentencePair]: GLUE's QNLI built from SQuAD, balanced
-    write_pairs_tsv(pairs, path)        sentence1<TAB>sentence2<TAB>label, for pair classification
-    word_overlap / fit_threshold        the word-overlap baseline of QNLI, its threshold chosen on training pairs
-    answer_scores(model, tok, pairs)    a SQuAD model's "the answer is in this sentence" score, per pair
+    examples = load_squad("../shared/data/squad/dev-v1.1.json.zip")
+    train, dev = split_by_article(examples, n_train_articles=40)         # the only SQuAD data here
+    batch = collate_features(make_features(train, tokenizer)[:32], tokenizer.pad_token_id)
+    loss = model(**batch).loss                                           # BertForQuestionAnswering
+    evaluate(dev, predict(model, tokenizer, dev))   # {"exact_match": %, "f1": %, "count", "missing"}
 
-How to use it
--------------
-    from lab.data import squad
-    examples = squad.load_squad("../shared/data/squad/dev-v1.1.json.zip")
-    train, dev = squad.split_by_article(examples, n_train_articles=40)   # the only SQuAD data here
-    features = squad.make_features(train, tokenizer)                      # training=True: positions
-    batch = squad.collate_features(features[:32], tokenizer.pad_token_id)
-    loss = model(**batch).loss                                  # BertForQuestionAnswering
-    ...
-    predictions = squad.predict(model, tokenizer, dev)
-    squad.evaluate(dev, predictions)     # {"exact_match": %, "f1": %, "count": 1589, "missing": 0}
-
-The only SQuAD data on these machines is the official v1.1 dev set (48 articles), so the lab
-fine-tunes on its first 40 articles and reports EM/F1 on the last 8: say so next to any number.
-
-Worked example: doc-stride windows
-----------------------------------
-A context longer than the model's window is read through overlapping windows, as in Google's
-run_squad.py. Say the question has 4 tokens and max_seq_length = 13: a window holds at most
-13 - 4 - 3 = 6 context tokens (3 = [CLS] and two [SEP]). With doc_stride = 3 and a 10-token
-context (tokens c0..c9):
-
-    window 0: c0 c1 c2 c3 c4 c5            starts at 0, 6 tokens
-    window 1:          c3 c4 c5 c6 c7 c8   starts at 3 (0 + stride), 6 tokens
-    window 2:                   c6 c7 c8 c9   starts at 6, 4 tokens (reaches the end: stop)
-
-Each window becomes one Feature:  [CLS] q0 q1 q2 q3 [SEP] c3 c4 c5 c6 c7 c8 [SEP]  (window 1)
-with token_type_ids 0 for "[CLS] question [SEP]" and 1 for "window [SEP]".
-
-A token seen in several windows is *predicted* only from the window where it has the most
-context on both sides: score = min(tokens to its left, tokens to its right) + 0.01 * window
-length (the small term prefers a longer window; on an exact tie the earlier window wins):
-
-    token  window 0        window 1        window 2        max-context window
-    c3     min(3,2)=2.06   min(0,5)=0.06   -               0
-    c4     min(4,1)=1.06   min(1,4)=1.06   -               0 (tie: the first)
-    c5     min(5,0)=0.06   min(2,3)=2.06   -               1
-    c6     -               min(3,2)=2.06   min(0,3)=0.04   1
-    c7     -               min(4,1)=1.06   min(1,2)=1.04   1
-    c8     -               min(5,0)=0.06   min(2,1)=1.04   2
-    (c0 c1 c2 only in window 0; c9 only in window 2)
-
-So c0-c4 are answered from window 0, c5-c7 from window 1, c8-c9 from window 2: the decoder only
-accepts a span whose *start* token has its max context in the window being decoded.
-For training, an answer "c4 c5" lies inside windows 0 and 1 (start/end = its positions there) but
-not inside window 2, whose target is start = end = 0, the [CLS] position ("no answer here").
+Features, windows and decoding follow Google's run_squad.py and the metric SQuAD's official
+evaluate script, so that numbers compare with the paper's; the worked example of doc-stride
+windows stands above doc_windows. QNLI pairs built from SQuAD live in lab/data/qnli.py.
 """
 
 from __future__ import annotations
@@ -68,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import random
 import re
 import string
 import zipfile
@@ -81,9 +28,8 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from lab.data.batch import Batch, pad_rows
-from lab.data.corpus import split_sentences
-from lab.device import autocast, autocast_dtype
+from lab.data.batch import Batch, eval_mode, pad_rows
+from lab.device import autocast
 
 logger = logging.getLogger(__name__)
 
@@ -331,6 +277,39 @@ class Feature:
         return len(self.input_ids)
 
 
+# Worked example: doc-stride windows
+# -----------------------------------
+# A context longer than the model's window is read through overlapping windows, as in Google's
+# run_squad.py. Say the question has 4 tokens and max_seq_length = 13: a window holds at most
+# 13 - 4 - 3 = 6 context tokens (3 = [CLS] and two [SEP]). With doc_stride = 3 and a 10-token
+# context (tokens c0..c9):
+#
+#     window 0: c0 c1 c2 c3 c4 c5            starts at 0, 6 tokens
+#     window 1:          c3 c4 c5 c6 c7 c8   starts at 3 (0 + stride), 6 tokens
+#     window 2:                   c6 c7 c8 c9   starts at 6, 4 tokens (reaches the end: stop)
+#
+# Each window becomes one Feature:  [CLS] q0 q1 q2 q3 [SEP] c3 c4 c5 c6 c7 c8 [SEP]  (window 1)
+# with token_type_ids 0 for "[CLS] question [SEP]" and 1 for "window [SEP]".
+#
+# A token seen in several windows is *predicted* only from the window where it has the most
+# context on both sides: score = min(tokens to its left, tokens to its right) + 0.01 * window
+# length (the small term prefers a longer window; on an exact tie the earlier window wins):
+#
+#     token  window 0        window 1        window 2        max-context window
+#     c3     min(3,2)=2.06   min(0,5)=0.06   -               0
+#     c4     min(4,1)=1.06   min(1,4)=1.06   -               0 (tie: the first)
+#     c5     min(5,0)=0.06   min(2,3)=2.06   -               1
+#     c6     -               min(3,2)=2.06   min(0,3)=0.04   1
+#     c7     -               min(4,1)=1.06   min(1,2)=1.04   1
+#     c8     -               min(5,0)=0.06   min(2,1)=1.04   2
+#     (c0 c1 c2 only in window 0; c9 only in window 2)
+#
+# So c0-c4 are answered from window 0, c5-c7 from window 1, c8-c9 from window 2: the decoder only
+# accepts a span whose *start* token has its max context in the window being decoded.
+# For training, an answer "c4 c5" lies inside windows 0 and 1 (start/end = its positions there) but
+# not inside window 2, whose target is start = end = 0, the [CLS] position ("no answer here").
+
+
 def doc_windows(n_tokens: int, window: int, stride: int) -> list[tuple[int, int]]:
     """(start, length) of each window over `n_tokens` context tokens: see the worked example above.
 
@@ -355,7 +334,7 @@ def max_context_score(windows: Sequence[tuple[int, int]], w: int, token: int) ->
     return min(left, right) + 0.01 * length
 
 
-def _best_window(windows: Sequence[tuple[int, int]], token: int) -> int:
+def best_window(windows: Sequence[tuple[int, int]], token: int) -> int:
     """The window where `token` has the most context (the first one on a tie, as Google's `>`)."""
     best, best_score = -1, -math.inf
     for w, (start, length) in enumerate(windows):
@@ -432,7 +411,7 @@ def make_features(
             # ... and whether this window is the token's max-context window.
             max_context = (
                 [False] * len(prefix)
-                + [_best_window(windows, t) == w for t in range(w_start, w_start + w_len)]
+                + [best_window(windows, t) == w for t in range(w_start, w_start + w_len)]
                 + [False]
             )
             feature = Feature(
@@ -608,20 +587,15 @@ def window_logits(
     order = sorted(range(len(features)), key=lambda k: len(features[k])) if by_length else list(range(len(features)))
     starts: list[list[float]] = [[] for _ in features]
     ends: list[list[float]] = [[] for _ in features]
-    was_training = model.training
-    model.eval()
-    try:
-        with autocast(device, dtype):
-            for i in tqdm(range(0, len(order), batch_size), desc="windows", unit="batch", disable=not progress):
-                rows = order[i : i + batch_size]
-                batch = collate_features([features[k] for k in rows], tokenizer.pad_token_id, max_length=max_seq_length)
-                out = model(**batch.to(device))
-                start_logits, end_logits = out.start_logits.float().cpu(), out.end_logits.float().cpu()  # (B, T)
-                for r, k in enumerate(rows):
-                    n = len(features[k].input_ids)
-                    starts[k], ends[k] = start_logits[r, :n].tolist(), end_logits[r, :n].tolist()
-    finally:
-        model.train(was_training)
+    with eval_mode(model), autocast(device, dtype):
+        for i in tqdm(range(0, len(order), batch_size), desc="windows", unit="batch", disable=not progress):
+            rows = order[i : i + batch_size]
+            batch = collate_features([features[k] for k in rows], tokenizer.pad_token_id, max_length=max_seq_length)
+            out = model(**batch.to(device))
+            start_logits, end_logits = out.start_logits.float().cpu(), out.end_logits.float().cpu()  # (B, T)
+            for r, k in enumerate(rows):
+                n = len(features[k].input_ids)
+                starts[k], ends[k] = start_logits[r, :n].tolist(), end_logits[r, :n].tolist()
     return starts, ends
 
 
@@ -759,203 +733,3 @@ def evaluate(examples: Sequence[Example], predictions: Mapping[str, str]) -> dic
         "count": n,
         "missing": len(missing),
     }
-
-
-# ----------------------------------------------------------------------------------------------
-# 6. QNLI: SQuAD as a sentence-pair task (question + one sentence -> does it hold the answer?)
-# ----------------------------------------------------------------------------------------------
-#
-# GLUE's QNLI (Wang et al. 2018) is built from SQuAD this way: each question is paired with
-# sentences of its paragraph; "entailment" when the sentence contains the answer, "not_entailment"
-# when it does not. BERT reads a pair as [CLS] question [SEP] sentence [SEP] with segment ids
-# 0 and 1 (the paper's Section 3, Figure 4a), the same classification head as for one sentence.
-#
-# Worked example. Context "Paris is in France. It has the Louvre. The Seine flows through it.",
-# question "What museum is in Paris?", answer "the Louvre" at characters 27-37:
-#     sentence 0  "Paris is in France."             no answer            -> a negative candidate
-#     sentence 1  "It has the Louvre."              holds chars 27-37    -> entailment
-#     sentence 2  "The Seine flows through it."     no answer            -> a negative candidate
-# qnli_pairs keeps sentence 1 as the positive and draws one of sentences 0 and 2 as the
-# negative, so every question gives one pair of each label: the set is balanced by construction.
-
-QNLI_LABELS = ("entailment", "not_entailment")
-
-# Function words the word-overlap heuristic ignores ("what", "the", "of" say nothing about
-# whether a sentence answers a question).
-_FUNCTION_WORDS = frozenset(
-    "a an the of in on at to for from by with about into as and or but not no is are was were be "
-    "been being has have had do does did what which who whom whose when where why how that this "
-    "these those it its there their they he she his her s".split()
-)
-
-
-@dataclass
-class SentencePair:
-    """One QNLI-style example: a question and one sentence of its paragraph."""
-
-    question: str
-    sentence: str
-    label: str  # "entailment": the sentence holds the answer; "not_entailment": it does not
-    example_id: str  # the SQuAD question id
-    article_index: int  # the article, so that a split by article stays visible
-
-
-def context_sentences(context: str) -> list[tuple[int, int]]:
-    """(start, end) character spans of the sentences of a context, in order.
-
-    The sentences are lab.data.corpus.split_sentences's (a period, ! or ? followed by a capital or a
-    digit ends a sentence; "Mr.", "e.g.", initials such as "U.S." and decimals do not); each is
-    found again in the original text, so the spans index `context` itself (answer_start too).
-    >>> context_sentences("It rained.  Then it stopped.")
-    [(0, 10), (12, 28)]
-    """
-    spans, at = [], 0
-    for sentence in split_sentences(context):
-        # split_sentences collapses runs of whitespace: allow any run again between the words
-        found = re.compile(r"\s+".join(re.escape(w) for w in sentence.split())).search(context, at)
-        spans.append((found.start(), found.end()))
-        at = found.end()
-    return spans
-
-
-def qnli_pairs(examples: Sequence[Example], seed: int = 0, min_overlap: int = 0) -> list[SentencePair]:
-    """Balanced QNLI-style pairs from SQuAD questions: per question, the sentence that holds its
-    (first) answer -> "entailment", and one other sentence of the paragraph, drawn at random ->
-    "not_entailment". Shuffled; the same examples and seed give the same pairs.
-
-    A question is skipped when its answer crosses a sentence boundary (no sentence holds it),
-    when the paragraph has no other sentence, or (v2.0) when it has no answer. A sentence that
-    holds none of the annotated spans but contains an answer's text elsewhere is never drawn as
-    a negative: it might answer the question too. min_overlap > 0 keeps only sentences that
-    share at least that many content words with the question (GLUE filtered out pairs with low
-    lexical overlap, which makes word matching a weaker clue).
-    """
-    rng = random.Random(seed)
-    pairs: list[SentencePair] = []
-    spans_of: dict[str, list[tuple[int, int]]] = {}  # one paragraph has several questions
-    for ex in examples:
-        if ex.is_impossible or not ex.answers:
-            continue
-        spans = spans_of.setdefault(ex.context, context_sentences(ex.context))
-        answers = [(a["answer_start"], a["answer_start"] + len(a["text"])) for a in ex.answers]
-        texts = {a["text"].lower() for a in ex.answers if a["text"].strip()}
-        first = answers[0]
-        positive = next((i for i, (s, e) in enumerate(spans) if s <= first[0] and first[1] <= e), None)
-        if positive is None:
-            continue
-        negatives = [
-            i
-            for i, (s, e) in enumerate(spans)
-            if not any(s < a1 and a0 < e for a0, a1 in answers)  # overlaps no answer span
-            and not any(t in ex.context[s:e].lower() for t in texts)
-        ]  # nor holds an answer's text
-        if min_overlap:
-            asked = content_words(ex.question)
-            shared = {i: len(asked & content_words(ex.context[slice(*spans[i])])) for i in [positive, *negatives]}
-            negatives = [i for i in negatives if shared[i] >= min_overlap]
-            if shared[positive] < min_overlap:
-                continue
-        if not negatives:
-            continue
-        negative = rng.choice(negatives)
-        for i, label in ((positive, "entailment"), (negative, "not_entailment")):
-            sentence = " ".join(ex.context[slice(*spans[i])].split())
-            pairs.append(SentencePair(" ".join(ex.question.split()), sentence, label, ex.id, ex.article_index))
-    rng.shuffle(pairs)
-    return pairs
-
-
-def write_pairs_tsv(pairs: Sequence[SentencePair], path: str | Path) -> Path:
-    """A TSV with the header `sentence1<TAB>sentence2<TAB>label` (question, sentence, label) that
-    lab.training.finetune.read_classification reads as sentence pairs: [CLS] question [SEP] sentence [SEP].
-    (GLUE's own QNLI files call the columns `question` and `sentence`; read_classification would
-    take a column named `sentence` for a single-sentence task, hence MNLI's names.)"""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = ["sentence1\tsentence2\tlabel"]
-    for p in pairs:  # qnli_pairs has collapsed whitespace: no tab or newline is left in a text
-        lines.append(f"{p.question}\t{p.sentence}\t{p.label}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def content_words(text: str) -> set[str]:
-    """The lower-cased words of `text` without function words: "What museum is in Paris?" ->
-    {"museum", "paris"}."""
-    return {w for w in re.findall(r"\w+", text.lower()) if w not in _FUNCTION_WORDS}
-
-
-def word_overlap(question: str, sentence: str) -> float:
-    """The share of the question's content words that occur in the sentence, 0..1:
-    "What museum is in Paris?" / "Paris has the Louvre." -> {museum, paris} vs {paris, louvre} -> 0.5"""
-    words = content_words(question)
-    return len(words & content_words(sentence)) / len(words) if words else 0.0
-
-
-def fit_threshold(scores: Sequence[float], pairs: Sequence[SentencePair]) -> tuple[float, float]:
-    """(threshold, accuracy): the rule "entailment when score >= threshold" that is right most
-    often on `pairs` (the lowest such threshold on a tie). Every observed score is a candidate:
-    scores 0, 0.25, 0.5, 1 with labels not, not, entailment, entailment -> threshold 0 gets 2 of
-    4 right, 0.25 gets 3, 0.5 gets 4 (and 1 gets 3): (0.5, 1.0).
-    Choose it on training pairs, then measure it with `threshold_accuracy` on held-out ones."""
-    if not pairs or len(scores) != len(pairs):
-        raise ValueError(f"fit_threshold needs one score per pair, got {len(scores)} scores for {len(pairs)} pairs")
-    gold = [p.label == QNLI_LABELS[0] for p in pairs]
-    best_t, best_right = None, -1
-    for t in sorted(set(scores)):
-        right = sum((s >= t) == g for s, g in zip(scores, gold))
-        if right > best_right:
-            best_t, best_right = t, right
-    return best_t, best_right / len(pairs)
-
-
-def threshold_accuracy(scores: Sequence[float], pairs: Sequence[SentencePair], threshold: float) -> float:
-    """Accuracy of "entailment when score >= threshold" on `pairs`."""
-    return sum((s >= threshold) == (p.label == QNLI_LABELS[0]) for s, p in zip(scores, pairs, strict=True)) / len(pairs)
-
-
-@torch.no_grad()
-def answer_scores(
-    model,
-    tokenizer,
-    pairs: Sequence[SentencePair],
-    batch_size: int = 32,
-    max_seq_length: int = 384,
-    doc_stride: int = 128,
-    max_query_length: int = 64,
-    precision: str = "auto",
-    progress: bool = False,
-) -> list[float]:
-    """A SQuAD model as a QNLI classifier without any training on pairs: per pair, the score of
-    the best answer span it finds in the sentence minus its "no answer here" score ([CLS] as
-    start and end, the target of SQuAD training windows that miss the answer). Larger: surer
-    that the sentence answers the question; `fit_threshold` turns it into labels.
-
-    Each sentence is read as the context of a question: [CLS] question [SEP] sentence [SEP].
-    Windows are batched by length (less padding); precision "auto" uses bf16 where it is fast.
-    """
-    questions = [
-        Example(id=str(i), title="", context=p.sentence, question=p.question, answers=[]) for i, p in enumerate(pairs)
-    ]
-    features = make_features(questions, tokenizer, max_seq_length, doc_stride, max_query_length, training=False)
-    device = next(model.parameters()).device
-    starts, ends = window_logits(
-        model,
-        tokenizer,
-        features,
-        batch_size,
-        device=device,
-        by_length=True,
-        dtype=autocast_dtype(precision, device),
-        progress=progress,
-    )
-    windows = windows_by_example(features)
-    scores = []
-    for i, question in enumerate(questions):
-        ks = windows[i]
-        spans = decode_spans(
-            [features[k] for k in ks], [starts[k] for k in ks], [ends[k] for k in ks], question, null_threshold=0.0
-        )  # 0.0: the null candidate is in the list
-        null = next(c.score for c in spans if not c.text)
-        scores.append(max((c.score for c in spans if c.text), default=null - 100.0) - null)
-    return scores
