@@ -1,34 +1,15 @@
 """A classroom's load on the dashboard: students with the page open, clicking with pauses.
 
-    python benchmarks/app_load.py --users 100 --think 2      # a lecture hall (the target below)
+    python benchmarks/app_load.py --users 100 --think 2      # a lecture hall
     python benchmarks/app_load.py --curve 10,30,60,100,150 --think 2   # p95 against class size
     python benchmarks/app_load.py --url http://HOST:7860/    # a dashboard already running
     python benchmarks/app_load.py --only /attention --distinct   # server CPU per request, every input new
-    python benchmarks/app_load.py --only /why_classify --distinct   # one view: /why_answer, /tag, ...
-    python benchmarks/app_load.py --users 150 --queue-size 16 --burst   # what a full queue tells a student
 
-The dashboard runs in its own process (`python app.py`, started here unless --url), and the
-measurement starts when it prints that it is ready: a class arrives at a fresh server. Each
-student (a thread) does what a browser does: opens the page within --arrive seconds (the page,
-then its opening events, which give the student a server session; timed apart), waits for the
-class to begin, clicks first within the first think time, then sends --requests requests drawn in
-turn from the tabs' mix (fill-mask, next sentence, attention, question answering, classification,
-tokenization, tagging, and the views inside the encoder: the logit lens and the three "why?"
-views), each with its tab's default model and the page's own inputs, pausing 0.5T-1.5T (uniform,
-seeded) between them (--think T). Clients speak Gradio's HTTP API directly (POST
-/gradio_api/call/<name> with the student's session, then read the result stream), which costs
-the shared CPU far less than gradio_client objects would (--client gradio_client uses those).
---sessionless sends every request without a session, as an API script that passes none: each
-then costs the server a new session (Gradio builds one per page of 200 components).
---distinct: every request's text is new (nothing can come from the dashboard's caches).
---burst: every student's first click at the same instant.
-
-Prints per-endpoint and overall p50/p95/max latency (the time the client waits, queueing
-included), the number of errors (an error event, a refused request, or a warning in the status
-line for these valid inputs) and, when the dashboard is started here, the CPU its process used
-per request and as a share of the machine. Targets with the bundled models on 2 CPU cores:
-p95 <= 1 s and 0 errors for --users 100 --think 2 (the lecture hall); server CPU per attention
-request <= 30 ms.
+The dashboard runs in its own process (`python app.py`, started here unless --url); a class
+arrives once it prints that it is ready. Each student is a thread doing what a browser does, over
+Gradio's HTTP API (`student`). Prints p50/p95/max latency per endpoint (queueing included), the
+errors and the server's CPU per request; the target (docs/performance.md): p95 <= 1 s and 0
+errors for --users 100 --think 2 on 2 cores.
 """
 
 from __future__ import annotations
@@ -36,12 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -193,108 +176,128 @@ def start_server(concurrency: int, queue_size: int | None = None, port: int = 78
     return server, f"http://127.0.0.1:{port}/"
 
 
+@dataclass
+class Tally:
+    """What the students measured, appended from their threads under one lock."""
+
+    latencies: dict[str, list[float]] = field(default_factory=dict)  # seconds per request, by endpoint
+    errors: list[str] = field(default_factory=list)
+    opened: list[float] = field(default_factory=list)  # seconds each student took to open the page
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def attempt(fn, *args) -> tuple[float, str | None]:
+    """(seconds, problem) of fn(*args): problem is None, the warning a result's status line shows
+    for these valid inputs, or the exception raised (a refused or failed request)."""
+    t = time.perf_counter()
+    try:
+        out = fn(*args)
+        status = out[-1] if isinstance(out, (tuple, list)) else ""
+        problem = status if isinstance(status, str) and status.startswith("⚠️") else None
+    except Exception as e:
+        problem = f"{type(e).__name__}: {e}"
+    return time.perf_counter() - t, problem
+
+
+def predictors(args, url: str, sessions: list[str | None]) -> list:
+    """One predict(call, api_name) per student: plain HTTP in the student's session, or a
+    gradio_client Client (--client gradio_client), which costs the shared CPU far more."""
+    if args.client == "gradio_client":
+        from gradio_client import Client  # only this client needs gradio_client
+
+        clients = [Client(url, verbose=False) for _ in sessions]
+        return [lambda call, name, c=c: c.predict(*call, api_name=name) for c in clients]
+    return [lambda call, name, s=s: http_predict(url, name, call, session=s) for s in sessions]
+
+
+def student(k: int, args, url: str, session, events, predict, mix, defaults, start, tally: Tally) -> None:
+    """Student k's thread, as a browser: open the page within --arrive seconds (the page, then its
+    opening events, which give the student a server session; timed apart), wait for the class to
+    begin, click first within the first think time (--burst: all at the same instant), then send
+    --requests requests drawn in turn from the mix, pausing 0.5T-1.5T (uniform, seeded) between
+    them (--think T)."""
+    rng = random.Random(k)
+    if not args.sessionless:  # each student opens the page (a session) within --arrive seconds
+        time.sleep(rng.uniform(0, args.arrive))
+        seconds, problem = attempt(open_page, url, session, events)
+        with tally.lock:
+            tally.opened.append(seconds)
+            if problem:
+                tally.errors.append(f"opening the page: {problem}")
+    start.wait()  # the class begins: everyone has the page open ...
+    if args.think and not args.burst:  # ... and clicks first within the first think time
+        time.sleep(rng.uniform(0, args.think))
+    for i in range(args.requests):
+        if i and args.think:
+            time.sleep(rng.uniform(0.5, 1.5) * args.think)
+        name, call = (requests_for(defaults, f"w{k}x{i}", args.only) if args.distinct else mix)[(k + i) % len(mix)]
+        seconds, problem = attempt(predict, call, name)
+        with tally.lock:
+            tally.latencies.setdefault(name, []).append(seconds)
+            if problem:
+                tally.errors.append(f"{name}: {problem}")
+
+
+def report_opening(args, opened: list[float], opening_cpu: float | None) -> dict:
+    """How long opening the page took (p50/p95/max) and the server CPU per page opened."""
+    print(
+        f"opening the page ({len(opened)} students within {args.arrive:g} s): p50 "
+        f"{1000 * statistics.median(opened):.0f} ms, p95 {1000 * percentile(opened, 0.95):.0f} ms, "
+        f"max {1000 * max(opened):.0f} ms"
+        + (f"; server CPU {1000 * opening_cpu / len(opened):.1f} ms per page opened" if opening_cpu is not None else "")
+    )
+    return {"open_p50": statistics.median(opened), "open_p95": percentile(opened, 0.95)}
+
+
+def report_latencies(latencies: dict[str, list[float]]) -> list[float]:
+    """The table of p50/p95/max per endpoint and for all; returns every latency."""
+    every = [x for xs in latencies.values() for x in xs]
+    print(f"{'endpoint':<16} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
+    for name, xs in [*sorted(latencies.items()), ("all", every)]:
+        print(
+            f"{name:<16} {len(xs):>4} {1000 * statistics.median(xs):>8.0f} {1000 * percentile(xs, 0.95):>8.0f} "
+            f"{1000 * max(xs):>8.0f}"
+        )
+    return every
+
+
 def run_class(args, users: int, url: str, server, defaults: dict) -> dict:
     """One class of `users` students against the dashboard at `url`; prints the table and returns
     the figures (p50/p95/max in seconds, errors, requests per second, server CPU per request)."""
-
-    def mix_for(tag: str = "") -> list[tuple[str, tuple]]:
-        return requests_for(defaults, tag, args.only)
-
-    mix = mix_for()
+    mix = requests_for(defaults, "", args.only)
     print(
         f"{users} students x {args.requests} requests against {url}, think {args.think} s"
         f"{', every text new' if args.distinct else ''}; models: {defaults}"
     )
     sessions = [None if args.sessionless else f"student-{k}-{os.getpid()}-{users}" for k in range(users)]
     events = [] if args.sessionless else opening_events(url)
-    opened: list[float] = []
-    if args.client == "gradio_client":
-        from gradio_client import Client
-
-        clients = [Client(url, verbose=False) for _ in range(users)]
-        predict = [lambda call, name, c=c: c.predict(*call, api_name=name) for c in clients]
-    else:
-        predict = [lambda call, name, s=s: http_predict(url, name, call, session=s) for s in sessions]
-    latencies: dict[str, list[float]] = {}
-    errors: list[str] = []
-    marks: dict[str, float] = {}
+    predict = predictors(args, url, sessions)
+    tally, marks = Tally(), {}
 
     def begin() -> None:  # the class begins (every page open): CPU and time count from here
         marks.update(cpu=server_cpu(server), time=time.perf_counter())
 
-    lock, start = threading.Lock(), threading.Barrier(users, action=begin)
-
-    def student(k: int) -> None:
-        import random
-
-        rng = random.Random(k)
-        if not args.sessionless:  # each student opens the page (a session) within --arrive seconds
-            time.sleep(rng.uniform(0, args.arrive))
-            t = time.perf_counter()
-            try:
-                open_page(url, sessions[k], events)
-                problem = None
-            except Exception as e:
-                problem = f"{type(e).__name__}: {e}"
-            with lock:
-                opened.append(time.perf_counter() - t)
-                if problem:
-                    errors.append(f"opening the page: {problem}")
-        start.wait()  # the class begins: everyone has the page open ...
-        if args.think and not args.burst:  # ... and clicks first within the first think time
-            time.sleep(rng.uniform(0, args.think))
-        for i in range(args.requests):
-            if i and args.think:
-                time.sleep(rng.uniform(0.5, 1.5) * args.think)
-            name, call = (mix_for(f"w{k}x{i}") if args.distinct else mix)[(k + i) % len(mix)]
-            t = time.perf_counter()
-            try:
-                out = predict[k](call, name)
-                status = out[-1] if isinstance(out, (tuple, list)) else ""
-                problem = status if isinstance(status, str) and status.startswith("⚠️") else None
-            except Exception as e:  # a refused or failed request
-                problem = f"{type(e).__name__}: {e}"
-            elapsed = time.perf_counter() - t
-            with lock:
-                latencies.setdefault(name, []).append(elapsed)
-                if problem:
-                    errors.append(f"{name}: {problem}")
-
+    start = threading.Barrier(users, action=begin)
     if args.warm_up:  # one request per endpoint before the class (by default the class meets a fresh server)
         for name, call in mix:
             predict[0](call, name)
     cpu_arrival = server_cpu(server)
-    threads = [threading.Thread(target=student, args=(k,)) for k in range(users)]
+    threads = [
+        threading.Thread(
+            target=student, args=(k, args, url, sessions[k], events, predict[k], mix, defaults, start, tally)
+        )
+        for k in range(users)
+    ]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
     wall = time.perf_counter() - marks["time"]
     result: dict = {"users": users}
-    if opened:
-        result.update(open_p50=statistics.median(opened), open_p95=percentile(opened, 0.95))
-        print(
-            f"opening the page ({len(opened)} students within {args.arrive:g} s): p50 "
-            f"{1000 * statistics.median(opened):.0f} ms, p95 {1000 * percentile(opened, 0.95):.0f} ms, "
-            f"max {1000 * max(opened):.0f} ms"
-            + (
-                f"; server CPU {1000 * (marks['cpu'] - cpu_arrival) / len(opened):.1f} ms per page opened"
-                if server is not None
-                else ""
-            )
-        )
-    every = [x for xs in latencies.values() for x in xs]
-    print(f"{'endpoint':<16} {'n':>4} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
-    for name, xs in sorted(latencies.items()):
-        print(
-            f"{name:<16} {len(xs):>4} {1000 * statistics.median(xs):>8.0f} {1000 * percentile(xs, 0.95):>8.0f} "
-            f"{1000 * max(xs):>8.0f}"
-        )
+    if tally.opened:
+        result |= report_opening(args, tally.opened, marks["cpu"] - cpu_arrival if server is not None else None)
+    every, errors = report_latencies(tally.latencies), tally.errors
     p95 = percentile(every, 0.95)
-    print(
-        f"{'all':<16} {len(every):>4} {1000 * statistics.median(every):>8.0f} {1000 * p95:>8.0f} "
-        f"{1000 * max(every):>8.0f}"
-    )
     print(f"{len(every)} requests in {wall:.1f} s ({len(every) / wall:.1f}/s); errors: {len(errors)}")
     result.update(p50=statistics.median(every), p95=p95, max=max(every), errors=len(errors), rate=len(every) / wall)
     if server is not None:
@@ -352,7 +355,7 @@ def main() -> None:
 
     # the dashboard runs in its own process, as in class; this process only plays the students
     sys.path.insert(0, str(ROOT))
-    import app  # for the tabs' default models
+    import app  # the tabs' default models; deferred: app imports gradio (heavy), from ROOT on sys.path
     from dashboard import Settings
 
     store = Settings.from_args(app.parser().parse_args([])).store()  # the models app.py would serve

@@ -3,15 +3,11 @@
     python benchmarks/data_scale.py                                  # the ten novels, 1x 8x 64x
     python benchmarks/data_scale.py --corpus ../shared/data/novels --factors 1 8 64
 
-For each factor the corpus folder is repeated that many times (symbolic links, so "64x" is 450 MB
-of text read from 6.9 MB on disk), then, each in its own process:
-  1. `python -m lab prepare` -> preparation time and MB/s (every core);
-  2. `python -m lab pretrain --preset tiny --steps 2` on the prepared folder -> peak RSS of the
-     whole pre-training process (its ru_maxrss), the figure that must not grow with the corpus;
-     and the same under `torchrun --nproc_per_node=2` (gloo) -> the largest process's peak RSS;
-  3. the loader alone in this process: sequences/s of PretrainingData.batch (batch 128, length
-     128) after the epoch's pair index is built (its build time is printed too).
-Prints a Markdown table (README, "Corpora of any size").
+For each factor the corpus folder is repeated that many times (symbolic links), then, each in its
+own process: `python -m lab prepare` (time, MB/s); `python -m lab pretrain --preset tiny --steps 2`
+on the prepared folder, alone and under torchrun (peak RSS: the figure that must not grow with the
+corpus); and the loader alone (sequences/s of PretrainingData.batch). Prints a Markdown table
+(docs/performance.md, "Corpora of any size").
 """
 
 from __future__ import annotations
@@ -74,6 +70,12 @@ def loader_rate(folder: Path, tokenizer: Tokenizer, steps: int = 40, batch: int 
     return build, n / (time.perf_counter() - t0), len(data.pairs(0))
 
 
+def pretrain_args(folder: Path, out: Path, *extra: str) -> list[str]:
+    """`lab pretrain` for two steps of the tiny preset on a prepared folder, without evaluation."""
+    common = ["--preset", "tiny", "--steps", "2", "--eval-every", "0"]
+    return ["lab", "pretrain", "--corpus", str(folder), *common, *extra, "--out", str(out), "--no-progress"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "data" / "novels")
@@ -111,50 +113,9 @@ def main() -> None:
             )
             prep = time.perf_counter() - t0
             meta = json.loads((folder / META_NAME).read_text())
-            rss = peak_rss_mb(
-                [
-                    py,
-                    "-m",
-                    "lab",
-                    "pretrain",
-                    "--corpus",
-                    str(folder),
-                    "--preset",
-                    "tiny",
-                    "--steps",
-                    "2",
-                    "--eval-every",
-                    "0",
-                    "--out",
-                    str(tmp / f"run-x{factor}"),
-                    "--no-progress",
-                ]
-            )
-            ddp = peak_rss_mb(
-                [
-                    py,
-                    "-m",
-                    "torch.distributed.run",
-                    "--standalone",
-                    "--nproc_per_node=2",
-                    "-m",
-                    "lab",
-                    "pretrain",
-                    "--corpus",
-                    str(folder),
-                    "--preset",
-                    "tiny",
-                    "--steps",
-                    "2",
-                    "--eval-every",
-                    "0",
-                    "--threads",
-                    "1",
-                    "--out",
-                    str(tmp / f"ddp-x{factor}"),
-                    "--no-progress",
-                ]
-            )
+            rss = peak_rss_mb([py, "-m", *pretrain_args(folder, tmp / f"run-x{factor}")])
+            torchrun = [py, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m"]
+            ddp = peak_rss_mb([*torchrun, *pretrain_args(folder, tmp / f"ddp-x{factor}", "--threads", "1")])
             build, rate, pairs = loader_rate(folder, tokenizer)
             rows.append((factor, size, meta["tokens"], prep, meta["seconds"], rss, ddp, build, rate, pairs))
             print(

@@ -3,15 +3,11 @@
     python benchmarks/explore_speed.py [--presets mini base] [--tokens 128] [--repeats 30]
 
 For each model shape (random weights; the speed does not depend on them) and a text of exactly
---tokens WordPiece tokens with one [MASK]:
-  - lab: explore.fill_mask, explore.attention (all L x [1, heads, T, T] maps), and both together,
-    in fp32 (the library's default) and with explore.use_bf16() (the dashboard's default);
-  - transformers: its fill-mask pipeline on the same weights (the lab's checkpoint saved in HF
-    layout and loaded by transformers), the reference the lab must not be slower than.
-Timings are medians over --repeats calls after warm-up calls, alternating lab and reference so
-both see the same machine. The pipeline runs in fp32 (its default) in both rows. Targets
-(issue 5): fill-mask + attention <= 20 ms for mini and <= 200 ms for base on 2 CPU cores; lab
-fill-mask / pipeline ratio <= 1.
+--tokens WordPiece tokens with one [MASK]: the lab's explore.fill_mask and explore.attention, in
+fp32 and with explore.use_bf16() (the dashboard's default), against transformers' fill-mask
+pipeline on the same weights (fp32). Medians over --repeats calls after warm-up, alternating lab
+and reference. Targets (TARGET_MS, 2 CPU cores): fill-mask + attention <= 20 ms for mini and <= 200
+ms for base; the lab's fill-mask no slower than the pipeline.
 """
 
 from __future__ import annotations
@@ -69,6 +65,7 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore")
+    # deferred: transformers is heavy to import; imported after the warnings filter above
     from transformers import BertForMaskedLM, BertTokenizerFast, pipeline
     from transformers.utils import logging as hf_logging
 

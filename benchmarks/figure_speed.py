@@ -2,14 +2,12 @@
 
     python benchmarks/figure_speed.py [--model models/bert-lab-classroom] [--repeats 200]
 
-On the model and a two-sentence text (an attention request of the dashboard), for each figure
-a tab sends: the median time to build it with lab.figures.plotly_figures and write the JSON gr.Plot sends
-(LabFigure.to_json: plain data written by orjson), and the reference: the same figure made by
-plotly's public route (go.Figure(the plain JSON) validates every property, then plotly's
-to_json), with the ratio. For scale, the model forward (explore.attention) and the figure's CSV
-(figure_csv, the tab's download). One thread, as each request gets on the 2-core server.
-Target (the dashboard): the attention request's whole server CPU <= 30 ms, which the forward,
-attention_heatmap + attention_grid, the CSV and Gradio (~12 ms) share.
+For each figure an attention request of the dashboard sends: the median time to build it with
+lab.figures.plotly_figures and write the JSON gr.Plot sends (LabFigure.to_json), against the same
+figure made by plotly's public route (go.Figure, which validates every property, then to_json).
+For scale, the model forward (explore.attention) and the figure's CSV. One thread, as each request
+gets on the 2-core server. Target: the attention request's whole server CPU <= 30 ms, shared by
+the forward, the figures, the CSV and Gradio.
 """
 
 from __future__ import annotations

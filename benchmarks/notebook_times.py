@@ -4,13 +4,11 @@
     python benchmarks/notebook_times.py 02 06           # some of them
     python benchmarks/notebook_times.py --threads 1     # one thread, as tests/test_notebooks.py runs them
 
-Each notebook runs top to bottom in notebooks/ with nbclient on the venv's python3 kernel (as
-the test suite runs them, but without its probes and checks), its training runs written to a
-temporary folder. Prints the wall time of each notebook (kernel start included) and every cell
-that took longer than 20 s (numbered from 0 as in the file), with the first line of its code, and
-says whether the last Markdown cell before it announces the time ("about ... here"), as the
-notebooks promise for long cells.
-Issue 15's goal: each notebook at most 3 minutes on the lab's 2 cores when the machine is quiet.
+Each notebook runs top to bottom in notebooks/ with nbclient, as the test suite runs them but
+without its checks, its training runs written to a temporary folder. Prints each notebook's wall
+time (kernel start included) and every cell over 20 s, with whether the Markdown before it
+announces the time, as the notebooks promise for long cells. The goal: each notebook at most 3
+minutes on 2 quiet cores (docs/performance.md).
 """
 
 from __future__ import annotations

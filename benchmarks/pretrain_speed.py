@@ -3,19 +3,11 @@
     python benchmarks/pretrain_speed.py [--preset tiny] [--batch 32] [--seq 128] [--steps 20]
     python benchmarks/pretrain_speed.py --no-qa        # pre-training rows only
 
-One process, the same batches, alternating blocks of steps so that both see the same machine:
-  1. lab at its defaults (bf16 autocast where the CPU supports it, MLM logits only at the masked
-     positions) vs transformers at its defaults (fp32, vocabulary logits at every position), with
-     the same model (dropout 0.1), then as the classroom recipe runs it (no dropout), then with
-     --compile;
-  2. both under bf16 autocast, same model;
-  3. fine-tuning at the MiniLM shape (L=6 H=384 A=12, vocab 30522): question answering on
-     16 x 256-token windows (half of them padded from token 200), lab at its fine-tuning
-     defaults (dropout 0.1, bf16 autocast) and without dropout, vs transformers'
-     BertForQuestionAnswering at its defaults (fp32, dropout 0.1);
-  4. for every lab row its model FLOP/s (counted with torch's FlopCounterMode) as a fraction
-     of a large bf16 matmul's FLOP/s measured in the same process ("MFU").
-A training step = forward + backward + gradient clipping + AdamW step.
+One process, the same batches, alternating blocks of steps so that both see the same machine: the
+lab and transformers each at its defaults, then as the classroom recipe runs (no dropout), with
+--compile, both in bf16; then QA fine-tuning at the MiniLM shape (`qa_rows`). Every lab row also
+gets its model FLOP/s as a fraction of a large bf16 matmul's ("MFU"). A training step = forward +
+backward + gradient clipping + AdamW step. docs/performance.md has the table and what each row is.
 """
 
 from __future__ import annotations
@@ -27,6 +19,8 @@ import time
 from pathlib import Path
 
 import torch
+import transformers
+from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lab  # noqa: E402
@@ -165,8 +159,6 @@ def matmul_flops(dtype=torch.bfloat16, n=4096, reps=5) -> float:
 
 
 def step_flops(runner, batch) -> float:
-    from torch.utils.flop_counter import FlopCounterMode
-
     with FlopCounterMode(display=False) as counter:
         ctx = torch.autocast("cpu", dtype=runner.dtype) if runner.dtype else contextlib.nullcontext()
         with ctx:
@@ -187,8 +179,6 @@ def main(argv=None):
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile row")
     ap.add_argument("--no-qa", action="store_true", help="skip the MiniLM-shape fine-tuning rows")
     args = ap.parse_args(argv)
-    import transformers
-
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -255,9 +245,10 @@ def main(argv=None):
 
 
 def qa_rows(args):
-    """Fine-tuning rows at the MiniLM shape (see the module docstring)."""
-    import transformers
-
+    """Fine-tuning rows at the MiniLM shape (L=6 H=384 A=12, vocab 30522): question answering on
+    16 x 256-token windows (half of them padded from token 200), the lab at its fine-tuning defaults
+    (dropout 0.1, bf16 autocast) and without dropout, against transformers'
+    BertForQuestionAnswering at its defaults (fp32, dropout 0.1)."""
     torch.manual_seed(0)
     shape = dict(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536)
     ours = lab.BertForQuestionAnswering(lab.BertConfig(**shape))

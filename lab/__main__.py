@@ -1,9 +1,7 @@
-"""Command line: python -m lab COMMAND ...
+"""Command line: python -m lab COMMAND ... (`python -m lab COMMAND --help` lists the options).
 
     python -m lab prepare --corpus novels --tokenizer models/bert-lab-classroom --out data/novels
     python -m lab pretrain --recipe classroom --corpus novels --out runs/classroom
-    python -m lab pretrain --preset mini --corpus PATH --out runs/mini --steps 2000 [--resume]
-    torchrun --nproc_per_node=4 -m lab pretrain --preset base --corpus PATH --out runs/base --steps 100000
     python -m lab finetune-cls --model runs/classroom --train sst2/train.tsv --dev sst2/dev.tsv --out runs/sst2
     python -m lab finetune-qa --model runs/classroom --data squad-v1.1 --out runs/squad
     python -m lab finetune-tag --model models/minilm-squad --train ner/dev.iob2 --eval ner/test.iob2 --out runs/ner
@@ -11,13 +9,8 @@
     python -m lab fill-mask --model runs/classroom "she [MASK] the letter twice ."
     python -m lab plot runs/classroom --out curves.png
 
-Every command prints its configuration at start; `python -m lab COMMAND --help` lists the options.
-
-The options of pretrain / finetune-cls / finetune-qa / finetune-tag are generated from the settings dataclasses
-(TrainConfig, PretrainConfig, ClassificationConfig, QAConfig, TaggingConfig): one flag per field, named after
-it (`batch_size` -> `--batch-size`), typed by its annotation, its help text the field's
-`setting(default, help)` (lab.config: the field's metadata["help"]), its default the
-dataclass's (or the recipe's). Settings are declared once, there.
+Every command prints its configuration at start. The training options are generated from the
+settings dataclasses (one flag per field, its help the field's `setting`): declared once, there.
 """
 
 from __future__ import annotations
@@ -34,7 +27,7 @@ from lab.checkpoint import load, saved_model_class
 from lab.config import PRESETS
 from lab.data.datasets import resolve_corpus
 from lab.data.prepare import prepare
-from lab.data.tagging import DECODINGS
+from lab.data.tag_decoding import DECODINGS
 from lab.device import PRECISIONS
 from lab.figures.matplotlib_figures import training_curves
 from lab.hub import resolve_model
@@ -246,12 +239,7 @@ def _log(msg: str) -> None:
         print(msg, flush=True)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m lab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-
+def add_prepare(sub) -> None:
     p = sub.add_parser("prepare", help="tokenize a corpus once into memory-mapped arrays (pretrain reads them lazily)")
     p.add_argument(
         "--corpus", required=True, help="a text file or folder, or a catalog name (novels, wikitext-103, ...)"
@@ -261,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, help="processes reading the text (default: every core)")
     p.set_defaults(func=cmd_prepare)
 
+
+def add_pretrain(sub) -> None:
     p = sub.add_parser("pretrain", help="pre-train a BERT with masked LM + next sentence prediction")
     p.add_argument(
         "--corpus",
@@ -280,22 +270,29 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_args(p, TrainConfig, title="training loop (TrainConfig)")
     p.set_defaults(func=cmd_pretrain)
 
-    for name, task_cls, func, what in (
-        (
-            "finetune-cls",
-            ClassificationConfig,
-            cmd_finetune_cls,
-            "fine-tune (or train a frozen-feature classifier) on a TSV/CSV task",
-        ),
-        ("finetune-qa", QAConfig, cmd_finetune_qa, "fine-tune for extractive question answering (SQuAD)"),
-        ("finetune-tag", TaggingConfig, cmd_finetune_tag, "fine-tune a token tagger: named entities (IOB2) or POS"),
-    ):
+
+FINETUNE_COMMANDS = (  # (command, task settings, handler, help)
+    (
+        "finetune-cls",
+        ClassificationConfig,
+        cmd_finetune_cls,
+        "fine-tune (or train a frozen-feature classifier) on a TSV/CSV task",
+    ),
+    ("finetune-qa", QAConfig, cmd_finetune_qa, "fine-tune for extractive question answering (SQuAD)"),
+    ("finetune-tag", TaggingConfig, cmd_finetune_tag, "fine-tune a token tagger: named entities (IOB2) or POS"),
+)
+
+
+def add_finetune(sub) -> None:
+    for name, task_cls, func, what in FINETUNE_COMMANDS:
         p = sub.add_parser(name, help=what)
         p.add_argument("--resume", action="store_true", help="continue the run in --out from its last checkpoint")
         add_config_args(p, task_cls, title=f"task ({task_cls.__name__})")
         add_config_args(p, TrainConfig, base=FINETUNE_TRAINING, title="training loop (TrainConfig)")
         p.set_defaults(func=func)
 
+
+def add_eval(sub) -> None:
     p = sub.add_parser(
         "eval",
         help="re-measure a saved model: MLM/NSP accuracy on a corpus (pre-trained), "
@@ -320,18 +317,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-seq-length", type=int, help="fine-tuned models: sequence length (default: the run's)")
     p.set_defaults(func=cmd_eval)
 
+
+def add_fill_mask(sub) -> None:
     p = sub.add_parser("fill-mask", help="top predictions for each [MASK] in a sentence")
     p.add_argument("--model", required=True, help="HF-layout model directory with an MLM head")
     p.add_argument("--top-k", type=int, default=5)
     p.add_argument("text", nargs="+", help='sentences with [MASK], e.g. "she [MASK] the letter ."')
     p.set_defaults(func=cmd_fill_mask)
 
+
+def add_plot(sub) -> None:
     p = sub.add_parser("plot", help="training curves of a run (metrics.jsonl) as a PNG")
     p.add_argument("run", help="run directory or metrics.jsonl")
     p.add_argument("--out", required=True, help="image file to write (.png, .svg, .pdf)")
     p.add_argument("--x", choices=["time", "step"], default="time")
     p.add_argument("--title")
     p.set_defaults(func=cmd_plot)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command, in the order `--help` lists them."""
+    parser = argparse.ArgumentParser(
+        prog="python -m lab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (add_prepare, add_pretrain, add_finetune, add_eval, add_fill_mask, add_plot):
+        add(sub)
     return parser
 
 

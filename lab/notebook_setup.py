@@ -1,33 +1,15 @@
 """The notebooks' set-up cell: install the lab where it is missing (Colab), get the data a notebook
 reads through the corpus catalog, and say which device training will use.
 
-Every notebook's first cell after its parameters is the same short cell (SETUP_CELL), written with
-the notebook's own list of catalog names:
-
-    REPOSITORY = "https://github.com/..."      # pyproject.toml [project.urls] Repository
-    if importlib.util.find_spec("lab") is None:  # Colab: clone the lab, pip install -e it
-        ...
-    from lab.notebook_setup import prepare
-    DEVICE = prepare(["sst2:train", "sst2:dev"])
-
-Its first half is plain Python (the lab is not importable yet); `prepare` is the rest:
-- locally (the lab installed, ../shared/data or $BERT_LAB_DATA holding the corpora) nothing is
-  downloaded and nothing changes: the notebooks find their data with lab.data.datasets.find_data;
-- in Colab (or with BERT_LAB_FETCH=1) whatever the data folder lacks is fetched through
-  lab.data.datasets (pooch: progress bar, checksums, cache) and laid out like shared/data in
-  $BERT_LAB_DATA, or in <cache>/data, which then becomes $BERT_LAB_DATA for this kernel;
-- elsewhere a missing corpus is only reported: the notebook falls back to its small texts in data/.
-- the device: lab.device.pick_device("auto") (a CUDA GPU when there is one); the training loop
-  (lab.training.train, TrainConfig.device="auto") already trains there. Inference on the bundled models
-  stays on the CPU (lab.load's default): they are small, and the CPU results stay the same.
-
-Writing the cell into a notebook (after its "parameters" cell, replacing an older set-up cell):
+Every notebook's first cell after its parameters is the same short cell (SETUP_CELL, with the
+notebook's own catalog names). Its first half is plain Python (the lab is not importable yet);
+`prepare` is the rest. Writing the cell into a notebook (replacing an older set-up cell):
 
     python -m lab.notebook_setup notebooks/04_fine_tuning_classification.ipynb --data sst2:train sst2:dev
 
-The repository's address lives in one place, pyproject.toml's [project.urls] Repository; the
-cell carries a copy (it must run before anything is installed), so after changing the address
-run the command above again for every notebook (tests/test_colab.py checks that they agree).
+The cell carries a copy of the repository's address (it runs before anything is installed): after
+changing pyproject.toml's [project.urls] Repository, run the command again for every notebook
+(tests/test_colab.py checks that they agree).
 """
 
 from __future__ import annotations
@@ -106,7 +88,16 @@ def prepare(needs=(), *, fetch: bool | None = None, progress: bool = True, log=p
     the device training uses (pick_device("auto")).
 
     fetch: download what is missing (None: only in Colab or with BERT_LAB_FETCH=1). Where nothing
-    is missing, or fetch is off, nothing is downloaded and no setting changes."""
+    is missing, or fetch is off, nothing is downloaded and no setting changes:
+    - locally (../shared/data or $BERT_LAB_DATA holding the corpora) the notebooks find their data
+      with lab.data.datasets.find_data;
+    - when fetching, whatever the data folder lacks comes through lab.data.datasets (pooch:
+      progress bar, checksums, cache), laid out like shared/data in $BERT_LAB_DATA, or in
+      <cache>/data, which then becomes $BERT_LAB_DATA for this kernel;
+    - otherwise a missing corpus is only reported: the notebook falls back to its small texts in data/.
+    Training runs on the device returned (TrainConfig.device="auto" picks the same); inference on
+    the bundled models stays on the CPU (lab.load's default): they are small, and the results stay
+    the same."""
     needs = list(needs)
     for need in needs:
         parse_need(need)  # a name the catalog lacks is refused before anything happens

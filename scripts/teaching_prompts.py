@@ -4,24 +4,12 @@
     .venv/bin/python scripts/teaching_prompts.py --check    # exit 1 if the file differs from what the models give now
     .venv/bin/python scripts/teaching_prompts.py --print    # show the page without writing it
 
-Each candidate below is a prompt for one dashboard tab (Masked LM, Next Sentence, Classify,
-Question Answering), the answer a person would accept, and a sentence saying *why* the model
-gets it right or wrong. The script loads the bundled models with `lab.load`, runs each prompt
-through the same `lab.inspect.explore` call the dashboard uses (fill_mask, next_sentence, classify,
-answer), and decides "works" or "fails" from the model's actual output by one rule per task:
-
-    Masked LM      works when the top-1 guess is one of the accepted words
-    Next Sentence  works when P(IsNext) >= 0.5 exactly when B really is (or should be read as) the next sentence
-    Classify       works when the most probable label is the expected one
-    QA             works when the best span equals an accepted answer after SQuAD's normalisation
-                   (an empty list of answers: the text does not say, so any span is wrong)
-
-Each candidate also records the outcome its "why" was written for (`expect`); when a model is
-retrained and the measured outcome changes, the page marks the entry "unexpected" and the script
-says so on stderr, so the explanation gets revised. Computed in fp32 on the CPU (the dashboard
-uses bf16 autocast on CPUs with fast bf16: its probabilities can differ in the second digit).
-`--check` compares verdicts and text exactly and probabilities within 0.01 (floating-point
-differences between machines). tests/test_teaching.py runs the check.
+Each candidate below is a prompt for one dashboard tab, the answer a person would accept, and a
+sentence saying *why* the model gets it right or wrong. Each runs through the same
+`lab.inspect.explore` call the dashboard uses, in fp32 on the CPU, and one rule per task (TASKS)
+decides "works" or "fails". A candidate also records the outcome its "why" was written for
+(`expect`): when a retrained model changes it, the page marks the entry "unexpected", so the
+explanation gets revised. `--check` (tests/test_teaching.py) allows probabilities to move by 0.01.
 """
 
 from __future__ import annotations
@@ -39,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 import lab  # noqa: E402
 from lab import explore  # noqa: E402
+from lab.checkpoint import qa_lengths  # noqa: E402
 from lab.data import squad  # noqa: E402
-from lab.training import finetune  # noqa: E402
 
 PAGE = ROOT / "docs" / "teaching" / "prompts.md"
 TOLERANCE = 0.01  # --check: largest accepted change of a printed probability
@@ -543,7 +531,9 @@ def _models():
 
 
 def measure(candidates=CANDIDATES) -> list[Prompt]:
-    """Run every candidate on its model; fill in .works, .shown and .notes. Returns the list."""
+    """Run every candidate on its model; fill in .works, .shown and .notes. Returns the list.
+    In fp32 on the CPU (the dashboard uses bf16 autocast where the CPU has fast bf16: its
+    probabilities can differ in the second digit)."""
     torch.manual_seed(0)
     models = _models()
     for p in candidates:
@@ -572,7 +562,7 @@ def measure(candidates=CANDIDATES) -> list[Prompt]:
             model, tok = models[name]
             question, context = p.inputs[0], CONTEXTS[p.inputs[1]]
             result = explore.answer(
-                model, tok, question, context, top_k=1, **finetune.qa_lengths(ROOT / "models" / name)
+                model, tok, question, context, top_k=1, **qa_lengths(ROOT / "models" / name)
             )  # its own window settings
             best = result.spans[0]
             p.works = bool(p.accept) and squad.exact_match(best.text, list(p.accept)) == 1.0

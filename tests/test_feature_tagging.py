@@ -11,7 +11,9 @@ import torch
 from conftest import tiny_config
 
 import lab
-from lab.data.tagging import collate_tag_features, label_list, make_tag_features, read_tagged
+from lab.data.tagged_files import label_list, read_tagged
+from lab.data.tagging import collate_tag_features, make_tag_features
+from lab.inspect.features import cache_word_features
 from lab.studies import feature_tagging as ft
 
 PEOPLE = "anna boris clara david".split()
@@ -66,8 +68,8 @@ def setup(tmp_path_factory):
     torch.manual_seed(0)
     encoder = lab.BertModel(tiny_config(vocab_size=tok.vocab_size, num_hidden_layers=LAYERS))
     window = dict(max_seq_length=24, doc_stride=8)
-    train_f = ft.cache_word_features(encoder, tok, train.sentences, store_dtype=torch.float32, **window)
-    test_f = ft.cache_word_features(encoder, tok, test.sentences, store_dtype=torch.float32, **window)
+    train_f = cache_word_features(encoder, tok, train.sentences, store_dtype=torch.float32, **window)
+    test_f = cache_word_features(encoder, tok, test.sentences, store_dtype=torch.float32, **window)
     labels = label_list([s.tags for s in train.sentences + test.sentences])
     return dict(encoder=encoder, tok=tok, train=train, test=test, train_f=train_f, test_f=test_f, labels=labels)
 
@@ -210,7 +212,7 @@ def test_the_papers_table7_as_printed():
 
 
 def _row(name, layers, predictions, gold):
-    from lab.data.tagging import entity_scores
+    from lab.data.tag_metrics import entity_scores
 
     f1 = entity_scores(gold, predictions).f1
     return ft.FeatureRow(name, layers, f1, f1, f1, {}, 0.0, predictions=predictions)

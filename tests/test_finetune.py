@@ -10,7 +10,8 @@ import torch
 import lab
 from lab import explore
 from lab.__main__ import main
-from lab.training.finetune import label_names, qa_lengths, read_classification, task_settings
+from lab.checkpoint import qa_lengths, task_settings
+from lab.training.finetune import label_names, read_classification
 from lab.training.runs import read_metrics
 
 WORDS = "the a film movie story plot actor scene music ending was is very quite rather".split()

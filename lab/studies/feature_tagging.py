@@ -2,82 +2,23 @@
 
     python benchmarks/table7.py          # the table: every feature choice against fine-tuning
 
-What lives here
----------------
-    cache_word_features(model, tok, sentences)   run the frozen encoder ONCE: each word's first
-                                          sub-token vector from every layer 0..L -> WordFeatures
-    feature_choices(num_layers)           the paper's six rows for an L-layer encoder
-    FeatureTagger(choice, H, K, config)   a small tagger on one feature choice (BiLSTM or linear)
-    train_feature_tagger(...)             trains it on cached features (seconds, not minutes), on
-                                          TaggerConfig.threads torch threads (torch_threads(n))
-    predict_feature_tags(tagger, feats)   argmax per word -> IOB2 tags (no CRF, as the paper)
-    feature_based_rows(train, eval, labels)  every choice, one row each: F1, 95% interval, per type
-    paired_difference(gold, pred_a, pred_b)  the F1 difference of two taggers with a paired interval
-    score_choice(train, eval, labels, choice)  one tagger on one choice: entity F1 or, for plain
-                                          tags (POS), accuracy; with its 95% interval
-    PAPER_TABLE7, paper_dev_f1(name)      the paper's Table 7 rows, quoted as printed
-    table7_patterns(rows, gold, finetuned)  which of the paper's patterns hold, each difference with
-                                          a paired interval, one sentence each
+    train_f = cache_word_features(encoder, tok, train.sentences)   # lab.inspect.features: (words, L+1, H)
+    test_f = cache_word_features(encoder, tok, test.sentences)
+    rows = feature_based_rows(train_f, test_f, labels)             # one tagger per feature choice
+    patterns = table7_patterns(rows, gold_tags, finetuned_tags)    # which of the paper's patterns hold
 
-How to use it
--------------
-    import lab
-    from lab.data import tagging
-    from lab.studies import feature_tagging as ft
-    encoder, tok = lab.load(minilm_dir, lab.BertModel)
-    train = tagging.read_tagged("../shared/data/uner-ewt/en_ewt-ud-dev.iob2")    # train on dev
-    test = tagging.read_tagged("../shared/data/uner-ewt/en_ewt-ud-test.iob2")    # evaluate on test
-    labels = tagging.label_list([s.tags for s in train.sentences + test.sentences])
-    train_f = ft.cache_word_features(encoder, tok, train.sentences)   # (words, L+1, H), once
-    test_f = ft.cache_word_features(encoder, tok, test.sentences)
-    for row in ft.feature_based_rows(train_f, test_f, labels):
-        print(row.name, row.layers, f"{row.f1:.3f} ({row.low:.3f}-{row.high:.3f})")
-
-Why cache, and why not the one training loop
---------------------------------------------
-The paper's own argument for features: "there are major computational benefits to pre-compute
-an expensive representation of the training data once and then run many experiments with
-cheaper models on top of this representation." So the encoder runs once per sentence (in the
-windows of lab.data.tagging.make_tag_features, each word read from its max-context window, exactly
-as predict_tags reads a fine-tuned tagger) and every row of the table is a small model trained on
-the same in-memory tensor. Such a tagger trains in seconds and has nothing worth a run
-directory, so it is trained by the short loop below (AdamW, lab.training.train's warm-up/decay schedule,
-lab.data.batch's seeded step sampling), not by lab.training.train.train, whose run directories, checkpoints
-and resumption are for encoders.
-
-Worked example: the six feature choices for MiniLM (L = 6 layers, H = 384)
---------------------------------------------------------------------------
-hidden_states holds L + 1 = 7 tensors: layer 0 = the embeddings' output, layers 1..6 = the
-Transformer layers' outputs. The cache keeps all 7 for each word: a (7, 384) block per word.
-
-    choice                          layers       combine   tagger input per word
-    Embeddings                      0            one       384
-    Second-to-Last Hidden           5            one       384
-    Last Hidden                     6            one       384
-    Weighted Sum Last Four Hidden   3 4 5 6      mix       384  = gamma * sum_j softmax(w)_j h_j
-    Concat Last Four Hidden         3 4 5 6      concat    1536 = [h_3; h_4; h_5; h_6]
-    Weighted Sum All 6 Layers       1 .. 6       mix       384
-
-"Last four" of BERT-base's 12 layers are 9-12; of MiniLM's 6 they are 3-6. The weighted sums
-are ELMo's scalar mix (Peters et al. 2018, eq. 1): one learned weight per layer, softmax-
-normalised, and one learned scale gamma; "all 12 layers" in the paper are BERT-base's 12
-Transformer layers, so "all" here is layers 1..L (the embeddings are their own row).
-
-The tagger: the paper put "a randomly initialized two-layer 768-dimensional BiLSTM before the
-classification layer" on the features. That is too slow on two shared CPU cores for six rows;
-the default here is one BiLSTM layer of 128 units a direction over the sentence's word vectors,
-then a linear layer over the labels (kind="linear": the linear layer alone, every word on its
-own). Every row uses the same tagger, epochs, learning rate and seed.
+As the paper argues, an expensive representation is computed once: the frozen encoder reads each
+sentence once, and every row of the table is a small tagger trained in seconds on the same
+in-memory tensor, by the short loop below (lab.training.train.train's run directories,
+checkpoints and resumption are for encoders).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
@@ -86,146 +27,44 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from lab.config import setting
 from lab.data.batch import step_indices
-from lab.data.tagging import (
-    Interval,
-    bootstrap_interval,
-    collate_tag_features,
-    entity_scores,
-    get_entities,
-    is_iob2_tag,
-    make_tag_features,
-    token_accuracy,
-)
-from lab.device import autocast
+from lab.data.tag_metrics import Interval, bootstrap_interval, entity_scores, get_entities, token_accuracy
+from lab.data.tagged_files import is_iob2_tag
+from lab.inspect.features import WordFeatures, torch_threads
 from lab.training.fast_dropout import FastDropout
 from lab.training.train import lr_factor
 
 COMBINES = ("one", "concat", "mix")
 TAGGERS = ("bilstm", "linear")
-# the learning rate each tagger trains well at (UNER, 8 epochs): the BiLSTM 2e-3; the linear layer
-# underfits there (Last Hidden F1 0.20 at 2e-3, 0.35 at 1e-2, 0.44 at 3e-2) and takes 1e-2
+# the learning rate each tagger trains well at (docs/fine-tuning.md): the linear layer underfits
+# at the BiLSTM's 2e-3
 DEFAULT_LR = {"bilstm": 2e-3, "linear": 1e-2}
 
 
 # ----------------------------------------------------------------------------------------------
-# 1. The cache: every word's first-sub-token vector from every layer, computed once
+# 1. Feature choices and the tagger
 # ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class WordFeatures:
-    """Every word of some sentences as the frozen encoder saw it: one row per word.
-
-    vectors[n, j] is word n's first-sub-token vector from hidden layer j (0 = embeddings, L =
-    last), read from the window where that sub-token has the most context. Sentence i's words are
-    rows offsets[i]:offsets[i + 1].
-    """
-
-    vectors: torch.Tensor  # (N, L+1, H), fp16 by default (halves the memory; the tagger computes in fp32)
-    offsets: list[int]  # (S+1,) sentence i = rows offsets[i]:offsets[i+1]
-    tags: list[list[str]] | None = None  # gold tags per sentence, when the sentences had them
-    seconds: float = 0.0  # how long the encoder took
-
-    @property
-    def num_sentences(self) -> int:
-        return len(self.offsets) - 1
-
-    @property
-    def num_words(self) -> int:
-        return self.vectors.shape[0]
-
-    @property
-    def num_layers(self) -> int:
-        """L: the encoder's Transformer layers (the cache holds L + 1 hidden states)."""
-        return self.vectors.shape[1] - 1
-
-    @property
-    def hidden_size(self) -> int:
-        return self.vectors.shape[2]
-
-    def lengths(self) -> list[int]:
-        return [b - a for a, b in zip(self.offsets, self.offsets[1:])]
-
-    def sentence(self, i: int) -> torch.Tensor:
-        """(n_i, L+1, H): sentence i's words."""
-        return self.vectors[self.offsets[i] : self.offsets[i + 1]]
-
-
-def _split(sentence: Any) -> tuple[list[str], list[str] | None]:
-    """A Sentence / (words, tags) pair -> (words, tags); a list of words -> (words, None)."""
-    items = list(sentence)
-    if len(items) == 2 and not isinstance(items[0], str) and not isinstance(items[1], str):
-        return list(items[0]), list(items[1])
-    return items, None
-
-
-@torch.no_grad()
-def cache_word_features(
-    model,
-    tokenizer,
-    sentences: Sequence[Any],
-    max_seq_length: int = 128,
-    doc_stride: int = 64,
-    batch_size: int = 32,
-    dtype: torch.dtype | None = None,
-    store_dtype: torch.dtype = torch.float16,
-    device: torch.device | str | None = None,
-) -> WordFeatures:
-    """Run the frozen encoder once over the sentences and keep each word's first-sub-token vector
-    from every layer 0..L (hidden_states), one row per word.
-
-    model: a BertModel, or any lab model with a `.bert` encoder (its head is not used).
-    sentences: Sentence / (words, tags) pairs, or plain lists of words.
-    Windows as lab.data.tagging.make_tag_features (max_seq_length, doc_stride): a word whose first
-    piece lies in several windows is read from the one where it has the most context, exactly
-    as lab.data.tagging.predict_tags reads a fine-tuned tagger. dtype: autocast while encoding (None:
-    fp32); store_dtype: the cache's dtype (fp16: 7 x 384 x 2 bytes = 5.4 KB a MiniLM word).
-    """
-    start = time.perf_counter()
-    encoder = getattr(model, "bert", model)
-    split = [_split(s) for s in sentences]
-    words = [w for w, _ in split]
-    tags = [t for _, t in split] if split and all(t is not None for _, t in split) else None
-    features = make_tag_features(words, tokenizer, None, max_seq_length, doc_stride)
-    offsets = np.concatenate([[0], np.cumsum([len(w) for w in words])]).tolist()
-    cfg = encoder.config
-    n_words, n_states, hidden = offsets[-1], cfg.num_hidden_layers + 1, cfg.hidden_size
-    vectors = torch.zeros(n_words, n_states, hidden, dtype=store_dtype)  # (N, L+1, H)
-    filled = torch.zeros(n_words, dtype=torch.bool)
-    device = torch.device(device) if device is not None else next(encoder.parameters()).device
-    was_training = encoder.training
-    encoder.eval()
-    order = sorted(range(len(features)), key=lambda k: len(features[k]))  # similar lengths together
-    try:
-        with autocast(device, dtype):
-            for i in range(0, len(order), batch_size):
-                chunk = [features[k] for k in order[i : i + batch_size]]
-                batch = collate_tag_features(chunk, tokenizer.pad_token_id, max_length=max_seq_length)
-                out = encoder(**batch.to(device), output_hidden_states=True)
-                states = torch.stack(out.hidden_states, dim=2)  # (B, T, L+1, H)
-                rows, positions, targets = [], [], []
-                for r, f in enumerate(chunk):
-                    for p, w in enumerate(f.word_index):
-                        if w >= 0 and f.token_is_max_context[p]:  # the word's first piece, best window
-                            rows.append(r)
-                            positions.append(p)
-                            targets.append(offsets[f.sentence_index] + w)
-                if not targets:  # a window holding no word's best reading (its words read elsewhere)
-                    continue
-                rows_t, positions_t = torch.tensor(rows, device=device), torch.tensor(positions, device=device)
-                targets_t = torch.tensor(targets)
-                vectors[targets_t] = states[rows_t, positions_t].float().cpu().to(store_dtype)  # (P, L+1, H)
-                filled[targets_t] = True
-    finally:
-        encoder.train(was_training)
-    if not bool(filled.all()):  # make_tag_features guarantees one best window per word
-        raise RuntimeError(f"cache_word_features: {int((~filled).sum())} words got no vector")
-    return WordFeatures(vectors, offsets, tags, time.perf_counter() - start)
-
-
-# ----------------------------------------------------------------------------------------------
-# 2. Feature choices and the tagger
-# ----------------------------------------------------------------------------------------------
+# Worked example: the six feature choices for MiniLM (L = 6 layers, H = 384). hidden_states holds
+# L + 1 = 7 tensors: layer 0 = the embeddings' output, layers 1..6 = the Transformer layers'
+# outputs. The cache (lab.inspect.features) keeps all 7 for each word: a (7, 384) block per word.
+#
+#     choice                          layers       combine   tagger input per word
+#     Embeddings                      0            one       384
+#     Second-to-Last Hidden           5            one       384
+#     Last Hidden                     6            one       384
+#     Weighted Sum Last Four Hidden   3 4 5 6      mix       384  = gamma * sum_j softmax(w)_j h_j
+#     Concat Last Four Hidden         3 4 5 6      concat    1536 = [h_3; h_4; h_5; h_6]
+#     Weighted Sum All 6 Layers       1 .. 6       mix       384
+#
+# "Last four" of BERT-base's 12 layers are 9-12; of MiniLM's 6 they are 3-6. The weighted sums
+# are ELMo's scalar mix (Peters et al. 2018, eq. 1): one learned weight per layer, softmax-
+# normalised, and one learned scale gamma; "all 12 layers" in the paper are BERT-base's 12
+# Transformer layers, so "all" here is layers 1..L (the embeddings are their own row).
+#
+# The tagger: the paper put "a randomly initialized two-layer 768-dimensional BiLSTM before the
+# classification layer" on the features; the default here is one BiLSTM layer of 128 units a
+# direction over the sentence's word vectors (docs/fine-tuning.md says why), then a linear layer
+# over the labels (kind="linear": the linear layer alone, every word on its own). Every row uses
+# the same tagger, epochs, learning rate and seed.
 
 
 @dataclass(frozen=True)
@@ -242,7 +81,7 @@ class FeatureChoice:
 
 def feature_choices(num_layers: int) -> list[FeatureChoice]:
     """The paper's six feature-based rows for an encoder of `num_layers` Transformer layers
-    (see the worked example in the module docstring)."""
+    (see the worked example above)."""
     L = num_layers
     if L < 2:
         raise ValueError(f"feature_choices needs an encoder of at least 2 layers, got {L}")
@@ -271,22 +110,6 @@ class TaggerConfig:
     threads: int | None = setting(
         None, "torch threads while the tagger trains and predicts (None: as set; 1 suits a BiLSTM on shared cores)"
     )
-
-
-@contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """torch.set_num_threads(n) inside the block, the previous count restored after; None: no change.
-    A BiLSTM tagger takes many small steps: on two cores that other work shares, two threads ran it
-    many times slower than one (each step waits for the other thread; see benchmarks/table7.py)."""
-    if not n:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class FeatureTagger(nn.Module):
@@ -427,7 +250,7 @@ def predict_feature_tags(
 
 
 # ----------------------------------------------------------------------------------------------
-# 3. The table: one row per feature choice, each with a 95% interval
+# 2. The table: one row per feature choice, each with a 95% interval
 # ----------------------------------------------------------------------------------------------
 
 
@@ -597,7 +420,7 @@ def score_choice(
 
 
 # ----------------------------------------------------------------------------------------------
-# 4. The paper's Table 7, and which of its patterns hold in measured rows
+# 3. The paper's Table 7, and which of its patterns hold in measured rows
 # ----------------------------------------------------------------------------------------------
 
 # Devlin et al., "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding"
@@ -647,6 +470,13 @@ class Pattern:
     high: float
     text: str  # one sentence, with the paper's numbers beside the measured ones
 
+    @classmethod
+    def of(cls, key: str, holds: bool | None, d: Interval, text: str) -> Pattern:
+        return cls(key, holds, d.estimate, d.low, d.high, text)
+
+
+BEATS = {True: "beats", False: "falls behind", None: "is not clearly apart from"}  # by _verdict
+
 
 def _verdict(d: Interval) -> bool | None:
     return True if d.low > 0 else False if d.high < 0 else None
@@ -659,6 +489,60 @@ def _pts(x: float) -> str:
 
 def _ci(d: Interval) -> str:
     return f"paired 95% interval {_pts(d.low)} to {_pts(d.high)}"
+
+
+def _best_pattern(rows: Sequence[FeatureRow], concat: FeatureRow, gold) -> Pattern:
+    """Is Concat Last Four Hidden the best row? Against the best of the others, paired."""
+    best = max(rows, key=lambda r: r.f1)
+    rival = max((r for r in rows if r is not concat), key=lambda r: r.f1)  # the best of the others
+    d = paired_difference(gold, concat.predictions, rival.predictions)
+    holds = _verdict(d) if best is concat else (False if d.high < 0 else None)
+    ranking = " > ".join(f"{r.name} {100 * r.f1:.1f}" for r in sorted(rows, key=lambda r: -r.f1))
+    return Pattern.of(
+        "best",
+        holds,
+        d,
+        f"Best feature row: {best.name}; Concat Last Four Hidden against the best other row ({rival.name}): "
+        f"{_pts(d.estimate)} points ({_ci(d)}); ranking {ranking} (paper: Concat Last Four Hidden best, 96.1 "
+        "against 95.9).",
+    )
+
+
+def _beats_last_pattern(key: str, row: FeatureRow, last: FeatureRow, gold, paper: str) -> Pattern:
+    """Does `row` beat Last Hidden? `paper`: the paper's numbers for the same comparison."""
+    d = paired_difference(gold, row.predictions, last.predictions)
+    text = f"{row.name} {BEATS[_verdict(d)]} Last Hidden: {_pts(d.estimate)} points ({_ci(d)}; paper: {paper})."
+    return Pattern.of(key, _verdict(d), d, text)
+
+
+def _context_pattern(rows: Sequence[FeatureRow], emb: FeatureRow, gold) -> Pattern:
+    """Does the lowest contextual row still beat the context-free Embeddings?"""
+    lowest = min((r for r in rows if r is not emb), key=lambda r: r.f1)
+    d = paired_difference(gold, lowest.predictions, emb.predictions)
+    return Pattern.of(
+        "context > embeddings",
+        _verdict(d),
+        d,
+        f"The lowest contextual row, {lowest.name} ({100 * lowest.f1:.1f}), {BEATS[_verdict(d)]} the context-free "
+        f"Embeddings ({100 * emb.f1:.1f}): {_pts(d.estimate)} points ({_ci(d)}; paper: every contextual row above "
+        "Embeddings, the lowest, Last Hidden, by +3.9).",
+    )
+
+
+def _finetuning_pattern(rows: Sequence[FeatureRow], gold, finetuned, close: float) -> Pattern:
+    """Is the best feature row within `close` F1 of the fine-tuned tagger?"""
+    best = max(rows, key=lambda r: r.f1)
+    d = paired_difference(gold, finetuned, best.predictions)
+    holds = True if d.high < close else False if d.low > close else None
+    f1 = entity_scores(gold, finetuned).f1
+    word = {True: "close to", False: "clearly behind", None: "perhaps close to"}[holds]
+    return Pattern.of(
+        "features ~ fine-tuning",
+        holds,
+        d,
+        f"The best feature row ({best.name}, {100 * best.f1:.1f}) is {word} fine-tuning ({100 * f1:.1f}): "
+        f"fine-tuning {_pts(d.estimate)} points ahead ({_ci(d)}; paper: 96.4 against 96.1, features 0.3 behind).",
+    )
 
 
 def table7_patterns(
@@ -688,71 +572,12 @@ def table7_patterns(
         raise ValueError(f"table7_patterns: rows {missing} are missing (pass all of feature_based_rows' rows)")
     concat, last = by_name["Concat Last Four Hidden"], by_name["Last Hidden"]
     second, emb = by_name["Second-to-Last Hidden"], by_name["Embeddings"]
-    out = []
-
-    best = max(rows, key=lambda r: r.f1)
-    rival = max((r for r in rows if r is not concat), key=lambda r: r.f1)  # the best of the others
-    d = paired_difference(gold, concat.predictions, rival.predictions)
-    holds = _verdict(d) if best is concat else (False if d.high < 0 else None)
-    ranking = " > ".join(f"{r.name} {100 * r.f1:.1f}" for r in sorted(rows, key=lambda r: -r.f1))
-    out.append(
-        Pattern(
-            "best",
-            holds,
-            d.estimate,
-            d.low,
-            d.high,
-            f"Best feature row: {best.name}; Concat Last Four Hidden against the best other row ({rival.name}): "
-            f"{_pts(d.estimate)} points ({_ci(d)}); ranking {ranking} (paper: Concat Last Four Hidden best, 96.1 "
-            "against 95.9).",
-        )
-    )
-    for key, a, paper in [
-        ("concat > last", concat, "96.1 vs 94.9, +1.2"),
-        ("second-to-last > last", second, "95.6 vs 94.9, +0.7"),
-    ]:
-        d = paired_difference(gold, a.predictions, last.predictions)
-        word = {True: "beats", False: "falls behind", None: "is not clearly apart from"}[_verdict(d)]
-        out.append(
-            Pattern(
-                key,
-                _verdict(d),
-                d.estimate,
-                d.low,
-                d.high,
-                f"{a.name} {word} Last Hidden: {_pts(d.estimate)} points ({_ci(d)}; paper: {paper}).",
-            )
-        )
-    lowest = min((r for r in rows if r is not emb), key=lambda r: r.f1)
-    d = paired_difference(gold, lowest.predictions, emb.predictions)
-    word = {True: "beats", False: "falls behind", None: "is not clearly apart from"}[_verdict(d)]
-    out.append(
-        Pattern(
-            "context > embeddings",
-            _verdict(d),
-            d.estimate,
-            d.low,
-            d.high,
-            f"The lowest contextual row, {lowest.name} ({100 * lowest.f1:.1f}), {word} the context-free Embeddings "
-            f"({100 * emb.f1:.1f}): {_pts(d.estimate)} points ({_ci(d)}; paper: every contextual row above Embeddings, "
-            "the lowest, Last Hidden, by +3.9).",
-        )
-    )
+    out = [
+        _best_pattern(rows, concat, gold),
+        _beats_last_pattern("concat > last", concat, last, gold, "96.1 vs 94.9, +1.2"),
+        _beats_last_pattern("second-to-last > last", second, last, gold, "95.6 vs 94.9, +0.7"),
+        _context_pattern(rows, emb, gold),
+    ]
     if finetuned is not None:
-        d = paired_difference(gold, finetuned, best.predictions)
-        holds = True if d.high < close else False if d.low > close else None
-        f1 = entity_scores(gold, finetuned).f1
-        word = {True: "close to", False: "clearly behind", None: "perhaps close to"}[holds]
-        out.append(
-            Pattern(
-                "features ~ fine-tuning",
-                holds,
-                d.estimate,
-                d.low,
-                d.high,
-                f"The best feature row ({best.name}, {100 * best.f1:.1f}) is {word} fine-tuning ({100 * f1:.1f}): "
-                f"fine-tuning {_pts(d.estimate)} points ahead ({_ci(d)}; paper: 96.4 against 96.1, features 0.3 "
-                "behind).",
-            )
-        )
+        out.append(_finetuning_pattern(rows, gold, finetuned, close))
     return out

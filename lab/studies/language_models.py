@@ -1,29 +1,16 @@
-"""BERT beside OpenAI GPT and ELMo as language models: one encoder trained on three tasks,
-then two tests of what each learned (next-token accuracy, and the cloze test).
+"""BERT beside OpenAI GPT and ELMo as language models: one encoder trained on three tasks (TASKS,
+each under an attention direction of lab.studies.directions), then tests of what each learned.
 
-    from lab.studies import language_models
     chunks = language_models.token_chunks(tokenizer, documents, length=32)
     run = language_models.train_language_model(tokenizer, chunks, held_out, "next_token", out_dir=..., steps=300)
     language_models.next_token_accuracy(run.model, held_out, run.direction, future="hidden")
-    language_models.cloze({"BERT": bert_run, "GPT": gpt_run, "ELMo": (gpt_run, backward_run)},
-                          tokenizer, held_out)
+    language_models.cloze({"BERT": bert, "GPT": gpt, "ELMo": (gpt, backward)}, tokenizer, held_out)
 
-What lives here
-- Three language-model tasks for one encoder (TASKS): "mlm" (BERT: predict 15% of the tokens,
-  80/10/10, with lab.data.instances.mask_tokens), "next_token" (GPT: position t predicts t+1) and
-  "previous_token" (the right-to-left half of ELMo: position t predicts t-1). Each runs under an
-  attention direction of lab.studies.directions; `LanguageModelObjective` plugs a task into the one
-  training loop (lab.training.train.train) and `train_language_model` trains a fresh BertForMaskedLM.
-- `next_token_accuracy` with the future hidden or visible: a bidirectional model trained to
-  predict the next token "sees itself" (Section 3.1 of the paper) and fails once the future
-  is hidden.
-- `cloze`: fill in a blanked word from both sides (BERT) or from one (GPT, right-to-left), or
-  with two one-directional models combined at the output (ELMo, "shallowly").
-- Whole-word masking and the masked-LM perplexity (notebook 2): `compare_masking` shows one
-  sentence masked by tokens and by whole words, `count_masking` counts the words token-level
-  masking splits, `continuation_piece_accuracy` measures how much easier a "##" piece is when
-  the rest of its word stays visible, and `masked_lm_perplexity` gives exp(cross-entropy at
-  [MASK]) for a model or a context-free baseline (`unigram_log_probs`).
+Every task is an objective for the one training loop (lab.training.train.train). A bidirectional
+model trained to predict the next token "sees itself" (Section 3.1) and fails once the future is
+hidden; the cloze test fills a blanked word from both sides, from one, or from two one-directional
+models combined at the output (ELMo). The last section (notebook 2) is whole-word masking and the
+masked-LM perplexity.
 """
 
 from __future__ import annotations

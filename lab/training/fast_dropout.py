@@ -3,17 +3,11 @@
     from lab.training.fast_dropout import use_fast_dropout
     use_fast_dropout(model)        # every nn.Dropout in the model -> FastDropout (same p)
 
-lab/model.py uses plain `nn.Dropout` (what the paper's code and transformers use), so the model
-reads as BERT. On a CPU, torch draws a dropout mask one random float per value (bernoulli_):
-for the attention probabilities of BERT fine-tuning (16 x 12 heads x 256 x 256 values per
-layer) drawing that mask took longer than the layer's matrix products (measured in
-benchmarks/pretrain_speed.py). FastDropout computes the same thing, nn.Dropout's
-zero-with-probability-p and scale-the-rest-by-1/(1 - p), from fewer random bits: one random
-32-bit word per two values.
-
-Checkpoints are unaffected: dropout has no parameters or buffers, so a model's state_dict (and
-the files lab.save writes) is the same with either module, and a model trained with FastDropout
-loads into a model built with nn.Dropout. In eval mode both are the identity.
+lab/model.py keeps plain `nn.Dropout`, so the model reads as BERT. On a CPU torch draws one
+random float per value for a dropout mask, which for attention probabilities can cost more than
+the layer's matrix products (docs/performance.md); FastDropout computes the same thing from one
+random 32-bit word per two values. Dropout has no parameters or buffers, so checkpoints are the
+same with either module; in eval mode both are the identity.
 """
 
 from __future__ import annotations

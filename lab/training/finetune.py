@@ -1,51 +1,34 @@
 """Fine-tuning: one extra output layer on a pre-trained BERT (Devlin et al., Section 4).
 
     python -m lab finetune-cls --model runs/classroom --train sst2/train.tsv --dev sst2/dev.tsv --out runs/sst2
-    python -m lab finetune-cls ... --mode features            # frozen encoder, only the new layer trains
     python -m lab finetune-qa --model runs/classroom --data squad --out runs/squad
-    python -m lab finetune-tag --model models/minilm-squad --train uner/en_ewt-ud-dev.iob2 \
-        --eval uner/en_ewt-ud-test.iob2 --out runs/ner
+    python -m lab finetune-tag --model models/minilm-squad --train ner/dev.iob2 --eval ner/test.iob2 --out runs/ner
 
-Three tasks, all plugged into the one training loop (lab.training.train.train) as objectives:
-  * sequence classification: [CLS] -> pooler -> dropout -> linear (K x H) -> softmax, for single
-    sentences (SST-2) or pairs; `finetune` trains every parameter, `features` freezes the encoder
-    and trains only the task layer (optionally on the last four layers' [CLS] vectors,
-    concatenated: the paper's feature-based approach, Section 5.3);
-  * extractive question answering: every token -> (start, end) logits, the answer the best span
-    (lab.data.squad builds the windows, decodes and scores);
-  * token tagging (named entities in IOB2, parts of speech): every word's first sub-token ->
-    dropout -> linear (K x H) (Section 5.3; lab.data.tagging reads the files, builds the windows,
-    reads predictions back and scores entities as conlleval does, or tags by accuracy).
+Three tasks, each an objective for the one training loop (lab.training.train.train): sequence
+classification ([CLS] -> pooler -> dropout -> linear; `--mode features` freezes the encoder, the
+paper's feature-based approach of Section 5.3), extractive question answering (every token ->
+start / end logits; lab.data.squad builds the windows and decodes the best span) and token tagging
+(every word's first sub-token -> dropout -> linear; lab.data's tagging modules read, window and score).
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from lab.checkpoint import load
+from lab.checkpoint import load, qa_lengths, task_settings
 from lab.config import BertConfig, setting
 from lab.data.batch import Batch, pad_rows, step_indices
 from lab.data.datasets import resolve_corpus
 from lab.data.squad import collate_features, evaluate, load_squad, make_features, predict, split_by_article
-from lab.data.tagging import (
-    DECODINGS,
-    TaggedData,
-    bootstrap_interval,
-    collate_tag_features,
-    decode_tags,
-    entity_scores,
-    label_list,
-    make_tag_features,
-    read_tagged,
-    token_accuracy,
-    window_logits,
-)
+from lab.data.tag_decoding import DECODINGS, decode_tags, window_logits
+from lab.data.tag_metrics import bootstrap_interval, entity_scores, token_accuracy
+from lab.data.tagged_files import TaggedData, label_list, read_tagged
+from lab.data.tagging import collate_tag_features, make_tag_features
 from lab.device import Dist, init_distributed, pick_device
 from lab.files import TASK_CONFIG_NAME
 from lab.hub import resolve_model
@@ -370,7 +353,7 @@ def evaluate_tagging(
 ) -> dict[str, float]:
     """IOB2 data: entity precision / recall / F1 (micro, and F1 per type), as conlleval counts
     them; other tags: accuracy. With a 95% bootstrap interval over sentences (f1_low, f1_high or
-    accuracy_low, accuracy_high). decoding="viterbi" (lab.data.tagging.decode_tags) also reports the
+    accuracy_low, accuracy_high). decoding="viterbi" (lab.data.tag_decoding.decode_tags) also reports the
     argmax reading's F1 of the same logits (f1_argmax), to show what the constraint adds."""
     words = [s.words for s in data.sentences]
     limit = model.config.max_position_embeddings
@@ -424,6 +407,7 @@ def _start_model(
         return model, tokenizer
     model, tokenizer, report = load(model_dir, cls, config_overrides=overrides, return_report=True)
     log(str(report))
+    model.task_settings = {}  # a new run: it writes its own task_config.json
     return model.train(), tokenizer
 
 
@@ -567,23 +551,6 @@ def finetune_tagging(task: TaggingConfig, tc: TrainConfig, resume: bool = False,
     )
     objective = TaggingObjective(features, eval_data, tokenizer, task, tc.batch_size, tc.seed, dist=dist)
     return train(model, objective, tc, tokenizer, resume=resume, log=log)
-
-
-QA_LENGTHS = ("max_seq_length", "doc_stride", "max_query_length")
-
-
-def task_settings(model_dir) -> dict:
-    """A fine-tuned model's task_config.json (what `finetune-cls` / `finetune-qa` wrote: the
-    data, the lengths, the articles it trained on), or {} for a model without one (a Hub model)."""
-    file = Path(model_dir) / TASK_CONFIG_NAME
-    return json.loads(file.read_text()) if file.is_file() else {}
-
-
-def qa_lengths(model_dir) -> dict[str, int]:
-    """The window settings a QA model was fine-tuned with ({} when unknown): pass them to
-    squad.make_features / squad.predict / explore.answer so it reads text as it was trained to."""
-    task = task_settings(model_dir)
-    return {k: int(task[k]) for k in QA_LENGTHS if k in task}
 
 
 def evaluate_saved(

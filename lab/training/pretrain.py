@@ -340,12 +340,10 @@ class Phase:
 
 
 RECIPES: dict[str, list[Phase]] = {
-    # Sequence-length warm-up, measured on the ten novels (docs/pretraining.md): a tiny BERT
-    # at length 128 sits for thousands of steps on the unigram plateau (~7% at [MASK]);
-    # at length 32 it learns to use the neighbouring words within a few hundred steps, and
-    # what it learned carries over to length 128. Every epoch draws new NSP pairs. (Batches of
-    # 64 in the length-128 phase were tried: half the steps in the same time budget, and worse:
-    # 29.7% / 24.0% / NSP 74.2% against the batch-32 figures in docs/pretraining.md.)
+    # Sequence-length warm-up (docs/pretraining.md, "Why the recipe starts with short sequences"):
+    # a tiny BERT at length 128 sits long on the unigram plateau; at length 32 it learns to use
+    # the neighbouring words within a few hundred steps, and that carries over to length 128.
+    # Every epoch draws new NSP pairs.
     "classroom": [
         Phase(
             "len32",

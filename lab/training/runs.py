@@ -9,10 +9,8 @@
     runs/NAME/phase1-len32/ ...                           earlier phases of a recipe, each a run
 
 A recipe's phases are one run to every reader: `read_metrics` and `checkpoints` put the earlier
-phases first and shift the later ones by the steps, time and tokens before them. Writers
-(lab.training.train) and readers (lab.inspect.explore, lab.figures, app.py, scripts/bundle_model.py)
-all go through
-this module, so the layout is defined once; the names of its files and folders are lab.files'.
+phases first and shift the later ones by the steps, time and tokens before them. Writers and
+readers all go through this module, so the layout is defined once (its file names: lab.files).
 """
 
 from __future__ import annotations

@@ -3,23 +3,12 @@
     from lab.training.train import TrainConfig, train
     train(model, objective, TrainConfig(out_dir="runs/x", steps=1000), tokenizer)
 
-An objective supplies the data and the loss (see `Objective` below); this module supplies the
-rest: AdamW without weight decay on biases and LayerNorm, linear warm-up then linear decay,
-gradient accumulation and clipping, bf16 autocast with fp32 master weights, held-out evaluation
-every N steps appended to `metrics.jsonl`, a tqdm bar, atomic checkpoints that resume exactly
-(model + optimizer + scheduler + RNG + data position), a clean stop on a NaN loss, a handful of
-snapshots spread over the run, and DistributedDataParallel under torchrun (gloo on CPU, NCCL
-on GPUs; rank 0 writes). The run directory's layout is lab.training.runs'. Before training, the model's
-nn.Dropout modules are replaced by lab.training.fast_dropout.FastDropout (the same dropout with a faster
-random mask on a CPU; they stay after train() returns): dropout has no parameters, so the
-checkpoints are exactly those of the model as lab.model builds it.
-
-The loop itself (`train`) reads top to bottom like nanoGPT's: set up, resume, then for each
-step: micro-batches forward/backward, clip, optimizer step, and at the log / eval / checkpoint
-steps the named helpers below. The host waits for the device only at log steps: losses and
-accuracies are summed as tensors on the device in between (on a GPU a `.item()` per micro-batch
-would stall the pipeline), and a NaN is caught at the next log step, before any checkpoint of
-the bad weights is written.
+An objective supplies the data and the loss (`Objective` below); the loop supplies the rest:
+AdamW, warm-up and decay, gradient accumulation and clipping, bf16 autocast, held-out evaluation
+into metrics.jsonl, checkpoints that resume exactly, a clean stop on a NaN loss, and DDP under
+torchrun (rank 0 writes; the run directory's layout is lab.training.runs'). `train` reads top to
+bottom like nanoGPT's: set up, resume, then optimizer steps, with the log / eval / checkpoint steps
+in named helpers. The host waits for the device only at log steps.
 """
 
 from __future__ import annotations
@@ -335,6 +324,111 @@ def out_of_time(elapsed: float, cfg: TrainConfig, dist: Dist, device) -> bool:
 # ----------------------------------------------------------------------------------------
 # The loop
 # ----------------------------------------------------------------------------------------
+def resume_position(model, optimizer, scheduler, resume_from: Path | None, state: dict | None, log) -> tuple:
+    """Weights, optimizer and schedule back where they were; (step, elapsed seconds, tokens seen),
+    (0, 0.0, 0) for a fresh run."""
+    if not state:
+        return 0, 0.0, 0
+    load_weights(model, resume_from)
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    step, elapsed, tokens_seen = int(state["step"]), float(state["elapsed"]), int(state["tokens"])
+    log(f"resumed from {resume_from} at step {step}")
+    return step, elapsed, tokens_seen
+
+
+def wrap_model(model: nn.Module, cfg: TrainConfig, dist: Dist, device) -> nn.Module:
+    """The model as it runs: compiled (same parameter names) and wrapped for DDP."""
+    if cfg.compile:
+        model.compile()
+    if dist.world_size > 1:
+        return DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    return model
+
+
+def announce_run(run_dir: Path, model, cfg: TrainConfig, dist: Dist, device, dtype, total: int, warm: int, log):
+    """train_config.json for the run, and one line saying what trains where (rank 0)."""
+    write_json(
+        run_dir / TRAIN_CONFIG_NAME,
+        {
+            **cfg.to_dict(),
+            "total_steps": total,
+            "warmup_steps": warm,
+            "world_size": dist.world_size,
+            "device": str(device),
+            "autocast": str(dtype),
+        },
+    )
+    log(
+        f"training {type(model).__name__} on {device} ({dtype or 'fp32'}), {dist.world_size} "
+        f"process(es), {total} steps x {cfg.batch_size * cfg.grad_accum * dist.world_size} sequences"
+    )
+
+
+def progress_bar(cfg: TrainConfig, dist: Dist, total: int, step: int) -> tqdm:
+    return tqdm(
+        total=total,
+        initial=step,
+        desc="train",
+        unit="step",
+        dynamic_ncols=True,
+        file=sys.stderr,
+        disable=not (cfg.progress and dist.main),
+    )
+
+
+def optimizer_step(
+    model, wrapped, objective, optimizer, scheduler, window: Window, cfg: TrainConfig, step: int, device, dtype, dist
+) -> float:
+    """One optimizer step: grad_accum micro-batches (DDP averages gradients on the last), clip,
+    step; returns the learning rate the step used."""
+    pin = device.type == "cuda"
+    for micro in range(cfg.grad_accum):
+        batch = objective.train_batch(step * cfg.grad_accum + micro)
+        window.tokens += batch.num_tokens  # counted on the host, before the copy
+        batch = (batch.pin_memory() if pin else batch).to(device, non_blocking=True)
+        last_micro = micro == cfg.grad_accum - 1
+        with contextlib.nullcontext() if last_micro or dist.world_size == 1 else wrapped.no_sync():
+            with autocast(device, dtype):
+                loss, parts = objective.loss(wrapped, batch)
+            (loss / cfg.grad_accum).backward()
+        window.add({**parts, "loss": loss.detach()}, 1.0 / cfg.grad_accum)  # the loss it learned from
+    if cfg.clip_norm:
+        window.add({"grad_norm": nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)})
+    lr = scheduler.get_last_lr()[0]
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return lr
+
+
+def log_train(
+    window: Window, metrics: MetricsLog, bar, run_dir: Path, dist: Dist, device, step: int, elapsed, tokens_seen, lr
+) -> int:
+    """The log step, the only place the host waits for the device: reads the window, stops on a
+    NaN, writes a train record and the bar's numbers; returns the tokens seen so far."""
+    logs, tokens, seconds = window.read(dist, device)
+    check_finite(logs, step, run_dir, lr)
+    tokens_seen += tokens
+    tps = tokens / max(1e-9, seconds)
+    metrics.write(
+        {
+            "split": "train",
+            "step": step,
+            "time": round(elapsed, 2),
+            "tokens": tokens_seen,
+            "lr": lr,
+            "tokens_per_s": round(tps, 1),
+            **{k: round(v, 5) for k, v in logs.items()},
+        }
+    )
+    bar.set_postfix(
+        {k: f"{v:.3f}" for k, v in logs.items() if k in ("loss", "mlm_acc", "nsp_acc", "acc")}
+        | {"tok/s": f"{tps:,.0f}"}
+    )
+    return tokens_seen
+
+
 def train(
     model: nn.Module, objective: Objective, cfg: TrainConfig, tokenizer=None, resume: bool = False, log=print
 ) -> dict:
@@ -344,7 +438,7 @@ def train(
     device, dist, dtype = setup(cfg)
     resume_from, state = find_resume_state(run_dir, resume, dist, log)
     model.to(device)
-    use_fast_dropout(model)  # nn.Dropout -> FastDropout (faster CPU masks; no parameters)
+    use_fast_dropout(model)  # nn.Dropout -> FastDropout (faster CPU masks; no parameters); it stays after train()
     total = int(state["total_steps"]) if state else plan_steps(model, objective, cfg, device, dtype, dist, log)
     warm, keep = warmup_steps(cfg, total), snapshot_steps(total, cfg.snapshots)
     torch.manual_seed(cfg.seed)
@@ -353,39 +447,12 @@ def train(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_factor(s, total, warm, cfg.min_lr_ratio))
 
     # ---- resume: weights, optimizer, schedule, position, clock and RNG exactly where they were
-    step, elapsed, tokens_seen = 0, 0.0, 0
-    if state:
-        load_weights(model, resume_from)
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        step, elapsed, tokens_seen = int(state["step"]), float(state["elapsed"]), int(state["tokens"])
-        log(f"resumed from {resume_from} at step {step}")
-
-    # ---- the model as it runs: compiled (same parameter names) and wrapped for DDP
-    if cfg.compile:
-        model.compile()
-    wrapped = model
-    if dist.world_size > 1:
-        wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-
+    step, elapsed, tokens_seen = resume_position(model, optimizer, scheduler, resume_from, state, log)
+    wrapped = wrap_model(model, cfg, dist, device)
     metrics = MetricsLog(run_dir / METRICS_NAME, dist.main)
     if dist.main:
-        write_json(
-            run_dir / TRAIN_CONFIG_NAME,
-            {
-                **cfg.to_dict(),
-                "total_steps": total,
-                "warmup_steps": warm,
-                "world_size": dist.world_size,
-                "device": str(device),
-                "autocast": str(dtype),
-            },
-        )
         metrics.truncate_after(step)
-        log(
-            f"training {type(model).__name__} on {device} ({dtype or 'fp32'}), {dist.world_size} "
-            f"process(es), {total} steps x {cfg.batch_size * cfg.grad_accum * dist.world_size} sequences"
-        )
+        announce_run(run_dir, model, cfg, dist, device, dtype, total, warm, log)
     if state and dist.main:
         set_rng_state(state["rng"])  # dropout exactly where it stopped
     else:
@@ -393,37 +460,12 @@ def train(
     if not state:  # step 0: the untrained model
         save_checkpoint(run_dir, model, tokenizer, optimizer, scheduler, dist, keep, 0, total, 0.0, 0)
 
-    bar = tqdm(
-        total=total,
-        initial=step,
-        desc="train",
-        unit="step",
-        dynamic_ncols=True,
-        file=sys.stderr,
-        disable=not (cfg.progress and dist.main),
-    )
-    pin = device.type == "cuda"
+    bar = progress_bar(cfg, dist, total, step)
     window, last_eval = Window(), {}
     run_t0 = time.perf_counter() - elapsed
     model.train()
     while step < total:
-        # ---- one optimizer step: grad_accum micro-batches; DDP averages gradients on the last
-        for micro in range(cfg.grad_accum):
-            batch = objective.train_batch(step * cfg.grad_accum + micro)
-            window.tokens += batch.num_tokens  # counted on the host, before the copy
-            batch = (batch.pin_memory() if pin else batch).to(device, non_blocking=True)
-            last_micro = micro == cfg.grad_accum - 1
-            with contextlib.nullcontext() if last_micro or dist.world_size == 1 else wrapped.no_sync():
-                with autocast(device, dtype):
-                    loss, parts = objective.loss(wrapped, batch)
-                (loss / cfg.grad_accum).backward()
-            window.add({**parts, "loss": loss.detach()}, 1.0 / cfg.grad_accum)  # the loss it learned from
-        if cfg.clip_norm:
-            window.add({"grad_norm": nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)})
-        lr = scheduler.get_last_lr()[0]
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+        lr = optimizer_step(model, wrapped, objective, optimizer, scheduler, window, cfg, step, device, dtype, dist)
         step += 1
         window.steps += 1
         bar.update(1)
@@ -438,36 +480,11 @@ def train(
 
         # ---- log: the only place the host waits for the device (checkpoints need exact counts)
         if every(step, cfg.log_every) or do_eval or do_ckpt:
-            logs, tokens, seconds = window.read(dist, device)
-            check_finite(logs, step, run_dir, lr)
-            tokens_seen += tokens
-            tps = tokens / max(1e-9, seconds)
-            metrics.write(
-                {
-                    "split": "train",
-                    "step": step,
-                    "time": round(elapsed, 2),
-                    "tokens": tokens_seen,
-                    "lr": lr,
-                    "tokens_per_s": round(tps, 1),
-                    **{k: round(v, 5) for k, v in logs.items()},
-                }
-            )
-            bar.set_postfix(
-                {k: f"{v:.3f}" for k, v in logs.items() if k in ("loss", "mlm_acc", "nsp_acc", "acc")}
-                | {"tok/s": f"{tps:,.0f}"}
-            )
+            tokens_seen = log_train(window, metrics, bar, run_dir, dist, device, step, elapsed, tokens_seen, lr)
         if do_eval:
             last_eval = evaluate(model, objective, device, dtype, dist)
-            metrics.write(
-                {
-                    "split": "eval",
-                    "step": step,
-                    "time": round(elapsed, 2),
-                    "tokens": tokens_seen,
-                    **{k: round(v, 5) for k, v in last_eval.items()},
-                }
-            )
+            record = {"split": "eval", "step": step, "time": round(elapsed, 2), "tokens": tokens_seen}
+            metrics.write(record | {k: round(v, 5) for k, v in last_eval.items()})
         if do_ckpt:
             save_checkpoint(
                 run_dir, model, tokenizer, optimizer, scheduler, dist, keep, step, total, elapsed, tokens_seen
