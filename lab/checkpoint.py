@@ -32,6 +32,7 @@ from lab.files import (
     CONFIG_NAME,
     INDEX_NAME,
     REPOSITORY,
+    TASK_CONFIG_NAME,
     TORCH_WEIGHTS_NAME,
     WEIGHTS_NAME,
     has_model_files,
@@ -126,7 +127,41 @@ def save(model: BertPreTrainedModel, tokenizer, directory, dtype: torch.dtype | 
     _atomic_write(directory / CONFIG_NAME, lambda p: Path(p).write_text(json.dumps(config, indent=2) + "\n"))
     if tokenizer is not None:
         tokenizer.save(directory)
+    if getattr(model, "task_settings", None):  # a loaded fine-tuned model keeps what it was trained with
+        _atomic_write(
+            directory / TASK_CONFIG_NAME, lambda p: Path(p).write_text(json.dumps(model.task_settings, indent=2) + "\n")
+        )
     return directory
+
+
+# ----------------------------------------------------------------------------------------
+# A fine-tuned model's task settings (task_config.json, written by python -m lab finetune-*)
+# ----------------------------------------------------------------------------------------
+QA_LENGTHS = ("max_seq_length", "doc_stride", "max_query_length")  # the windows a QA model reads
+
+
+def task_settings(model_dir) -> dict:
+    """A fine-tuned model's task_config.json (what `finetune-cls` / `finetune-qa` / `finetune-tag`
+    wrote: the data, the windows, the decoding, the articles it trained on), or {} for a model
+    without one (a Hub model). lab.load attaches it to the model as `model.task_settings`."""
+    file = Path(model_dir) / TASK_CONFIG_NAME
+    return json.loads(file.read_text()) if file.is_file() else {}
+
+
+def qa_lengths(settings_or_dir) -> dict[str, int]:
+    """The window settings a QA model was fine-tuned with ({} when unknown), from its task
+    settings or its directory: explore.answer and squad.predict read text with them."""
+    task = settings_or_dir if isinstance(settings_or_dir, dict) else task_settings(settings_or_dir)
+    return {k: int(task[k]) for k in QA_LENGTHS if k in task}
+
+
+def tag_settings(settings_or_dir) -> dict:
+    """The windows and decoding a tagger was fine-tuned and evaluated with ({} when unknown)."""
+    task = settings_or_dir if isinstance(settings_or_dir, dict) else task_settings(settings_or_dir)
+    found = {k: int(task[k]) for k in ("max_seq_length", "doc_stride") if task.get(k)}
+    if task.get("decoding"):
+        found["decoding"] = str(task["decoding"])
+    return found
 
 
 # ----------------------------------------------------------------------------------------
@@ -267,6 +302,8 @@ def load(
     check_weights(model_class, config, sd, directory, strict=strict)  # before allocating anything
     model = model_class(config)
     report = load_weights(model, directory, sd)
+    if model_class is infer_model_class(sd, saved_architectures(directory)):  # its own task, not a new head
+        model.task_settings = task_settings(directory)
     if report.missing or report.unexpected:
         log.info("%s", report)
     model.to(device).eval()

@@ -38,6 +38,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from tqdm.std import tqdm
+
 from lab.config import BertConfig
 from lab.files import CONFIG_NAME, INDEX_NAME, TOKENIZER_FILES, WEIGHT_FILES
 
@@ -162,7 +164,7 @@ class _Fetcher:
         self.repo_id, self.offline, self.progress = repo_id, offline, progress
 
     def not_cached(self, what: str = "it is", reason: str = "") -> NotCachedError:
-        from huggingface_hub import constants
+        from huggingface_hub import constants  # optional dependency: only a Hub id needs it
 
         if self.offline:
             why = (
@@ -190,7 +192,7 @@ class _Fetcher:
     def __call__(self, filename: str, revision: str, required: bool = False) -> Path | None:
         """The cached file (downloaded if needed); None when the repository has no such file
         (or, offline, when the cache does not hold it) and it is not required."""
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import hf_hub_download  # optional dependency: only a Hub id needs it
 
         return self._answer(
             lambda: Path(
@@ -211,11 +213,15 @@ class _Fetcher:
         """Fail at once when the Hub cannot be reached and config.json is not cached: with nothing
         to fall back on, hf_hub_download retries with backoff for a long while before giving up. One
         HEAD request without retries, only before a first download."""
-        from huggingface_hub import get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
+        from huggingface_hub import (
+            get_hf_file_metadata,
+            hf_hub_url,
+            try_to_load_from_cache,
+        )  # optional dependency: only a Hub id needs it
 
         if self.offline or isinstance(try_to_load_from_cache(self.repo_id, CONFIG_NAME, revision=revision), str):
             return
-        from huggingface_hub.errors import HfHubHTTPError
+        from huggingface_hub.errors import HfHubHTTPError  # optional dependency: only a Hub id needs it
 
         try:
             self._answer(
@@ -235,7 +241,7 @@ class _Fetcher:
     def _answer(self, request, filename: str, revision: str, required: bool, other_http_errors: bool = False):
         """request() with huggingface_hub's errors turned into one-line messages (other_http_errors:
         HTTP errors other than "not found" are raised as they are)."""
-        from huggingface_hub.errors import (
+        from huggingface_hub.errors import (  # optional dependency: only a Hub id needs it
             GatedRepoError,
             HfHubHTTPError,
             LocalEntryNotFoundError,
@@ -291,8 +297,6 @@ def _bar_class(progress: Progress, filename: str):
     silent bar that, given a function, reports (bytes done, bytes total, filename) to it."""
     if progress is True:
         return None
-    from tqdm.std import tqdm
-
     report = progress if callable(progress) else None
 
     class Bar(tqdm):

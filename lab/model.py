@@ -225,6 +225,9 @@ class BertPreTrainedModel(nn.Module):
     def __init__(self, cfg: BertConfig):
         super().__init__()
         self.config = cfg
+        # what a fine-tuned model was trained with (its task_config.json: windows, decoding, data),
+        # set by lab.load so that explore reads text as the model was trained to; {} otherwise
+        self.task_settings: dict = {}
 
     def init_weights(self):
         """BERT's init: N(0, 0.02) weights, zero biases, LayerNorm = identity, [PAD] row zero.

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gradio as gr
 
 from lab.inspect import explore
-from lab.training import finetune
 
 from ..common import (
     WHY_STEPS,
@@ -35,7 +34,7 @@ class Classify:
         text = text_input(text, "the sentence")
         pair = optional_text(text_pair, "the second sentence")
         unused = ""
-        if pair and finetune.task_settings(self.store.model_dir(model_name)[0]).get("pair") is False:
+        if pair and model.task_settings.get("pair") is False:
             pair, unused = None, " (this model was fine-tuned on single sentences: the second sentence was not used)"
         return model, tokenizer, text, pair, unused
 

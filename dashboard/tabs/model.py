@@ -13,7 +13,6 @@ import gradio as gr
 from lab.figures import plotly_figures
 from lab.files import MODEL_CARD_NAME
 from lab.inspect import explore, probing
-from lab.training.runs import checkpoints
 
 from ..common import (
     cleared,
@@ -118,7 +117,7 @@ class Model:
         path, shown = self.store.model_dir(model_name)
         progress(0, desc="reading UD English-EWT")
         data = self._pos_data()
-        found = checkpoints(path) if snapshots and path.is_dir() else []
+        found = self.store.snapshots(path) if snapshots and path.is_dir() else []
         key = (str(path), bool(found))
         start = time.perf_counter()
         with self._probe_lock:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import gradio as gr
 
+from lab.checkpoint import qa_lengths
 from lab.figures import plotly_figures
 from lab.inspect import explore
-from lab.training import finetune
 
 from ..common import (
     WHY_STEPS,
@@ -37,14 +37,14 @@ class QuestionAnswering:
         self.ctx, self.store = ctx, ctx.store
 
     def training(self, name: str) -> tuple[dict, str]:
-        """A QA model's window settings and what it was fine-tuned on, from its task_config.json
-        (written by python -m lab finetune-qa): ({max_seq_length, doc_stride, max_query_length},
-        a sentence for the page); ({}, "") for a model without one (e.g. a Hub model)."""
-        path, _ = self.store.model_dir(name)
-        task = finetune.task_settings(path)
+        """A QA model's window settings and what it was fine-tuned on, from its task settings
+        (task_config.json, written by python -m lab finetune-qa, read by lab.load):
+        ({max_seq_length, doc_stride, max_query_length}, a sentence for the page);
+        ({}, "") for a model without one (e.g. a Hub model)."""
+        task = self.store.get(name)[0].task_settings  # loaded (and cached) by the store
         if not task:
             return {}, ""
-        lengths = finetune.qa_lengths(path)
+        lengths = qa_lengths(task)
         data = Path(str(task.get("data", "SQuAD"))).name
         base = Path(str(task.get("model", "?")))
         base = base.parent.name if base.name == "model" else base.name  # a package's model/ folder: the package
@@ -59,8 +59,8 @@ class QuestionAnswering:
         model, tokenizer = self.store.model_for(model_name, "answer")
         q = text_input(question, "the question")
         c = text_input(context, "the context")
-        lengths, trained = self.training(model_name)
-        result = explore.answer(model, tokenizer, q, c, top_k=int_input(top_k, "answers shown", 1, 20), **lengths)
+        _, trained = self.training(model_name)  # explore reads with the windows it was trained with
+        result = explore.answer(model, tokenizer, q, c, top_k=int_input(top_k, "answers shown", 1, 20))
         if not result.spans:
             raise UserError("no answer span found in the context")
         best = result.spans[0]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from lab.data import tagging
+from lab.checkpoint import tag_settings
+from lab.data import tag_metrics, tagged_files
 from lab.inspect import explore
-from lab.training import finetune
 
 from ..common import UserError, handler, status_box, status_html, submit_and_clear, text_input
 from ..help import HELP, TAG_EXAMPLES, tag_colors
@@ -31,14 +31,12 @@ class Tagging:
         self.ctx, self.store = ctx, ctx.store
 
     def training(self, name: str) -> tuple[dict, str]:
-        """A tagger's windows and decoding and what it was fine-tuned on, from its task_config.json (written by
-        python -m lab finetune-tag): ({max_seq_length, doc_stride}, a phrase for the page); ({}, "")
-        for a model without one (e.g. a Hub model)."""
-        path, _ = self.store.model_dir(name)
-        task = finetune.task_settings(path)
-        windows = {k: int(task[k]) for k in ("max_seq_length", "doc_stride") if task.get(k)}
-        if task.get("decoding") in tagging.DECODINGS:  # how it was evaluated: argmax, or IOB2 Viterbi
-            windows["decoding"] = task["decoding"]
+        """A tagger's windows and decoding and what it was fine-tuned on, from its task settings
+        (task_config.json, written by python -m lab finetune-tag, read by lab.load):
+        ({max_seq_length, doc_stride, decoding}, a phrase for the page);
+        ({}, "") for a model without one (e.g. a Hub model)."""
+        task = self.store.get(name)[0].task_settings  # loaded (and cached) by the store
+        windows = tag_settings(task)  # how it was trained and evaluated: windows, argmax or IOB2 Viterbi
         if task.get("task") != "tagging":
             return windows, ""
         base = Path(str(task.get("model", "?")))
@@ -56,10 +54,10 @@ class Tagging:
             raise UserError(NO_TAGGER)
         model, tokenizer = self.store.model_for(model_name, "tag")
         text = text_input(text, "the text")
-        windows, trained = self.training(model_name)
-        result = explore.tag(model, tokenizer, text, **windows)
+        _, trained = self.training(model_name)
+        result = explore.tag(model, tokenizer, text)  # with the windows and decoding it was trained with
         labels = list(model.config.id2label.values())
-        entities = all(tagging.is_iob2_tag(t) for t in labels)  # IOB2: colour entity types, else the tags
+        entities = all(tagged_files.is_iob2_tag(t) for t in labels)  # IOB2: colour entity types, else the tags
 
         def category(tag: str) -> str | None:  # B-PER, I-PER -> PER; O -> None (not highlighted); NOUN -> NOUN
             return (None if tag == "O" else tag[2:]) if entities else tag
@@ -78,7 +76,7 @@ class Tagging:
             ],
         }
         if entities:
-            found = tagging.get_entities([w.tag for w in result])
+            found = tag_metrics.get_entities([w.tag for w in result])
             counts: dict[str, int] = {}
             for kind, _, _ in found:
                 counts[kind] = counts.get(kind, 0) + 1

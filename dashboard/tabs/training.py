@@ -7,7 +7,6 @@ import gradio as gr
 
 from lab.figures import plotly_figures
 from lab.inspect import explore
-from lab.training import runs
 
 from ..common import (
     UserError,
@@ -36,7 +35,7 @@ class Training:
     @handler(2)
     def training_curves(self, run_name, x="time", theme="light"):
         path = self._run(run_name)
-        records = runs.read_metrics(path) if runs.has_metrics(path) else []
+        records = self.store.metrics(path)
         if not records:
             raise UserError(f"{self.store.display(path)} has no metrics.jsonl records")
         if x not in ("time", "step"):
@@ -49,8 +48,8 @@ class Training:
         """The same masked sentence through a run's checkpoints: how the guesses sharpen."""
         path = self._run(run_name)
         text = masked_text(text)
-        if not runs.checkpoints(path):
-            with_snapshots = [r for r in self.store.list_runs() if runs.checkpoints(self.store.resolve(r, "run"))]
+        if not self.store.snapshots(path):
+            with_snapshots = [r for r in self.store.list_runs() if self.store.snapshots(self.store.resolve(r, "run"))]
             raise UserError(
                 f"{self.store.display(path)} keeps no checkpoints to replay (fine-tuned models keep none); "
                 + (
@@ -77,7 +76,7 @@ class Training:
         """A bundled model with checkpoints first: it keeps snapshots of its training."""
         names = self.store.list_runs()
         return next(
-            (r for r in names if r.startswith("models/") and runs.checkpoints(self.store.resolve(r, "run"))),
+            (r for r in names if r.startswith("models/") and self.store.snapshots(self.store.resolve(r, "run"))),
             names[0] if names else None,
         )
 

@@ -197,7 +197,7 @@ def neuron_view_html(
     template = _package_file("bertviz", "neuron_view.js", pip="bertviz").read_text(encoding="utf-8")
     found = re.search(r"require\.config\(\{.*?\}\);", template, flags=re.S)
     if not found or "const params = window.bertviz_params" not in template:
-        import bertviz
+        import bertviz  # optional: it comes with the [app] and [notebooks] extras
 
         raise RuntimeError(
             f"bertviz {getattr(bertviz, '__version__', '?')} builds its neuron view "
@@ -339,7 +339,7 @@ def _bertviz_parts(view: str, attentions: list, tokens: list[str], sentence_b_st
     twice, as the file names the marker again in a comment. The markup holds no tokens (they
     live only in params), so the first _SCRIPT_OPEN is bertviz's own; the data's length follows
     from the lengths, e.g. template "a M b M c" and script of 5 + 2n characters: n = len(data)."""
-    import bertviz
+    import bertviz  # optional: it comes with the [app] and [notebooks] extras
 
     draw = bertviz.head_view if view == "head" else bertviz.model_view
     page = draw(attentions, tokens, sentence_b_start=sentence_b_start, html_action="return", **options).data
@@ -486,7 +486,7 @@ def _show(view: str, page: str, attentions) -> None:
     """An iframe rather than the page itself: JupyterLab runs <script> in an HTML output only
     when the notebook is trusted, and the `require` shim must not replace a host's require.js
     (classic Jupyter's)."""
-    from IPython.display import HTML, display
+    from IPython.display import HTML, display  # only a notebook has IPython
 
     # in a <div>: IPython warns about any HTML output that is a bare <iframe>
     display(HTML(f"<div>{iframe(page, frame_height(view, list(attentions)))}</div>"))

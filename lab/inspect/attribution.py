@@ -74,12 +74,16 @@ classifier's, it is read from [CLS].
 from __future__ import annotations
 
 import contextlib
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from lab.inspect.encoding import encode, mask_positions, missing_head_message, model_tasks, target_ids
 from lab.model import ModelOutput
+from lab.tokenizer import clean_text
 
 METHODS = ("integrated_gradients", "gradient_x_input")
 TASKS = ("classify", "answer", "fill_mask", "next_sentence")
@@ -159,8 +163,6 @@ def _gradients(model):
 # Targets: f(output) per row, and what it is in words
 # ----------------------------------------------------------------------------------------
 def _task_of(model, tasks: set[str], text: str, text_pair, task, mask_token: str) -> str:
-    from lab.inspect.explore import missing_head_message
-
     if task is not None:
         if task not in TASKS:
             raise ValueError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
@@ -232,33 +234,30 @@ def attributions(
     tolerance: float | None = 0.01,
     max_steps: int = 256,
 ) -> AttributionResult:
-    """One score per token of `text` (and `text_pair`) for one answer of the model (the module
-    docstring says what f, the baseline and the method are). See explore.attributions.
-    Integrated gradients start with `steps` intervals and double them while the completeness
-    error is above `tolerance` (None: never), up to max_steps."""
-    from lab.inspect import explore
-    from lab.tokenizer import clean_text
+    """What the answer rests on: one score per input token (summed over the embedding
+    dimensions) for one answer of the model, by integrated gradients (Sundararajan et al. 2017)
+    or, method="gradient_x_input", the cheap first-order version (explore.attributions is this
+    function). -> AttributionResult (.tokens, .scores, .target, .answer, .method, .baseline,
+    .f_input, .f_baseline, .steps, .completeness_error).
 
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 1 <= steps <= max_steps:
-        raise ValueError(f"steps must be a whole number from 1 to max_steps ({max_steps}), got {steps!r}")
-    if tolerance is not None and not tolerance > 0:
-        raise ValueError(f"tolerance must be positive (or None: no refinement), got {tolerance!r}")
+    f is the answer's log-odds, log P / (1 - P). The baseline x' is [PAD]'s word embedding in
+    place of every word piece ([CLS], [SEP], [MASK] kept; positions and segments as in the input):
+    it takes the words away and keeps the frame the model knows (the module docstring says why
+    not an all-zero input). With integrated gradients the scores add up to f(input) - f(baseline),
+    up to completeness_error: the trapezoid rule starts with `steps` intervals and halves them
+    while the error is above `tolerance` (None: never), up to max_steps.
+
+    task: "classify" (target: a label name or index), "answer" (text = question, text_pair =
+    context; target "span" (default), "start" or "end"), "fill_mask" (target: a word; mask: which
+    [MASK], 0 = the first) or "next_sentence" (target "IsNext" / "NotNext"); by default the
+    model's head (a pre-trained model: fill_mask when the text has a [MASK], else next_sentence).
+    target None: the model's own answer. The model is never changed.
+    """
+    _check_method(method, steps, tolerance, max_steps)
     text = clean_text(text)
     text_pair = clean_text(text_pair, "text_pair") if text_pair is not None else None
-    if getattr(model, "bert", None) is None:
-        raise ValueError(
-            f"this model ({type(model).__name__}) has no head to attribute: pick a classifier, a "
-            f"question-answering model or a pre-trained model (masked LM / next sentence)"
-        )
-    tasks = explore.model_tasks(model)
-    task = _task_of(model, tasks, text, text_pair, task, "[MASK]")
-    if task == "answer" and text_pair is None:
-        raise ValueError("question answering needs a question (text) and a context (text_pair)")
-    if task == "next_sentence" and text_pair is None:
-        raise ValueError("next sentence prediction needs two sentences: give text_pair")
-    enc, ids, types = explore._encode(model, tokenizer, text, text_pair)
+    task = _task_for(model, text, text_pair, task)
+    enc, ids, types = encode(model, tokenizer, text, text_pair)
     special = torch.tensor(enc.special_tokens_mask, dtype=torch.bool) | (ids[0] == tokenizer.mask_token_id)  # (T,)
     with _gradients(model) as device:
         ids, types = ids.to(device), types.to(device)
@@ -267,110 +266,16 @@ def attributions(
             x = emb(ids)  # (1, T, H) the input's word embeddings
             pad = emb.weight[tokenizer.pad_token_id]  # (H,)
             x0 = torch.where(special.to(device)[None, :, None], x, pad)  # (1, T, H) the baseline
-        # f at the input (row 0) and at the baseline (row 1), and what f is: the model's answer
-        # at the input (one forward pass, no gradient)
-        predict_at = None
-        highlight: tuple[int, ...] = ()
-        if task == "fill_mask":
-            positions = explore._mask_positions(ids.cpu(), tokenizer, enc.truncated)
-            if not 0 <= mask < len(positions):
-                raise ValueError(f"mask {mask} does not exist: the text has {len(positions)} [MASK](s)")
-            predict_at = torch.zeros_like(ids, dtype=torch.bool)
-            predict_at[0, positions[mask]] = True  # (1, T)
-            highlight = (positions[mask],)
-        with torch.no_grad():
-            ends = _forward_from_words(
-                model, torch.cat([x, x0]), types.expand(2, -1), None if predict_at is None else predict_at.expand(2, -1)
-            )
-        out = ends  # row 0: the input
-        if task == "classify":
-            names = [model.config.id2label[i] for i in range(out.logits.shape[-1])]
-            k = int(out.logits[0].argmax()) if target is None else _label_index(target, names, "label")
-            target_text, answer = f"log-odds of {names[k]}", names[k]
-
-            def f(o):
-                return _log_odds(o.logits, k)
-
-        elif task == "next_sentence":
-            k = int(out.nsp_logits[0].argmax()) if target is None else _label_index(target, list(NSP_LABELS), "answer")
-            target_text, answer = f"log-odds of {NSP_LABELS[k]}", NSP_LABELS[k]
-
-            def f(o):
-                return _log_odds(o.nsp_logits, k)
-
-        elif task == "fill_mask":
-            word = (
-                int(out.mlm_logits[0].argmax())
-                if target is None
-                else int(explore._target_ids(tokenizer, [target], 1)[0])
-            )
-            name = tokenizer.convert_ids_to_tokens(word)
-            target_text, answer = f"log-odds of “{name}” at [MASK] {mask + 1}", f"“{name}” at [MASK] {mask + 1}"
-
-            def f(o):
-                return _log_odds(o.mlm_logits, word)
-
-        else:  # answer
-            kinds = ("span", "start", "end")
-            which = "span" if target is None else str(target).strip().lower()
-            if which not in kinds:
-                raise ValueError(f"target {target!r}: for question answering choose span, start or end")
-            in_context = (types[0].cpu() == 1) & ~special  # (T,) the context's word pieces
-            s, e = _best_span(out.start_logits[0].float().cpu(), out.end_logits[0].float().cpu(), in_context)
-            span_text = " ".join(enc.tokens[s : e + 1]).replace(" ##", "")
-            answer = f"“{span_text}”"
-            parts = {"start": f"log-odds of start = {s}", "end": f"log-odds of end = {e}"}
-            target_text = parts["start"] + " + " + parts["end"] if which == "span" else parts[which]
-            highlight = tuple(range(s, e + 1)) if which == "span" else (s if which == "start" else e,)
-
-            def f(o):
-                start, end = _log_odds(o.start_logits, s), _log_odds(o.end_logits, e)
-                return start + end if which == "span" else start if which == "start" else end
-
-        f_input, f_baseline = (float(v) for v in f(ends).cpu())
-        change = f_input - f_baseline
-        delta = (x - x0)[0]  # (T, H) zero at the kept special tokens
-
-        def gradient_sum(points: list[float]) -> torch.Tensor:
-            """The sum of df/dwords over these points a of the path x' + a (x - x'): (T, H)."""
-            total = torch.zeros_like(delta)
-            for lo in range(0, len(points), ROWS_PER_PASS):
-                a = torch.tensor(points[lo : lo + ROWS_PER_PASS], device=device, dtype=x.dtype)  # (B,)
-                B = len(a)
-                words = (x0 + a[:, None, None] * (x - x0)).detach().requires_grad_(True)  # (B, T, H)
-                o = _forward_from_words(
-                    model, words, types.expand(B, -1), None if predict_at is None else predict_at.expand(B, -1)
-                )
-                # row b of f depends on words[b] only, so the gradient of the sum is every row's own
-                (grad,) = torch.autograd.grad(f(o).sum(), words)  # (B, T, H)
-                total += grad.sum(0)
-            return total
-
-        def scores_and_error(integral: torch.Tensor) -> tuple[torch.Tensor, float]:
-            scores = (delta * integral).sum(-1).float().cpu()  # (T,) summed over the H dimensions
-            return scores, abs(float(scores.sum()) - change) / max(abs(change), 1e-6)
-
-        if method == "gradient_x_input":  # the gradient at the input alone
-            n = 1
-            scores, error = scores_and_error(gradient_sum([1.0]))
-        else:
-            # trapezoid rule on n intervals: (g(0) / 2 + g(1/n) + ... + g((n-1)/n) + g(1) / 2) / n
-            n = steps
-            ends = gradient_sum([0.0, 1.0])
-            inner = gradient_sum([k / n for k in range(1, n)])
-            scores, error = scores_and_error((ends / 2 + inner) / n)
-            # refine: halve every interval (the old points stay points of the new rule, so only the
-            # n midpoints are new) until the sum is within `tolerance` of f(x) - f(x')
-            while tolerance is not None and error > tolerance and 2 * n <= max_steps:
-                inner += gradient_sum([(2 * k + 1) / (2 * n) for k in range(n)])
-                n *= 2
-                scores, error = scores_and_error((ends / 2 + inner) / n)
+        path = _Path(model, x, x0, types)
+        goal = _target(task, model, tokenizer, path, enc, ids, special, target, mask)
+        f_input, f_baseline = (float(v) for v in goal.f(path.ends).cpu())
+        scores, error, n = _integrate(path, goal.f, f_input - f_baseline, method, steps, tolerance, max_steps)
     return AttributionResult(
         tokens=list(enc.tokens),
         scores=scores.tolist(),
         task=task,
-        target=target_text,
-        answer=answer,
+        target=goal.text,
+        answer=goal.answer,
         method=method,
         baseline=BASELINE,
         f_input=f_input,
@@ -378,9 +283,149 @@ def attributions(
         steps=n,
         completeness_error=error,
         sentence_b_start=enc.sentence_b_start if text_pair is not None else None,
-        highlight=highlight,
+        highlight=goal.highlight,
         truncated=enc.num_truncated,
     )
+
+
+def _check_method(method: str, steps, tolerance, max_steps: int) -> None:
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not 1 <= steps <= max_steps:
+        raise ValueError(f"steps must be a whole number from 1 to max_steps ({max_steps}), got {steps!r}")
+    if tolerance is not None and not tolerance > 0:
+        raise ValueError(f"tolerance must be positive (or None: no refinement), got {tolerance!r}")
+
+
+def _task_for(model, text: str, text_pair, task) -> str:
+    """The task to attribute (given, or the model's own), checked against the inputs it needs."""
+    if getattr(model, "bert", None) is None:
+        raise ValueError(
+            f"this model ({type(model).__name__}) has no head to attribute: pick a classifier, a "
+            f"question-answering model or a pre-trained model (masked LM / next sentence)"
+        )
+    task = _task_of(model, model_tasks(model), text, text_pair, task, "[MASK]")
+    if task == "answer" and text_pair is None:
+        raise ValueError("question answering needs a question (text) and a context (text_pair)")
+    if task == "next_sentence" and text_pair is None:
+        raise ValueError("next sentence prediction needs two sentences: give text_pair")
+    return task
+
+
+class _Path:
+    """The straight path x' + a (x - x') from the baseline to the input, and the model along it."""
+
+    def __init__(self, model, x, x0, types):
+        self.model, self.x, self.x0, self.types = model, x, x0, types
+        self.predict_at = None  # (1, T) for a [MASK]: the head reads only there
+        self.delta = (x - x0)[0]  # (T, H) zero at the kept special tokens
+
+    def forward(self, words) -> ModelOutput:
+        B = words.shape[0]
+        at = None if self.predict_at is None else self.predict_at.expand(B, -1)
+        return _forward_from_words(self.model, words, self.types.expand(B, -1), at)
+
+    @functools.cached_property
+    def ends(self) -> ModelOutput:
+        """The model at the input (row 0) and at the baseline (row 1), without gradients."""
+        with torch.no_grad():
+            return self.forward(torch.cat([self.x, self.x0]))
+
+    def gradient_sum(self, f, points: list[float]) -> torch.Tensor:
+        """The sum of df/dwords over these points a of the path: (T, H)."""
+        total = torch.zeros_like(self.delta)
+        for lo in range(0, len(points), ROWS_PER_PASS):
+            a = torch.tensor(points[lo : lo + ROWS_PER_PASS], device=self.x.device, dtype=self.x.dtype)  # (B,)
+            words = (self.x0 + a[:, None, None] * (self.x - self.x0)).detach().requires_grad_(True)  # (B, T, H)
+            # row b of f depends on words[b] only, so the gradient of the sum is every row's own
+            (grad,) = torch.autograd.grad(f(self.forward(words)).sum(), words)  # (B, T, H)
+            total += grad.sum(0)
+        return total
+
+
+@dataclass
+class _Goal:
+    """f, the function of the model's output whose change is attributed, and what it is in words."""
+
+    f: Callable[[ModelOutput], torch.Tensor]  # output (B rows) -> (B,)
+    text: str
+    answer: str
+    highlight: tuple[int, ...] = ()
+
+
+def _target(task, model, tokenizer, path: _Path, enc, ids, special, target, mask: int) -> _Goal:
+    """f for the task: the log-odds of the model's answer at the input (or of `target`)."""
+    if task == "fill_mask":  # the head reads the chosen [MASK] only, on every row of the path
+        positions = mask_positions(ids.cpu(), tokenizer, enc.truncated)
+        if not 0 <= mask < len(positions):
+            raise ValueError(f"mask {mask} does not exist: the text has {len(positions)} [MASK](s)")
+        path.predict_at = torch.zeros_like(ids, dtype=torch.bool)
+        path.predict_at[0, positions[mask]] = True  # (1, T)
+        return _fill_mask_goal(tokenizer, path.ends, target, mask, positions[mask])
+    out = path.ends
+    if task == "classify":
+        names = [model.config.id2label[i] for i in range(out.logits.shape[-1])]
+        k = int(out.logits[0].argmax()) if target is None else _label_index(target, names, "label")
+        return _Goal(lambda o: _log_odds(o.logits, k), f"log-odds of {names[k]}", names[k])
+    if task == "next_sentence":
+        k = int(out.nsp_logits[0].argmax()) if target is None else _label_index(target, list(NSP_LABELS), "answer")
+        return _Goal(lambda o: _log_odds(o.nsp_logits, k), f"log-odds of {NSP_LABELS[k]}", NSP_LABELS[k])
+    in_context = (path.types[0].cpu() == 1) & ~special  # (T,) the context's word pieces
+    return _answer_goal(out, enc, in_context, target)
+
+
+def _fill_mask_goal(tokenizer, out: ModelOutput, target, mask: int, position: int) -> _Goal:
+    word = int(out.mlm_logits[0].argmax()) if target is None else int(target_ids(tokenizer, [target], 1)[0])
+    name = tokenizer.convert_ids_to_tokens(word)
+    return _Goal(
+        lambda o: _log_odds(o.mlm_logits, word),
+        f"log-odds of “{name}” at [MASK] {mask + 1}",
+        f"“{name}” at [MASK] {mask + 1}",
+        (position,),
+    )
+
+
+def _answer_goal(out: ModelOutput, enc, in_context: torch.Tensor, target) -> _Goal:
+    which = "span" if target is None else str(target).strip().lower()
+    if which not in ("span", "start", "end"):
+        raise ValueError(f"target {target!r}: for question answering choose span, start or end")
+    s, e = _best_span(out.start_logits[0].float().cpu(), out.end_logits[0].float().cpu(), in_context)
+    span_text = " ".join(enc.tokens[s : e + 1]).replace(" ##", "")
+    parts = {"start": f"log-odds of start = {s}", "end": f"log-odds of end = {e}"}
+
+    def f(o):
+        start, end = _log_odds(o.start_logits, s), _log_odds(o.end_logits, e)
+        return start + end if which == "span" else start if which == "start" else end
+
+    return _Goal(
+        f,
+        parts["start"] + " + " + parts["end"] if which == "span" else parts[which],
+        f"“{span_text}”",
+        tuple(range(s, e + 1)) if which == "span" else (s if which == "start" else e,),
+    )
+
+
+def _integrate(path: _Path, f, change: float, method: str, steps: int, tolerance, max_steps: int):
+    """(scores (T,), completeness error, intervals used) by the method."""
+
+    def scores_and_error(integral: torch.Tensor) -> tuple[torch.Tensor, float]:
+        scores = (path.delta * integral).sum(-1).float().cpu()  # (T,) summed over the H dimensions
+        return scores, abs(float(scores.sum()) - change) / max(abs(change), 1e-6)
+
+    if method == "gradient_x_input":  # the gradient at the input alone
+        return (*scores_and_error(path.gradient_sum(f, [1.0])), 1)
+    # trapezoid rule on n intervals: (g(0) / 2 + g(1/n) + ... + g((n-1)/n) + g(1) / 2) / n
+    n = steps
+    ends = path.gradient_sum(f, [0.0, 1.0])
+    inner = path.gradient_sum(f, [k / n for k in range(1, n)])
+    scores, error = scores_and_error((ends / 2 + inner) / n)
+    # refine: halve every interval (the old points stay points of the new rule, so only the
+    # n midpoints are new) until the sum is within `tolerance` of f(x) - f(x')
+    while tolerance is not None and error > tolerance and 2 * n <= max_steps:
+        inner += path.gradient_sum(f, [(2 * k + 1) / (2 * n) for k in range(n)])
+        n *= 2
+        scores, error = scores_and_error((ends / 2 + inner) / n)
+    return scores, error, n
 
 
 # ----------------------------------------------------------------------------------------

@@ -35,321 +35,84 @@ without gradients, puts the model's train/eval mode back, and returns plain CPU 
 
 from __future__ import annotations
 
-import contextlib
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
-import numpy as np
 import torch
 
-from lab.checkpoint import load
+from lab.checkpoint import load, qa_lengths, tag_settings
 from lab.data.instances import SpecialIds, mask_tokens
-from lab.data.squad import Example, Span, collate_features, decode_spans, doc_windows, make_features
-from lab.data.tagging import _word_pieces, predict_tags
-from lab.device import autocast, autocast_dtype, cpu_has_fast_bf16
+from lab.data.squad import Example, collate_features, decode_spans, doc_windows, make_features
+from lab.data.tag_decoding import predict_tags
+from lab.data.tagging import word_pieces
 from lab.files import has_tokenizer_files
-from lab.inspect.probing import probe_layers  # noqa: F401  (what each layer knows: lab.inspect.probing)
-from lab.model import BertForSequenceClassification, BertForTokenClassification, BertSelfAttention
+from lab.inspect.attribution import attributions
+from lab.inspect.encoding import (
+    MAX_MASKS,
+    TASKS,
+    embedding_module,
+    encode,
+    fast_dtype,
+    inference,
+    mask_positions,
+    missing_head_message,
+    mlm_head,
+    model_tasks,
+    require,
+    target_ids,
+    use_bf16,
+)
+from lab.inspect.probing import probe_layers  # what each layer knows
+from lab.inspect.results import (
+    AblationResult,
+    AnswerResult,
+    AttentionResult,
+    CorruptionPreview,
+    EmbeddingResult,
+    FillMaskResult,
+    LogitLensResult,
+    QueryKeyResult,
+    TaggedWord,
+    TagResult,
+)
+from lab.model import BertSelfAttention
 from lab.tokenizer import Tokenizer, clean_text
 from lab.training.runs import checkpoints
 
-MAX_MASKS = 20  # more [MASK]s than pre-training ever showed a 128-token sequence
-TASKS = ("fill_mask", "next_sentence", "attention", "answer", "classify", "tag", "embeddings")
-_SPECIAL_TOKENS = ("[PAD]", "[CLS]", "[SEP]", "[MASK]")  # never chosen for masked-LM prediction
-
-
-# ----------------------------------------------------------------------------------------
-# Result types
-# ----------------------------------------------------------------------------------------
-@dataclass
-class CorruptionPreview:
-    """What pre-training would feed the model for this text (the 80/10/10 rule made visible)."""
-
-    tokens: list[str]  # the original WordPiece tokens, [CLS] ... [SEP]
-    corrupted: list[str]  # the tokens the model sees after 80/10/10
-    labels: list[str | None]  # the original token at each chosen position, None elsewhere
-    kinds: list[str | None]  # "mask" | "random" | "keep" at chosen positions, None elsewhere
-
-    @property
-    def counts(self) -> dict[str, int]:
-        """{"mask", "random", "keep"}: chosen positions of each kind; "chosen": all of them;
-        "tokens": how many positions could have been chosen (every non-special token)."""
-        n = {kind: self.kinds.count(kind) for kind in ("mask", "random", "keep")}
-        n["chosen"] = sum(k is not None for k in self.kinds)
-        n["tokens"] = sum(t not in _SPECIAL_TOKENS for t in self.tokens)
-        return n
-
-
-@dataclass
-class AttentionResult:
-    tokens: list[str]  # T tokens, [CLS] a [SEP] (b [SEP])
-    attentions: tuple[torch.Tensor, ...]  # L x [1, heads, T, T] float32 cpu (bertviz format)
-    sentence_b_start: int | None  # index of b's first token, None without b
-    truncated: int = 0  # tokens cut to fit the model
-
-    def head_stats(self) -> dict[str, np.ndarray]:
-        """Per-head summaries (Clark et al. 2019, "What does BERT look at?"), each [L, heads]:
-
-        entropy  mean over query rows of -sum_k p_k log p_k (nats; 0 = looks at one token,
-                 log T = spreads evenly over all T)
-        cls      mean attention a query puts on [CLS]
-        sep      ... on any [SEP] (the "no-op" sink of many heads)
-        self     ... on itself (the diagonal)
-        prev     ... on the token before it (rows 1..T-1, which have one)
-        next     ... on the token after it (rows 0..T-2)
-        Example: T = 3, a head attending one-hot to the previous token (row 0 to itself):
-        prev = 1, self = 1/3, entropy = 0.
-        """
-        p = torch.stack([a[0].float() for a in self.attentions])  # (L, A, T, T) rows = queries
-        T = p.shape[-1]
-        is_cls = torch.tensor([t == "[CLS]" for t in self.tokens])  # (T,) key columns
-        is_sep = torch.tensor([t == "[SEP]" for t in self.tokens])
-        diag = p.diagonal(dim1=-2, dim2=-1)  # (L, A, T): p[i, i]
-        stats = {
-            # xlogy gives 0 * log 0 = 0 where a head ignores a token entirely
-            "entropy": -torch.special.xlogy(p, p).sum(-1).mean(-1),
-            "cls": p[..., is_cls].sum(-1).mean(-1),
-            "sep": p[..., is_sep].sum(-1).mean(-1),
-            "self": diag.mean(-1),
-            # p[i, i-1] is the first sub-diagonal, p[i, i+1] the first super-diagonal
-            "prev": p.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1) if T > 1 else torch.zeros(p.shape[:2]),
-            "next": p.diagonal(offset=1, dim1=-2, dim2=-1).mean(-1) if T > 1 else torch.zeros(p.shape[:2]),
-        }
-        return {k: v.numpy().astype(np.float64) for k, v in stats.items()}
-
-
-@dataclass
-class QueryKeyResult(AttentionResult):
-    """An AttentionResult plus what each head's attention is computed from: for layer l, head h,
-    attentions[l][0, h] = softmax(queries[l][0, h] @ keys[l][0, h].T / sqrt(d)), d = head size
-    (no mask term: one unpadded text)."""
-
-    queries: tuple[torch.Tensor, ...] = ()  # L x [1, heads, T, d] float32 cpu, before the 1/sqrt(d)
-    keys: tuple[torch.Tensor, ...] = ()  # L x [1, heads, T, d] float32 cpu
-
-
-@dataclass
-class AblationResult:
-    effect: torch.Tensor  # [L, heads]: metric with the head silenced minus baseline
-    baseline: float  # the metric with every head on
-    metric: str  # "loss" (mean MLM cross-entropy at the [MASK]s, +: head helped)
-    # or "probability" (P of the unablated top token at the first mask)
-    tokens: list[str]
-    mask_positions: list[int]
-
-
-@dataclass
-class AnswerResult:
-    spans: list[Span]  # best first, top_k of them; .text == context[.start:.end]
-    tokens: list[str]  # the tokens of the window holding the best span
-    start_probs: list[float]  # per token of that window: softmax of start logits over it
-    end_probs: list[float]
-    offsets: list[tuple[int, int] | None]  # per token of that window: chars in the context (None off-context)
-    window_index: int  # which window (0-based); num_windows says how many there were
-    num_windows: int
-    question_truncated: bool
-
-
-@dataclass
-class EmbeddingResult:
-    """The paper's Figure 2: input = token + segment + position embeddings."""
-
-    tokens: list[str]
-    token: torch.Tensor  # [T, H] word embeddings
-    segment: torch.Tensor  # [T, H] token-type embeddings
-    position: torch.Tensor  # [T, H] position embeddings
-    total: torch.Tensor  # [T, H] their sum (before LayerNorm)
-    normalized: torch.Tensor  # [T, H] after the embedding LayerNorm: what layer 0 receives
-    segment_ids: list[int]
-
-
-class TaggedWord(NamedTuple):
-    """One word's tag (explore.tag), read from the word's first sub-token (the paper's rule)."""
-
-    word: str
-    tag: str  # the most probable tag (e.g. "B-PER", "NOUN"; "O": outside any entity)
-    probability: float  # softmax over the model's tags at the word's first piece
-    runner_up: str  # the second most probable tag ("" for a model with one tag)
-    runner_up_probability: float
-    pieces: tuple[str, ...]  # the word's WordPiece tokens: ("play", "##ing"); the tag sits on the first
-    start: int | None = None  # where the word is in the text (characters), None when words were given
-    end: int | None = None
-
-    @property
-    def joined(self) -> str:
-        """The pieces as one string, as the page shows them: "play ##ing"."""
-        return " ".join(self.pieces)
-
-
-class TagResult(list):
-    """A list with one TaggedWord per word, in order, plus how the text was read: `num_windows`
-    (windows of `max_seq_length` tokens, `doc_stride` pieces apart) and `num_pieces`."""
-
-    def __init__(self, words, num_windows: int, num_pieces: int, max_seq_length: int, doc_stride: int):
-        super().__init__(words)
-        self.num_windows, self.num_pieces = num_windows, num_pieces
-        self.max_seq_length, self.doc_stride = max_seq_length, doc_stride
-
-
-@dataclass
-class LogitLensResult:
-    """The masked-LM head read at every layer: for each [MASK] (outer lists, in text order) and
-    each layer (inner lists: 0 = the input embeddings, L = the last layer), the top_k tokens with
-    their probabilities, and where the final answer (the last layer's top-1, fill_mask's) stands."""
-
-    tokens: list[str]  # what the model saw
-    mask_positions: list[int]
-    top: list[list[list[tuple[str, float]]]]  # [mask][layer] -> top_k (token, probability), best first
-    final: list[str]  # [mask]: the last layer's top-1 token
-    final_rank: list[list[int]]  # [mask][layer]: its rank at that layer (1 = the layer's top guess)
-    final_probability: list[list[float]]  # [mask][layer]: its probability at that layer
-    truncated: int  # tokens cut from the end
-
-    @property
-    def num_layers(self) -> int:
-        """Encoder layers L (the lists have L + 1 entries: the embeddings, then each layer)."""
-        return len(self.final_rank[0]) - 1 if self.final_rank else 0
-
-    def first_layer_right(self, mask: int = 0) -> int:
-        """The first layer from which on the final answer stays the top guess."""
-        ranks = self.final_rank[mask]
-        layer = len(ranks) - 1
-        while layer > 0 and ranks[layer - 1] == 1:
-            layer -= 1
-        return layer
-
-
-class FillMaskResult(list):
-    """A list with one entry per [MASK] (each a list of (token, probability), best first), plus
-    what the model saw: `tokens`, `mask_positions` and `truncated` (tokens cut from the end)."""
-
-    def __init__(self, predictions, tokens, mask_positions, truncated):
-        super().__init__(predictions)
-        self.tokens, self.mask_positions, self.truncated = tokens, mask_positions, truncated
-
-
-# ----------------------------------------------------------------------------------------
-# Which heads a model has
-# ----------------------------------------------------------------------------------------
-def model_tasks(model) -> set[str]:
-    """The tasks of TASKS this model can serve; every BERT serves attention and embeddings."""
-    tasks = {"attention", "embeddings"}
-    cls = getattr(model, "cls", None)
-    if getattr(cls, "predictions", None) is not None:
-        tasks.add("fill_mask")
-    if getattr(cls, "seq_relationship", None) is not None:
-        tasks.add("next_sentence")
-    if getattr(model, "qa_outputs", None) is not None:
-        tasks.add("answer")
-    # both classifiers have a `classifier` layer: the class says whether it reads [CLS] or every token
-    if isinstance(model, BertForSequenceClassification):
-        tasks.add("classify")
-    if isinstance(model, BertForTokenClassification):
-        tasks.add("tag")
-    return tasks
-
-
-def missing_head_message(model, task: str) -> str:
-    """Why `model` cannot serve `task` and what to do about it ("" when it can)."""
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
-    if task in model_tasks(model):
-        return ""
-    name = type(model).__name__
-    return {
-        "fill_mask": f"this model ({name}) has no masked-LM head: pick a pre-trained model "
-        f"(BertForPreTraining or BertForMaskedLM), e.g. one made with python -m lab pretrain",
-        "next_sentence": f"this model ({name}) has no next-sentence head: pick a model pre-trained with "
-        f"masked LM + NSP (BertForPreTraining), e.g. one made with python -m lab pretrain",
-        "answer": f"this model ({name}) has no question-answering head: fine-tune one with "
-        f"python -m lab finetune-qa --model MODEL --out runs/qa, or pick a QA model",
-        "classify": f"this model ({name}) has no classification head: fine-tune one with "
-        f"python -m lab finetune-cls --model MODEL --train TRAIN --dev DEV, "
-        f"or pick a classification model",
-        "tag": f"this model ({name}) has no token-classification head: fine-tune one with "
-        f"python -m lab finetune-tag --model MODEL --train FILE --eval FILE --out DIR, "
-        f"or pick a tagging model",
-    }[task]
-
-
-def _require(model, task: str) -> None:
-    if task not in model_tasks(model):
-        raise ValueError(missing_head_message(model, task))
-
-
-def _mlm_head(model):
-    head = getattr(getattr(model, "cls", None), "predictions", None)
-    if head is None:
-        raise ValueError(
-            f"{type(model).__name__} has no masked-LM head; load the model as "
-            f"BertForPreTraining or BertForMaskedLM (a pre-trained checkpoint)"
-        )
-    return head
-
-
-def _embedding_module(model):
-    """BertEmbeddings of a head model (model.bert.embeddings) or of a bare BertModel."""
-    body = getattr(model, "bert", model)
-    emb = getattr(body, "embeddings", None)
-    if emb is None:
-        raise ValueError(f"{type(model).__name__} is not a BERT model: it has no embeddings module")
-    return emb
-
-
-# ----------------------------------------------------------------------------------------
-# Shared plumbing: clean text, encode within the model's length, run without gradients
-# ----------------------------------------------------------------------------------------
-_FAST = False  # use_bf16(True): forward passes under bf16 autocast where it is fast
-
-
-def use_bf16(enabled: bool = True) -> bool:
-    """Run every forward pass of this module under bf16 autocast (weights stay fp32) on hardware
-    with fast bf16 (CPUs with AVX512-BF16/AMX, recent GPUs): faster for BERT-base-sized models
-    on a CPU (benchmarks/explore_speed.py measures it); probabilities change in the second or
-    third digit. The dashboard turns it
-    on; the default (and the notebooks, and the tests) compute in fp32. Returns whether it is on:
-    False where the hardware has no fast bf16 (then fp32 is kept)."""
-    global _FAST
-    _FAST = bool(enabled) and (cpu_has_fast_bf16() or torch.cuda.is_available())
-    return _FAST
-
-
-@contextlib.contextmanager
-def _inference(model):
-    """eval mode + no gradients (+ bf16 autocast after use_bf16()) for the block; yields the
-    model's device; restores the mode."""
-    was_training = model.training
-    if was_training:  # (eval() walks the module tree: only when needed)
-        model.eval()
-    device = next(model.parameters()).device
-    try:
-        with torch.no_grad(), autocast(device, autocast_dtype("auto", device) if _FAST else None):
-            yield device
-    finally:
-        if was_training:
-            model.train()
-
-
-def _encode(model, tokenizer, text_a: str, text_b: str | None = None):
-    """[CLS] a [SEP] (b [SEP]), cut to the model's position table; returns (encoding, ids, types)."""
-    enc = tokenizer.encode(text_a, text_b, max_length=model.config.max_position_embeddings)
-    ids = torch.tensor([enc.input_ids])  # (1, T)
-    types = torch.tensor([enc.token_type_ids])  # (1, T)
-    return enc, ids, types
-
-
-def _mask_positions(ids: torch.Tensor, tokenizer, truncated: bool) -> list[int]:
-    positions = (ids[0] == tokenizer.mask_token_id).nonzero().flatten().tolist()
-    if not positions:
-        raise ValueError(
-            "there is no [MASK] in the text: write [MASK] where a word should be "
-            "predicted" + (" (it was cut off: the text is too long)" if truncated else "")
-        )
-    if len(positions) > MAX_MASKS:
-        raise ValueError(f"{len(positions)} [MASK] tokens: at most {MAX_MASKS} per text")
-    return positions
+__all__ = [  # the views, their results, and which views a model can serve
+    "corruption_preview",
+    "embeddings",
+    "fill_mask",
+    "logit_lens",
+    "next_sentence",
+    "attributions",
+    "attention",
+    "queries_and_keys",
+    "ablate_heads",
+    "classify",
+    "answer",
+    "split_words",
+    "tag",
+    "checkpoint_predictions",
+    "probe_layers",
+    "model_tasks",
+    "missing_head_message",
+    "use_bf16",
+    "TASKS",
+    "MAX_MASKS",
+    "TAG_MAX_SEQ_LENGTH",
+    "QA_WINDOWS",
+    "AblationResult",
+    "AnswerResult",
+    "AttentionResult",
+    "CorruptionPreview",
+    "EmbeddingResult",
+    "FillMaskResult",
+    "LogitLensResult",
+    "QueryKeyResult",
+    "TagResult",
+    "TaggedWord",
+]
 
 
 # ----------------------------------------------------------------------------------------
@@ -406,9 +169,9 @@ def embeddings(model, tokenizer, text_a: str, text_b: str | None = None) -> Embe
     """The three embeddings BERT adds to form its input, their sum, and the LayerNorm of the sum."""
     text_a = clean_text(text_a, "text_a")
     text_b = clean_text(text_b, "text_b") if text_b is not None else None
-    emb = _embedding_module(model)
-    enc, ids, types = _encode(model, tokenizer, text_a, text_b)
-    with _inference(model) as device:
+    emb = embedding_module(model)
+    enc, ids, types = encode(model, tokenizer, text_a, text_b)
+    with inference(model) as device:
         ids, types = ids.to(device), types.to(device)
         positions = torch.arange(ids.shape[1], device=device)  # (T,) 0, 1, ..., T-1
         token = emb.word_embeddings(ids)[0]  # (T, H)
@@ -436,17 +199,17 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5, temperature: float = 
     temperature > 1 flattens the distribution, < 1 sharpens it (logits are divided by it).
     A text longer than the model's maximum is cut at the end (result.truncated > 0).
     """
-    _mlm_head(model)
+    mlm_head(model)
     text = clean_text(text)
     if temperature <= 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
     if not 1 <= top_k <= tokenizer.vocab_size:
         raise ValueError(f"top_k must be between 1 and {tokenizer.vocab_size}, got {top_k}")
-    enc, ids, types = _encode(model, tokenizer, text)
-    positions = _mask_positions(ids, tokenizer, enc.truncated)
+    enc, ids, types = encode(model, tokenizer, text)
+    positions = mask_positions(ids, tokenizer, enc.truncated)
     at_masks = torch.zeros_like(ids, dtype=torch.bool)  # (1, T)
     at_masks[0, positions] = True  # logits only where the masks are
-    with _inference(model) as device:
+    with inference(model) as device:
         out = model(ids.to(device), types.to(device), predict_at=at_masks.to(device))
         probs = (out.mlm_logits.float().cpu() / temperature).softmax(-1)  # (masks, V)
     top = probs.topk(top_k, dim=-1)
@@ -468,13 +231,13 @@ def logit_lens(model, tokenizer, text: str, top_k: int = 5) -> LogitLensResult:
     already makes linearly available to the head, not what the layer "thinks": a low probability
     can also mean the vector is not yet in the head's coordinates.
     """
-    head = _mlm_head(model)
+    head = mlm_head(model)
     text = clean_text(text)
     if not 1 <= top_k <= tokenizer.vocab_size:
         raise ValueError(f"top_k must be between 1 and {tokenizer.vocab_size}, got {top_k}")
-    enc, ids, types = _encode(model, tokenizer, text)
-    positions = _mask_positions(ids, tokenizer, enc.truncated)
-    with _inference(model) as device:
+    enc, ids, types = encode(model, tokenizer, text)
+    positions = mask_positions(ids, tokenizer, enc.truncated)
+    with inference(model) as device:
         out = model.bert(ids.to(device), types.to(device), output_hidden_states=True)
         # one head call per layer, each on the (M, H) rows fill_mask gives it: the last layer's
         # probabilities are then fill_mask's to the bit
@@ -503,48 +266,12 @@ def logit_lens(model, tokenizer, text: str, top_k: int = 5) -> LogitLensResult:
 
 def next_sentence(model, tokenizer, a: str, b: str) -> float:
     """P(IsNext): how sure the NSP head is that `b` follows `a` (softmax index 0)."""
-    _require(model, "next_sentence")
+    require(model, "next_sentence")
     a, b = clean_text(a, "a"), clean_text(b, "b")
-    _, ids, types = _encode(model, tokenizer, a, b)
-    with _inference(model) as device:
+    _, ids, types = encode(model, tokenizer, a, b)
+    with inference(model) as device:
         out = model(ids.to(device), types.to(device))
     return float(out.nsp_logits.float().cpu().softmax(-1)[0, 0])  # (1, 2): 0 = IsNext, 1 = NotNext
-
-
-def attributions(
-    model,
-    tokenizer,
-    text: str,
-    text_pair: str | None = None,
-    target=None,
-    method: str = "integrated_gradients",
-    steps: int = 32,
-    task: str | None = None,
-    mask: int = 0,
-    tolerance: float | None = 0.01,
-):
-    """What the answer rests on: one score per input token (summed over the embedding
-    dimensions) for one answer of the model, by integrated gradients (Sundararajan et al. 2017)
-    or, method="gradient_x_input", the cheap first-order version. -> lab.inspect.attribution.AttributionResult
-    (.tokens, .scores, .target, .answer, .method, .baseline, .f_input, .f_baseline, .steps,
-    .completeness_error).
-
-    f is the answer's log-odds, log P / (1 - P). The baseline x' is [PAD]'s word embedding in
-    place of every word piece ([CLS], [SEP], [MASK] kept; positions and segments as in the input):
-    it takes the words away and keeps the frame the model knows (lab.inspect.attribution says why not an
-    all-zero input). With integrated gradients the scores add up to f(input) - f(baseline), up to
-    completeness_error: the trapezoid rule starts with `steps` intervals and halves them while
-    the error is above `tolerance` (None: never; lab.inspect.attribution).
-
-    task: "classify" (target: a label name or index), "answer" (text = question, text_pair =
-    context; target "span" (default), "start" or "end"), "fill_mask" (target: a word; mask: which
-    [MASK], 0 = the first) or "next_sentence" (target "IsNext" / "NotNext"); by default the
-    model's head (a pre-trained model: fill_mask when the text has a [MASK], else next_sentence).
-    target None: the model's own answer. The model is never changed (see lab.inspect.attribution).
-    """
-    from lab.inspect.attribution import attributions as compute  # lab.inspect.attribution builds on this module
-
-    return compute(model, tokenizer, text, text_pair, target, method, steps, task, mask, tolerance)
 
 
 # ----------------------------------------------------------------------------------------
@@ -554,9 +281,9 @@ def attention(model, tokenizer, text_a: str, text_b: str | None = None) -> Atten
     """Every layer's attention probabilities for one text (pair), ready for bertviz."""
     text_a = clean_text(text_a, "text_a")
     text_b = clean_text(text_b, "text_b") if text_b is not None else None
-    enc, ids, types = _encode(model, tokenizer, text_a, text_b)
+    enc, ids, types = encode(model, tokenizer, text_a, text_b)
     encoder = getattr(model, "bert", model)  # attention maps need the encoder only, no head
-    with _inference(model) as device:
+    with inference(model) as device:
         out = encoder(ids.to(device), types.to(device), output_attentions=True)
     attentions = tuple(a.float().cpu() for a in out.attentions)  # L x (1, A, T, T)
     return AttentionResult(
@@ -579,10 +306,10 @@ def queries_and_keys(model, tokenizer, text_a: str, text_b: str | None = None) -
     """
     text_a = clean_text(text_a, "text_a")
     text_b = clean_text(text_b, "text_b") if text_b is not None else None
-    enc, ids, types = _encode(model, tokenizer, text_a, text_b)
+    enc, ids, types = encode(model, tokenizer, text_a, text_b)
     encoder = getattr(model, "bert", model)
     layers = [m for m in encoder.modules() if isinstance(m, BertSelfAttention)]  # in layer order
-    with _inference(model) as device:
+    with inference(model) as device:
         out = encoder(ids.to(device), types.to(device), output_attentions=True, output_hidden_states=True)
         if not (len(layers) == len(out.attentions) == len(out.hidden_states) - 1):
             raise RuntimeError(
@@ -622,17 +349,17 @@ def ablate_heads(
     head h of layer l silenced through a per-example head_mask [L, copies, A]; the model
     itself is never changed. E.g. L = 2, A = 2: copies 0..3 silence (0,0) (0,1) (1,0) (1,1).
     """
-    _mlm_head(model)
+    mlm_head(model)
     if metric not in ("loss", "probability"):
         raise ValueError(f"metric must be 'loss' or 'probability', got {metric!r}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     text = clean_text(text)
-    enc, ids, types = _encode(model, tokenizer, text)
-    positions = _mask_positions(ids, tokenizer, enc.truncated)
+    enc, ids, types = encode(model, tokenizer, text)
+    positions = mask_positions(ids, tokenizer, enc.truncated)
     label_ids = None
     if targets is not None:
-        label_ids = _target_ids(tokenizer, targets, len(positions))
+        label_ids = target_ids(tokenizer, targets, len(positions))
     L, A = model.config.num_hidden_layers, model.config.num_attention_heads
     picked = torch.zeros_like(ids, dtype=torch.bool)
     picked[0, positions] = True  # (1, T) the M [MASK]s
@@ -642,7 +369,7 @@ def ablate_heads(
         chosen = log_probs.gather(-1, labels.expand(log_probs.shape[0], -1)[..., None])[..., 0]  # (B, M)
         return -chosen.mean(-1) if metric == "loss" else chosen[:, 0].exp()
 
-    with _inference(model) as device:
+    with inference(model) as device:
         ids, types = ids.to(device), types.to(device)
         # baseline: every head on; its top-1 words are the labels unless targets were given
         base = model(ids, types, predict_at=picked.to(device))
@@ -672,34 +399,16 @@ def ablate_heads(
     )
 
 
-def _target_ids(tokenizer, targets, n_masks: int) -> torch.Tensor:
-    """One vocabulary id per [MASK] from words the user typed ("Paris" -> id of "paris")."""
-    if isinstance(targets, str) or len(targets) != n_masks:
-        raise ValueError(f"targets must be a list of {n_masks} word(s), one per [MASK], got {targets!r}")
-    ids = []
-    for word in targets:
-        pieces = tokenizer.tokenize(clean_text(word, "target").strip())
-        if len(pieces) != 1:
-            raise ValueError(
-                f"target {word!r} is {len(pieces)} WordPiece tokens {pieces}; each target "
-                f"must be a single token of the vocabulary"
-            )
-        if pieces[0] == "[UNK]":
-            raise ValueError(f"target {word!r} is not in the vocabulary (it reads as [UNK]): pick another word")
-        ids.append(tokenizer.convert_tokens_to_ids(pieces[0]))
-    return torch.tensor(ids)
-
-
 # ----------------------------------------------------------------------------------------
 # Fine-tuned heads: classification and question answering
 # ----------------------------------------------------------------------------------------
 def classify(model, tokenizer, text: str, text_pair: str | None = None) -> dict[str, float]:
     """{label: probability}, best first, with the label names of model.config.id2label."""
-    _require(model, "classify")
+    require(model, "classify")
     text = clean_text(text)
     text_pair = clean_text(text_pair, "text_pair") if text_pair is not None else None
-    _, ids, types = _encode(model, tokenizer, text, text_pair)
-    with _inference(model) as device:
+    _, ids, types = encode(model, tokenizer, text, text_pair)
+    with inference(model) as device:
         out = model(ids.to(device), types.to(device))
     probs = out.logits.float().cpu().softmax(-1)[0].tolist()  # (1, K) -> K floats
     names = model.config.id2label
@@ -712,9 +421,9 @@ def answer(
     question: str,
     context: str,
     top_k: int = 3,
-    max_seq_length: int = 384,
-    doc_stride: int = 128,
-    max_query_length: int = 64,
+    max_seq_length: int | None = None,
+    doc_stride: int | None = None,
+    max_query_length: int | None = None,
     max_answer_length: int = 30,
 ) -> AnswerResult:
     """The top_k answer spans of `context` for `question`, as SQuAD evaluation finds them.
@@ -723,8 +432,14 @@ def answer(
     e.g. 300 context tokens, 100 per window, stride 50 -> windows at tokens 0, 50, 100, 150,
     200; each span is scored in the window where its start token has the most context.
     The per-token probabilities returned are those of the window holding the best span.
+    The windows default to those the model was fine-tuned with (model.task_settings, read by
+    lab.load from its task_config.json), else 384 tokens, a stride of 128 and questions of 64.
     """
-    _require(model, "answer")
+    require(model, "answer")
+    trained = {**QA_WINDOWS, **qa_lengths(getattr(model, "task_settings", {}))}
+    max_seq_length = max_seq_length or trained["max_seq_length"]
+    doc_stride = doc_stride or trained["doc_stride"]
+    max_query_length = max_query_length or trained["max_query_length"]
     question, context = clean_text(question, "question"), clean_text(context, "context")
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
@@ -744,7 +459,7 @@ def answer(
     features = make_features([example], tokenizer, max_seq_length, doc_stride, max_query_length, training=False)
     if not features:
         raise ValueError("context has no tokens the model knows: type a paragraph in words")
-    with _inference(model) as device:
+    with inference(model) as device:
         batch = collate_features(features, tokenizer.pad_token_id, max_length=max_seq_length).to(device)
         out = model(**batch)
         starts, ends = out.start_logits.float().cpu(), out.end_logits.float().cpu()  # (windows, T)
@@ -778,6 +493,7 @@ def answer(
 _TITLES = "Mr|Mrs|Ms|Dr|Prof|Rev|St|Mt|Jr|Sr|Capt|Col|Gen|Lt|Sgt|Gov|Sen|Rep|Inc|Ltd|Co|Corp|vs"
 _WORD = re.compile(rf"(?:{_TITLES})\.(?!\w)|(?:[A-Z]\.){{2,}}|'(?:s|S|re|ve|ll|d|m)(?!\w)|\w[\w\u0300-\u036f]*|[^\w\s]")
 TAG_MAX_SEQ_LENGTH = 128  # finetune-tag's default window (TaggingConfig.max_seq_length)
+QA_WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}  # BERT's SQuAD settings
 
 
 def split_words(text: str) -> list[tuple[str, int, int]]:
@@ -797,7 +513,7 @@ def tag(
     max_seq_length: int | None = None,
     doc_stride: int | None = None,
     batch_size: int = 32,
-    decoding: str = "argmax",
+    decoding: str | None = None,
 ) -> TagResult:
     """A tag for every word, with its probability and the runner-up, from a token classifier
     (BertForTokenClassification: NER, POS).
@@ -810,12 +526,17 @@ def tag(
         pieces  play ##ing  children       -> the tag of "playing" is read at "play"
     Nothing is cut: a text longer than one window is read in overlapping windows of
     max_seq_length tokens, doc_stride pieces apart (lab.data.tagging; each word from the window where
-    its first piece has the most context). Pass the windows the model was fine-tuned with (its
-    task_config.json: lab.training.finetune.task_settings); by default 128 tokens (at most the model's
-    positions) and a stride of half that. decoding: "argmax" (each word's most probable tag) or
-    "viterbi" (the best sequence IOB2 allows: lab.data.tagging.decode_tags), as task_config.json says.
+    its first piece has the most context). decoding: "argmax" (each word's most probable tag) or
+    "viterbi" (the best sequence IOB2 allows: lab.data.tag_decoding.decode_tags). The windows and the
+    decoding default to those the model was fine-tuned and evaluated with (model.task_settings,
+    read by lab.load from its task_config.json), else 128 tokens (at most the model's positions),
+    a stride of half that, and argmax.
     """
-    _require(model, "tag")
+    require(model, "tag")
+    trained = tag_settings(getattr(model, "task_settings", {}))
+    max_seq_length = max_seq_length or trained.get("max_seq_length")
+    doc_stride = doc_stride or trained.get("doc_stride")
+    decoding = decoding or trained.get("decoding", "argmax")
     if isinstance(words_or_text, (str, bytes)) or words_or_text is None:
         text = clean_text(words_or_text)
         found = split_words(text)
@@ -847,10 +568,10 @@ def tag(
         max_seq_length=max_seq_length,
         doc_stride=doc_stride,
         batch_size=batch_size,
-        dtype=autocast_dtype("auto", device) if _FAST else None,
+        dtype=fast_dtype(device),
         decoding=decoding,
     )[0]
-    ids, word_ids = _word_pieces(tokenizer, [words])[0]  # the pieces predict_tags read
+    ids, word_ids = word_pieces(tokenizer, [words])[0]  # the pieces predict_tags read
     pieces: list[list[str]] = [[] for _ in words]
     for token, w in zip(tokenizer.convert_ids_to_tokens(ids), word_ids):
         pieces[w].append(token)

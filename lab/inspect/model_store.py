@@ -28,6 +28,8 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from safetensors import safe_open
+
 from lab import hub
 from lab.checkpoint import load, saved_model_class
 from lab.files import CONFIG_NAME, WEIGHTS_NAME
@@ -228,6 +230,16 @@ class ModelStore:
                 found += [p for p in root.iterdir() if p.is_dir() and runs.has_metrics(p)]
         return [self.display(p) for p in sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)]
 
+    @staticmethod
+    def snapshots(path) -> list:
+        """A run's checkpoints in step order (lab.training.runs.checkpoints); [] for none."""
+        return runs.checkpoints(path)
+
+    @staticmethod
+    def metrics(path) -> list[dict]:
+        """A run's training records (metrics.jsonl, every phase); [] for a folder without them."""
+        return runs.read_metrics(path) if runs.has_metrics(path) else []
+
     def tasks(self, name) -> frozenset[str]:
         """What the model can serve (explore.TASKS names), from its loaded class or its saved
         class (config.json's architectures; no weights are read); empty when it cannot load."""
@@ -333,7 +345,5 @@ def _check_weights_header(path: Path) -> None:
     that is not one. Other weight formats are checked when the model loads."""
     weights = path / WEIGHTS_NAME
     if weights.is_file():
-        from safetensors import safe_open
-
         with safe_open(str(weights), framework="pt") as f:
             f.keys()

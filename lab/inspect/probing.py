@@ -34,7 +34,7 @@ dev and is scored on test; every number says so (`ProbeResult.split`).
 
 How a probe works (Tenney et al. 2019; Hewitt & Manning 2019)
 -------------------------------------------------------------
-The encoder is frozen and run once (lab.studies.feature_tagging.cache_word_features): each word is
+The encoder is frozen and run once (lab.inspect.features.cache_word_features): each word is
 represented by its first sub-token's vector at layer j, read from its max-context window. For
 each layer j a multinomial logistic regression (one linear layer, H -> 17 UPOS tags, softmax)
 is fitted to the training words' vectors, standardised with the training mean and deviation,
@@ -83,9 +83,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from lab.data.tagging import read_tagged
-from lab.files import REPOSITORY
-from lab.studies.feature_tagging import WordFeatures, cache_word_features, torch_threads
+from lab.checkpoint import load
+from lab.data.datasets import data_dir
+from lab.data.tagged_files import read_tagged
+from lab.files import REPOSITORY, has_tokenizer_files
+from lab.inspect.features import WordFeatures, cache_word_features, torch_threads
+from lab.model import BertModel
+from lab.tokenizer import Tokenizer
+from lab.training.runs import checkpoints
 
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 UD_DIR = "ud-ewt"
@@ -347,7 +352,6 @@ def probe_features(
 def random_encoder(model, seed: int = 0):
     """An encoder of the same shape (config) as `model`'s with random weights: the lab's
     initialisation (normal, std initializer_range; LayerNorm 1 and 0), seeded."""
-    from lab.model import BertModel
 
     config = getattr(model, "bert", model).config
     with torch.random.fork_rng(devices=[]):
@@ -460,7 +464,6 @@ def _first_words(sentences, max_words: int | None):
 
 def ud_data_missing() -> str:
     """ "" when UD English-EWT's dev and test files are found, else what is missing and where to put it."""
-    from lab.data.datasets import data_dir
 
     folder = data_dir()
     if folder is None:
@@ -482,8 +485,6 @@ def ud_pos_data(max_train_words: int | None = None, max_test_words: int | None =
     en_ewt-ud-test.conllu (no train split is here). max_*_words: the first whole sentences of each
     file up to that many words (None: all, about 25k each). folder: a ud-ewt folder (default:
     lab.data.datasets.data_dir()/ud-ewt); FileNotFoundError naming what is missing."""
-    from lab.data.datasets import data_dir
-    from lab.data.tagging import read_tagged
 
     if folder is None:
         missing = ud_data_missing()
@@ -526,10 +527,6 @@ def probe_snapshots(
 ) -> list[ProbeResult]:
     """probe_layers for each checkpoint of a pre-training run (checkpoints/step-N), in step order
     (steps: only these), each named "step N". Does syntax arrive early in pre-training?"""
-    from lab.checkpoint import load
-    from lab.files import has_tokenizer_files
-    from lab.tokenizer import Tokenizer
-    from lab.training.runs import checkpoints
 
     run_dir = Path(run_dir)
     found = checkpoints(run_dir) if run_dir.is_dir() else []

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from lab.inspect.explore import _embedding_module, _encode, _inference
+from lab.inspect.encoding import embedding_module, encode, inference
 from lab.tokenizer import clean_text
 
 
@@ -82,12 +82,12 @@ def layer_names(num_layers: int) -> list[str]:
 def sentence_states(model, tokenizer, sentence: str) -> SentenceStates:
     """Run one sentence through the encoder and keep every depth (see the module docstring)."""
     sentence = clean_text(sentence, "sentence")
-    enc, ids, types = _encode(model, tokenizer, sentence)
+    enc, ids, types = encode(model, tokenizer, sentence)
     encoder = getattr(model, "bert", model)  # any head: only the encoder is needed
-    with _inference(model) as device:
+    with inference(model) as device:
         ids, types = ids.to(device), types.to(device)
         out = encoder(ids, types, output_hidden_states=True)
-        table = _embedding_module(model).word_embeddings(ids)  # (1, T, H) the rows of the table
+        table = embedding_module(model).word_embeddings(ids)  # (1, T, H) the rows of the table
         states = torch.cat([table, *out.hidden_states])  # (L + 2, T, H)
     return SentenceStates(
         sentence=sentence,

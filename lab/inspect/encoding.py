@@ -1,0 +1,162 @@
+"""What every view of lab.inspect shares: which heads a model has, text encoded within the
+model's window, a forward pass without gradients (in bf16 where that is fast), the [MASK]
+positions and target words a user typed. Public here so explore, attribution and the studies
+build on one copy; users reach the views through lab.inspect.explore."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from lab.device import autocast, autocast_dtype, cpu_has_fast_bf16
+from lab.model import BertForSequenceClassification, BertForTokenClassification
+from lab.tokenizer import clean_text
+
+MAX_MASKS = 20  # more [MASK]s than pre-training ever showed a 128-token sequence
+TASKS = ("fill_mask", "next_sentence", "attention", "answer", "classify", "tag", "embeddings")
+
+
+# ----------------------------------------------------------------------------------------
+# Which heads a model has
+# ----------------------------------------------------------------------------------------
+def model_tasks(model) -> set[str]:
+    """The tasks of TASKS this model can serve; every BERT serves attention and embeddings."""
+    tasks = {"attention", "embeddings"}
+    cls = getattr(model, "cls", None)
+    if getattr(cls, "predictions", None) is not None:
+        tasks.add("fill_mask")
+    if getattr(cls, "seq_relationship", None) is not None:
+        tasks.add("next_sentence")
+    if getattr(model, "qa_outputs", None) is not None:
+        tasks.add("answer")
+    # both classifiers have a `classifier` layer: the class says whether it reads [CLS] or every token
+    if isinstance(model, BertForSequenceClassification):
+        tasks.add("classify")
+    if isinstance(model, BertForTokenClassification):
+        tasks.add("tag")
+    return tasks
+
+
+def missing_head_message(model, task: str) -> str:
+    """Why `model` cannot serve `task` and what to do about it ("" when it can)."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+    if task in model_tasks(model):
+        return ""
+    name = type(model).__name__
+    return {
+        "fill_mask": f"this model ({name}) has no masked-LM head: pick a pre-trained model "
+        f"(BertForPreTraining or BertForMaskedLM), e.g. one made with python -m lab pretrain",
+        "next_sentence": f"this model ({name}) has no next-sentence head: pick a model pre-trained with "
+        f"masked LM + NSP (BertForPreTraining), e.g. one made with python -m lab pretrain",
+        "answer": f"this model ({name}) has no question-answering head: fine-tune one with "
+        f"python -m lab finetune-qa --model MODEL --out runs/qa, or pick a QA model",
+        "classify": f"this model ({name}) has no classification head: fine-tune one with "
+        f"python -m lab finetune-cls --model MODEL --train TRAIN --dev DEV, "
+        f"or pick a classification model",
+        "tag": f"this model ({name}) has no token-classification head: fine-tune one with "
+        f"python -m lab finetune-tag --model MODEL --train FILE --eval FILE --out DIR, "
+        f"or pick a tagging model",
+    }[task]
+
+
+def require(model, task: str) -> None:
+    if task not in model_tasks(model):
+        raise ValueError(missing_head_message(model, task))
+
+
+def mlm_head(model):
+    head = getattr(getattr(model, "cls", None), "predictions", None)
+    if head is None:
+        raise ValueError(
+            f"{type(model).__name__} has no masked-LM head; load the model as "
+            f"BertForPreTraining or BertForMaskedLM (a pre-trained checkpoint)"
+        )
+    return head
+
+
+def embedding_module(model):
+    """BertEmbeddings of a head model (model.bert.embeddings) or of a bare BertModel."""
+    body = getattr(model, "bert", model)
+    emb = getattr(body, "embeddings", None)
+    if emb is None:
+        raise ValueError(f"{type(model).__name__} is not a BERT model: it has no embeddings module")
+    return emb
+
+
+# ----------------------------------------------------------------------------------------
+# Shared plumbing: clean text, encode within the model's length, run without gradients
+# ----------------------------------------------------------------------------------------
+_FAST = False  # use_bf16(True): forward passes under bf16 autocast where it is fast
+
+
+def use_bf16(enabled: bool = True) -> bool:
+    """Run every forward pass of this module under bf16 autocast (weights stay fp32) on hardware
+    with fast bf16 (CPUs with AVX512-BF16/AMX, recent GPUs): faster for BERT-base-sized models
+    on a CPU (benchmarks/explore_speed.py measures it); probabilities change in the second or
+    third digit. The dashboard turns it
+    on; the default (and the notebooks, and the tests) compute in fp32. Returns whether it is on:
+    False where the hardware has no fast bf16 (then fp32 is kept)."""
+    global _FAST
+    _FAST = bool(enabled) and (cpu_has_fast_bf16() or torch.cuda.is_available())
+    return _FAST
+
+
+def fast_dtype(device) -> torch.dtype | None:
+    """The autocast dtype of every forward pass here: bf16 after use_bf16(True), else None (fp32)."""
+    return autocast_dtype("auto", device) if _FAST else None
+
+
+@contextlib.contextmanager
+def inference(model):
+    """eval mode + no gradients (+ bf16 autocast after use_bf16()) for the block; yields the
+    model's device; restores the mode."""
+    was_training = model.training
+    if was_training:  # (eval() walks the module tree: only when needed)
+        model.eval()
+    device = next(model.parameters()).device
+    try:
+        with torch.no_grad(), autocast(device, fast_dtype(device)):
+            yield device
+    finally:
+        if was_training:
+            model.train()
+
+
+def encode(model, tokenizer, text_a: str, text_b: str | None = None):
+    """[CLS] a [SEP] (b [SEP]), cut to the model's position table; returns (encoding, ids, types)."""
+    enc = tokenizer.encode(text_a, text_b, max_length=model.config.max_position_embeddings)
+    ids = torch.tensor([enc.input_ids])  # (1, T)
+    types = torch.tensor([enc.token_type_ids])  # (1, T)
+    return enc, ids, types
+
+
+def mask_positions(ids: torch.Tensor, tokenizer, truncated: bool) -> list[int]:
+    positions = (ids[0] == tokenizer.mask_token_id).nonzero().flatten().tolist()
+    if not positions:
+        raise ValueError(
+            "there is no [MASK] in the text: write [MASK] where a word should be "
+            "predicted" + (" (it was cut off: the text is too long)" if truncated else "")
+        )
+    if len(positions) > MAX_MASKS:
+        raise ValueError(f"{len(positions)} [MASK] tokens: at most {MAX_MASKS} per text")
+    return positions
+
+
+def target_ids(tokenizer, targets, n_masks: int) -> torch.Tensor:
+    """One vocabulary id per [MASK] from words the user typed ("Paris" -> id of "paris")."""
+    if isinstance(targets, str) or len(targets) != n_masks:
+        raise ValueError(f"targets must be a list of {n_masks} word(s), one per [MASK], got {targets!r}")
+    ids = []
+    for word in targets:
+        pieces = tokenizer.tokenize(clean_text(word, "target").strip())
+        if len(pieces) != 1:
+            raise ValueError(
+                f"target {word!r} is {len(pieces)} WordPiece tokens {pieces}; each target "
+                f"must be a single token of the vocabulary"
+            )
+        if pieces[0] == "[UNK]":
+            raise ValueError(f"target {word!r} is not in the vocabulary (it reads as [UNK]): pick another word")
+        ids.append(tokenizer.convert_tokens_to_ids(pieces[0]))
+    return torch.tensor(ids)
