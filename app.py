@@ -7,32 +7,21 @@
     python app.py --model google-bert/bert-base-uncased    # or a Hugging Face model, by id
     python app.py --host 0.0.0.0 --allow-downloads       # let users add Hub models on a public server
 
-Tabs: Masked LM (fill-mask, click a word to mask it, the 80/10/10 corruption preview), Next
-Sentence, Attention (heatmaps, head statistics, head ablation, bertviz), Question Answering,
-Classify, Training (curves, "watch BERT learn" across checkpoints), Model (config, tokens, input
-embeddings, add a model directory or a Hugging Face model id).
-
-Models are the HF-layout directories under the models roots: models/ and runs/ of this
-repository, plus any folder given with --models-root (or BERT_LAB_MODELS, separated by ':').
-A path outside them is refused. Hugging Face Hub ids (ORG/NAME, BERT checkpoints only) live in
-the Hub cache (lab.hub): the Model tab's Add downloads one, with progress, when the app is bound
-to localhost (or started with --allow-downloads); on a public bind (--host 0.0.0.0, --share)
-downloads are off and only ids already in the cache load. Every model menu then lists it.
-Loaded models are kept in a small cache shared by all users; every request runs without
-gradients, so concurrent requests share one copy.
-
-This file only parses, builds and launches: the page is the dashboard package (one module per
-tab), the models come from lab.inspect.model_store. Importing app.py parses no arguments, loads no model
-and builds no page; `app.demo` (what `gradio app.py` and Hugging Face Spaces look for) builds the
-page with the default settings on first use; build(args) builds it for a command line.
+Only parses, builds and launches (the tabs, the models and their roots: docs/dashboard.md). Importing
+it parses no arguments, loads no model and builds no page: the dashboard and torch are imported when
+a page is built; `app.demo` (what `gradio app.py` and Hugging Face Spaces look for) is built on first use.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import logging
 import os
+import socket
 import sys
+
+import psutil
 
 log = logging.getLogger("bert-lab.app")
 ALL_INTERFACES = ("0.0.0.0", "::")
@@ -50,7 +39,8 @@ def parser() -> argparse.ArgumentParser:
         "--models-root",
         action="append",
         default=[],
-        help="another folder whose model directories may be served (repeatable)",
+        help="another folder whose model directories may be served (repeatable; also $BERT_LAB_MODELS, "
+        "folders separated by ':')",
     )
     # defaults from the variables Hugging Face Spaces sets (GRADIO_SERVER_NAME=0.0.0.0, GRADIO_SERVER_PORT=7860),
     # so `python app.py` on a Space binds where the platform expects; a string default goes through type=int
@@ -103,9 +93,8 @@ def parser() -> argparse.ArgumentParser:
 
 def build(args: argparse.Namespace):
     """The page (a gr.Blocks) for parsed command-line arguments (see parser()). Launch it with
-    demo.launch(..., **dashboard.LAUNCH_OPTIONS). The dashboard (and torch under it) is imported
-    here, not when app.py is: `python app.py --help` and tools that import app.py stay quick."""
-    from dashboard import Dashboard, Settings
+    demo.launch(..., **dashboard.LAUNCH_OPTIONS)."""
+    from dashboard import Dashboard, Settings  # here, not at the top: the dashboard imports torch (seconds)
 
     return Dashboard(Settings.from_args(args)).build()
 
@@ -116,10 +105,6 @@ def addresses(host: str, port: int) -> list[str]:
     family, asyncio making an IPv6 socket IPv6-only); else the bound host."""
     if host not in ALL_INTERFACES:
         return [f"http://{'[' + host + ']' if ':' in host else host}:{port}/"]
-    import socket
-
-    import psutil
-
     family = socket.AF_INET6 if host == "::" else socket.AF_INET
     found = []
     for addrs in psutil.net_if_addrs().values():
@@ -131,13 +116,11 @@ def addresses(host: str, port: int) -> list[str]:
     return found
 
 
-def banner(args: argparse.Namespace, downloads: bool) -> str:
-    """What the terminal says once the page is up: where students connect, whether Hub
-    downloads are allowed, how to get a public link."""
-    from dashboard.context import LOCAL_HOSTS
-
+def banner(args: argparse.Namespace, downloads: bool, local: bool) -> str:
+    """What the terminal says once the page is up: where students connect (local: bound where
+    only this machine reaches it), whether Hub downloads are allowed, how to get a public link."""
     lines = ["", "BERT Lab is ready: every tab's model is loaded."]
-    if args.host in LOCAL_HOSTS:
+    if local:
         lines.append(
             f"  open   http://{'[::1]' if args.host == '::1' else '127.0.0.1'}:{args.port}/ "
             f"(this computer only; for a classroom: --host 0.0.0.0)"
@@ -162,26 +145,20 @@ def banner(args: argparse.Namespace, downloads: bool) -> str:
 
 
 def tune_malloc(arenas: int = 2, mmap_mb: int = 32, trim_mb: int = 8) -> bool:
-    """A server that stays flat for a lecture, in glibc allocator settings made before the server's
-    threads exist (measured with benchmarks/soak.py, docs/performance.md "An hour of class"):
+    """Keep a long-running server's memory flat with glibc allocator settings, made before the
+    server's threads exist (the measurements behind them: docs/performance.md, "What keeps a
+    server bounded"):
 
-    - mallopt(M_ARENA_MAX, 2): glibc gives every thread that allocates a malloc arena of its own (up
-      to 8 per core), and memory freed in one arena is reused only there, so a server whose requests
-      run on changing threads (Gradio's worker pool, torch's) grew by 300 MB in its first quarter
-      hour of a class (1.59 -> 1.89 GB; with two arenas 1.22 -> 1.24 GB).
-    - mallopt(M_MMAP_THRESHOLD, 32 MB) and mallopt(M_TRIM_THRESHOLD, 8 MB): glibc's dynamic
-      threshold rises with every large block freed and keeps the heaps' free top up to 64 MB; with
-      it an hour of class rose in a step of ~50 MB in its last third (+5.0%). Fixed at the dynamic
-      threshold's own ceiling (big tensors still come from the heap) with a free top above 8 MB
-      given back, the next hour held +1.5% (1,188 -> 1,206 MB) at 78 ms of CPU a click (82 ms
-      before). (A threshold fixed at 128 KB or 1 MB was measured too: 20% more CPU a click and the
-      same growth.)
+    - M_ARENA_MAX 2: glibc gives every thread that allocates an arena of its own and reuses memory
+      freed in an arena only there, while the server's requests run on changing threads (Gradio's
+      worker pool, torch's).
+    - M_MMAP_THRESHOLD 32 MB, the ceiling of glibc's dynamic threshold (a request's big tensors
+      still come from the heap), and M_TRIM_THRESHOLD 8 MB: a heap gives back a free top above 8 MB
+      (the dynamic threshold lets it keep up to 64 MB).
 
     True when all three took effect (Linux with glibc), otherwise nothing is promised."""
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
-
     try:
         libc = ctypes.CDLL("libc.so.6")
         # the numbers are malloc.h's: M_ARENA_MAX -8, M_MMAP_THRESHOLD -3, M_TRIM_THRESHOLD -1
@@ -198,9 +175,11 @@ def main(argv: list[str] | None = None) -> None:
     tune_malloc()
     logging.basicConfig(level=logging.INFO)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per health check
+    # here, not at the top: torch and the dashboard take seconds to import, and `import app` must not
     import torch
 
     from dashboard import LAUNCH_OPTIONS, Dashboard, Settings
+    from dashboard.context import LOCAL_HOSTS
     from lab.inspect import explore
 
     # process-wide settings, made only when app.py is the program (not when a test builds the page)
@@ -221,7 +200,9 @@ def main(argv: list[str] | None = None) -> None:
         **LAUNCH_OPTIONS,
     )
     print(
-        banner(args, settings.downloads) + (f"  public link: {demo.share_url}\n" if demo.share_url else ""), flush=True
+        banner(args, settings.downloads, args.host in LOCAL_HOSTS)
+        + (f"  public link: {demo.share_url}\n" if demo.share_url else ""),
+        flush=True,
     )
     try:
         demo.block_thread()
@@ -233,9 +214,7 @@ def __getattr__(name: str):
     """`app.demo`: the page with the default settings, built on first use (for `gradio app.py`
     and Hugging Face Spaces, which import this file and look for `demo`)."""
     if name == "demo":
-        from dashboard import Dashboard, Settings
-
-        globals()["demo"] = Dashboard(Settings.from_args(parser().parse_args([]))).build()
+        globals()["demo"] = build(parser().parse_args([]))
         return globals()["demo"]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -6,8 +6,10 @@
     dashboard/links.py       shared inputs: what a link restores, the views a page opens with
     dashboard/common.py      input checks, status lines, CSV downloads, small components
     dashboard/help.py        help text, examples, CSS and the page's few lines of JavaScript
-The models come from lab.inspect.model_store.ModelStore; every computation from lab.inspect.explore; every
-figure from lab.figures.plotly_figures (drawn by the browser).
+It imports the lab's inspection layer (lab.inspect: explore, attribution, probing and the model
+store, lab.inspect.model_store), its figures (lab.figures: plotly figures the browser draws), its
+core (lab.tokenizer, lab.files, lab.checkpoint for a model's task settings) and the tag helpers
+of lab.data, never training code: the page shows models, it trains none.
 """
 
 from .context import Context, Settings

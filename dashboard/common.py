@@ -147,9 +147,9 @@ class CsvFolder:
     a folder of this server's inside Gradio's cache, which Gradio serves as it is (no hash and
     copy per request). The folder stays bounded for a server that runs all day: every `every`
     writes, files older than `max_age` seconds go, and beyond the newest `keep` files the oldest
-    go too (a lecture hall writes about 20 a second; 5,000 files of a few KB each are minutes of
-    that and hours of a class of 30). A download clicked after its file went gets Gradio's
-    "file not found"; the figure's camera (PNG) and a new click still work."""
+    go too (the defaults keep minutes of a lecture hall's clicks, hours of a class of 30). A
+    download clicked after its file went gets Gradio's "file not found"; the figure's camera (PNG)
+    and a new click still work."""
 
     def __init__(self, keep: int = 5000, max_age: float = 1800.0, every: int = 64):
         self._folder: Path | None = None
@@ -258,11 +258,11 @@ WHY_METHODS = {"integrated gradients": "integrated_gradients", "gradient x input
 class AttributionCache:
     """explore.attributions' results by request (the tab, the model's name, the inputs, the method),
     the most recent `size` kept. A class sends the tab's examples again and again, and one
-    attribution costs 0.1-0.5 s of CPU (17-33 forward and backward passes); a result read again
-    costs nothing, and requests that arrive while the same one is being computed wait for it
-    instead of computing it again (a hundred students pressing the button together cost one
-    attribution). Errors are not kept (the next request tries again). Shared by every user of the
-    server (a result holds nothing beyond the text its key already holds)."""
+    attribution is 17-33 forward and backward passes; a result read again costs nothing, and
+    requests that arrive while the same one is being computed wait for it instead of computing it
+    again (a hundred students pressing the button together cost one attribution). Errors are not
+    kept (the next request tries again). Shared by every user of the server (a result holds
+    nothing beyond the text its key already holds)."""
 
     def __init__(self, size: int = 128):
         self.size, self._results, self._lock = size, OrderedDict(), threading.Lock()

@@ -222,7 +222,7 @@ class Attention:
 
     # layout --------------------------------------------------------------------------------
     def build(self):
-        ctx, Q = self.ctx, self.ctx.queue
+        ctx = self.ctx
         gr.Markdown(HELP["attention"])
         with gr.Row():
             model = ctx.model_menu("attention")
@@ -234,6 +234,22 @@ class Attention:
         first = self.opening(model.value, a0, b0, 0, 0, "light")
         a = gr.Textbox(label="Sentence A", value=a0)
         b = gr.Textbox(label="Sentence B (optional)", value=b0)
+        inputs = [model, a, b, layer, head, ctx.theme]
+        views, status = self._maps_panel(inputs, first)
+        self._why_panel(model, a, b, (a0, b0))
+        self._ablation_panel(model)
+        self._bertviz_panel(model, a, b, layer, head)
+        model.change(self.shape, [model, layer, head], [layer, head, status], api_visibility="private")
+        ctx.on_open(self.shape, [model, layer, head], [layer, head, status])
+        ctx.links.share(att_model=model, att_a=a, att_b=b, att_layer=layer, att_head=head)
+        ctx.links.opening(self.opening, inputs[:-1], views, first, (model.value, a0, b0, 0, 0))
+
+    def _maps_panel(self, inputs, first) -> tuple[list, gr.HTML]:
+        """The button, the status line, both maps, the tokens to click and the head statistics, drawn
+        with `first` (opening()'s views), and their events -> (the components opening() fills, the
+        status line)."""
+        Q = self.ctx.queue
+        model, a, b, layer, head, theme = inputs
         btn = gr.Button("Show attention", variant="primary")
         status = status_box(value=first[5])
         with gr.Row():  # side by side in a window 1200 px wide or more; one under the other on a 1024 px projector
@@ -254,34 +270,6 @@ class Attention:
         stats_btn = gr.Button("Plot the head statistics")
         stats_plot = plot("head statistics (Clark et al. 2019)", first[6], elem_id="att-stats")
         stats_csv = data_box(first[7])
-        av_first = self.attribution_attention(model.value, a0, b0, "light")
-        with gr.Accordion(
-            "Attribution beside attention: what the answer rests on vs where [CLS] looks",
-            open=False,
-            elem_id="att-why-box",
-        ):
-            gr.Markdown(HELP["why_attention"])
-            av_btn = gr.Button("Compare", elem_id="att-why-button")
-            av_status = status_box(elem_id="att-why-status", value=av_first[2])
-            av_plot = plot("attribution and [CLS]'s attention", av_first[0], elem_id="att-why")
-            av_csv = data_box(av_first[1])
-        with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
-            abl_text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[1][0])
-            abl_btn = gr.Button("Silence each head")
-            abl_plot = plot("loss change when each head is silenced", elem_id="att-ablation")
-            abl_csv = data_box()
-            abl_status = status_box(elem_id="abl-status")
-        with gr.Accordion("bertviz: the head, model and neuron views (Vig 2019), drawn offline", open=False):
-            view = gr.Radio(
-                ["head", "model", "neuron"],
-                value="head",
-                label="view",
-                info="neuron: the layer and head above, their query and key vectors (click ⊕ beside a token)",
-            )
-            viz_btn = gr.Button("Show bertviz")
-            viz = gr.HTML()
-            viz_status = status_box()
-        inputs = [model, a, b, layer, head, ctx.theme]
         outputs = [heatmap, grid, table, tokens, csv, status]
         btn.click(self.attention, inputs, outputs, api_name="attention", **Q)
         submit_and_clear([a, b], self.attention, inputs, outputs, Q)
@@ -289,22 +277,55 @@ class Attention:
             slider.release(self.attention, inputs, outputs, api_visibility="private", **Q)
         tokens.select(self.attention_token, inputs, [heatmap, status], api_visibility="private", **Q)
         stats_btn.click(
-            self.head_stats, [model, a, b, ctx.theme], [stats_plot, stats_csv, status], api_name="head_stats", **Q
+            self.head_stats, [model, a, b, theme], [stats_plot, stats_csv, status], api_name="head_stats", **Q
         )
-        av_btn.click(
+        return [*outputs, stats_plot, stats_csv], status
+
+    def _why_panel(self, model, a, b, example) -> None:
+        """Attribution beside attention, drawn for the example (sentences A and B), and its event."""
+        first = self.attribution_attention(model.value, *example, "light")
+        with gr.Accordion(
+            "Attribution beside attention: what the answer rests on vs where [CLS] looks",
+            open=False,
+            elem_id="att-why-box",
+        ):
+            gr.Markdown(HELP["why_attention"])
+            btn = gr.Button("Compare", elem_id="att-why-button")
+            status = status_box(elem_id="att-why-status", value=first[2])
+            fig = plot("attribution and [CLS]'s attention", first[0], elem_id="att-why")
+            csv = data_box(first[1])
+        btn.click(
             self.attribution_attention,
-            [model, a, b, ctx.theme],
-            [av_plot, av_csv, av_status],
+            [model, a, b, self.ctx.theme],
+            [fig, csv, status],
             api_name="attribution_attention",
-            **Q,
+            **self.ctx.queue,
         )
-        abl_in, abl_out = [model, abl_text, ctx.theme], [abl_plot, abl_csv, abl_status]
-        abl_btn.click(self.ablate, abl_in, abl_out, api_name="ablate", **Q)
-        submit_and_clear([abl_text], self.ablate, abl_in, abl_out, Q)
-        viz_btn.click(self.bertviz_view, [model, a, b, view, layer, head], [viz, viz_status], api_name="bertviz", **Q)
-        model.change(self.shape, [model, layer, head], [layer, head, status], api_visibility="private")
-        ctx.on_open(self.shape, [model, layer, head], [layer, head, status])
-        ctx.links.share(att_model=model, att_a=a, att_b=b, att_layer=layer, att_head=head)
-        ctx.links.opening(
-            self.opening, inputs[:-1], [*outputs, stats_plot, stats_csv], first, (model.value, a0, b0, 0, 0)
+
+    def _ablation_panel(self, model) -> None:
+        """Silencing each head in turn, on a sentence of its own, and its events."""
+        with gr.Accordion("Silence one head at a time (Michel et al. 2019)", open=False):
+            text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[1][0])
+            btn = gr.Button("Silence each head")
+            fig = plot("loss change when each head is silenced", elem_id="att-ablation")
+            csv = data_box()
+            status = status_box(elem_id="abl-status")
+        inputs, outputs = [model, text, self.ctx.theme], [fig, csv, status]
+        btn.click(self.ablate, inputs, outputs, api_name="ablate", **self.ctx.queue)
+        submit_and_clear([text], self.ablate, inputs, outputs, self.ctx.queue)
+
+    def _bertviz_panel(self, model, a, b, layer, head) -> None:
+        """bertviz's three views of the tab's sentences, and its event."""
+        with gr.Accordion("bertviz: the head, model and neuron views (Vig 2019), drawn offline", open=False):
+            view = gr.Radio(
+                ["head", "model", "neuron"],
+                value="head",
+                label="view",
+                info="neuron: the layer and head above, their query and key vectors (click ⊕ beside a token)",
+            )
+            btn = gr.Button("Show bertviz")
+            frame = gr.HTML()
+            status = status_box()
+        btn.click(
+            self.bertviz_view, [model, a, b, view, layer, head], [frame, status], api_name="bertviz", **self.ctx.queue
         )
