@@ -1,7 +1,8 @@
-"""The encoder exercises (lab/exercises/encoder.py): every checker passes the reference solution (also
-its source pasted into a fresh namespace, as a notebook gets it), rejects typical wrong
-implementations written here with the diagnosis that names their cause, and turns a stub or a crash
-into one sentence; assemble / from_notebook / capstone on tiny configs and on real MiniLM weights."""
+"""The encoder exercises (lab/exercises/wordpiece.py to encoder_layer.py) and the capstone: every
+checker passes the reference solution (also its source pasted into a fresh namespace, as a notebook
+gets it), rejects typical wrong implementations written here with the diagnosis that names their
+cause, and turns a stub or a crash into one sentence; assemble / from_notebook / capstone on tiny
+configs and on real MiniLM weights."""
 
 import json
 import math
@@ -14,8 +15,14 @@ from torch import nn
 import lab
 from lab import exercises
 from lab.checkpoint import bundled_model, load_weights, minilm_dir
-from lab.exercises import core, encoder
+from lab.exercises import core
+from lab.exercises.attention import attention
+from lab.exercises.capstone_sst2 import FALLBACK_WEIGHTS
 from lab.exercises.core import NOT_IMPLEMENTED, NOT_YET, PASSED
+from lab.exercises.embeddings import Embeddings
+from lab.exercises.encoder_layer import EncoderLayer
+from lab.exercises.multi_head import multi_head_attention
+from lab.exercises.wordpiece import wordpiece
 from tests.conftest import tiny_config
 
 torch.set_num_threads(1)
@@ -129,7 +136,7 @@ def wp_no_hashes(word, vocab, max_chars=100):  # continuations looked up and ret
 
 
 def wp_hashes_dropped_on_output(word, vocab, max_chars=100):
-    pieces = encoder.wordpiece(word, vocab, max_chars)
+    pieces = wordpiece(word, vocab, max_chars)
     return [p[2:] if p.startswith("##") else p for p in pieces]
 
 
@@ -150,15 +157,15 @@ def wp_partial_unk(word, vocab, max_chars=100):
 
 
 def wp_no_limit(word, vocab, max_chars=100):
-    return encoder.wordpiece(word, vocab, max_chars=10**9)
+    return wordpiece(word, vocab, max_chars=10**9)
 
 
 def wp_limit_off_by_one(word, vocab, max_chars=100):
-    return ["[UNK]"] if len(word) >= max_chars else encoder.wordpiece(word, vocab, max_chars)
+    return ["[UNK]"] if len(word) >= max_chars else wordpiece(word, vocab, max_chars)
 
 
 def wp_hash_first(word, vocab, max_chars=100):
-    pieces = encoder.wordpiece(word, vocab, max_chars)
+    pieces = wordpiece(word, vocab, max_chars)
     if pieces == ["[UNK]"]:
         return pieces
     head = "##" + pieces[0]
@@ -199,7 +206,7 @@ def test_wordpiece_mistakes_are_diagnosed(student, words):
 
 
 def test_wordpiece_bad_return_type():
-    result = run("wordpiece", lambda word, vocab, max_chars=100: " ".join(encoder.wordpiece(word, vocab)))
+    result = run("wordpiece", lambda word, vocab, max_chars=100: " ".join(wordpiece(word, vocab)))
     assert_diagnosis(result, "list of strings")
 
 
@@ -211,13 +218,13 @@ def test_wordpiece_reference_agrees_with_the_labs_tokenizer():
     vocab = set(tok.vocab)
     for word in ["lighthouse", "unbelievably", "keeper", "wrenmouth", "x" * 101, "naïve"]:
         if word.isascii():
-            assert encoder.wordpiece(word, vocab) == tok.tokenize(word), word
+            assert wordpiece(word, vocab) == tok.tokenize(word), word
 
 
 # ----------------------------------------------------------------------------------------------
 # 2. Embeddings
 # ----------------------------------------------------------------------------------------------
-class EmbBase(encoder.Embeddings):
+class EmbBase(Embeddings):
     def parts(self, input_ids, token_type_ids):
         T = input_ids.shape[1]
         pos = self.position_embeddings(torch.arange(T))
@@ -404,7 +411,7 @@ def test_attention_accepts_a_large_negative_mask():
 # ----------------------------------------------------------------------------------------------
 def mh(x, mask, query, key, value, num_heads, split, merge):
     B, T, H = x.shape
-    ctx, w = encoder.attention(split(query(x), num_heads), split(key(x), num_heads), split(value(x), num_heads), mask)
+    ctx, w = attention(split(query(x), num_heads), split(key(x), num_heads), split(value(x), num_heads), mask)
     return merge(ctx), w
 
 
@@ -443,7 +450,7 @@ def mh_merge_wrong_transpose(x, mask, query, key, value, num_heads):
 
 
 def mh_one_head(x, mask, query, key, value, num_heads):
-    ctx, w = encoder.attention(query(x)[:, None], key(x)[:, None], value(x)[:, None], mask)
+    ctx, w = attention(query(x)[:, None], key(x)[:, None], value(x)[:, None], mask)
     return ctx[:, 0], w
 
 
@@ -471,10 +478,10 @@ def test_multi_head_names_a_wrong_attention_of_the_student():
 # ----------------------------------------------------------------------------------------------
 # 5. Encoder layer
 # ----------------------------------------------------------------------------------------------
-class LayerBase(encoder.EncoderLayer):
+class LayerBase(EncoderLayer):
     def attend(self, x, mask):
         a = self.attention
-        return a.output.dense(encoder.multi_head_attention(x, mask, a.self.query, a.self.key, a.self.value, 3)[0])
+        return a.output.dense(multi_head_attention(x, mask, a.self.query, a.self.key, a.self.value, 3)[0])
 
 
 class LayerPreLN(LayerBase):
@@ -576,9 +583,7 @@ def test_assemble_tiny_matches_the_labs_model(tmp_path, model_class):
     torch.manual_seed(0)
     ref = model_class(cfg).eval()
     lab.save(ref, None, tmp_path)
-    mine = exercises.assemble(
-        embeddings=encoder.Embeddings, layer=encoder.EncoderLayer, config=cfg, model_class=model_class
-    )
+    mine = exercises.assemble(embeddings=Embeddings, layer=EncoderLayer, config=cfg, model_class=model_class)
     bert = mine if isinstance(mine, lab.BertModel) else mine.bert
     assert type(bert.embeddings).__name__ == "Embeddings"
     assert all(type(layer).__name__ == "EncoderLayer" for layer in bert.encoder.layer)
@@ -601,10 +606,10 @@ def test_assemble_tiny_matches_the_labs_model(tmp_path, model_class):
 def test_assemble_refuses_other_parameter_names_and_attention_maps():
     cfg = tiny_config()
     with pytest.raises(ValueError, match="word_embeddings.weight"):
-        exercises.assemble(embeddings=EmbRenamed, layer=encoder.EncoderLayer, config=cfg)
+        exercises.assemble(embeddings=EmbRenamed, layer=EncoderLayer, config=cfg)
     with pytest.raises(ValueError, match="needs a config"):
-        exercises.assemble(embeddings=encoder.Embeddings)
-    model = exercises.assemble(layer=encoder.EncoderLayer, config=cfg).eval()
+        exercises.assemble(embeddings=Embeddings)
+    model = exercises.assemble(layer=EncoderLayer, config=cfg).eval()
     ids, types, mask = tiny_inputs(cfg)
     with pytest.raises(ValueError, match="no attention maps"):
         model(ids, types, mask, output_attentions=True)
@@ -649,7 +654,7 @@ def test_from_notebook_runs_only_the_exercise_cells(tmp_path):
 
 
 def minilm_weights():
-    return minilm_dir() or next((f for f in map(bundled_model, encoder.FALLBACK_WEIGHTS) if f is not None), None)
+    return minilm_dir() or next((f for f in map(bundled_model, FALLBACK_WEIGHTS) if f is not None), None)
 
 
 def test_solutions_with_real_minilm_weights_match_the_labs_model():
@@ -683,7 +688,7 @@ def test_capstone_with_stubs_is_not_implemented_yet():
         pytest.skip("no MiniLM weights")
     ns = {}
     exec(exercises.stub("embeddings"), ns)
-    result = exercises.capstone(embeddings=ns["Embeddings"], layer=encoder.EncoderLayer, log=None)
+    result = exercises.capstone(embeddings=ns["Embeddings"], layer=EncoderLayer, log=None)
     assert result.status == NOT_IMPLEMENTED and str(result).startswith(NOT_IMPLEMENTED)
     assert "NOT IMPLEMENTED YET" in result._repr_html_()
 
@@ -691,7 +696,7 @@ def test_capstone_with_stubs_is_not_implemented_yet():
 def test_capstone_names_the_layer_that_differs():
     if minilm_weights() is None:
         pytest.skip("no MiniLM weights")
-    result = exercises.capstone(embeddings=encoder.Embeddings, layer=LayerTanhGelu, log=None)
+    result = exercises.capstone(embeddings=Embeddings, layer=LayerTanhGelu, log=None)
     assert result.status == NOT_YET
     assert "layer 1" in result.message and result.parity > 1e-5
 
@@ -700,7 +705,7 @@ def test_capstone_fine_tunes_beside_the_labs_model():
     if minilm_weights() is None:
         pytest.skip("no MiniLM weights")
     result = exercises.capstone(
-        embeddings=encoder.Embeddings, layer=encoder.EncoderLayer, train_rows=64, dev_rows=64, batch_size=16, log=None
+        embeddings=Embeddings, layer=EncoderLayer, train_rows=64, dev_rows=64, batch_size=16, log=None
     )
     assert result.passed, result
     assert result.parity < 1e-5 and result.steps == 4 and result.dev_rows == 64
@@ -741,10 +746,10 @@ def test_wordpiece_endless_loop_is_stopped():
 
 
 def test_capstone_falls_back_to_a_bundled_minilm_and_says_so(monkeypatch):
-    folder = next((f for f in map(bundled_model, encoder.FALLBACK_WEIGHTS) if f is not None), None)
+    folder = next((f for f in map(bundled_model, FALLBACK_WEIGHTS) if f is not None), None)
     if folder is None:
         pytest.skip("no bundled MiniLM checkpoint")
     monkeypatch.setattr("lab.checkpoint.minilm_dir", lambda: None)  # as if the package were not installed
-    result = exercises.capstone(embeddings=encoder.Embeddings, layer=LayerRelu, log=None)
+    result = exercises.capstone(embeddings=Embeddings, layer=LayerRelu, log=None)
     assert f"models/{folder.name}" in result.weights and "not installed" in result.weights
     assert result.status == NOT_YET and "layer 1" in result.message

@@ -1,6 +1,7 @@
-"""The fine-tuning exercises (lab/exercises/finetuning.py): every checker passes the reference solution
-(also its source as pasted into a notebook), rejects the typical wrong implementations written here
-with the diagnosis that names their cause, and turns a stub or a crash into one sentence."""
+"""The fine-tuning exercises (lab/exercises/classifier.py, span_decoding.py, squad_metrics.py): every
+checker passes the reference solution (also its source as pasted into a notebook), rejects the
+typical wrong implementations written here with the diagnosis that names their cause, and turns a
+stub or a crash into one sentence."""
 
 import collections
 import re
@@ -10,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lab.exercises import core, finetuning
+from lab.exercises import classifier, core, span_decoding, squad_metrics, squad_reader
 from lab.exercises.core import NOT_IMPLEMENTED, NOT_YET, PASSED
 
 torch.set_num_threads(1)
@@ -69,15 +70,15 @@ def test_stub_is_not_implemented_yet(name):
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_other_seeds_pass(seed):
-    assert run("classifier", finetuning.BertClassifier, seed=seed).passed
-    assert run("span_decoding", finetuning.best_span, seed=seed).passed
+    assert run("classifier", classifier.BertClassifier, seed=seed).passed
+    assert run("span_decoding", span_decoding.best_span, seed=seed).passed
 
 
 # ----------------------------------------------------------------------------------------------
 # classifier: the head and the training step
 # ----------------------------------------------------------------------------------------------
 
-Ref = finetuning.BertClassifier
+Ref = classifier.BertClassifier
 
 
 def _encode(self, i, t, m):
@@ -260,7 +261,7 @@ def test_reference_classifier_equals_transformers():
     transformers = pytest.importorskip("transformers")
     from lab.model import BertModel
 
-    cfg = finetuning._tiny_config(3)
+    cfg = classifier._tiny_config(3)
     hf_cfg = transformers.BertConfig(
         vocab_size=99,
         hidden_size=32,
@@ -283,7 +284,7 @@ def test_reference_classifier_equals_transformers():
             state[k] = v
     missing, _ = ours.load_state_dict(state, strict=False)
     assert not missing
-    batch = finetuning._batch(torch.Generator().manual_seed(0), 3, 9, 3, pads=(0, 3, 6))
+    batch = classifier._batch(torch.Generator().manual_seed(0), 3, 9, 3, pads=(0, 3, 6))
     with torch.no_grad():
         want = hf(batch["input_ids"], attention_mask=batch["attention_mask"], token_type_ids=batch["token_type_ids"])
         got = _logits(ours, batch)
@@ -379,7 +380,7 @@ def test_span_decoding_accepts_other_forms():
 def test_span_reference_agrees_with_lab_squad_on_many_windows():
     g = torch.Generator().manual_seed(5)
     for _ in range(200):
-        roles = finetuning._window(
+        roles = span_decoding._window(
             int(torch.randint(1, 6, (1,), generator=g)), int(torch.randint(1, 30, (1,), generator=g)), 2
         )
         case = dict(
@@ -389,8 +390,8 @@ def test_span_reference_agrees_with_lab_squad_on_many_windows():
             mask=torch.tensor([r == "context" for r in roles]),
             max_len=int(torch.randint(1, 10, (1,), generator=g)),
         )
-        i, j = finetuning.best_span(case["start"], case["end"], case["mask"], case["max_len"])
-        assert (i, j) == finetuning._lab_best(case)[:2]
+        i, j = span_decoding.best_span(case["start"], case["end"], case["mask"], case["max_len"])
+        assert (i, j) == span_decoding._lab_best(case)[:2]
 
 
 def test_span_crash_is_one_sentence():
@@ -502,7 +503,7 @@ def test_squad_metrics_accept_a_faithful_rewrite():
 
 def test_squad_metric_cases_come_from_real_data():
     """Many real SQuAD answers (the dev set when ../shared/data has it, else the bundled sample)."""
-    source, cases = finetuning._real_metric_cases(400)
+    source, cases = squad_metrics._real_metric_cases(400)
     assert source.endswith(("dev-v1.1.json.zip", "qa.json"))
     assert len(cases) >= 4 * 35
     from lab.data import squad
@@ -515,8 +516,8 @@ def test_squad_metric_cases_come_from_real_data():
 def test_squad_solution_equals_lab_official_on_edge_cases():
     from lab.data import squad
 
-    for prediction, golds in finetuning._METRIC_EDGE_CASES:
-        assert finetuning.squad_em_f1(prediction, golds) == (
+    for prediction, golds in squad_metrics._METRIC_EDGE_CASES:
+        assert squad_metrics.squad_em_f1(prediction, golds) == (
             squad.exact_match(prediction, golds),
             squad.f1(prediction, golds),
         )
@@ -532,10 +533,10 @@ def _stub(*args):
 
 
 def test_demonstrations_say_not_implemented_without_loading():
-    finetuning._reader.cache_clear()
-    assert finetuning.show_answers(_stub).startswith("Your best_span is not implemented yet")
-    assert finetuning.show_scores(_stub).startswith("Your squad_em_f1 is not implemented yet")
-    assert finetuning._reader.cache_info().currsize == 0  # nothing was loaded
+    squad_reader.reader.cache_clear()
+    assert span_decoding.show_answers(_stub).startswith("Your best_span is not implemented yet")
+    assert squad_metrics.show_scores(_stub).startswith("Your squad_em_f1 is not implemented yet")
+    assert squad_reader.reader.cache_info().currsize == 0  # nothing was loaded
 
 
 def test_demonstrations_on_the_bundled_reader():
@@ -544,18 +545,18 @@ def test_demonstrations_on_the_bundled_reader():
 
     if bundled_model("minilm-squad") is None:
         pytest.skip("models/minilm-squad is not there")
-    text = finetuning.show_answers(finetuning.best_span, count=2)
+    text = span_decoding.show_answers(span_decoding.best_span, count=2)
     rows = [line for line in text.splitlines() if line.strip().startswith("yours:")]
     assert len(rows) == 2
     for row in rows:  # the reference picks the lab's answer
         mine, lab_answer = re.match(r"\s*yours: (.*) \| lab: (.*) \| gold", row).groups()
         assert mine == lab_answer
-    crash = finetuning.show_answers(lambda s, e, m, L: s[100])
+    crash = span_decoding.show_answers(lambda s, e, m, L: s[100])
     assert "raised IndexError" in crash and "Traceback" not in crash
     # the student's mean scores are computed from the student's function: a wrong one shows different numbers
-    good = finetuning.show_scores(finetuning.squad_em_f1, count=8)
-    wrong = finetuning.show_scores(no_normalisation, count=8)
-    model, tokenizer, questions, _ = finetuning._reader()
+    good = squad_metrics.show_scores(squad_metrics.squad_em_f1, count=8)
+    wrong = squad_metrics.show_scores(no_normalisation, count=8)
+    model, tokenizer, questions, _ = squad_reader.reader()
     official = squad.evaluate(
         questions[:8], squad.predict(model, tokenizer, questions[:8], max_seq_length=256, doc_stride=128)
     )

@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from lab import exercises
-from lab.exercises import pretraining
+from lab.exercises import adamw, masking, pretraining_loss
+from lab.exercises import nsp_pairs as nsp_exercise
 
 NAMES = ("masking", "nsp_pairs", "pretraining_loss", "adamw")
 
@@ -87,7 +88,7 @@ def test_an_exception_becomes_one_sentence():
     def broken_loss(mlm_logits, mlm_labels, nsp_logits, nsp_labels):
         return F.cross_entropy(mlm_logits, mlm_labels)  # [B, T, V] against [B, T]: wrong shapes
 
-    class BrokenAdamW(pretraining.AdamW):
+    class BrokenAdamW(adamw.AdamW):
         def step(self, closure=None):
             raise ValueError("oops")
 
@@ -288,7 +289,7 @@ def test_masking_mistakes_are_diagnosed(bug, words):
 
 def test_masking_random_share_drawn_from_the_rest():
     def mask_tokens(input_ids, special_ids, vocab_size, mask_id, generator, mlm_probability=0.15, max_predictions=20):
-        masked, labels = pretraining.mask_tokens(
+        masked, labels = masking.mask_tokens(
             input_ids, special_ids, vocab_size, mask_id, generator, mlm_probability, max_predictions
         )
         chosen = labels != -100
@@ -367,10 +368,10 @@ def test_nsp_mistakes_are_diagnosed(bug, words):
 
 def test_nsp_strings_must_be_the_input_sentences_and_labels_ints():
     def lower(documents, rng):
-        return [(a.upper(), b, lab) for a, b, lab in pretraining.nsp_pairs(documents, rng)]
+        return [(a.upper(), b, lab) for a, b, lab in nsp_exercise.nsp_pairs(documents, rng)]
 
     def named(documents, rng):
-        return [(a, b, "IsNext" if lab == 0 else "NotNext") for a, b, lab in pretraining.nsp_pairs(documents, rng)]
+        return [(a, b, "IsNext" if lab == 0 else "NotNext") for a, b, lab in nsp_exercise.nsp_pairs(documents, rng)]
 
     failed(exercises.check("nsp_pairs", lower), "not one of the sentences")
     failed(exercises.check("nsp_pairs", named), "0 (isnext) or 1 (notnext)")
@@ -435,7 +436,7 @@ def loss_item(mlm_logits, mlm_labels, nsp_logits, nsp_labels):
 
 
 def loss_detached(mlm_logits, mlm_labels, nsp_logits, nsp_labels):
-    return torch.tensor(pretraining.pretraining_loss(mlm_logits, mlm_labels, nsp_logits, nsp_labels).item())
+    return torch.tensor(pretraining_loss.pretraining_loss(mlm_logits, mlm_labels, nsp_logits, nsp_labels).item())
 
 
 def loss_no_reduction(mlm_logits, mlm_labels, nsp_logits, nsp_labels):
@@ -466,9 +467,9 @@ def test_loss_mistakes_are_diagnosed(student, words):
 
 def test_reference_loss_equals_the_lab_model_and_transformers():
     # the checker's first case is the lab model's own loss; the reference equals it there
-    what, mlm_logits, mlm_labels, nsp_logits, nsp_labels, lab_loss = pretraining._loss_cases(0)[0]
+    what, mlm_logits, mlm_labels, nsp_logits, nsp_labels, lab_loss = pretraining_loss._loss_cases(0)[0]
     assert "BertForPreTraining" in what and lab_loss is not None
-    ours = float(pretraining.pretraining_loss(mlm_logits, mlm_labels, nsp_logits, nsp_labels))
+    ours = float(pretraining_loss.pretraining_loss(mlm_logits, mlm_labels, nsp_logits, nsp_labels))
     assert math.isclose(ours, lab_loss, rel_tol=1e-5)
     # transformers' BertForPreTraining: its loss from its own logits, labels -100 ignored, 0 = IsNext
     transformers = pytest.importorskip("transformers")
@@ -484,7 +485,7 @@ def test_reference_loss_equals_the_lab_model_and_transformers():
     nsp = torch.tensor([0, 1])
     with torch.no_grad():
         out = hf(ids, labels=labels, next_sentence_label=nsp)
-    ours = pretraining.pretraining_loss(out.prediction_logits, labels, out.seq_relationship_logits, nsp)
+    ours = pretraining_loss.pretraining_loss(out.prediction_logits, labels, out.seq_relationship_logits, nsp)
     assert math.isclose(float(ours), float(out.loss), rel_tol=1e-5)
 
 
@@ -598,10 +599,10 @@ def test_adamw_accepts_the_efficient_form_with_decay_after():
 
 def test_the_checkers_yardstick_equals_torch_adamw():
     """_Variant with no options is torch.optim.AdamW (so the mistakes are replayed on the right base)."""
-    for name, make, kwargs, lr_change in pretraining._adamw_settings(0):
-        a = pretraining._run_optimizer(pretraining._builder(None), make, kwargs, lr_change, 30, "torch")[2]
-        b = pretraining._run_optimizer(pretraining._builder({}), make, kwargs, lr_change, 30, "variant")[2]
-        assert pretraining._distance(b, a, atol=1e-12, rtol=1e-9) <= 1, name
+    for name, make, kwargs, lr_change in adamw._adamw_settings(0):
+        a = adamw._run_optimizer(adamw._builder(None), make, kwargs, lr_change, 30, "torch")[2]
+        b = adamw._run_optimizer(adamw._builder({}), make, kwargs, lr_change, 30, "variant")[2]
+        assert adamw._distance(b, a, atol=1e-12, rtol=1e-9) <= 1, name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -617,14 +618,14 @@ def test_demonstrations_run_with_stubs_and_with_solutions(tmp_path):
     stub = {}
     for name in NAMES:
         exec(exercises.stub(name), stub)
-    assert "not implemented yet" in pretraining.show_masking(stub["mask_tokens"], tok, "the cat sat on a mat")
-    shown = pretraining.show_masking(pretraining.mask_tokens, tok, "the cat sat on a mat", "and looked at sea ships")
+    assert "not implemented yet" in masking.show_masking(stub["mask_tokens"], tok, "the cat sat on a mat")
+    shown = masking.show_masking(masking.mask_tokens, tok, "the cat sat on a mat", "and looked at sea ships")
     assert "model sees" in shown and "to predict : 2 of" in shown
     docs = [["a one .", "a two .", "a three ."], ["b one .", "b two ."]]
-    assert "not implemented yet" in pretraining.show_nsp_pairs(stub["nsp_pairs"], docs)
-    assert "3 pairs" in pretraining.show_nsp_pairs(pretraining.nsp_pairs, docs)
-    assert "not implemented yet" in pretraining.adamw_race(stub["AdamW"], steps=5)
-    race = pretraining.adamw_race(pretraining.AdamW, steps=20).splitlines()
+    assert "not implemented yet" in nsp_exercise.show_nsp_pairs(stub["nsp_pairs"], docs)
+    assert "3 pairs" in nsp_exercise.show_nsp_pairs(nsp_exercise.nsp_pairs, docs)
+    assert "not implemented yet" in adamw.adamw_race(stub["AdamW"], steps=5)
+    race = adamw.adamw_race(adamw.AdamW, steps=20).splitlines()
     yours, theirs = ([float(x.split(": ")[1]) for x in line.split(": ", 1)[1].split(", ")] for line in race)
     assert yours == pytest.approx(theirs, abs=2e-4)  # the same losses as torch's AdamW
 
@@ -633,7 +634,7 @@ def test_the_labs_own_masking_passes_the_masking_check():
     """lab.data.instances.mask_tokens (what pre-training uses), called through the exercise's signature."""
     from lab.data.instances import SpecialIds, mask_tokens
 
-    P = pretraining
+    P = masking
 
     def lab_masking(input_ids, special_ids, vocab_size, mask_id, generator, mlm_probability=0.15, max_predictions=20):
         special = SpecialIds(

@@ -1,64 +1,65 @@
 """Build it yourself: one checker per piece of the BERT paper, each giving a diagnosis, not a diff.
 
     from lab import exercises
-    exercises.names()                         # the pieces, in the paper's order
     exercises.check("attention", attention)   # -> CheckResult(passed, message, details)
-    exercises.hint("attention")               # a nudge, not the answer
-    exercises.solution("attention")           # the reference source (for a teacher to show)
-    exercises.solution_code("attention")      # the same, ready to paste into the stub cell
+    exercises.hint("attention"); exercises.solution("attention"); exercises.names()
     model = exercises.assemble(embeddings=MyEmbeddings, layer=MyLayer, config=cfg)
 
-The notebooks in notebooks/exercises/ hand out one stub cell per piece; a check cell below it
-calls `check`. The modules here hold, per group, the reference solutions, the checkers and their
-registration: encoder.py (tokens, embeddings, attention, the layer, the capstone), pretraining.py
-(masking, NSP pairs, the loss, AdamW), finetuning.py (the classifier head and step, QA spans,
-SQuAD's metrics).
+One module per exercise holds its reference solution (its signature and docstring are the stub the
+notebook hands out), its checker, its hint and one `EXERCISE`; EXERCISES registers them in order.
 """
 
 from __future__ import annotations
 
-from . import core
+import html
+
+from . import (
+    adamw,
+    attention,
+    classifier,
+    core,
+    embeddings,
+    encoder_layer,
+    masking,
+    multi_head,
+    nsp_pairs,
+    pretraining_loss,
+    span_decoding,
+    squad_metrics,
+    wordpiece,
+)
+from .assembly import assemble, from_notebook
+from .capstone_sst2 import CapstoneResult, capstone
 from .core import CheckResult, Exercise
 
-# the paper's order (WordPiece, Figure 2's input, the encoder, pre-training, fine-tuning)
-ORDER = (
-    "wordpiece",
-    "embeddings",
-    "attention",
-    "multi_head",
-    "encoder_layer",
-    "masking",
-    "nsp_pairs",
-    "pretraining_loss",
-    "adamw",
-    "classifier",
-    "span_decoding",
-    "squad_metrics",
+# the paper's order: WordPiece, Figure 2's input, the encoder, pre-training, fine-tuning
+EXERCISES = (
+    wordpiece,
+    embeddings,
+    attention,
+    multi_head,
+    encoder_layer,
+    masking,
+    nsp_pairs,
+    pretraining_loss,
+    adamw,
+    classifier,
+    span_decoding,
+    squad_metrics,
 )
-
-_loaded = False
-
-
-def _registry() -> dict[str, Exercise]:
-    global _loaded
-    if not _loaded:  # the groups register themselves on import (torch-heavy: imported on first use)
-        from . import encoder, finetuning, pretraining  # noqa: F401
-
-        _loaded = True
-    return core.REGISTRY
+for _module in EXERCISES:
+    core.register(_module.EXERCISE)
 
 
 def names() -> list[str]:
     """Every exercise's name, in the paper's order."""
-    reg = _registry()
-    return [n for n in ORDER if n in reg] + sorted(n for n in reg if n not in ORDER)
+    return list(core.REGISTRY)
 
 
 def exercise(name: str) -> Exercise:
-    reg = _registry()
-    if name not in reg:
+    if name not in core.REGISTRY:
         raise KeyError(f"no exercise {name!r}; the exercises are: {', '.join(names())}")
-    return reg[name]
+    return core.REGISTRY[name]
 
 
 def check(name: str, student, **options) -> CheckResult:
@@ -78,8 +79,6 @@ class SourceText(str):
         p.text(str(self))
 
     def _repr_html_(self):
-        import html
-
         return f"<pre><code>{html.escape(str(self))}</code></pre>"
 
 
@@ -90,8 +89,7 @@ def solution(name: str) -> SourceText:
 
 def solution_code(name: str) -> str:
     """The reference solution as a complete stub-cell replacement: its imports, then its source."""
-    ex = exercise(name)
-    return ex.imports.rstrip() + "\n\n\n" + core.source_of(ex.solution)
+    return exercise(name).solution_code
 
 
 def stub(name: str) -> str:
@@ -99,12 +97,16 @@ def stub(name: str) -> str:
     return exercise(name).stub
 
 
-def __getattr__(attr):  # assemble / capstone live with the encoder exercises (imported lazily)
-    if attr in ("assemble", "capstone", "from_notebook"):
-        from . import encoder
-
-        return getattr(encoder, attr)
-    raise AttributeError(attr)
-
-
-__all__ = ["CheckResult", "names", "check", "hint", "solution", "solution_code", "stub", "assemble"]
+__all__ = [
+    "CheckResult",
+    "CapstoneResult",
+    "names",
+    "check",
+    "hint",
+    "solution",
+    "solution_code",
+    "stub",
+    "assemble",
+    "capstone",
+    "from_notebook",
+]

@@ -6,7 +6,7 @@ A checker is a function `checker(student, **options)` that calls the student's c
 `call(...)`, compares with the reference, and either raises `Fail(message, **details)` with a
 diagnosis (what was checked, what differed, the most likely cause) or returns the message to show
 on success (a string, or `(message, details)`). `run(exercise, student)` turns all of that into a
-`CheckResult`.
+`CheckResult`. Each exercise module defines one `EXERCISE = Exercise(...)`; the package registers them.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from .stubs import plain_imports, stub_cell
 
 HERE = Path(__file__).resolve().parent
 
@@ -59,7 +61,7 @@ class CheckResult:
         )
         rows = "".join(
             f"<tr><td style='padding-right:1em;vertical-align:top'><code>{html.escape(str(k))}</code></td>"
-            f"<td><code>{html.escape(_short(v))}</code></td></tr>"
+            f"<td><code>{html.escape(short(v))}</code></td></tr>"
             for k, v in self.details.items()
         )
         more = f"<details><summary>details</summary><table>{rows}</table></details>" if rows else ""
@@ -70,7 +72,8 @@ class CheckResult:
         )
 
 
-def _short(value, limit: int = 400) -> str:
+def short(value, limit: int = 400) -> str:
+    """repr(value) (a string as it is), cut to `limit` characters."""
     text = repr(value) if not isinstance(value, str) else value
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -99,7 +102,7 @@ def call(student: Callable, *args, what: str | None = None, **kwargs):
         raise
     except Exception as exc:  # the student's bug, reported in one sentence
         name = what or getattr(student, "__name__", "your code")
-        raise Fail(f"Calling {name} raised {type(exc).__name__}: {exc}{_where(exc)}.", call=name) from None
+        raise Fail(f"Calling {name} raised {type(exc).__name__}: {exc}{student_line(exc)}.", call=name) from None
 
 
 class _TookTooLong(BaseException):  # a BaseException: `call` must not turn it into a Fail of its own
@@ -132,7 +135,7 @@ def time_limit(seconds: float, message: str):
             signal.setitimer(signal.ITIMER_REAL, max(1e-3, outer - (time.monotonic() - t0)))
 
 
-def _where(exc: BaseException) -> str:
+def student_line(exc: BaseException) -> str:
     """' (at line N of your code: `source`)' for the innermost frame outside the lab and torch."""
     frames = [
         f
@@ -152,20 +155,34 @@ def _where(exc: BaseException) -> str:
 class Exercise:
     """One piece of the paper to build. `solution`: the reference implementation (a function or a
     class defined in this package, self-contained apart from `imports` and the names in `uses`,
-    which earlier exercises define). `stub`: the code cell handed out (signature, docstring with the
-    shapes, `raise NotImplementedError`); `symbol`: the name the stub defines and the check cell
-    passes to `check`. `group`: the exercise notebook it belongs to."""
+    which earlier exercises define); its docstring is the student's contract. `imports`: the stub
+    cell's import lines, with their notes to the student. `given`: the methods of a solution class
+    that the stub shows whole. `group`: the exercise notebook it belongs to."""
 
     name: str
     title: str
     group: str
-    symbol: str
     checker: Callable
     solution: Callable
     hint: str
-    stub: str
-    imports: str = "import math\n\nimport torch\nfrom torch import nn\n"
+    imports: str = ""
     uses: tuple[str, ...] = ()
+    given: tuple[str, ...] = ()
+
+    @property
+    def symbol(self) -> str:
+        """The name the stub defines and the check cell passes to `check`."""
+        return self.solution.__name__
+
+    @property
+    def stub(self) -> str:
+        """The code cell handed out: imports, signature, docstring with the shapes, `raise NotImplementedError`."""
+        return stub_cell(self.imports, self.solution, self.given)
+
+    @property
+    def solution_code(self) -> str:
+        """The reference solution as a complete stub-cell replacement: its imports, then its source."""
+        return plain_imports(self.imports).rstrip() + "\n\n\n" + source_of(self.solution)
 
 
 REGISTRY: dict[str, Exercise] = {}
@@ -200,3 +217,42 @@ def run(exercise: Exercise, student, **options) -> CheckResult:
 def source_of(obj) -> str:
     """The source text of a solution (inspect; the package ships as .py files)."""
     return inspect.getsource(obj)
+
+
+def by_symbol(symbol: str) -> Exercise | None:
+    """The registered exercise whose stub defines `symbol`, or None."""
+    return next((e for e in REGISTRY.values() if e.symbol == symbol), None)
+
+
+def earlier_failures(student, symbols: tuple[str, ...]) -> str:
+    """' Your attention does not pass its own check yet: ...' when a function the student's code
+    uses (found in its module's namespace: the notebook) fails its own exercise."""
+    fn = getattr(student, "forward", student)
+    namespace = getattr(fn, "__globals__", {})
+    for symbol in symbols:
+        exercise = by_symbol(symbol)
+        if exercise is None or symbol not in namespace or namespace[symbol] is exercise.solution:
+            continue
+        result = run(exercise, namespace[symbol])
+        if not result.passed:
+            return (
+                f" Your {symbol} (exercise {exercise.name!r}) does not pass its own check yet, and this piece uses "
+                f"it: make exercises.check({exercise.name!r}, {symbol}) pass first ({result.status.lower()})."
+            )
+    return ""
+
+
+def attempt(
+    student,
+    *args,
+    not_implemented: str = "not implemented yet: fill in the cell above, then run this one again",
+    **kwargs,
+):
+    """For a notebook's demonstration: (the student's result, None), or (None, the sentence to print
+    instead) while the code is a stub (`not_implemented`) or fails (the diagnosis)."""
+    try:
+        return call(student, *args, **kwargs), None
+    except NotImplementedYet:
+        return None, not_implemented
+    except Fail as f:
+        return None, f.message
