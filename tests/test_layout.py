@@ -1,0 +1,250 @@
+"""The house by the data flow, checked from the source with `ast`: the import graph of lab/,
+dashboard/ and app.py (function-local imports included) has no cycle and never points against
+the flow; no module takes another's private names; a function-local import only defers a
+third-party dependency, and says why; the dashboard never imports training code; modules and
+functions stay short enough to read; module docstrings say what and why, not a diary."""
+
+import ast
+import statistics
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+# The flow, top to bottom: a module may import modules of its own rank or of lower ranks only.
+RANKS = [
+    ("lab.files", 0),
+    ("lab.config", 1),
+    ("lab.device", 1),
+    ("lab.tokenizer", 2),
+    ("lab.data", 3),
+    ("lab.model", 4),
+    ("lab.hub", 4),
+    ("lab.checkpoint", 5),
+    ("lab.training", 6),
+    ("lab.inspect", 7),
+    ("lab.studies", 8),
+    ("lab.figures", 9),
+    ("lab.exercises", 10),
+    ("lab.notebook_setup", 10),
+    ("lab.__main__", 11),
+    ("lab", 12),  # lab/__init__.py: the public names
+    ("dashboard", 13),
+    ("app", 14),
+]
+ENTRY_POINTS = {"app", "lab"}  # app.py and lab/__init__.py: importing them stays cheap
+MODULE_LIMIT, FUNCTION_LIMIT, SCRIPT_FUNCTION_LIMIT, DOCSTRING_MEDIAN = 800, 80, 120, 12
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def sources() -> dict[str, tuple[Path, ast.Module]]:
+    paths = sorted((ROOT / "lab").rglob("*.py")) + sorted((ROOT / "dashboard").rglob("*.py")) + [ROOT / "app.py"]
+    return {module_name(p): (p, ast.parse(p.read_text(), str(p))) for p in paths}
+
+
+def rank(module: str) -> int:
+    return max((r for prefix, r in RANKS if module == prefix or module.startswith(prefix + ".")), default=-1)
+
+
+def resolve(module: str, node: ast.ImportFrom) -> str:
+    """The absolute module an ImportFrom names (relative imports resolved from `module`)."""
+    if not node.level:
+        return node.module or ""
+    path = sources()[module][0]
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    base = package[: len(package) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imports(module: str):
+    """(target module, ast node, function-local?) for every import of a project module."""
+    tree = sources()[module][1]
+    local = {
+        id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f)
+    }
+    known = sources()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = resolve(module, node)
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        else:
+            continue
+        for target in targets:
+            if target in known:
+                yield target, node, id(node) in local
+
+
+def graph() -> dict[str, set[str]]:
+    return {m: {t for t, _, _ in imports(m) if t != m} for m in sources()}
+
+
+def cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle, as a list of modules, or None."""
+    state: dict[str, int] = {}  # 1 = on the path, 2 = done
+    path: list[str] = []
+
+    def visit(m: str):
+        state[m] = 1
+        path.append(m)
+        for t in sorted(edges[m]):
+            if state.get(t) == 1:
+                return path[path.index(t) :] + [t]
+            if t not in state and (found := visit(t)):
+                return found
+        state[m] = 2
+        path.pop()
+        return None
+
+    for m in sorted(edges):
+        if m not in state and (found := visit(m)):
+            return found
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_every_module_has_a_place_in_the_flow():
+    assert [m for m in sources() if rank(m) < 0] == []
+    assert {"lab.inspect.explore", "lab.data.instances", "lab.training.train"} <= set(sources())
+
+
+def test_the_import_graph_has_no_cycle():
+    assert cycle(graph()) is None
+
+
+def test_no_import_points_against_the_flow():
+    against = [f"{m} -> {t}" for m, targets in graph().items() for t in targets if rank(t) > rank(m)]
+    assert against == [], "\n".join(against)
+
+
+def test_the_dashboard_never_imports_training_code():
+    found = [f"{m} -> {t}" for m, targets in graph().items() if rank(m) >= rank("dashboard") for t in targets]
+    assert [edge for edge in found if edge.split(" -> ")[1].startswith("lab.training")] == []
+
+
+def test_no_module_takes_another_modules_private_names():
+    taken = []
+    for module, (path, tree) in sources().items():
+        bound = {}  # local name -> project module it stands for
+        for target, node, _ in imports(module):
+            if isinstance(node, ast.ImportFrom):
+                for a in node.names:
+                    if a.name.startswith("_") and not a.name.startswith("__"):
+                        taken.append(f"{path.name}:{node.lineno} imports {a.name}")
+                    if f"{resolve(module, node)}.{a.name}" == target:
+                        bound[a.asname or a.name] = target
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+                if node.attr.startswith("_") and not node.attr.startswith("__"):
+                    taken.append(f"{path.name}:{node.lineno} uses {node.value.id}.{node.attr}")
+    assert taken == [], "\n".join(taken)
+
+
+def function_local_imports(tree: ast.Module):
+    for f in ast.walk(tree):
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(f):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    yield f.name, node
+
+
+def says_why(lines: list[str], node: ast.stmt) -> bool:
+    """A comment on the import's own lines, or on the line above its block of imports."""
+    if any("#" in line for line in lines[node.lineno - 1 : node.end_lineno]):
+        return True
+    above = node.lineno - 2
+    while above >= 0 and (not lines[above].strip() or lines[above].strip().startswith(("import ", "from "))):
+        above -= 1
+    return above >= 0 and lines[above].strip().startswith("#")
+
+
+def test_a_function_local_import_defers_a_dependency_and_says_why():
+    """Exercise solutions are the student's code and import what they use: they are exempt. The
+    entry points may defer the project's heavy modules (`import app` must not load torch)."""
+    found = []
+    for module, (path, tree) in sources().items():
+        if module.startswith("lab.exercises"):
+            continue
+        lines = path.read_text().splitlines()
+        project = {id(node) for _, node, local in imports(module) if local}
+        for function, node in function_local_imports(tree):
+            where = f"{path.relative_to(ROOT)}:{node.lineno} in {function}"
+            if id(node) in project and module not in ENTRY_POINTS:
+                found.append(f"{where}: imports the project's own code inside a function")
+            elif not says_why(lines, node):
+                found.append(f"{where}: a function-local import without a comment saying why")
+    assert found == [], "\n".join(found)
+
+
+def functions(tree: ast.Module):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node.name, node.lineno, node.end_lineno - node.lineno + 1
+
+
+def test_modules_and_functions_stay_short():
+    long_modules = [f"{p.name}: {len(p.read_text().splitlines())}" for p, _ in sources().values()]
+    long_modules = [m for m in long_modules if int(m.split(": ")[1]) > MODULE_LIMIT]
+    long_functions = [
+        f"{p.relative_to(ROOT)}:{line} {name} ({n} lines)"
+        for p, tree in sources().values()
+        for name, line, n in functions(tree)
+        if n > FUNCTION_LIMIT
+    ]
+    scripts = sorted((ROOT / "benchmarks").glob("*.py")) + sorted((ROOT / "scripts").glob("*.py"))
+    long_scripts = [
+        f"{p.relative_to(ROOT)}:{line} {name} ({n} lines)"
+        for p in scripts
+        for name, line, n in functions(ast.parse(p.read_text()))
+        if n > SCRIPT_FUNCTION_LIMIT
+    ]
+    too_long = long_modules + long_functions + long_scripts
+    assert too_long == [], "\n".join(too_long)
+
+
+def test_module_docstrings_are_short():
+    """What the module is and why it is shaped so: measurements and history live in docs/."""
+    lengths = {}
+    for module, (_, tree) in sources().items():
+        doc = ast.get_docstring(tree, clean=False)
+        lengths[module] = len(doc.strip().splitlines()) if doc else 0
+    assert all(lengths[m] > 0 for m in lengths if not m.endswith("__init__")), "every module says what it is"
+    assert statistics.median(lengths.values()) <= DOCSTRING_MEDIAN, sorted(lengths.items(), key=lambda kv: -kv[1])[:10]
+
+
+@pytest.mark.parametrize("package", ["lab", "lab.inspect", "lab.figures", "lab.training", "lab.data", "lab.studies"])
+def test_the_public_api_still_reads_as_before(package):
+    """`import lab`, `from lab import explore, plots, exercises`: the homes moved, the API did not."""
+    import importlib
+
+    import lab
+
+    importlib.import_module(package)
+    from lab import exercises, explore, plots
+
+    assert explore.__name__ == "lab.inspect.explore" and plots.__name__ == "lab.figures.matplotlib_figures"
+    assert exercises.__name__ == "lab.exercises" and callable(lab.load) and callable(explore.fill_mask)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        lab.nothing  # noqa: B018
+
+
+def test_the_install_declares_its_licence_as_setuptools_wants_it():
+    """project.license as an SPDX string with license-files (a TOML table makes every install
+    print setuptools' deprecation warning); the string form needs setuptools >= 77."""
+    import tomllib
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert meta["project"]["license"] == "MIT" and meta["project"]["license-files"] == ["LICENSE"]
+    assert (ROOT / "LICENSE").is_file() and "setuptools>=77" in meta["build-system"]["requires"]
