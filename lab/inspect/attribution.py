@@ -1,74 +1,15 @@
-"""What the answer rests on: one score per input token (integrated gradients, gradient x input).
+"""What the answer rests on: one score per input token, by integrated gradients (Sundararajan et
+al. 2017) or gradient x input, for a classifier's label, a QA span, a [MASK]'s word or NSP.
 
-    from lab.inspect import explore
+    from lab import explore
     r = explore.attributions(model, tokenizer, "a charming and often moving film .")
-    r.tokens, r.scores        # one score per token, summed over the embedding dimensions
-    r.target                  # "log-odds of positive": what was attributed (f)
-    r.f_input - r.f_baseline  # what the scores add up to (integrated gradients: completeness)
-    r.completeness_error      # |sum(scores) - (f_input - f_baseline)| / |f_input - f_baseline|
+    r.tokens, r.scores, r.target          # one score per token; what was attributed (f)
+    r.f_input - r.f_baseline              # what the scores add up to (completeness)
 
-Targets, one per head (the default is the model's own answer for this input):
-    classifier     log-odds of the label                target: a label name or index
-    question ans.  log-odds of start = s                target: "span" (the chosen span s..e),
-                   + log-odds of end = e                 "start" or "end" alone
-    masked LM      log-odds of the word at a [MASK]     target: a word (one WordPiece);
-                                                         mask: which [MASK] (0 = the first)
-    NSP            log-odds of IsNext (or NotNext)      target: "IsNext" / "NotNext"
-f is the answer's log-odds, log P / (1 - P) = z_k - logsumexp of the other logits (for two
-classes: the difference of the two logits). Not its log-probability: a confident classifier has
-log P(positive) = -0.002 at the input and -0.02 at the baseline alike (minilm-sst2), so there is
-almost nothing to attribute; the log-odds keeps growing with the evidence (7 and 4 there). Not a
-raw logit either: a logit can rise while the others rise more (the probability falls).
-Completeness holds for any differentiable f.
-
-Integrated gradients (Sundararajan et al. 2017, "Axiomatic Attribution for Deep Networks"):
-the word embeddings are moved in a straight line from a baseline x' to the input x, and the
-gradient of f is averaged along the way:
-    score_t = sum_h (x - x')_{t,h} * integral_0^1 df/dx_{t,h}(x' + a (x - x')) da
-The integral is the trapezoid rule on `steps` intervals (g(0)/2 + g(1/n) + ... + g(1)/2) / n,
-the points computed in batches of copies of the sentence (one forward and one backward pass per
-batch); f(x) and f(x') come from one more forward pass of two rows. Completeness: the scores add
-up to f(x) - f(x') exactly for the integral; the rule's error is what completeness_error
-measures. Measured on the dashboard's examples of the bundled models (29 texts) at a fixed 16 /
-32 / 64 intervals: all but one under 1.7% at 32, but MiniLM's classifier on "it is not boring ."
-(f 4.18 at the input, 3.70 at the baseline: little to share out) was 205% / 13.6% / 0.02% off
-(the path crosses sharp turns of GELU and softmax; Gauss-Legendre points were tried and did
-worse at 16 and 32). So the rule refines itself: while the error is above `tolerance` (1%) it
-halves every interval (the old points stay points of the new rule: only the midpoints are new),
-up to max_steps (256), and result.steps says how many it took. tests/test_attribution.py checks
-< 5% at a fixed 32 on every bundled model and target kind, and that refinement brings the hard
-sentence under 1%.
-gradient x input is the cheap alternative: one gradient, at the input, times (x - x'), the
-first-order guess; its sum need not be f(x) - f(x') (it was off by 30-150% on the same
-examples), and its completeness_error shows by how much.
-
-The baseline: [PAD]'s word embedding in place of every word piece of the text, with [CLS],
-[SEP] and [MASK] kept, and every position and segment embedding as in the input. Why this one
-and not all-zero input embeddings: the model never saw an all-zero input (after the embedding
-LayerNorm every position would be the same vector, with no order and no sentence A / B), so
-f(zero) is a reading far off anything it was trained on, and the scores would also credit the
-positions, segments and special tokens. [PAD] keeps the frame the model knows (a sequence of
-this length, its segments, where to answer) and takes away only the words: the scores then
-answer "which words", and special tokens score exactly 0 (x - x' = 0 there). The lab's models
-keep [PAD]'s row at zero (padding_idx), so for them the baseline is "zero word vectors"; a Hub
-model's [PAD] row is whatever it learned.
-
-Why not Captum (captum 0.9.0 is on the registry; its LayerIntegratedGradients does this): the
-method is the dozen lines below, which a student can read, and Captum would reach the word
-embeddings through a forward hook on the model, a change to the one model object that the
-dashboard's concurrent requests share (a second request could run inside the hook). Here the
-interpolated word embeddings go in as a tensor through the model's own modules (embeddings
-LayerNorm, encoder, pooler, head), the model is never changed, and nothing accumulates in its
-.grad (torch.autograd.grad). tests/test_attribution.py checks that this forward pass gives the
-model's own outputs. Computed in fp32 always (bf16 would blur the gradients).
-
-attention_vs_attribution(attention, attribution) puts the scores beside the attention [CLS]
-pays to each token in the last layer (mean over its heads) and gives the Pearson and Spearman
-correlations of that attention with the size of each token's score |score| (attention has no
-sign) over the text's tokens (specials left out: their score is 0 by construction): attention
-is not explanation (Jain & Wallace 2019; Wiegreffe & Pinter 2019). For a model with both an
-MLM and an NSP head (bert-lab-classroom) the dashboard attributes the NSP head's answer: like a
-classifier's, it is read from [CLS].
+f is the answer's log-odds; the baseline is [PAD]'s word embedding at every word piece, with
+[CLS], [SEP], [MASK], positions and segments as in the input. The interpolated embeddings go
+through the model's own modules as a tensor, so the one model the dashboard's requests share is
+never changed. docs/inside-bert.md says why this f, this baseline, this rule and not Captum.
 """
 
 from __future__ import annotations

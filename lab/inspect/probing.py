@@ -1,74 +1,14 @@
-"""What each layer knows: a linear probe on the frozen hidden states of every layer (issue 22, point 3).
+"""What each layer knows: a linear probe (logistic regression) on the frozen vectors of every
+layer, against two baselines (each word's commonest tag; the same probe on random weights).
 
-    python benchmarks/probing.py          # the table: tiny model, its snapshots, MiniLM, baselines
-
-What lives here
----------------
-    probe_layers(model, tok, sentences, tags, test_sentences, test_tags)  -> ProbeResult: the
-                                          accuracy of a linear probe on each layer 0..L (0 = the
-                                          embeddings), each with a Wilson 95% interval, plus the
-                                          two baselines when asked (majority, random_control)
-    majority_baseline(train, train_tags, test, test_tags)  -> Accuracy: each word type's commonest
-                                          training tag (unknown words: the commonest tag overall)
-    probe_snapshots(run_dir, ...)         probe_layers for every checkpoint of a pre-training run
-    wilson_interval(correct, total)       the binomial 95% interval of an accuracy
-    ud_pos_data(max_train_words, ...)     UD English-EWT's gold UPOS: train on dev, test on test
-
-Drawn by probe_layers(results) of lab.figures.plotly_figures (the dashboard) and of
-lab.figures.matplotlib_figures (notebooks) from lab.figures.numbers.probe_curves(results) (the numbers, rows() -> CSV);
-`explore.probe_layers` is this module's probe_layers.
-
-How to use it
--------------
-    import lab
     from lab.inspect import probing
-    model, tok = lab.load("models/bert-lab-classroom")
-    data = probing.ud_pos_data()                     # UD EWT dev (train) / test (test)
+    data = probing.ud_pos_data()                      # UD EWT: train on dev, test on test
     result = probing.probe_layers(model, tok, *data.train, *data.test, baselines=True)
-    for layer, acc, low, high in zip(result.layers, result.accuracy, result.low, result.high):
-        print(layer, f"{acc:.3f} [{low:.3f}, {high:.3f}]")
-    result.majority.accuracy, result.control.accuracy    # the two baselines
+    result.accuracy, result.low, result.high          # per layer 0..L, Wilson 95% intervals
 
-The only UD English-EWT data on these machines are its dev and test splits: the probe trains on
-dev and is scored on test; every number says so (`ProbeResult.split`).
-
-How a probe works (Tenney et al. 2019; Hewitt & Manning 2019)
--------------------------------------------------------------
-The encoder is frozen and run once (lab.inspect.features.cache_word_features): each word is
-represented by its first sub-token's vector at layer j, read from its max-context window. For
-each layer j a multinomial logistic regression (one linear layer, H -> 17 UPOS tags, softmax)
-is fitted to the training words' vectors, standardised with the training mean and deviation,
-by full-batch L-BFGS with a small L2 penalty, on one torch thread. Its accuracy on the test
-words is what layer j "knows" linearly about parts of speech.
-
-Why the two baselines
----------------------
-A probe's accuracy alone says little: a linear layer on any rich vector can memorise a lot.
-  majority   each word form's commonest training tag ("the" -> DET), unknown words the
-             commonest tag overall: what knowing the word, and no context, gives. On UD EWT it is
-             already high, so a layer's gain over it is the part that needs context or
-             generalisation across word forms.
-  control    the same probe on an encoder of the same shape with random weights (the lab's
-             initialisation, seed 0) and the same tokenizer: what the probe extracts from word
-             identity and position alone, with nothing learnt. The trained encoder's gain over
-             it is in the spirit of Hewitt & Liang 2019's selectivity (they randomise the labels
-             of a control task; here the encoder is randomised, as in Zhang & Bowman 2018): a
-             high probe accuracy means the model learnt something only where the control is
-             clearly lower.
-
-Worked example: the majority baseline
--------------------------------------
-    training   the/DET dog/NOUN runs/VERB . the/DET runs/NOUN
-    counts     the: DET 2; dog: NOUN 1; runs: VERB 1, NOUN 1 (a tie: the first tag in sorted order,
-               NOUN); overall NOUN 2, DET 2, VERB 1 -> unknown words get DET (sorted-first of the tie)
-    test       the/DET runs/VERB cat/NOUN  -> predicted DET NOUN DET -> 1 of 3 right
-
-Worked example: the Wilson interval
------------------------------------
-For k right of n, p = k/n, z = 1.96: centre (p + z^2/2n) / (1 + z^2/n), half-width
-z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n). 90 of 100 -> [0.826, 0.945] (the normal-approximation
-interval, [0.841, 0.959], is off-centre near 1). It treats the test words as independent draws;
-words of one sentence are not quite, so the interval is a little narrow.
+`explore.probe_layers` is this module's probe_layers; probe_snapshots probes every checkpoint of
+a run. docs/inside-bert.md says how a probe works and why the two baselines;
+`python benchmarks/probing.py` prints the table there.
 """
 
 from __future__ import annotations
@@ -104,6 +44,10 @@ SPLIT_NOTE = "trained on UD EWT dev, scored on UD EWT test (no train split here)
 # ----------------------------------------------------------------------------------------------
 
 
+# Worked example: for k right of n, p = k/n, z = 1.96: centre (p + z^2/2n) / (1 + z^2/n),
+# half-width z sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n). 90 of 100 -> [0.826, 0.945] (the normal
+# approximation, [0.841, 0.959], is off-centre near 1). It treats the test words as independent
+# draws; words of one sentence are not quite, so the interval is a little narrow.
 def wilson_interval(correct: int, total: int, z: float = Z95) -> tuple[float, float]:
     """The Wilson score interval of a binomial proportion correct/total (see the docstring)."""
     if total <= 0:
@@ -144,6 +88,11 @@ def _commonest(counts: Counter) -> str:
     return min(counts, key=lambda k: (-counts[k], k))
 
 
+# Worked example: the majority baseline
+#     training   the/DET dog/NOUN runs/VERB . the/DET runs/NOUN
+#     counts     the: DET 2; dog: NOUN 1; runs: VERB 1, NOUN 1 (a tie: the first tag in sorted
+#                order, NOUN); overall NOUN 2, DET 2, VERB 1 -> unknown words get DET
+#     test       the/DET runs/VERB cat/NOUN  -> predicted DET NOUN DET -> 1 of 3 right
 def majority_tagger(sentences: Sequence[Sequence[str]], tags: Sequence[Sequence[str]]) -> Callable[[str], str]:
     """word -> its commonest training tag; unknown words -> the commonest tag overall."""
     by_word: dict[str, Counter] = defaultdict(Counter)
