@@ -13,7 +13,7 @@ from conftest import tiny_config
 import lab
 from lab.data.tagged_files import label_list, read_tagged
 from lab.data.tagging import collate_tag_features, make_tag_features
-from lab.inspect.features import cache_word_features
+from lab.inspect.features import WordFeatures, cache_word_features, torch_threads
 from lab.studies import feature_tagging as ft
 
 PEOPLE = "anna boris clara david".split()
@@ -193,8 +193,8 @@ def test_score_choice_gives_f1_for_entities_and_accuracy_for_plain_tags(setup):
         [[t[2:] if t != "O" else "OTHER" for t in tags] for tags in features.tags]
         for features in (setup["train_f"], setup["test_f"])
     ]
-    train_f = ft.WordFeatures(setup["train_f"].vectors, setup["train_f"].offsets, plain[0])
-    test_f = ft.WordFeatures(setup["test_f"].vectors, setup["test_f"].offsets, plain[1])
+    train_f = WordFeatures(setup["train_f"].vectors, setup["train_f"].offsets, plain[0])
+    test_f = WordFeatures(setup["test_f"].vectors, setup["test_f"].offsets, plain[1])
     labels = label_list(plain[0] + plain[1], scheme="tags")
     pos = ft.score_choice(train_f, test_f, labels, ft.feature_choices(LAYERS)[2], config, n_resamples=200)
     assert pos.metric == "accuracy" and 0.0 <= pos.low <= pos.value <= pos.high <= 1.0
@@ -257,12 +257,12 @@ def test_table7_patterns_read_paired_intervals():
 
 def test_torch_threads_sets_and_restores(setup):
     before = torch.get_num_threads()
-    with ft.torch_threads(2):
+    with torch_threads(2):
         assert torch.get_num_threads() == 2
     assert torch.get_num_threads() == before
-    with ft.torch_threads(None):
+    with torch_threads(None):
         assert torch.get_num_threads() == before
-    with pytest.raises(RuntimeError), ft.torch_threads(2):
+    with pytest.raises(RuntimeError), torch_threads(2):
         raise RuntimeError("a failing step")
     assert torch.get_num_threads() == before  # restored on errors too
     # a tagger trained on a set number of threads equals one trained as set: threads change no result here
