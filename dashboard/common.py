@@ -136,6 +136,13 @@ def truncation_note(cut: int, limit: int, pair: bool = False) -> str:
     )
 
 
+def base_model(task: dict) -> str:
+    """The model a fine-tuned model started from, as a page names it: a folder's name (a
+    package's model/ folder: the package), never a server path."""
+    base = Path(str(task.get("model", "?")))
+    return base.parent.name if base.name == "model" else base.name
+
+
 def cut_tokens(model, tokenizer, text_a: str, text_b: str | None = None) -> int:
     """How many tokens the model's window cuts from [CLS] a [SEP] (b [SEP]) (lab.inspect.explore cuts
     them the same way)."""

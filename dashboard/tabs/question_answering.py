@@ -14,6 +14,7 @@ from lab.inspect import explore
 from ..common import (
     WHY_STEPS,
     UserError,
+    base_model,
     data_box,
     handler,
     int_input,
@@ -46,8 +47,7 @@ class QuestionAnswering:
             return {}, ""
         lengths = qa_lengths(task)
         data = Path(str(task.get("data", "SQuAD"))).name
-        base = Path(str(task.get("model", "?")))
-        base = base.parent.name if base.name == "model" else base.name  # a package's model/ folder: the package
+        base = base_model(task)
         return lengths, (
             f"fine-tuned from {base} on {data}, articles 1-{task.get('train_articles', '?')} "
             f"(the rest held out), windows of {lengths.get('max_seq_length', '?')} tokens"

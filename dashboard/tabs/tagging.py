@@ -13,7 +13,7 @@ from lab.checkpoint import tag_settings
 from lab.data import tag_metrics, tagged_files
 from lab.inspect import explore
 
-from ..common import UserError, handler, status_box, status_html, submit_and_clear, text_input
+from ..common import UserError, base_model, handler, status_box, status_html, submit_and_clear, text_input
 from ..help import HELP, TAG_EXAMPLES, tag_colors
 
 NO_TAGGER = (
@@ -39,8 +39,7 @@ class Tagging:
         windows = tag_settings(task)  # how it was trained and evaluated: windows, argmax or IOB2 Viterbi
         if task.get("task") != "tagging":
             return windows, ""
-        base = Path(str(task.get("model", "?")))
-        base = base.parent.name if base.name == "model" else base.name  # a package's model/ folder: the package
+        base = base_model(task)
         how = "its head trained on frozen features" if task.get("mode") == "features" else "fine-tuned"
         read = "; tags read as the best sequence IOB2 allows (Viterbi)" if task.get("decoding") == "viterbi" else ""
         return windows, f"{how} from {base} on {Path(str(task.get('train', '?'))).name}{read}"
