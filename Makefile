@@ -13,7 +13,7 @@ demo: $(VENV)/.installed-app       ## install the library + dashboard into .venv
 test: $(VENV)/.installed-dev       ## install everything (+ test extras) into .venv and run the whole suite
 	$(PY) -m pytest
 
-quick: $(VENV)/.installed-dev      ## the inner loop: every test but the slow ones (about a minute)
+quick: $(VENV)/.installed-dev      ## the inner loop: every test but the slow ones (about 6 minutes)
 	$(PY) -m pytest -m "not slow"
 
 venv: $(VENV)/.installed           ## the library core only
