@@ -3,41 +3,41 @@
 Writers and readers import these names instead of spelling "config.json" themselves, so the
 layouts below are the whole truth about what is where. This module imports nothing of the lab
 (every other module may import it).
-
-A model directory: Hugging Face's layout (lab.save writes it, lab.load reads it; so do
-transformers' save_pretrained / from_pretrained):
-
-    config.json                   CONFIG_NAME            BertConfig (HF field names) + architectures
-    model.safetensors             WEIGHTS_NAME           the weights
-    model.safetensors.index.json  INDEX_NAME             or: a sharded checkpoint's index (read only)
-    pytorch_model.bin             TORCH_WEIGHTS_NAME     or: older PyTorch weights (read only)
-    vocab.txt                     VOCAB_NAME             WordPiece vocabulary, line i = token id i
-    tokenizer.json                TOKENIZER_NAME         the `tokenizers` pipeline
-    tokenizer_config.json         TOKENIZER_CONFIG_NAME  do_lower_case, model_max_length
-    README.md                     MODEL_CARD_NAME        the model card (bundled models)
-    metrics.json                  EVALUATIONS_NAME       the evaluations a bundled model was measured
-                                                         with (scripts/bundle_model.py; re-checked by
-                                                         tests/test_bundled.py)
-
-A run directory (lab.training.train writes it, lab.training.runs reads it): the newest model (a model directory,
-so lab.load("runs/NAME") works), and
-
-    train_config.json             TRAIN_CONFIG_NAME      the loop's settings (+ total steps)
-    pretrain_config.json          PRETRAIN_CONFIG_NAME   pre-training's settings, or
-    task_config.json              TASK_CONFIG_NAME       a fine-tuning task's settings
-    metrics.jsonl                 METRICS_NAME           one JSON record per log / evaluation
-    checkpoints/                  CHECKPOINTS_DIR
-        step-0000500/             checkpoint_name(500)   a model directory, and in a resume point
-            trainer_state.pt      STATE_NAME             optimizer, scheduler, RNG, step
-    phase1-len32/                 phase_name(1, "len32") an earlier phase of a recipe, itself a run
-
-A prepared corpus (lab.data.prepare): three flat arrays and their description:
-
-    tokens.bin                    TOKENS_NAME            every sentence's token ids, back to back
-    sentences.npy                 SENTENCES_NAME         sentence offsets into tokens.bin
-    documents.npy                 DOCUMENTS_NAME         document offsets into sentences.npy
-    meta.json                     META_NAME              sizes, dtype, vocabulary hash, source
 """
+
+# A model directory: Hugging Face's layout (lab.save writes it, lab.load reads it; so do
+# transformers' save_pretrained / from_pretrained):
+#
+#     config.json                   CONFIG_NAME            BertConfig (HF field names) + architectures
+#     model.safetensors             WEIGHTS_NAME           the weights
+#     model.safetensors.index.json  INDEX_NAME             or: a sharded checkpoint's index (read only)
+#     pytorch_model.bin             TORCH_WEIGHTS_NAME     or: older PyTorch weights (read only)
+#     vocab.txt                     VOCAB_NAME             WordPiece vocabulary, line i = token id i
+#     tokenizer.json                TOKENIZER_NAME         the `tokenizers` pipeline
+#     tokenizer_config.json         TOKENIZER_CONFIG_NAME  do_lower_case, model_max_length
+#     README.md                     MODEL_CARD_NAME        the model card (bundled models)
+#     metrics.json                  EVALUATIONS_NAME       the evaluations a bundled model was measured
+#                                                          with (scripts/bundle_model.py; re-checked by
+#                                                          tests/test_bundled.py)
+#
+# A run directory (lab.training.train writes it, lab.training.runs reads it): the newest model (a model directory,
+# so lab.load("runs/NAME") works), and
+#
+#     train_config.json             TRAIN_CONFIG_NAME      the loop's settings (+ total steps)
+#     pretrain_config.json          PRETRAIN_CONFIG_NAME   pre-training's settings, or
+#     task_config.json              TASK_CONFIG_NAME       a fine-tuning task's settings
+#     metrics.jsonl                 METRICS_NAME           one JSON record per log / evaluation
+#     checkpoints/                  CHECKPOINTS_DIR
+#         step-0000500/             checkpoint_name(500)   a model directory, and in a resume point
+#             trainer_state.pt      STATE_NAME             optimizer, scheduler, RNG, step
+#     phase1-len32/                 phase_name(1, "len32") an earlier phase of a recipe, itself a run
+#
+# A prepared corpus (lab.data.prepare): three flat arrays and their description:
+#
+#     tokens.bin                    TOKENS_NAME            every sentence's token ids, back to back
+#     sentences.npy                 SENTENCES_NAME         sentence offsets into tokens.bin
+#     documents.npy                 DOCUMENTS_NAME         document offsets into sentences.npy
+#     meta.json                     META_NAME              sizes, dtype, vocabulary hash, source
 
 from __future__ import annotations
 

@@ -1,34 +1,34 @@
 """Hugging Face Hub ids -> local checkpoint directories, through the standard Hub cache.
 
-    import lab
-    model, tok = lab.load("google-bert/bert-base-uncased")          # downloaded once, then cached
-    model, tok = lab.load("google-bert/bert-base-uncased", revision="86b5e0934494bd15c9632b12f734a8a67f723594")
-    python -m lab fill-mask --model google-bert/bert-base-uncased "the man went to the [MASK] ."
+import lab
+model, tok = lab.load("google-bert/bert-base-uncased")          # downloaded once, then cached
+model, tok = lab.load("google-bert/bert-base-uncased", revision="86b5e0934494bd15c9632b12f734a8a67f723594")
+python -m lab fill-mask --model google-bert/bert-base-uncased "the man went to the [MASK] ."
 
-    from lab.hub import resolve_model, is_hub_id
-    resolve_model("runs/mine")                        # an existing local path: returned as it is
-    resolve_model("google-bert/bert-base-uncased")    # -> ~/.cache/huggingface/hub/models--google-bert--
-                                                      #    bert-base-uncased/snapshots/<commit>/  (a folder
-                                                      #    in Hugging Face's layout, which lab.load reads)
-
-What lives here: `is_hub_id` (does a name look like ORG/NAME), `resolve_model` (a local path or
-an id -> a local directory) and `hub_snapshot` (an id -> its folder in the cache, never a local
-path: the dashboard uses it so that a typed id can never reach a directory on the server).
-
-Only what the lab reads is fetched, one file at a time with `huggingface_hub.hf_hub_download`:
-config.json first and alone (a checkpoint whose model_type is not "bert" -- DistilBERT,
-RoBERTa... -- is refused before any weights are downloaded), then the weights (model.safetensors,
-or model.safetensors.index.json and its shards, or pytorch_model.bin, read later with
-torch.load(weights_only=True)), then vocab.txt / tokenizer.json / tokenizer_config.json.
-Every file after config.json is fetched at the commit config.json came from, so a checkpoint
-is never a mix of two revisions.
-
-The cache is Hugging Face's (HF_HOME, HF_HUB_CACHE; shared with transformers). With
-HF_HUB_OFFLINE=1, or download=False, nothing goes to the network: an id already in the cache
-resolves from it, any other gets one line saying how to get the files. HF_ENDPOINT points at a
-mirror (the tests point it at a local stand-in server). Gated or private models use the
-token of `hf auth login` (or HF_TOKEN).
+from lab.hub import resolve_model, is_hub_id
+resolve_model("runs/mine")                        # an existing local path: returned as it is
+resolve_model("google-bert/bert-base-uncased")    # -> ~/.cache/huggingface/hub/models--google-bert--
+                                                  #    bert-base-uncased/snapshots/<commit>/  (a folder
+                                                  #    in Hugging Face's layout, which lab.load reads)
 """
+
+# What lives here: `is_hub_id` (does a name look like ORG/NAME), `resolve_model` (a local path or
+# an id -> a local directory) and `hub_snapshot` (an id -> its folder in the cache, never a local
+# path: the dashboard uses it so that a typed id can never reach a directory on the server).
+#
+# Only what the lab reads is fetched, one file at a time with `huggingface_hub.hf_hub_download`:
+# config.json first and alone (a checkpoint whose model_type is not "bert" -- DistilBERT,
+# RoBERTa... -- is refused before any weights are downloaded), then the weights (model.safetensors,
+# or model.safetensors.index.json and its shards, or pytorch_model.bin, read later with
+# torch.load(weights_only=True)), then vocab.txt / tokenizer.json / tokenizer_config.json.
+# Every file after config.json is fetched at the commit config.json came from, so a checkpoint
+# is never a mix of two revisions.
+#
+# The cache is Hugging Face's (HF_HOME, HF_HUB_CACHE; shared with transformers). With
+# HF_HUB_OFFLINE=1, or download=False, nothing goes to the network: an id already in the cache
+# resolves from it, any other gets one line saying how to get the files. HF_ENDPOINT points at a
+# mirror (the tests point it at a local stand-in server). Gated or private models use the
+# token of `hf auth login` (or HF_TOKEN).
 
 from __future__ import annotations
 

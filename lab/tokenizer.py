@@ -12,51 +12,51 @@ What lives here
 
 `Encoding` is the result of `Tokenizer.encode`: ids plus everything needed to look at them
 (tokens, segment ids, character offsets into the original text, truncation report).
-
-Worked example (WordPiece)
---------------------------
-With a small vocabulary trained on sentences about playing, "playing" is not a token of its
-own but "play" and "##ing" are, so WordPiece takes the longest prefix it knows, then continues:
-
-    "playing" -> "play" (longest known prefix) + "##ing" (the rest, as a continuation piece)
-    tok.tokenize("playing")   -> ["play", "##ing"]
-    tok.decode(tok.convert_tokens_to_ids(["play", "##ing"]))  -> "playing"
-
-A word with no possible split becomes "[UNK]" (the whole word, not one character).
-
-Worked example (a sentence pair, as BERT sees it)
--------------------------------------------------
-    enc = tok.encode("a b", "c")
-    enc.tokens          [CLS]  a  b  [SEP]  c  [SEP]
-    enc.token_type_ids    0    0  0    0    1    1      (segment A = 0, segment B = 1)
-    enc.attention_mask    1    1  1    1    1    1
-    enc.sequence_ids    None   0  0  None   1  None     (which text a token came from)
-    enc.offsets        (0,0) (0,1)(2,3)(0,0)(0,1)(0,0)  (characters in that text; specials 0,0)
-    enc.sentence_b_start  4
-
-With `max_length`, a pair is truncated "longest first": one token at a time is removed from
-the end of whichever segment is currently longer (B on a tie), the rule of BERT's
-`truncate_seq_pair`, until [CLS] A [SEP] B [SEP] fits:
-
-    A = 5 tokens, B = 8 tokens, max_length 12 -> 9 positions for A + B
-    B 8 -> 7 -> 6 -> 5 (B longer), tie 5/5 -> B 4: keep A 5, B 4; num_truncated = 4
-
-(transformers' BertTokenizerFast, through the `tokenizers` library, computes this in closed
-form and gives the odd position to the longer segment instead: A 4, B 5. The two agree
-whenever the budget for A + B is even or A is the longer one; the Python BertTokenizer and
-Google's original code agree with the rule above.)
-
-How to use it
--------------
-    from lab.tokenizer import Tokenizer
-    tok = Tokenizer.train(["corpus.txt"], vocab_size=8192)     # or any iterator of strings
-    tok.save("runs/tok")                                       # vocab.txt, tokenizer.json, config
-    tok = Tokenizer.load("runs/tok")                           # or a bert-base vocab.txt
-    enc = tok.encode("the cat sat .", "it was happy .", max_length=128)
-    batch = tok.encode_batch(["a b", "c"], return_tensors="pt")   # padded, torch LongTensors
-
-A directory saved here also loads in `transformers.BertTokenizerFast.from_pretrained(dir)`.
 """
+
+# Worked example (WordPiece)
+# --------------------------
+# With a small vocabulary trained on sentences about playing, "playing" is not a token of its
+# own but "play" and "##ing" are, so WordPiece takes the longest prefix it knows, then continues:
+#
+#     "playing" -> "play" (longest known prefix) + "##ing" (the rest, as a continuation piece)
+#     tok.tokenize("playing")   -> ["play", "##ing"]
+#     tok.decode(tok.convert_tokens_to_ids(["play", "##ing"]))  -> "playing"
+#
+# A word with no possible split becomes "[UNK]" (the whole word, not one character).
+#
+# Worked example (a sentence pair, as BERT sees it)
+# -------------------------------------------------
+#     enc = tok.encode("a b", "c")
+#     enc.tokens          [CLS]  a  b  [SEP]  c  [SEP]
+#     enc.token_type_ids    0    0  0    0    1    1      (segment A = 0, segment B = 1)
+#     enc.attention_mask    1    1  1    1    1    1
+#     enc.sequence_ids    None   0  0  None   1  None     (which text a token came from)
+#     enc.offsets        (0,0) (0,1)(2,3)(0,0)(0,1)(0,0)  (characters in that text; specials 0,0)
+#     enc.sentence_b_start  4
+#
+# With `max_length`, a pair is truncated "longest first": one token at a time is removed from
+# the end of whichever segment is currently longer (B on a tie), the rule of BERT's
+# `truncate_seq_pair`, until [CLS] A [SEP] B [SEP] fits:
+#
+#     A = 5 tokens, B = 8 tokens, max_length 12 -> 9 positions for A + B
+#     B 8 -> 7 -> 6 -> 5 (B longer), tie 5/5 -> B 4: keep A 5, B 4; num_truncated = 4
+#
+# (transformers' BertTokenizerFast, through the `tokenizers` library, computes this in closed
+# form and gives the odd position to the longer segment instead: A 4, B 5. The two agree
+# whenever the budget for A + B is even or A is the longer one; the Python BertTokenizer and
+# Google's original code agree with the rule above.)
+#
+# How to use it
+# -------------
+#     from lab.tokenizer import Tokenizer
+#     tok = Tokenizer.train(["corpus.txt"], vocab_size=8192)     # or any iterator of strings
+#     tok.save("runs/tok")                                       # vocab.txt, tokenizer.json, config
+#     tok = Tokenizer.load("runs/tok")                           # or a bert-base vocab.txt
+#     enc = tok.encode("the cat sat .", "it was happy .", max_length=128)
+#     batch = tok.encode_batch(["a b", "c"], return_tensors="pt")   # padded, torch LongTensors
+#
+# A directory saved here also loads in `transformers.BertTokenizerFast.from_pretrained(dir)`.
 
 from __future__ import annotations
 

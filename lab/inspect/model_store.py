@@ -7,19 +7,19 @@ and a small shared cache of loaded ones.
     store.models_for("answer")               # only those with a question-answering head
     model, tokenizer = store.get("models/bert-lab-classroom")     # loaded once, shared, LRU-evicted
     model, tokenizer = store.model_for("models/bert-lab-squad", "answer")   # or a message saying why not
-
-A name is either a directory inside one of the roots (shown relative to `base`, e.g.
-models/bert-lab-classroom, or as @<root name>/<rest> for a root elsewhere, so that no server path
-reaches a page) or a Hugging Face id ORG/NAME, resolved through the Hub cache (lab.hub): downloaded
-only when asked with download=True and the store allows downloads. Everything a user can get wrong
-raises ModelError with a message that is safe to show: it names the model as the user wrote it
-and never the server's absolute paths.
-
-Confinement: a path outside the roots is refused, and so is a model folder with a file that
-resolves outside them (a README.md symlinked to /etc/passwd). A model that failed to load is
-remembered with its files' signature (names, sizes, modification times) and not retried until one
-of them changes. All state lives in the object: two stores (two servers in one test) never meet.
 """
+
+# A name is either a directory inside one of the roots (shown relative to `base`, e.g.
+# models/bert-lab-classroom, or as @<root name>/<rest> for a root elsewhere, so that no server path
+# reaches a page) or a Hugging Face id ORG/NAME, resolved through the Hub cache (lab.hub): downloaded
+# only when asked with download=True and the store allows downloads. Everything a user can get wrong
+# raises ModelError with a message that is safe to show: it names the model as the user wrote it
+# and never the server's absolute paths.
+#
+# Confinement: a path outside the roots is refused, and so is a model folder with a file that
+# resolves outside them (a README.md symlinked to /etc/passwd). A model that failed to load is
+# remembered with its files' signature (names, sizes, modification times) and not retried until one
+# of them changes. All state lives in the object: two stores (two servers in one test) never meet.
 
 from __future__ import annotations
 

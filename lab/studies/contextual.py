@@ -1,31 +1,31 @@
 """Contextual word vectors: the same word gets another vector in every sentence.
 
-    from lab.studies import contextual
-    senses = {"bank": {"river": ["they sat on the bank of the river ."],
-                       "money": ["she took her money to the bank ."]}}
-    occ = contextual.word_vectors(model, tokenizer, senses)
-    occ.layer_names            # ["token embedding", "embeddings", "layer 1", ..., "layer L"]
-    occ.similarity("token embedding")   # (N, N) cosines: all 1 between occurrences of one word
-    occ.similarity(-1)         # the last layer: context has moved the vectors apart
-    occ.separation()           # per layer: mean within-sense minus mean across-sense similarity
-    contextual.nearest_words(model, tokenizer, "they sat on the bank of the river .", "bank", pool)
-
-Before BERT (and ELMo) a word had one vector, whatever the sentence (word2vec, GloVe). BERT's
-input is still such a table: row `bank` of the word-embedding matrix is the same in "the bank of
-the river" and "the bank lent him money". Every layer above mixes in the other tokens through
-attention, so the output vector of "bank" depends on its sentence. This module reads one
-vector per occurrence at every depth:
-
-    "token embedding"  the word-embedding row alone: context-free, identical for every occurrence
-    "embeddings"       what layer 1 receives: token + segment + position embeddings, LayerNorm
-                       (it differs between occurrences only through the position)
-    "layer k"          the output of encoder layer k (hidden_states[k]), k = 1..L
-
-A word that the vocabulary splits into pieces ("riverbank" -> river ##bank) gets the mean of
-its pieces' vectors, at every depth; `Occurrences.pieces` says what each occurrence became.
-
-Their figures are occurrence_similarity and sense_separation in lab.figures.matplotlib_figures.
+from lab.studies import contextual
+senses = {"bank": {"river": ["they sat on the bank of the river ."],
+                   "money": ["she took her money to the bank ."]}}
+occ = contextual.word_vectors(model, tokenizer, senses)
+occ.layer_names            # ["token embedding", "embeddings", "layer 1", ..., "layer L"]
+occ.similarity("token embedding")   # (N, N) cosines: all 1 between occurrences of one word
+occ.similarity(-1)         # the last layer: context has moved the vectors apart
+occ.separation()           # per layer: mean within-sense minus mean across-sense similarity
+contextual.nearest_words(model, tokenizer, "they sat on the bank of the river .", "bank", pool)
 """
+
+# Before BERT (and ELMo) a word had one vector, whatever the sentence (word2vec, GloVe). BERT's
+# input is still such a table: row `bank` of the word-embedding matrix is the same in "the bank of
+# the river" and "the bank lent him money". Every layer above mixes in the other tokens through
+# attention, so the output vector of "bank" depends on its sentence. This module reads one
+# vector per occurrence at every depth:
+#
+#     "token embedding"  the word-embedding row alone: context-free, identical for every occurrence
+#     "embeddings"       what layer 1 receives: token + segment + position embeddings, LayerNorm
+#                        (it differs between occurrences only through the position)
+#     "layer k"          the output of encoder layer k (hidden_states[k]), k = 1..L
+#
+# A word that the vocabulary splits into pieces ("riverbank" -> river ##bank) gets the mean of
+# its pieces' vectors, at every depth; `Occurrences.pieces` says what each occurrence became.
+#
+# Their figures are occurrence_similarity and sense_separation in lab.figures.matplotlib_figures.
 
 from __future__ import annotations
 
