@@ -138,7 +138,7 @@ def known_precision(device: torch.device) -> PrecisionChoice | None:
     if cpu_has_amx():
         return PrecisionChoice(torch.bfloat16, "a CPU with AMX tiles")
     if not cpu_has_bf16_instructions():
-        return PrecisionChoice(None, "this CPU has no bf16 instructions (no AVX512-BF16, no AMX)")
+        return PrecisionChoice(None, "this CPU has no bf16 instructions: no AVX512-BF16, no AMX")
     return None
 
 
