@@ -83,10 +83,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--precision",
-        choices=["bf16", "fp32"],
-        default="bf16",
-        help="bf16: forward passes under bf16 autocast where the hardware is fast at it "
-        "(2-3x faster for BERT-base on a CPU; probabilities differ in the 2nd-3rd digit)",
+        choices=["auto", "bf16", "fp32"],
+        default="auto",
+        help="auto: bf16 autocast where it is faster here (known on a GPU or a CPU with AMX, else the "
+        "default model's forward is timed both ways at start-up, within a second); bf16: forward passes "
+        "under bf16 autocast wherever the hardware has bf16 (probabilities differ in the 2nd-3rd digit); "
+        "fp32: never",
     )
     return p
 
@@ -116,9 +118,10 @@ def addresses(host: str, port: int) -> list[str]:
     return found
 
 
-def banner(args: argparse.Namespace, downloads: bool, local: bool) -> str:
+def banner(args: argparse.Namespace, downloads: bool, local: bool, precision: str = "") -> str:
     """What the terminal says once the page is up: where students connect (local: bound where
-    only this machine reaches it), whether Hub downloads are allowed, how to get a public link."""
+    only this machine reaches it), whether Hub downloads are allowed, how to get a public link,
+    and the precision the models compute in (precision_line())."""
     lines = ["", "BERT Lab is ready: every tab's model is loaded."]
     if local:
         lines.append(
@@ -141,7 +144,38 @@ def banner(args: argparse.Namespace, downloads: bool, local: bool) -> str:
     )
     if not args.share:
         lines.append("  a public link through gradio.live (needs internet): add --share")
+    if precision:
+        lines.append(f"  precision: {precision}")
     return "\n".join(lines) + "\n"
+
+
+def precision_line(setting: str, choice=None, on: bool = False, model: str = "") -> str:
+    """The banner's words for the precision: --precision auto with the choice made
+    (a lab.device.PrecisionChoice: its timings, or why none were needed, and the model timed);
+    bf16 / fp32 as asked (on: whether bf16 is on, False where the hardware has no bf16)."""
+    if setting == "auto" and choice is not None:
+        timed = f" on {model}'s forward" if model and choice.fp32_ms is not None else ""
+        return f"{choice.describe()}{timed}; --precision bf16 or fp32 overrides"
+    if setting == "bf16":
+        return "bf16 (--precision bf16)" if on else "fp32 (--precision bf16, but this hardware has no bf16)"
+    return "fp32 (--precision fp32)"
+
+
+def set_precision(args: argparse.Namespace, store, explore) -> str:
+    """Turn explore's bf16 on or off as --precision says and return the banner's words for it.
+    auto: explore.choose_bf16 times the forward of --model, else of the Question Answering
+    tab's model (the bundled MiniLM), within about a second, unless the hardware settles it."""
+    if args.precision != "auto":
+        return precision_line(args.precision, on=explore.use_bf16(args.precision == "bf16"))
+    name = store.default_model(None if args.model else "answer")
+    try:
+        model, tokenizer = store.get(name) if name else (None, None)
+    except ValueError:  # a ModelError: the model does not load (its tab says why)
+        model = None
+    if model is None:  # nothing to time
+        explore.use_bf16(False)
+        return "fp32 (no model to time; --precision bf16 overrides)"
+    return precision_line("auto", explore.choose_bf16(model, tokenizer), model=name)
 
 
 def tune_malloc(arenas: int = 2, mmap_mb: int = 32, trim_mb: int = 8) -> bool:
@@ -184,10 +218,11 @@ def main(argv: list[str] | None = None) -> None:
 
     # process-wide settings, made only when app.py is the program (not when a test builds the page)
     torch.set_num_threads(max(1, (os.cpu_count() or 2) // max(1, args.concurrency)))
-    explore.use_bf16(args.precision == "bf16")
     settings = Settings.from_args(args)
     print("BERT Lab: loading the models and computing each tab's first view ...", flush=True)
-    demo = Dashboard(settings).build()
+    dash = Dashboard(settings)
+    precision = set_precision(args, dash.store, explore)  # before the first views: they compute in it
+    demo = dash.build()
     globals()["demo"] = demo  # what `gradio app.py` and Spaces' reloader look for in __main__
     host = f"[{args.host}]" if ":" in args.host else args.host  # Gradio writes an IPv6 address in brackets
     demo.launch(
@@ -200,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
         **LAUNCH_OPTIONS,
     )
     print(
-        banner(args, settings.downloads, args.host in LOCAL_HOSTS)
+        banner(args, settings.downloads, args.host in LOCAL_HOSTS, precision)
         + (f"  public link: {demo.share_url}\n" if demo.share_url else ""),
         flush=True,
     )

@@ -1,15 +1,16 @@
 """What every view of lab.inspect shares: which heads a model has, text encoded within the
-model's window, a forward pass without gradients (in bf16 where that is fast), the [MASK]
+model's window, a forward pass without gradients (in bf16 where that is measurably faster), the [MASK]
 positions and target words a user typed. Public here so explore, attribution and the studies
 build on one copy; users reach the views through lab.inspect.explore."""
 
 from __future__ import annotations
 
 import contextlib
+import time
 
 import torch
 
-from lab.device import autocast, autocast_dtype, cpu_has_fast_bf16
+from lab.device import PrecisionChoice, autocast, autocast_dtype, choose_precision, cpu_has_bf16_instructions
 from lab.model import BertForSequenceClassification, BertForTokenClassification
 from lab.tokenizer import clean_text
 
@@ -88,24 +89,57 @@ def embedding_module(model):
 # ----------------------------------------------------------------------------------------
 # Shared plumbing: clean text, encode within the model's length, run without gradients
 # ----------------------------------------------------------------------------------------
-_FAST = False  # use_bf16(True): forward passes under bf16 autocast where it is fast
+_FAST = False  # use_bf16(True): forward passes under bf16 autocast
+PRECISION_PROBE = (  # what choose_bf16 times: a question and a short paragraph, as the dashboard's tabs read
+    "who wrote the letter ?",
+    "the letter was written in the spring by a young teacher who had moved to the city , "
+    "and it was read aloud to the whole class on the first warm day of the year .",
+)
 
 
 def use_bf16(enabled: bool = True) -> bool:
-    """Run every forward pass of this module under bf16 autocast (weights stay fp32) on hardware
-    with fast bf16 (CPUs with AVX512-BF16/AMX, recent GPUs): faster for BERT-base-sized models
-    on a CPU (benchmarks/explore_speed.py measures it); probabilities change in the second or
-    third digit. The dashboard turns it
-    on; the default (and the notebooks, and the tests) compute in fp32. Returns whether it is on:
-    False where the hardware has no fast bf16 (then fp32 is kept)."""
+    """Run every forward pass of this module under bf16 autocast (weights stay fp32) where the
+    hardware has bf16 (CPUs with AVX512-BF16/AMX, GPUs); probabilities change in the second or
+    third digit. Whether it is faster depends on the machine: choose_bf16() measures it (the
+    dashboard's --precision auto). The default (and the notebooks, and the tests) compute in
+    fp32. Returns whether it is on: False where the hardware has no bf16 (then fp32 is kept)."""
     global _FAST
-    _FAST = bool(enabled) and (cpu_has_fast_bf16() or torch.cuda.is_available())
+    _FAST = bool(enabled) and (cpu_has_bf16_instructions() or torch.cuda.is_available())
     return _FAST
 
 
 def fast_dtype(device) -> torch.dtype | None:
     """The autocast dtype of every forward pass here: bf16 after use_bf16(True), else None (fp32)."""
-    return autocast_dtype("auto", device) if _FAST else None
+    return autocast_dtype("bf16", device) if _FAST else None
+
+
+def choose_bf16(
+    model, tokenizer, texts=PRECISION_PROBE, budget_s: float = 1.0, clock=time.perf_counter
+) -> PrecisionChoice:
+    """Time this model's encoder on `texts` in fp32 and in bf16, the plain forward and the one
+    that returns attention maps (lab.device.choose_precision: none on a GPU or an AMX CPU, once
+    per model shape and device in a process, within budget_s), and turn use_bf16 on exactly
+    when bf16 was chosen. Returns the choice (its describe() says why, with the timings)."""
+    body = getattr(model, "bert", model)
+    device = next(model.parameters()).device
+    _, ids, types = encode(model, tokenizer, *texts)
+    ids, types = ids.to(device), types.to(device)
+
+    def run():
+        body(ids, token_type_ids=types)
+        body(ids, token_type_ids=types, output_attentions=True)
+
+    cfg = model.config
+    key = ("inference", cfg.num_hidden_layers, cfg.hidden_size, cfg.intermediate_size, str(device))
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            choice = choose_precision(run, device, key, budget_s=budget_s, clock=clock)
+    finally:
+        model.train(was_training)
+    use_bf16(choice.dtype is not None)
+    return choice
 
 
 @contextlib.contextmanager

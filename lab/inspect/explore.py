@@ -26,6 +26,7 @@ What lives here, in the order of the paper:
     probe_layers(model, tok, ...)            a linear probe per layer: what each layer knows (lab.inspect.probing)
     model_tasks(model), missing_head_message(model, task)   which of these a model can serve
     use_bf16(True)                           bf16 autocast for every forward pass (the dashboard's speed)
+    choose_bf16(model, tokenizer)            ... only where bf16 is measurably faster here (timed once)
 
 Every function validates its text (empty text, control characters only, missing [MASK], the
 wrong kind of model) with a ValueError that says what is wrong and how to fix it, cuts text
@@ -50,6 +51,7 @@ from lab.inspect.attribution import attributions
 from lab.inspect.encoding import (
     MAX_MASKS,
     TASKS,
+    choose_bf16,
     embedding_module,
     encode,
     fast_dtype,
@@ -98,6 +100,7 @@ __all__ = [  # the views, their results, and which views a model can serve
     "model_tasks",
     "missing_head_message",
     "use_bf16",
+    "choose_bf16",
     "TASKS",
     "MAX_MASKS",
     "TAG_MAX_SEQ_LENGTH",

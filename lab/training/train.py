@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import json
 import math
 import random
 import statistics
@@ -33,7 +34,7 @@ from tqdm.auto import tqdm
 
 from lab.checkpoint import load_weights
 from lab.config import setting
-from lab.device import Dist, autocast, autocast_dtype, init_distributed, pick_device
+from lab.device import Dist, autocast, autocast_dtype, choose_precision, init_distributed, pick_device
 from lab.files import METRICS_NAME, STATE_NAME, TRAIN_CONFIG_NAME
 from lab.training.fast_dropout import use_fast_dropout
 from lab.training.runs import (
@@ -60,7 +61,7 @@ class TrainConfig:
     warmup: float = setting(0.1, "warm-up: a fraction of the steps (<1) or a step count")
     min_lr_ratio: float = setting(0.0, "linear decay ends at lr * min_lr_ratio")
     clip_norm: float = setting(1.0, "gradient clipping (global L2 norm); 0 = off")
-    precision: str = setting("auto", "auto | bf16 | fp32 (auto: bf16 where it is fast)")
+    precision: str = setting("auto", "auto | bf16 | fp32 (auto: bf16 where a timed step says it is faster)")
     device: str = setting("auto", "auto | cpu | cuda | cuda:N | mps")
     seed: int = setting(0, "one seed for init, data order, masks, dropout")
     eval_every: int = setting(200, "steps between held-out evaluations; 0 = only at the end")
@@ -136,14 +137,66 @@ def every(step: int, interval: int) -> bool:
 # ----------------------------------------------------------------------------------------
 # Set-up and resume
 # ----------------------------------------------------------------------------------------
-def setup(cfg: TrainConfig) -> tuple[torch.device, Dist, torch.dtype | None]:
-    """Threads, device, processes and precision for this run."""
+def setup(cfg: TrainConfig) -> tuple[torch.device, Dist]:
+    """Threads, device and processes for this run (its precision: run_precision, once the model is there)."""
     if cfg.steps is None and cfg.minutes is None:
         raise ValueError("give the length of the run: steps or minutes")
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = pick_device(cfg.device)
-    return device, init_distributed(device), autocast_dtype(cfg.precision, device)
+    return device, init_distributed(device)
+
+
+def training_step(model, objective, batch):
+    """What precision "auto" times: forward + backward on the run's first micro-batch, in train
+    mode, without an optimizer step (no weight changes); afterwards the gradients and every
+    random stream are as they were before the first call (a timed run trains bit for bit as an
+    untimed one)."""
+    params = list(model.parameters())
+    grads, rng, was_training = [p.grad for p in params], rng_state(), model.training
+
+    def run():
+        model.train()
+        try:
+            loss, _ = objective.loss(model, batch)
+            loss.backward()
+        finally:
+            for p, g in zip(params, grads):
+                p.grad = g
+            set_rng_state(rng)
+            model.train(was_training)
+
+    return run
+
+
+def run_precision(model, objective, cfg: TrainConfig, device, dist: Dist, run_dir: Path, state, log):
+    """The run's autocast dtype and why: --precision bf16 / fp32 as given; "auto": what a resumed
+    run recorded in its train_config.json (a resume computes as the run it continues), else
+    lab.device.choose_precision (bf16 without timing on a CUDA GPU or an AMX CPU, otherwise one
+    training_step timed both ways), rank 0's choice for every process."""
+    if cfg.precision != "auto":
+        return autocast_dtype(cfg.precision, device), f"--precision {cfg.precision}"
+    recorded_path = run_dir / TRAIN_CONFIG_NAME
+    if state and recorded_path.is_file():
+        recorded = json.loads(recorded_path.read_text()).get("autocast")
+        if recorded in ("torch.bfloat16", "None"):
+            why = f"as recorded when the run started ({recorded_path})"
+            log(f"precision: {'bf16' if recorded != 'None' else 'fp32'} {why}")
+            return (torch.bfloat16 if recorded != "None" else None), why
+    dtype, why = None, ""
+    if dist.main:
+        batch = objective.train_batch(0).to(device)
+        size = sum(p.numel() for p in model.parameters())
+        shape = tuple(getattr(batch, "input_ids", torch.empty(0)).shape)
+        key = ("train", type(model).__name__, size, shape, str(device))
+        choice = choose_precision(training_step(model, objective, batch), device, key)
+        dtype, why = choice.dtype, choice.describe()
+        log(f"precision: {why}" + (" (one training step, timed)" if choice.fp32_ms is not None else ""))
+    if dist.world_size > 1:  # every process computes as rank 0 chose
+        flag = torch.tensor([float(dtype is not None)], device=device)
+        tdist.broadcast(flag, 0)
+        dtype = torch.bfloat16 if flag.item() else None
+    return dtype, why
 
 
 def find_resume_state(run_dir: Path, resume: bool, dist: Dist, log) -> tuple[Path | None, dict | None]:
@@ -346,8 +399,11 @@ def wrap_model(model: nn.Module, cfg: TrainConfig, dist: Dist, device) -> nn.Mod
     return model
 
 
-def announce_run(run_dir: Path, model, cfg: TrainConfig, dist: Dist, device, dtype, total: int, warm: int, log):
-    """train_config.json for the run, and one line saying what trains where (rank 0)."""
+def announce_run(
+    run_dir: Path, model, cfg: TrainConfig, dist: Dist, device, dtype, why: str, total: int, warm: int, log
+):
+    """train_config.json for the run (with the precision chosen and why), and one line saying
+    what trains where (rank 0)."""
     write_json(
         run_dir / TRAIN_CONFIG_NAME,
         {
@@ -357,6 +413,7 @@ def announce_run(run_dir: Path, model, cfg: TrainConfig, dist: Dist, device, dty
             "world_size": dist.world_size,
             "device": str(device),
             "autocast": str(dtype),
+            "precision_choice": why,
         },
     )
     log(
@@ -435,10 +492,11 @@ def train(
     """Train `model` on `objective`; returns the last evaluation's metrics."""
     # ---- set-up: device, processes, precision; the run's length; optimizer and schedule
     run_dir = Path(cfg.out_dir)
-    device, dist, dtype = setup(cfg)
+    device, dist = setup(cfg)
     resume_from, state = find_resume_state(run_dir, resume, dist, log)
     model.to(device)
     use_fast_dropout(model)  # nn.Dropout -> FastDropout (faster CPU masks; no parameters); it stays after train()
+    dtype, why = run_precision(model, objective, cfg, device, dist, run_dir, state, log)
     total = int(state["total_steps"]) if state else plan_steps(model, objective, cfg, device, dtype, dist, log)
     warm, keep = warmup_steps(cfg, total), snapshot_steps(total, cfg.snapshots)
     torch.manual_seed(cfg.seed)
@@ -452,7 +510,7 @@ def train(
     metrics = MetricsLog(run_dir / METRICS_NAME, dist.main)
     if dist.main:
         metrics.truncate_after(step)
-        announce_run(run_dir, model, cfg, dist, device, dtype, total, warm, log)
+        announce_run(run_dir, model, cfg, dist, device, dtype, why, total, warm, log)
     if state and dist.main:
         set_rng_state(state["rng"])  # dropout exactly where it stopped
     else:
