@@ -1,22 +1,28 @@
 """A classroom's load on the dashboard: students with the page open, clicking with pauses.
 
     python benchmarks/app_load.py --users 100 --think 2      # a lecture hall
+    python benchmarks/app_load.py --users 100 --arrive 2 --think 2 --continuous 90   # clicking for 90 s
+    python benchmarks/app_load.py --users 30 --think 2 --profile   # how much of a click is queueing
     python benchmarks/app_load.py --curve 10,30,60,100,150 --think 2   # p95 against class size
     python benchmarks/app_load.py --url http://HOST:7860/    # a dashboard already running
     python benchmarks/app_load.py --only /attention --distinct   # server CPU per request, every input new
 
 The dashboard runs in its own process (`python app.py`, started here unless --url); a class
 arrives once it prints that it is ready. Each student is a thread doing what a browser does, over
-Gradio's HTTP API (`student`). Prints p50/p95/max latency per endpoint (queueing included), the
-errors and the server's CPU per request; the target (docs/performance.md): p95 <= 1 s and 0
-errors for --users 100 --think 2 on 2 cores.
+Gradio's HTTP API (`student`): --requests clicks each, or (--continuous S) clicks until S seconds
+after the class began. Each report opens with the CPU and the precision the server chose, then
+prints p50/p95/max latency per endpoint (queueing included), the errors and the server's CPU per
+request; --profile adds each endpoint's latency alone against under load (the share spent waiting).
+The target (docs/performance.md): p95 <= 1 s and 0 errors for --users 100 --think 2 on 2 cores.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import platform
 import random
 import statistics
 import subprocess
@@ -154,9 +160,13 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, max(0, round(q * (len(values) - 1))))]
 
 
+UNKNOWN_PRECISION = "unknown (a server started elsewhere)"
+
+
 def start_server(concurrency: int, queue_size: int | None = None, port: int = 7870):
     """`python app.py` in its own process, returned once it prints that it is ready (every tab's
-    model loaded): a class arrives at a fresh server."""
+    model loaded): a class arrives at a fresh server. Returns (process, url, precision): the
+    precision as the start-up banner's `  precision: ` line says (app.banner)."""
     extra = ["--queue-size", str(queue_size)] if queue_size else []
     server = subprocess.Popen(
         [sys.executable, str(ROOT / "app.py"), "--port", str(port), "--concurrency", str(concurrency), *extra],
@@ -171,9 +181,50 @@ def start_server(concurrency: int, queue_size: int | None = None, port: int = 78
             break
     else:
         raise SystemExit("the dashboard exited before it was ready")
+    precision = "not printed by the server"
+    for line in server.stdout:  # the rest of the banner, printed at once and ended by a blank line
+        if line.startswith("  precision: "):
+            precision = line.removeprefix("  precision: ").strip()
+            break
+        if not line.strip():
+            break
     print(f"dashboard ready {time.perf_counter() - started:.1f} s after start")
     threading.Thread(target=lambda: [None for _ in server.stdout], daemon=True).start()  # keep the pipe drained
-    return server, f"http://127.0.0.1:{port}/"
+    return server, f"http://127.0.0.1:{port}/", precision
+
+
+def cpu_kind(pid: int | None = None) -> dict:
+    """The CPU the numbers come from: its model name, the cores process `pid` may use (None: this
+    process), and whether it has AMX tiles and bf16 instructions (AVX512-BF16 or AMX), as
+    lab.device sees them (they decide the server's precision)."""
+    from lab.device import cpu_has_amx, cpu_has_bf16_instructions  # deferred: from ROOT on sys.path
+
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:  # not Linux
+        lines = []
+    model = next((line.partition(":")[2].strip() for line in lines if line.startswith("model name")), "")
+    try:
+        cores = len(os.sched_getaffinity(pid or 0))
+    except (AttributeError, OSError):  # no affinity on this system, or the process is gone
+        cores = os.cpu_count() or 1
+    return {
+        "model": model or platform.processor() or "unknown",
+        "cores": cores,
+        "amx": cpu_has_amx(),
+        "bf16_instructions": cpu_has_bf16_instructions(),
+    }
+
+
+def describe_machine(cpu: dict, precision: str, here: bool = True) -> str:
+    """One line: the CPU's kind and the precision the server computes in (here: the server runs
+    on this machine, started by this benchmark; else the CPU is only this machine's)."""
+    yes = {True: "yes", False: "no"}
+    whose = "the server" if here else "this benchmark (a server started elsewhere may run on another CPU)"
+    return (
+        f"CPU: {cpu['model']}, {cpu['cores']} cores for {whose}; AMX tiles: {yes[cpu['amx']]}; "
+        f"bf16 instructions (AVX512-BF16 or AMX): {yes[cpu['bf16_instructions']]}; precision: {precision}"
+    )
 
 
 @dataclass
@@ -183,6 +234,8 @@ class Tally:
     latencies: dict[str, list[float]] = field(default_factory=dict)  # seconds per request, by endpoint
     errors: list[str] = field(default_factory=list)
     opened: list[float] = field(default_factory=list)  # seconds each student took to open the page
+    first: list[float] = field(default_factory=list)  # seconds of each student's first click
+    later: list[float] = field(default_factory=list)  # seconds of every other click
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -210,12 +263,13 @@ def predictors(args, url: str, sessions: list[str | None]) -> list:
     return [lambda call, name, s=s: http_predict(url, name, call, session=s) for s in sessions]
 
 
-def student(k: int, args, url: str, session, events, predict, mix, defaults, start, tally: Tally) -> None:
+def student(k: int, args, url: str, session, events, predict, mix, defaults, start, tally: Tally, marks) -> None:
     """Student k's thread, as a browser: open the page within --arrive seconds (the page, then its
     opening events, which give the student a server session; timed apart), wait for the class to
     begin, click first within the first think time (--burst: all at the same instant), then send
     --requests requests drawn in turn from the mix, pausing 0.5T-1.5T (uniform, seeded) between
-    them (--think T)."""
+    them (--think T); with --continuous, as many as fit before marks["until"] (the class's end:
+    none is sent after it)."""
     rng = random.Random(k)
     if not args.sessionless:  # each student opens the page (a session) within --arrive seconds
         time.sleep(rng.uniform(0, args.arrive))
@@ -227,13 +281,18 @@ def student(k: int, args, url: str, session, events, predict, mix, defaults, sta
     start.wait()  # the class begins: everyone has the page open ...
     if args.think and not args.burst:  # ... and clicks first within the first think time
         time.sleep(rng.uniform(0, args.think))
-    for i in range(args.requests):
+    for i in itertools.count():
+        if not args.continuous and i >= args.requests:
+            break
         if i and args.think:
             time.sleep(rng.uniform(0.5, 1.5) * args.think)
+        if args.continuous and time.perf_counter() >= marks["until"]:
+            break
         name, call = (requests_for(defaults, f"w{k}x{i}", args.only) if args.distinct else mix)[(k + i) % len(mix)]
         seconds, problem = attempt(predict, call, name)
         with tally.lock:
             tally.latencies.setdefault(name, []).append(seconds)
+            (tally.later if i else tally.first).append(seconds)
             if problem:
                 tally.errors.append(f"{name}: {problem}")
 
@@ -261,12 +320,75 @@ def report_latencies(latencies: dict[str, list[float]]) -> list[float]:
     return every
 
 
-def run_class(args, users: int, url: str, server, defaults: dict) -> dict:
-    """One class of `users` students against the dashboard at `url`; prints the table and returns
-    the figures (p50/p95/max in seconds, errors, requests per second, server CPU per request)."""
+PROFILE_REPEATS = 5  # requests per endpoint alone, after one warm-up each (--profile)
+
+
+def profile_alone(args, url: str, server, defaults: dict, predict) -> dict[str, dict]:
+    """Each endpoint of the mix alone, before the class: one warm-up request for each of its
+    calls, then PROFILE_REPEATS requests one at a time, cycling through its calls (--distinct:
+    every text new here too); per endpoint, the median latency ("compute": nothing queued with
+    it) and the server's CPU ms per request (None for a server started elsewhere)."""
     mix = requests_for(defaults, "", args.only)
+
+    def calls(name: str, tag: str) -> list[tuple]:
+        return [call for n, call in (requests_for(defaults, tag, args.only) if args.distinct else mix) if n == name]
+
+    print(f"profile: each endpoint alone, 1 warm-up + {PROFILE_REPEATS} requests one at a time ...", flush=True)
+    alone = {}
+    for name in dict.fromkeys(n for n, _ in mix):  # the endpoints, in the mix's order
+        for call in calls(name, "profile-warm-up"):
+            attempt(predict, call, name)
+        times, cpu0 = [], server_cpu(server)
+        for j in range(PROFILE_REPEATS):
+            own = calls(name, f"profile{j}")
+            seconds, problem = attempt(predict, own[j % len(own)], name)
+            times.append(seconds)
+            if problem:
+                print(f"   {name} alone: {problem}")
+        cpu = server_cpu(server) - cpu0
+        alone[name] = {
+            "alone": statistics.median(times),
+            "cpu_ms_alone": 1000 * cpu / PROFILE_REPEATS if server is not None else None,
+        }
+    return alone
+
+
+def report_profile(alone: dict[str, dict], latencies: dict[str, list[float]], cpu_ms: float | None) -> dict:
+    """The profile's table: per endpoint its median alone against its p50/p95 under load, and the
+    share of the p50 under load spent waiting (1 - alone/p50: queued behind other students'
+    requests, or sharing the cores with them) rather than computing; returns it by endpoint."""
+    print("\nprofile: alone (median, before the class) against under load (this class)")
+    print(f"{'endpoint':<16} {'alone ms':>9} {'p50 ms':>8} {'p95 ms':>8} {'waiting':>8} {'CPU ms alone':>13}")
+    table = {}
+    for name, row in alone.items():
+        xs = latencies.get(name, [])
+        p50 = statistics.median(xs) if xs else float("nan")
+        p95 = percentile(xs, 0.95) if xs else float("nan")
+        waiting = 1 - row["alone"] / p50 if xs else float("nan")
+        table[name] = {**row, "p50": p50, "p95": p95, "waiting": waiting}
+        cpu = f"{row['cpu_ms_alone']:.0f}" if row["cpu_ms_alone"] is not None else "-"
+        print(
+            f"{name:<16} {1000 * row['alone']:>9.0f} {1000 * p50:>8.0f} {1000 * p95:>8.0f} "
+            f"{100 * waiting:>7.0f}% {cpu:>13}"
+        )
     print(
-        f"{users} students x {args.requests} requests against {url}, think {args.think} s"
+        "server CPU under load: "
+        + (f"{cpu_ms:.1f} ms per request (the mix)" if cpu_ms is not None else "unknown (a server started elsewhere)")
+    )
+    return table
+
+
+def run_class(args, users: int, url: str, server, defaults: dict, precision: str = UNKNOWN_PRECISION) -> dict:
+    """One class of `users` students against the dashboard at `url` (`precision`: the server's,
+    as its banner said); prints the CPU's kind and the precision, the table (and with --profile
+    the profile's) and returns the figures (p50/p95/max in seconds, errors, requests per second,
+    server CPU per request, the CPU and precision)."""
+    mix = requests_for(defaults, "", args.only)
+    cpu_info = cpu_kind(server.pid if server is not None else None)
+    print(describe_machine(cpu_info, precision, here=server is not None))
+    amount = f"for {args.continuous:g} s" if args.continuous else f"x {args.requests} requests"
+    print(
+        f"{users} students {amount} against {url}, think {args.think} s"
         f"{', every text new' if args.distinct else ''}; models: {defaults}"
     )
     sessions = [None if args.sessionless else f"student-{k}-{os.getpid()}-{users}" for k in range(users)]
@@ -276,15 +398,17 @@ def run_class(args, users: int, url: str, server, defaults: dict) -> dict:
 
     def begin() -> None:  # the class begins (every page open): CPU and time count from here
         marks.update(cpu=server_cpu(server), time=time.perf_counter())
+        marks["until"] = marks["time"] + (args.continuous or 0)
 
     start = threading.Barrier(users, action=begin)
     if args.warm_up:  # one request per endpoint before the class (by default the class meets a fresh server)
         for name, call in mix:
             predict[0](call, name)
+    alone = profile_alone(args, url, server, defaults, predict[0]) if args.profile else None
     cpu_arrival = server_cpu(server)
     threads = [
         threading.Thread(
-            target=student, args=(k, args, url, sessions[k], events, predict[k], mix, defaults, start, tally)
+            target=student, args=(k, args, url, sessions[k], events, predict[k], mix, defaults, start, tally, marks)
         )
         for k in range(users)
     ]
@@ -293,21 +417,26 @@ def run_class(args, users: int, url: str, server, defaults: dict) -> dict:
     for th in threads:
         th.join()
     wall = time.perf_counter() - marks["time"]
-    result: dict = {"users": users}
+    result: dict = {"users": users, "cpu": cpu_info, "precision": precision}
     if tally.opened:
         result |= report_opening(args, tally.opened, marks["cpu"] - cpu_arrival if server is not None else None)
     every, errors = report_latencies(tally.latencies), tally.errors
     p95 = percentile(every, 0.95)
     print(f"{len(every)} requests in {wall:.1f} s ({len(every) / wall:.1f}/s); errors: {len(errors)}")
+    for label, xs in (("each student's first click", tally.first), ("the later clicks", tally.later)):
+        if xs:
+            print(f"  {label}: p50 {1000 * statistics.median(xs):.0f} ms, p95 {1000 * percentile(xs, 0.95):.0f} ms")
     result.update(p50=statistics.median(every), p95=p95, max=max(every), errors=len(errors), rate=len(every) / wall)
     if server is not None:
         cpu = server_cpu(server) - marks["cpu"]
-        result.update(cpu_ms=1000 * cpu / len(every), cpu_share=cpu / wall / (os.cpu_count() or 1))
+        result.update(cpu_ms=1000 * cpu / len(every), cpu_share=cpu / wall / cpu_info["cores"])
         print(
             f"server CPU: {cpu:.2f} s, {1000 * cpu / len(every):.1f} ms per request"
             + (f" ({', '.join(args.only)})" if args.only else " (the mix)")
-            + f", {100 * result['cpu_share']:.0f}% of the machine's {os.cpu_count()} cores"
+            + f", {100 * result['cpu_share']:.0f}% of the {cpu_info['cores']} cores it may use"
         )
+    if alone is not None:
+        result["profile"] = report_profile(alone, tally.latencies, result.get("cpu_ms"))
     for e in errors[:10]:
         print("  ", e)
     verdict = "met" if p95 <= 1.0 and not errors else "MISSED"
@@ -327,6 +456,20 @@ def main() -> None:
     ap.add_argument("--think", type=float, default=0.0, help="seconds a student pauses between requests (mean)")
     ap.add_argument("--distinct", action="store_true", help="every request's text is new (nothing from a cache)")
     ap.add_argument("--requests", type=int, default=10, help="requests per client")
+    ap.add_argument(
+        "--continuous",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="instead of --requests: every student keeps clicking (the mix, with its think time) until "
+        "SECONDS after the class began (every page open)",
+    )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help=f"before the class, each endpoint alone ({PROFILE_REPEATS} requests after a warm-up); after "
+        "it, alone against under load per endpoint: how much of a click is waiting",
+    )
     ap.add_argument("--concurrency", type=int, default=2, help="app.py --concurrency when started here")
     ap.add_argument("--queue-size", type=int, default=None, help="app.py --queue-size when started here")
     ap.add_argument("--only", nargs="*", help="restrict the mix to these endpoints (e.g. /fill_mask)")
@@ -363,15 +506,21 @@ def main() -> None:
     sizes = [int(n) for n in args.curve.split(",")] if args.curve else [args.clients]
     results = []
     for users in sizes:
-        server, url = (None, args.url) if args.url else start_server(args.concurrency, args.queue_size)
+        server, url, precision = (
+            (None, args.url, UNKNOWN_PRECISION) if args.url else start_server(args.concurrency, args.queue_size)
+        )
         try:
-            results.append(run_class(args, users, url, server, defaults))
+            results.append(run_class(args, users, url, server, defaults, precision))
         finally:
             if server is not None:
                 server.terminate()
                 server.wait()
     if len(results) > 1:
-        print("\n| students | requests/s | p50 ms | p95 ms | max ms | errors | server CPU ms/request | CPU used |")
+        precision = results[0]["precision"]  # one fresh server a class, each choosing its own precision
+        if any(r["precision"] != precision for r in results):
+            precision = "; ".join(f"{r['users']} students: {r['precision']}" for r in results)
+        print("\n" + describe_machine(results[0]["cpu"], precision, here=not args.url))
+        print("| students | requests/s | p50 ms | p95 ms | max ms | errors | server CPU ms/request | CPU used |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in results:
             print(
