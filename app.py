@@ -211,9 +211,11 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per health check
     # here, not at the top: torch and the dashboard take seconds to import, and `import app` must not
     import torch
+    from starlette.middleware import Middleware
 
     from dashboard import LAUNCH_OPTIONS, Dashboard, Settings
     from dashboard.context import LOCAL_HOSTS
+    from dashboard.page_cache import PageCache
     from lab.inspect import explore
 
     # process-wide settings, made only when app.py is the program (not when a test builds the page)
@@ -232,6 +234,7 @@ def main(argv: list[str] | None = None) -> None:
         quiet=True,
         prevent_thread_lock=True,
         state_session_capacity=args.sessions,
+        app_kwargs={"middleware": [Middleware(PageCache)]},  # the page built once, not per student
         **LAUNCH_OPTIONS,
     )
     print(

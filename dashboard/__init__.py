@@ -4,8 +4,10 @@
     dashboard/tabs/*.py      one module per tab: its handlers, then build()
     dashboard/context.py     Settings (from the command line) and Context (what every tab is given)
     dashboard/links.py       shared inputs: what a link restores, the views a page opens with
-    dashboard/common.py      input checks, status lines, CSV downloads, small components
+    dashboard/common.py      input checks, status lines, repeated requests kept, the figures'
+                             numbers for their CSV buttons, small components
     dashboard/help.py        help text, examples, CSS and the page's few lines of JavaScript
+    dashboard/page_cache.py  the page's HTML built once for every student (app.py's middleware)
 It imports the lab's inspection layer (lab.inspect: explore, attribution, probing and the model
 store, lab.inspect.model_store), its figures (lab.figures: plotly figures the browser draws), its
 core (lab.tokenizer, lab.files, lab.checkpoint for a model's task settings) and the tag helpers

@@ -1,5 +1,5 @@
 """What every tab's handlers share: checking what the page sends, turning every failure into a
-status line, the CSV files behind the download buttons, and the small components every tab uses.
+status line, the numbers behind the download buttons, and the small components every tab uses.
 
 A handler returns (*outputs, status). Wrapped with @handler(n), a problem the user can fix
 (UserError, lab.inspect.model_store.ModelError, ValueError from the library) clears its n outputs and
@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import functools
 import html
+import json
 import logging
 import os
 import re
-import tempfile
 import threading
-import time
 from collections import OrderedDict
 from pathlib import Path
 
 import gradio as gr
-from gradio.utils import get_upload_folder
 
 from lab.figures import plotly_figures
 from lab.inspect.model_store import short
@@ -71,6 +69,29 @@ def handler(n_outputs: int, keep: bool = False, hide=()):
             return (*[cleared] * n_outputs, status_html(notice(message)))
 
         return safe
+
+    return wrap
+
+
+def remembered(maxsize: int = 16):
+    """Keep a handler's answers to its last `maxsize` distinct requests: a class clicking the same
+    example computes it once. For handlers whose answer depends on their arguments alone (a
+    model's name stands for its weights: the store loads a name once); put it under @handler, so
+    that a refusal is not kept and a request that cannot be a key (unhashable) is computed."""
+
+    def wrap(fn):
+        cached = functools.lru_cache(maxsize=maxsize)(fn)
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            try:
+                hash((args, tuple(kwargs.items())))
+            except TypeError:
+                return fn(*args, **kwargs)
+            return cached(*args, **kwargs)
+
+        call.cache_info = cached.cache_info
+        return call
 
     return wrap
 
@@ -149,58 +170,68 @@ def cut_tokens(model, tokenizer, text_a: str, text_b: str | None = None) -> int:
     return tokenizer.encode(text_a, text_b, max_length=model.config.max_position_embeddings).num_truncated
 
 
-class CsvFolder:
-    """The numbers a figure draws, as a CSV file for a download button: one file per request in
-    a folder of this server's inside Gradio's cache, which Gradio serves as it is (no hash and
-    copy per request). The folder stays bounded for a server that runs all day: every `every`
-    writes, files older than `max_age` seconds go, and beyond the newest `keep` files the oldest
-    go too (the defaults keep minutes of a lecture hall's clicks, hours of a class of 30). A
-    download clicked after its file went gets Gradio's "file not found"; the figure's camera (PNG)
-    and a new click still work."""
+class FigureNumbers:
+    """What a download button saves: a figure's name and the numbers it draws (an object of
+    lab.figures.numbers, whose csv() is the file), not the figure. A plain class, not a dataclass:
+    Gradio copies a dataclass in a gr.State field by field whenever it is set."""
 
-    def __init__(self, keep: int = 5000, max_age: float = 1800.0, every: int = 64):
-        self._folder: Path | None = None
-        self._lock = threading.Lock()
-        self.keep, self.max_age, self.every = keep, max_age, every
-        self._writes = 0
+    __slots__ = ("name", "numbers")
 
-    def folder(self) -> Path:
-        with self._lock:
-            if self._folder is None or not self._folder.is_dir():
-                cache = Path(get_upload_folder())
-                cache.mkdir(parents=True, exist_ok=True)
-                self._folder = Path(tempfile.mkdtemp(prefix="bert-lab-csv-", dir=cache))
-            return self._folder
+    def __init__(self, name: str, numbers):
+        self.name, self.numbers = name, numbers
 
-    def write(self, fig) -> str:
-        handle, path = tempfile.mkstemp(prefix=f"{plotly_figures.figure_name(fig)}-", suffix=".csv", dir=self.folder())
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as f:
-            f.write(plotly_figures.figure_csv(fig))
-        with self._lock:
-            self._writes += 1
-            due = self._writes % self.every == 0
-        if due:
-            self.prune()
-        return path
+    def payload(self) -> str:
+        """The CSV file for the browser to save: JSON {name, csv}."""
+        return json.dumps({"name": f"{self.name}.csv", "csv": plotly_figures.figure_csv(self.numbers)})
 
-    def prune(self) -> int:
-        """Remove the files too old or beyond the newest `keep`; returns how many went."""
-        folder = self.folder()
-        files = []
-        for entry in os.scandir(folder):
-            try:
-                files.append((entry.stat().st_mtime, entry.path))
-            except FileNotFoundError:  # removed meanwhile by another request's prune
-                continue
-        files.sort(reverse=True)  # newest first
-        cutoff = time.time() - self.max_age
-        doomed = [p for i, (mtime, p) in enumerate(files) if i >= self.keep or mtime < cutoff]
-        for p in doomed:
-            try:
-                os.remove(p)
-            except FileNotFoundError:
-                pass
-        return len(doomed)
+
+class FigureDownloads:
+    """The numbers behind each figure, downloaded as CSV when someone asks, never written to a
+    file: a handler returns `keep(fig)` into the figure's gr.State (Gradio keeps it per page,
+    the latest only, and drops it `max_age` seconds after it was drawn); the figure's button
+    sends it back and the browser saves the CSV that `text` makes from it (SAVE_CSV_JS)."""
+
+    def __init__(self, max_age: float = 3600.0):
+        self.max_age = max_age
+        self._payload: gr.Textbox | None = None  # one per page: the CSV on its way to the browser
+
+    @staticmethod
+    def keep(fig) -> FigureNumbers:
+        return FigureNumbers(plotly_figures.figure_name(fig), getattr(fig, "lab_data", None) or fig)
+
+    @staticmethod
+    def text(kept: FigureNumbers | None) -> str:
+        """The CSV of a figure kept for this page (JSON for SAVE_CSV_JS); a figure no longer
+        kept is said, in a notice, not an error page."""
+        if kept is None:
+            gr.Warning("This figure's numbers are no longer kept: draw it again, then download.")
+            return ""
+        return kept.payload()
+
+    def box(self, value: FigureNumbers | None = None) -> gr.State:
+        """Under a figure: the button that saves its numbers as CSV (its PNG: the camera in the
+        figure), and the gr.State the figure's handler fills (returned: the handler's output)."""
+        kept = gr.State(value, time_to_live=self.max_age)
+        button = gr.Button("⬇ the figure's data (CSV)", size="sm", variant="secondary")
+        if self._payload is None:
+            self._payload = gr.Textbox("", visible=False)
+        button.click(self.text, kept, self._payload, api_visibility="private", queue=False).then(
+            None, self._payload, None, js=SAVE_CSV_JS
+        )
+        return kept
+
+
+# the browser saves the CSV it was sent (nothing is written on the server)
+SAVE_CSV_JS = """(payload) => {
+  if (!payload) return;
+  const {name, csv} = JSON.parse(payload);
+  const url = URL.createObjectURL(new Blob([csv], {type: 'text/csv'}));
+  const link = Object.assign(document.createElement('a'), {href: url, download: name});
+  document.body.appendChild(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}"""
 
 
 def cleared(n: int):
@@ -214,11 +245,6 @@ def submit_and_clear(boxes, fn, inputs, outputs, queue: dict) -> None:
     for box in boxes:
         box.submit(fn, inputs, outputs, api_visibility="private", **queue)
         box.input(cleared(len(outputs)), None, outputs, api_visibility="private", queue=False, show_progress="hidden")
-
-
-def data_box(value: str | None = None) -> gr.DownloadButton:
-    """Where a figure's numbers can be downloaded as CSV (its PNG: the camera in the figure)."""
-    return gr.DownloadButton("⬇ the figure's data (CSV)", value=value, size="sm", variant="secondary")
 
 
 def status_box(elem_id: str | None = None, value: str = "") -> gr.HTML:
@@ -340,10 +366,10 @@ def why_view(ctx, model, result, theme) -> tuple:
     fig = plotly_figures.attributions(result, theme=theme_input(theme))
     pair = result.sentence_b_start is not None
     note = truncation_note(result.truncated, model.config.max_position_embeddings, pair=pair)
-    return attribution_chips(result), fig, ctx.csv.write(fig), note + attribution_status(result)
+    return attribution_chips(result), fig, ctx.csv.keep(fig), note + attribution_status(result)
 
 
-def why_box(prefix: str, first, help_text: str) -> tuple:
+def why_box(ctx, prefix: str, first, help_text: str) -> tuple:
     """The "why?" accordion's components, its first view drawn: (method, button, shaded tokens,
     figure, CSV, status)."""
     with gr.Accordion("Why? What the answer rests on (attribution)", open=False, elem_id=f"{prefix}-why-box"):
@@ -355,5 +381,5 @@ def why_box(prefix: str, first, help_text: str) -> tuple:
             first[0], label="the tokens, shaded by their score", elem_id=f"{prefix}-why-text", show_legend=False
         )
         fig = plot("each token's score", first[1], elem_id=f"{prefix}-why")
-        csv = data_box(first[2])
+        csv = ctx.csv.box(first[2])
     return method, button, shaded, fig, csv, status

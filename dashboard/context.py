@@ -1,10 +1,11 @@
-"""What the tabs are given: the settings from the command line, the model store, the CSV folder,
+"""What the tabs are given: the settings from the command line, the model store, the figures' numbers,
 the queue settings every model computation shares, and the page-wide pieces (the theme, the model
 menus, the shared inputs). One Context per page; nothing lives in module globals."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,7 @@ import gradio as gr
 
 from lab.inspect.model_store import ModelStore
 
-from .common import AttributionCache, CsvFolder
+from .common import AttributionCache, FigureDownloads
 from .links import Links
 
 REPO = Path(__file__).resolve().parents[1]  # the repository: names are shown relative to it
@@ -59,29 +60,30 @@ class Settings:
 
 
 class Context:
-    """Given to every tab: ctx.store (the models), ctx.csv (figure downloads), ctx.queue (the
-    keyword arguments of every event that runs a model: one pool of --concurrency slots shared
-    by all tabs), ctx.theme (the page's hidden theme input), ctx.links (inputs a link restores and
-    views a page opens with), and the model menus (refreshed when a model is added)."""
+    """Given to every tab: ctx.store (the models), ctx.csv (the numbers behind the figures, for
+    their CSV buttons), ctx.queue (the keyword arguments of every event that runs a model: one
+    pool of --concurrency slots shared by all tabs; ctx.slow_queue: the long ones, in a pool
+    of their own), ctx.theme (the page's hidden theme input), ctx.links (inputs a link restores and views
+    a page opens with), and the model menus (refreshed when a model is added)."""
 
     def __init__(self, settings: Settings, store: ModelStore | None = None):
         self.settings = settings
         self.store = store or settings.store()
-        self.csv = CsvFolder()
+        self.csv = FigureDownloads()
         self.queue = dict(concurrency_id="model", concurrency_limit=settings.concurrency)
+        # the long computations (attributions, ablation, probing) queue apart, with as many slots
+        # of their own: a class asking for the same new attribution waits for it without holding
+        # the slots every quick view needs
+        self.slow_queue = dict(concurrency_id="slow", concurrency_limit=settings.concurrency)
         self.links = Links()
         self.attributions = AttributionCache()  # the why? views' results, by request
         self.theme: gr.Radio | None = None
         self.menus: list[tuple[gr.Dropdown, str | None]] = []
-        self.page_opens: list[tuple] = []  # (fn, inputs, outputs): run when a page opens, before its views
-
-    def on_open(self, fn, inputs, outputs) -> None:
-        """Run fn when a page opens (after a link's inputs are restored), unqueued: it must be quick."""
-        self.page_opens.append((fn, inputs, outputs))
 
     def model_menu(self, task: str | None, label: str = "Model") -> gr.Dropdown:
         """A model menu listing the models that serve `task` (all for None), on the tab's
-        default model; refreshed with the others when a model is added."""
+        default model; refreshed with the others when a model is added in this page, and when
+        the menu is opened once a model was added in any page (menu_choices)."""
         menu = gr.Dropdown(
             choices=self.store.models_for(task),
             value=self.store.default_model(task),
@@ -90,7 +92,13 @@ class Context:
             scale=2,
         )
         self.menus.append((menu, task))
+        menu.focus(functools.partial(self.menu_choices, task), None, menu, api_visibility="private", queue=False)
         return menu
+
+    def menu_choices(self, task: str | None):
+        """A menu's choices when it is opened: the Hugging Face models added since the server
+        started (in any page) included; nothing changes while none was added."""
+        return gr.Dropdown(choices=self.store.models_for(task)) if self.store.hub_ids() else gr.skip()
 
     def menu_updates(self) -> list:
         """New choices for every model menu (after a model was added)."""

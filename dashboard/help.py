@@ -111,7 +111,6 @@ CSS = """
 LAUNCH_OPTIONS = dict(css=CSS, theme=gr.themes.Soft())
 
 
-THEME_JS = "() => document.body.classList.contains('dark') ? 'dark' : 'light'"
 # the open tab, as the browser shows it (the first input of the link button's event)
 CURRENT_TAB_JS = (
     "(tab, ...rest) => [document.querySelector('button[role=tab][aria-selected=true]')?.innerText ?? tab, ...rest]"

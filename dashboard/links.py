@@ -6,13 +6,15 @@ opens with.
     ctx.links.opening(tab.opening, [menu, text], outputs, views)
 
 Everything else is derived from these declarations: the link button's query string, what a link
-restores when a page opens, and the opening views (a page opened with the tab's defaults in the
-light theme shows the views computed at start-up at once; a link or the dark theme recomputes
-only the tabs whose inputs differ, from a small cache shared by all pages).
+restores when a page opens (in the browser: opening_js), and the opening views. A page opened
+with the tabs' defaults in the light theme shows the views computed at start-up and asks the
+server for nothing but its session; a link or the dark theme recomputes only the tabs whose
+inputs differ, from a small cache shared by all pages.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from urllib.parse import urlencode
 import gradio as gr
 
 MAX_LINK_VALUE = 20_000  # characters of one value in a link (as a typed text)
+MAX_LINK_INDEX = 63  # a layer or head number in a link (the handlers check it against the model)
 OPENING_CACHE = 32  # opening views kept for the next pages
 
 
@@ -71,23 +74,24 @@ class Links:
         query |= {k: str(v) for k, v in zip(self.inputs, values) if v not in (None, "")}
         return f"{base}?{urlencode(query)}"
 
-    def restore(self, request: gr.Request):
-        """When a page opens with ?tab=...&mlm_text=...: that tab selected and those inputs set.
-        Values are checked like typed ones (a number where a slider is, a bounded length); a bad
-        value is ignored."""
-        params = dict(request.query_params) if request is not None else {}
-        updates = []
-        for key, component in self.inputs.items():
-            value = params.get(key)
-            if value is None or len(value) > MAX_LINK_VALUE:
-                updates.append(gr.update())
-            elif isinstance(component, gr.Slider):
-                ok = value.isdigit() and int(value) <= (component.maximum or 0)
-                updates.append(gr.update(value=int(value)) if ok else gr.update())
-            else:
-                updates.append(gr.update(value=value))
-        tab = params.get("tab")
-        return (gr.Tabs(selected=tab) if tab in self.tabs else gr.update()), *updates
+    def opening_js(self) -> str:
+        """The page's opening, in the browser (no request to the server): the theme, and a link's
+        tab and inputs from the address (?tab=mlm&mlm_text=...), each checked as a typed one would
+        be (a whole number where a slider is, a bounded length; a bad value is ignored). Its
+        outputs: theme, the tab to select ('' for none), the inputs, and the `opening` trigger
+        (a new value only where a view must be recomputed: a link's input or the dark theme)."""
+        spec = {
+            "keys": list(self.inputs),
+            "sliders": [k for k, c in self.inputs.items() if isinstance(c, gr.Slider)],
+            "tabs": list(self.tabs),
+            "max": MAX_LINK_VALUE,
+            "index": MAX_LINK_INDEX,
+        }
+        return OPENING_JS.replace("SPEC", json.dumps(spec))
+
+    def select_tab(self, tab: str):
+        """The tab a link names (set by opening_js), selected; anything else changes nothing."""
+        return gr.Tabs(selected=tab) if tab in self.tabs else gr.skip()
 
     # opening views -------------------------------------------------------------------------
     def opening_inputs(self) -> list:
@@ -125,6 +129,24 @@ class Links:
             else:
                 out += list(self.views(i, mine, theme))
         return tuple(out)
+
+
+# (...inputs) => [theme, tab, ...inputs, opening]: a value from the address where it is valid,
+# else the page's own; `opening` changes (and recomputes the views) only where something differs
+OPENING_JS = """(...values) => {
+  const spec = SPEC;
+  const query = new URLSearchParams(window.location.search);
+  const theme = document.body.classList.contains('dark') ? 'dark' : 'light';
+  const restored = values.map((value, i) => {
+    const key = spec.keys[i], given = query.get(key);
+    if (given === null || given.length > spec.max) return value;
+    if (!spec.sliders.includes(key)) return given;
+    return /^[0-9]+$/.test(given) && Number(given) <= spec.index ? Number(given) : value;
+  });
+  const tab = spec.tabs.includes(query.get('tab')) ? query.get('tab') : '';
+  const differs = theme !== 'light' || restored.some((v, i) => v !== values[i]);
+  return [theme, tab, ...restored, differs ? String(Date.now()) : ''];
+}"""
 
 
 def _key(values) -> tuple:

@@ -12,10 +12,12 @@ theme recompute only what differs (dashboard.links).
 
 from __future__ import annotations
 
+import os
+
 import gradio as gr
 
 from .context import Context, Settings
-from .help import ABSOLUTE_LINK_JS, CURRENT_TAB_JS, THEME_JS
+from .help import ABSOLUTE_LINK_JS, CURRENT_TAB_JS
 from .tabs import TABS
 
 
@@ -55,26 +57,28 @@ class Dashboard:
                     with ctx.links.tab(tab.id, tab.name):
                         tab.build()
             self._wire(demo, tabs, link_btn, link, current_tab)
+        # Gradio's queue summarises its recent events (a pandas table, per function) after every
+        # event by default, a large share of the server's CPU under a class (docs/performance.md);
+        # after every 1,000 is plenty (the environment variable, where set, still decides).
+        os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
         # Bounded memory and CPU: `concurrency` requests run at once, the rest wait in a bounded queue.
         demo.queue(default_concurrency_limit=settings.concurrency, max_size=settings.queue_size)
         self.demo = demo
         return demo
 
     def _wire(self, demo, tabs, link_btn, link, current_tab) -> None:
-        """The page-wide events: a page opens (the browser's theme, a link's inputs, the views
-        that differ from the start-up ones, Hub models added since), and the link button."""
+        """The page-wide events: a page opens (in the browser: the theme, a link's tab and inputs;
+        the server builds the page's session and computes only the views that differ from the
+        start-up ones), and the link button."""
         ctx, links = self.ctx, self.ctx.links
         shared = list(links.inputs.values())
-        demo.load(
-            self.tab("model").menus_on_open, None, [m for m, _ in ctx.menus], api_visibility="private", queue=False
-        )
-        opened = demo.load(None, None, ctx.theme, js=THEME_JS).then(
-            links.restore, None, [tabs, *shared], api_visibility="private", queue=False
-        )
-        for fn, inputs, outputs in ctx.page_opens:
-            opened = opened.then(fn, inputs, outputs, api_visibility="private", queue=False)
+        link_tab = gr.Textbox("", visible=False)  # the tab a link names, set when the page opens
+        opening = gr.Textbox("", visible=False)  # changes when a view must be recomputed
+        demo.load(None, shared, [ctx.theme, link_tab, *shared, opening], js=links.opening_js())
+        demo.load(start_session, None, None, api_visibility="private", queue=False)
+        link_tab.change(links.select_tab, link_tab, tabs, api_visibility="private", queue=False)
         # the views already shown stay visible while this waits its turn (no progress overlay)
-        opened.then(
+        opening.change(
             links.opening_views,
             [*links.opening_inputs(), ctx.theme],
             links.opening_outputs(),
@@ -85,3 +89,9 @@ class Dashboard:
         link_btn.click(
             links.share_link, [current_tab, *shared], link, api_visibility="private", queue=False, js=CURRENT_TAB_JS
         ).then(None, link, link, js=ABSOLUTE_LINK_JS)
+
+
+def start_session() -> None:
+    """Nothing: its request, sent when a page opens, makes Gradio build the page's session (the
+    state of every component, in the server's one event loop) while the student reads the page,
+    not at the first click, when a class may click at once (docs/performance.md)."""

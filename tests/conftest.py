@@ -22,6 +22,15 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("BERT_LAB_DATA", ROOT.parent / "shared" / "data"))
 
 
+def downloaded_csv(kept) -> str:
+    """The CSV file a figure's download button saves, from what its handler kept (dashboard.common.FigureDownloads)."""
+    import json
+
+    from dashboard.common import FigureDownloads
+
+    return json.loads(FigureDownloads.text(kept))["csv"]
+
+
 def tiny_config(**overrides):
     from lab import BertConfig
 

@@ -13,9 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gradio as gr
 import pytest
 
-from tests.conftest import BUNDLED, ROOT
+from tests.conftest import BUNDLED, ROOT, downloaded_csv
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -51,12 +52,11 @@ def plotly(value) -> dict:
     return decode(json.loads(value["plot"]))
 
 
-def csv_rows(path) -> list[list[str]]:
+def csv_rows(kept) -> list[list[str]]:
     """The rows of a figure's CSV download (a header first)."""
     import csv
 
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.reader(f))
+    return list(csv.reader(downloaded_csv(kept).splitlines()))
 
 
 def python(code: str, *argv: str) -> str:
@@ -156,8 +156,8 @@ def test_default_models_serve_their_tabs(dash, app_models_root):
     assert "sst2" in dash.store.default_model("classify")
 
 
-def test_fill_mask_good_input(client):
-    filled, bars, data, status = client.predict(
+def test_fill_mask_good_input(client, dash):
+    filled, bars, status = client.predict(
         BUNDLED, "the captain of the [MASK] looked at me .", 5, 1.0, api_name="/fill_mask"
     )
     assert status == "1 mask(s) predicted"
@@ -165,6 +165,8 @@ def test_fill_mask_good_input(client):
     assert len(guesses) == 1 and guesses[0]["token"].strip()
     (trace,) = plotly(bars)["data"]  # five bars, drawn by the browser
     assert len(trace["x"]) == 5 and trace["x"][0] == max(trace["x"])
+    # the CSV button's numbers (kept in the page, not sent to API clients) are the bars'
+    _, _, data, _ = dash.tab("mlm").fill_mask(BUNDLED, "the captain of the [MASK] looked at me .", 5, 1.0)
     rows = csv_rows(data)
     assert len(rows) == 1 + 5 and [float(r[-1]) for r in rows[1:]] == pytest.approx(trace["x"], abs=1e-6)
 
@@ -181,19 +183,19 @@ def test_fill_mask_good_input(client):
     ],
 )
 def test_fill_mask_bad_input_gets_a_message(client, text, message):
-    filled, bars, data, status = client.predict(BUNDLED, text, 5, 1.0, api_name="/fill_mask")
-    assert filled is None and bars is None and data is None
+    filled, bars, status = client.predict(BUNDLED, text, 5, 1.0, api_name="/fill_mask")
+    assert filled is None and bars is None
     assert status.startswith("⚠️") and message in status
 
 
 def test_long_text_is_truncated_with_a_notice(client):
     text = "the [MASK] sat on the mat . " + "and then the dog barked . " * 200
-    filled, bars, _, status = client.predict(BUNDLED, text, 3, 1.0, api_name="/fill_mask")
+    filled, bars, status = client.predict(BUNDLED, text, 3, 1.0, api_name="/fill_mask")
     assert "cut" in status and len(plotly(bars)["data"][0]["x"]) == 3
 
 
 def test_control_characters_are_dropped(client):
-    _, bars, _, status = client.predict(BUNDLED, "the\x07 cat sat on the [MASK]\x1b .", 2, 1.0, api_name="/fill_mask")
+    _, bars, status = client.predict(BUNDLED, "the\x07 cat sat on the [MASK]\x1b .", 2, 1.0, api_name="/fill_mask")
     assert not status.startswith("⚠️") and len(plotly(bars)["data"][0]["x"]) == 2
 
 
@@ -208,7 +210,7 @@ def test_a_damaged_checkpoint_gets_a_message_and_the_server_keeps_serving(client
     assert status.startswith("⚠️") and "could not load" in status and "model.safetensors" in status
     _, status = client.predict(str(app_models_root / "broken"), api_name="/add_model")
     assert status.startswith("⚠️")
-    _, bars, _, status = client.predict(BUNDLED, "a [MASK] .", 5, 1.0, api_name="/fill_mask")
+    _, bars, status = client.predict(BUNDLED, "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert bars and not status.startswith("⚠️")
 
 
@@ -252,43 +254,49 @@ def test_next_sentence(client):
     assert not label and "sentence A is empty" in status
 
 
-def test_attention_and_bad_layer(client):
-    one, grid, table, tokens, data, status = client.predict(
+def test_attention_and_bad_layer(client, dash):
+    one, grid, table, tokens, status = client.predict(
         BUNDLED, "the cat sat on the mat .", "it was tired .", 1, 1, api_name="/attention"
     )
     heat = plotly(one)["data"][0]  # hover: query, key, weight
     n = len([t for t in tokens if t["token"] != " "])
     assert len(heat["z"]) == n and "query" in heat["hovertemplate"] and "key" in heat["hovertemplate"]
     assert len(plotly(grid)["data"]) == 2  # the layer's two heads
+    data = dash.tab("attention").attention(BUNDLED, "the cat sat on the mat .", "it was tired .", 1, 1)[4]
     assert len(csv_rows(data)) == 1 + n * n
     assert len(table["data"]) == 2 * 2 and table["headers"][:2] == ["layer", "head"]
-    stats, data, status = client.predict(BUNDLED, "the cat sat on the mat .", "", api_name="/head_stats")
-    assert stats is not None and data and not status.startswith("⚠️")
-    *_, status = client.predict(BUNDLED, "the cat .", "", 7, 0, api_name="/attention")
+    stats, status = client.predict(BUNDLED, "the cat sat on the mat .", "", api_name="/head_stats")
+    assert stats is not None and not status.startswith("⚠️")
+    # the sliders are the default model's shape: the page refuses a layer beyond it; the handler
+    # checks against the model it is given
+    with pytest.raises(Exception, match="greater than maximum value 1"):
+        client.predict(BUNDLED, "the cat .", "", 7, 0, api_name="/attention")
+    *_, status = dash.tab("attention").attention(BUNDLED, "the cat .", "", 7, 0)
     assert status.startswith("⚠️") and "from 0 to 1" in status
 
 
-def test_ablation(client):
-    fig, data, status = client.predict(BUNDLED, "she could not help [MASK] at the thought .", api_name="/ablate")
+def test_ablation(client, dash):
+    fig, status = client.predict(BUNDLED, "she could not help [MASK] at the thought .", api_name="/ablate")
+    _, data, _ = dash.tab("attention").ablate(BUNDLED, "she could not help [MASK] at the thought .")
     assert plotly(fig)["data"] and len(csv_rows(data)) == 1 + 2 * 2 and "baseline loss" in status
-    fig, data, status = client.predict(BUNDLED, "no mask", api_name="/ablate")
+    fig, status = client.predict(BUNDLED, "no mask", api_name="/ablate")
     assert fig is None and "[MASK]" in status
 
 
-def test_bertviz_html_is_in_an_iframe(client):
+def test_bertviz_html_is_in_an_iframe(client, dash):
     frame, status = client.predict(BUNDLED, "the cat sat .", "", "head", api_name="/bertviz")
     assert frame.startswith("<iframe") and "srcdoc=" in frame and "offline" in status
     assert "require.min.js" not in frame and "src=&quot;http" not in frame  # nothing from a CDN
     frame, status = client.predict(BUNDLED, "the cat sat .", "it purred .", "neuron", 1, 1, api_name="/bertviz")
     assert frame.startswith("<iframe") and "neuron view" in status and "src=&quot;http" not in frame
     assert "&quot;queries&quot;" in frame  # bertviz's neuron-view data, escaped in srcdoc
-    frame, status = client.predict(BUNDLED, "the cat sat .", "", "neuron", 9, 0, api_name="/bertviz")
+    frame, status = dash.tab("attention").bertviz_view(BUNDLED, "the cat sat .", "", "neuron", 9, 0)
     assert "layer" in status and "has 2" in status
 
 
 def test_question_answering(client, app_models_root):
     context = "The Nautilus was built by Captain Nemo on a desert island. " * 40  # several windows
-    span, fig, table, data, status = client.predict(
+    span, fig, table, status = client.predict(
         squad(app_models_root), "Who built the Nautilus?", context, 3, api_name="/answer"
     )
     answer = [t["token"] for t in span if t["class_or_confidence"] == "answer"]
@@ -339,21 +347,21 @@ def test_classify(client, app_models_root):
     assert {c["label"] for c in label["confidences"]} == {"negative", "positive"}
 
 
-def test_model_tab(client, app_models_root):
+def test_model_tab(client, dash, app_models_root):
     info, card, status = client.predict(BUNDLED, api_name="/model_info")
     assert "BertForPreTraining" in info and "1,552,898" in info and "fill_mask" in info
     assert card.startswith("# bert-lab-classroom")
     tokens, status = client.predict(BUNDLED, "The playing children", api_name="/tokenize")
     assert [t["token"] for t in tokens][0] == "[CLS]"
-    fig, data, status = client.predict(BUNDLED, "hello there", api_name="/embeddings")
-    assert plotly(fig)["data"] and csv_rows(data)[0]
+    fig, status = client.predict(BUNDLED, "hello there", api_name="/embeddings")
+    assert plotly(fig)["data"] and csv_rows(dash.tab("model").embeddings(BUNDLED, "hello there")[1])[0]
     choice, status = client.predict(str(app_models_root / "tiny-squad"), api_name="/add_model")
     assert status.startswith("added")
     _, status = client.predict("/etc/passwd", api_name="/add_model")
     assert "outside the models roots" in status
 
 
-def test_training_tab(client, app_models_root):
+def test_training_tab(client, dash, app_models_root):
     # a tiny pre-training run inside a models root (runs/ is not in a fresh clone)
     from lab.training.pretrain import PretrainConfig, pretrain
     from lab.training.train import TrainConfig
@@ -372,7 +380,8 @@ def test_training_tab(client, app_models_root):
         PretrainConfig(preset="tiny", vocab_size=120, max_seq_length=32),
         TrainConfig(out_dir=str(run), steps=4, batch_size=4, eval_every=0, progress=False),
     )
-    fig, data, status = client.predict(str(run), "step", api_name="/training_curves")
+    fig, status = client.predict(str(run), "step", api_name="/training_curves")
+    data = dash.tab("training").training_curves(str(run), "step")[1]
     assert plotly(fig)["data"] and len(csv_rows(data)) > 1 and "records" in status
     table, status = client.predict(str(run), "the [MASK] sat on the mat .", api_name="/watch_learning")
     steps = [row[0] for row in table["data"]]
@@ -382,7 +391,7 @@ def test_training_tab(client, app_models_root):
 
 
 def test_server_still_serves_after_everything(client):
-    _, bars, _, status = client.predict(BUNDLED, "the [MASK] of the ship .", 5, 1.0, api_name="/fill_mask")
+    _, bars, status = client.predict(BUNDLED, "the [MASK] of the ship .", 5, 1.0, api_name="/fill_mask")
     assert bars and not status.startswith("⚠️")
 
 
@@ -428,9 +437,22 @@ def test_help_where_students_look():
     assert "[CLS] score" in HELP["qa"] and "Clark et al." in HELP["attention"]
 
 
+def opening_in_the_browser(links, query: str, values: list, theme: str = "light") -> list:
+    """links.opening_js run by node, as the browser runs it when a page opens at ?query."""
+    script = (
+        f"const window = {{location: {{search: {json.dumps(query)}}}}};\n"
+        f"const document = {{body: {{classList: {{contains: (c) => c === {json.dumps(theme)}}}}}}};\n"
+        f"const opening = {links.opening_js()};\n"
+        f"console.log(JSON.stringify(opening(...{json.dumps(values)})));"
+    )
+    out = subprocess.run(["node", "-e", script], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
 def test_a_shared_link_restores_the_tab_and_its_inputs(dash):
     from types import SimpleNamespace
-    from urllib.parse import parse_qsl, urlsplit
+    from urllib.parse import urlsplit
 
     values = [
         "models/bert-lab-classroom",
@@ -453,12 +475,33 @@ def test_a_shared_link_restores_the_tab_and_its_inputs(dash):
     links = dash.ctx.links
     url = links.share_link("qa", *values, request=SimpleNamespace(headers={"referer": "http://h:7860/?tab=mlm"}))
     assert url.startswith("http://h:7860/?tab=qa&")
-    query = dict(parse_qsl(urlsplit(url).query))
-    selected, *updates = links.restore(SimpleNamespace(query_params=query))
-    assert selected.selected == "qa" if hasattr(selected, "selected") else selected["selected"] == "qa"
-    restored = dict(zip(links.inputs, updates))
-    assert restored["mlm_text"]["value"] == "the [MASK] & the <sea>" and restored["att_layer"]["value"] == 1
-    assert restored["qa_c"]["value"] == "Nemo did." and "value" not in restored["nsp_a"]
-    # a bad value is ignored, not trusted
-    _, *updates = links.restore(SimpleNamespace(query_params={"att_head": "99999", "tab": "nowhere"}))
-    assert all("value" not in u for u in updates)
+    page = [c.value for c in links.inputs.values()]  # a new page's own values
+    theme, tab, *restored, opening = opening_in_the_browser(links, "?" + urlsplit(url).query, page)
+    restored = dict(zip(links.inputs, restored))
+    assert theme == "light" and tab == "qa" and opening  # the views that differ are recomputed
+    assert restored["mlm_text"] == "the [MASK] & the <sea>" and restored["att_layer"] == 1
+    assert restored["qa_c"] == "Nemo did." and restored["nsp_a"] == links.inputs["nsp_a"].value
+    assert links.select_tab("qa").selected == "qa" and links.select_tab("nowhere") == gr.skip()
+    # a bad value is ignored, not trusted; a page without a link, in the light theme, asks the server nothing
+    assert opening_in_the_browser(links, "?att_head=99999&att_layer=-1&tab=nowhere", page) == ["light", "", *page, ""]
+    assert opening_in_the_browser(links, "", page) == ["light", "", *page, ""]
+    theme, *_, opening = opening_in_the_browser(links, "", page, theme="dark")
+    assert theme == "dark" and opening  # the figures are redrawn in the dark theme
+
+
+def test_a_repeated_request_is_answered_from_the_handlers_cache(dash):
+    """A class clicking the same example: computed once, then kept (the same figure object);
+    a refusal is not kept, and another text is computed."""
+    cls = dash.tab("classify")
+    model = dash.store.default_model("classify")
+    first = cls.classify(model, "a charming and often moving film .")
+    hits = cls.classify.cache_info().hits
+    again = cls.classify(model, "a charming and often moving film .")
+    assert again == first and cls.classify.cache_info().hits == hits + 1
+    size = cls.classify.cache_info().currsize
+    for _ in range(2):
+        *_, status = cls.classify(model, "   ")
+        assert status.startswith("⚠️")
+    assert cls.classify.cache_info().currsize == size  # refusals are not kept
+    other = cls.classify(model, "the plot is thin and the acting is worse .")
+    assert other != first and cls.classify.cache_info().currsize == size + 1

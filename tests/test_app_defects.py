@@ -103,7 +103,7 @@ def test_5_wrong_sizes_fail_fast_and_the_failure_is_remembered(client, app_model
     config.update(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512)
     (large / "config.json").write_text(json.dumps(config))  # fixed: its files changed
     os.utime(large / "config.json", ns=(time.time_ns(), time.time_ns()))
-    _, bars, _, status = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
+    _, bars, status = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert bars and not status.startswith("⚠️") and len(calls) == 1
 
 
@@ -166,7 +166,7 @@ def test_10_none_wrong_types_and_huge_numbers_get_messages(client, dash):
 
 def test_11_smaller_ones(client, app, app_models_root):
     # lowercase [mask] is a mask
-    filled, bars, _, status = client.predict(
+    filled, bars, status = client.predict(
         BUNDLED, "he opened the [mask] and walked in .", 5, 1.0, api_name="/fill_mask"
     )
     assert bars and status == "1 mask(s) predicted"

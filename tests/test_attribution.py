@@ -14,7 +14,7 @@ import lab
 from lab import explore, plots
 from lab.figures import numbers, plotly_figures
 from lab.inspect.attribution import _forward_from_words, attention_vs_attribution
-from tests.conftest import BUNDLED, ROOT, tiny_config
+from tests.conftest import BUNDLED, ROOT, downloaded_csv, tiny_config
 
 CONTEXT = (
     "Elizabeth Bennet lived at Longbourn with her parents and four sisters. In 1811 Mr. Bingley, "
@@ -207,7 +207,7 @@ def _check_view(out, answer_bit):
     assert spec["data"][0]["type"] == "bar"
     scores = [s for _, s in chips if s is not None]
     assert scores and max(abs(s) for s in scores) == pytest.approx(1.0, abs=1e-3)
-    rows = list(csv.DictReader(open(path, encoding="utf-8")))
+    rows = list(csv.DictReader(downloaded_csv(path).splitlines()))
     assert len(rows) == len(spec["data"][0]["x"])
     assert answer_bit in status and "completeness error" in status, status
     return status
@@ -232,7 +232,7 @@ def test_the_attention_tab_compares_attribution_and_attention(dash):
     tab = dash.tab("attention")
     fig, path, status = tab.attribution_attention(BUNDLED, *CASES[-1][2:])
     assert "IsNext" in status and "Pearson r = " in status and "Spearman ρ = " in status, status
-    assert {r["token"] for r in csv.DictReader(open(path, encoding="utf-8"))} >= {"[CLS]", "elizabeth"}
+    assert {r["token"] for r in csv.DictReader(downloaded_csv(path).splitlines())} >= {"[CLS]", "elizabeth"}
     fig, path, status = tab.attribution_attention("models/bert-lab-sst2", "a charming film .", "")
     assert fig is not None and "positive" in status
     fig, path, status = tab.attribution_attention(BUNDLED, "no second sentence and no mask .", "")

@@ -109,6 +109,11 @@ def test_fill_mask_in_the_browser(page, shots):
     filled = page.locator("#mlm-filled").inner_text()
     assert any(label.split(" ")[0].lstrip("…") in filled for label in labels)
     screenshot(page, shots / "app_masked_lm.png")
+    # the bars' numbers, saved by the browser as a CSV file when asked (nothing written on the server)
+    with page.expect_download() as saved:
+        panel(page).get_by_role("button", name="⬇ the figure's data (CSV)").first.click()
+    rows = Path(saved.value.path()).read_text(encoding="utf-8").splitlines()
+    assert saved.value.suggested_filename == "fill_mask_bars.csv" and len(rows) == 1 + 5, rows
 
 
 def test_click_a_word_to_mask_it(page):
@@ -594,16 +599,28 @@ def test_adding_a_model_confirms_it_at_1024(narrow):
 
 
 def test_first_views_stay_visible_while_the_queue_is_busy_at_1024(browser, app_url):
-    """A classroom's busy server: the page's queued opening event waits (held here). The first
-    views came with the page, so none of them may be hidden behind a progress overlay meanwhile."""
+    """A page opened without a link asks the server for the page and its session only (its opening
+    runs in the browser). A classroom's busy server: a link's page sends its queued opening event, which
+    waits (held here). The first views came with the page, so none of them may be hidden behind a
+    progress overlay meanwhile."""
+    plain = offline_page(browser, app_url, PROJECTOR)
+    asked = []
+    plain.on("request", lambda r: asked.append(r.url) if "/gradio_api/" in r.url and r.method == "POST" else None)
+    try:
+        plain.goto(app_url)
+        plain.wait_for_selector("#mlm-bars g.point")
+        plain.wait_for_timeout(2000)
+        assert len(asked) == 1 and asked[0].endswith("/gradio_api/run/predict"), asked  # the session
+    finally:
+        plain.close()
     held = []
     page = offline_page(browser, app_url, PROJECTOR)
     page.route("**/gradio_api/queue/join*", lambda route: held.append(route))  # tried before offline_page's route
     try:
-        page.goto(app_url)
+        page.goto(app_url + "?nsp_a=the+ship+sailed+at+dawn+.")
         page.wait_for_selector("#mlm-bars g.point")
         page.wait_for_timeout(2000)
-        assert held, "the page sent no queued event"
+        assert held, "the link's page sent no queued event"
         covered = page.evaluate("""() => [...document.querySelectorAll('[data-testid=status-tracker]')]
             .filter(e => e.offsetParent && +getComputedStyle(e).opacity > 0.5 && e.getBoundingClientRect().height > 20)
             .map(e => e.parentElement.id || e.parentElement.className)""")

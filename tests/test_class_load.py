@@ -1,6 +1,6 @@
 """Where classes run it (issue 24, points 1-2): the dashboard stays healthy under a class.
 
-- The figures' CSV folder is bounded (age and count), whatever a long lecture writes.
+- A figure's numbers are kept for its CSV button, not written to a file on every click.
 - The load benchmark plays students as browsers do (the page, its opening events, one session
   each) and sees no error on a small class (its figures are measured in docs, not asserted here).
 - A full queue tells the student so, in the page (a real browser at 1024 px), instead of a
@@ -11,6 +11,7 @@ Measured figures (the lecture hall of 100, the curve, the hour's soak) live in d
 with their commands.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -25,28 +26,21 @@ pytestmark = pytest.mark.timeout(600)
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
-def test_the_csv_folder_keeps_the_newest_files_and_drops_old_ones(tmp_path, monkeypatch):
-    """CsvFolder: beyond `keep` files the oldest go; files older than max_age go; a prune runs
-    every `every` writes on its own."""
+def test_a_figures_numbers_are_kept_for_its_download_not_written_to_a_file(tmp_path, monkeypatch):
+    """FigureDownloads: a handler keeps a figure's name and numbers (no file), and the CSV is made
+    when its button asks; a figure no longer kept gets a notice, not an error."""
     import dashboard.common as common
     from lab.figures import plotly_figures
 
-    monkeypatch.setattr(common, "get_upload_folder", lambda: str(tmp_path))
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path))
     fig = plotly_figures.fill_mask_bars([[("cat", 0.6), ("dog", 0.3)]])
-    folder = common.CsvFolder(keep=10, max_age=3600, every=5)
-    paths = [folder.write(fig) for _ in range(24)]
-    left = sorted(os.listdir(folder.folder()))
-    assert 10 <= len(left) < 15, left  # pruned at writes 5, 10, 15, 20: at most 4 more since
-    assert os.path.basename(paths[-1]) in left and os.path.basename(paths[0]) not in left
-    with open(paths[-1], encoding="utf-8") as f:
-        assert "cat" in f.read()  # the newest file is whole
-    old = time.time() - 7200
-    for p in os.scandir(folder.folder()):
-        os.utime(p.path, (old, old))
-    folder.max_age, folder.every = 1800, 1000  # the next write prunes nothing itself
-    fresh = folder.write(fig)
-    assert folder.prune() == len(left)  # every old file goes, the new one stays
-    assert os.listdir(folder.folder()) == [os.path.basename(fresh)]
+    kept = common.FigureDownloads.keep(fig)
+    assert kept.name == plotly_figures.figure_name(fig) and os.listdir(tmp_path) == []
+    payload = json.loads(common.FigureDownloads.text(kept))
+    assert payload["name"] == f"{kept.name}.csv" and payload["csv"] == plotly_figures.figure_csv(fig)
+    warned = []
+    monkeypatch.setattr(common.gr, "Warning", warned.append)
+    assert common.FigureDownloads.text(None) == "" and "draw it again" in warned[0]
 
 
 def free_port() -> int:
@@ -82,13 +76,14 @@ def serve(*argv, env=None):
 @pytest.mark.slow
 def test_the_benchmark_plays_students_as_browsers_without_errors():
     """app_load's students (page, opening events, a session each, the whole mix) on a small class:
-    every request answered, none an error; the opening events include the queued opening views."""
+    every request answered, none an error; a page opened without a link asks the server for its
+    session only (its opening runs in the browser), unqueued."""
     import app_load
 
     proc, url = serve()
     try:
         events = app_load.opening_events(url)
-        assert events and events[0]["data"] == [] and any(e["queue"] for e in events)
+        assert [(e["data"], e["queue"]) for e in events] == [([], False)]
         argv = ["--users", "3", "--requests", "12", "--think", "0.1", "--arrive", "1", "--url", url]  # every item
         out = subprocess.run(
             [sys.executable, str(ROOT / "benchmarks" / "app_load.py"), *argv],
@@ -253,3 +248,42 @@ def test_the_server_tunes_malloc_on_linux():
     if glibc and len(outputs["tuned"]) == 2:  # glibc 2.33 or newer has mallinfo2
         assert outputs["default"][1] == "16", outputs  # mapped on its own
         assert outputs["tuned"][1] == "0", outputs  # from the heap: the 32 MB threshold took effect
+
+
+def test_the_page_is_built_once_per_address_and_sent_again():
+    """PageCache (app.py's middleware): GET / is built by the app once per address (host, proxy
+    headers) whatever the query string, then sent as it was; other requests, other paths and an
+    answer that sets a cookie or is not a 200 always reach the app."""
+    import asyncio
+
+    from dashboard.page_cache import PageCache
+
+    calls = []
+
+    async def app(scope, receive, send):
+        calls.append((scope["method"], scope["path"]))
+        status = 404 if scope["path"] == "/missing" else 200
+        headers = [(b"set-cookie", b"a=1")] if scope["path"] == "/cookie" else [(b"content-type", b"text/html")]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": f"page {len(calls)}".encode(), "more_body": True})
+        await send({"type": "http.response.body", "body": b"!"})
+
+    cache = PageCache(app, paths=("/", "/cookie", "/missing"))
+
+    def get(path="/", host=b"h:7860", method="GET", query=b""):
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "method": method, "path": path, "query_string": query, "headers": [(b"host", host)]}
+        asyncio.run(cache(scope, None, send))
+        return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+    assert get() == (200, b"page 1!") and get(query=b"tab=qa") == (200, b"page 1!") and len(calls) == 1
+    assert get(host=b"10.0.0.7:7860") == (200, b"page 2!") and len(calls) == 2  # another address
+    assert get(method="POST") == (200, b"page 3!") and get("/other") == (200, b"page 4!")
+    for path in ("/cookie", "/missing"):
+        first, again = get(path), get(path)
+        assert first != again  # built each time: not kept
+    assert (cache.built, cache.served) == (6, 1) and len(calls) == 8

@@ -7,7 +7,7 @@ import torch
 
 import lab
 from lab import explore
-from tests.conftest import BUNDLED, ROOT, tiny_config
+from tests.conftest import BUNDLED, ROOT, downloaded_csv, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_the_masked_lm_tab_reads_every_layer(dash):
     assert kinds == ["heatmap", "scatter"], kinds
     heat = spec["data"][0]
     assert len(heat["text"]) == lab.load(ROOT / BUNDLED)[0].config.num_hidden_layers + 1  # a row per layer
-    rows = list(csv.DictReader(open(path, encoding="utf-8")))
+    rows = list(csv.DictReader(downloaded_csv(path).splitlines()))
     assert {r["layer"] for r in rows} == {str(i) for i in range(len(heat["text"]))}
     assert "is the top guess from" in status and "[MASK] 1" in status
     fig, path, status = tab.lens("models/bert-lab-sst2", "a [MASK] .")

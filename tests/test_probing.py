@@ -16,7 +16,7 @@ from lab import plots
 from lab.checkpoint import minilm_dir
 from lab.figures import numbers, plotly_figures
 from lab.inspect import probing
-from tests.conftest import BUNDLED, ROOT
+from tests.conftest import BUNDLED, ROOT, downloaded_csv
 
 SLICE = 3000  # words of UD EWT dev (training) and of test: whole sentences, in file order
 
@@ -200,12 +200,12 @@ def test_the_model_tab_probes_every_layer(dash, app_models_root, monkeypatch, tm
     spec = json.loads(fig.to_json())
     names = [t.get("name") for t in spec["data"] if t.get("name")]
     assert names == [BUNDLED, f"{BUNDLED}, random weights", "majority tag of each word (no context)"], names
-    rows = list(csv.DictReader(open(path, encoding="utf-8")))
+    rows = list(csv.DictReader(downloaded_csv(path).splitlines()))
     assert {r["kind"] for r in rows} == {"model", "control", "majority"}
     assert "best layer" in status and "trained on UD EWT dev" in status and "no train split here" in status
     assert "1,5" in status or "1,4" in status  # the slice's size is said (first sentences up to 1,500 words)
     fig2, path2, status2 = tab.probe(BUNDLED, True)  # with the training snapshots
-    kinds = {r["kind"] for r in csv.DictReader(open(path2, encoding="utf-8"))}
+    kinds = {r["kind"] for r in csv.DictReader(downloaded_csv(path2).splitlines())}
     assert kinds == {"snapshot", "model", "control", "majority"} and "snapshots: step 0" in status2
     fig3, _, status3 = tab.probe(str(app_models_root / "tiny-sst2"), True)  # a model keeping no snapshots says so
     assert fig3 is not None and "keeps no training snapshots" in status3, status3

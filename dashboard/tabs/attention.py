@@ -13,7 +13,6 @@ from lab.inspect import attribution, explore
 from ..common import (
     WHY_STEPS,
     UserError,
-    data_box,
     handler,
     int_input,
     masked_text,
@@ -88,7 +87,7 @@ class Attention:
             plotly_figures.attention_grid(result, layer, theme=theme),
             {"headers": ["layer", "head", *STAT_NAMES.values()], "data": table},
             chips,
-            self.ctx.csv.write(one),
+            self.ctx.csv.keep(one),
             note or f"{len(result.tokens)} tokens, {L} layers x {A} heads; click a token below the maps to follow it",
         )
 
@@ -113,7 +112,7 @@ class Attention:
         """Clark et al.'s statistics of every head as small [layers x heads] heatmaps (and their CSV)."""
         _, result, _, _ = self._request(model_name, text_a, text_b)
         fig = plotly_figures.head_stats_heatmaps(result.head_stats(), theme=theme_input(theme))
-        return fig, self.ctx.csv.write(fig), ""
+        return fig, self.ctx.csv.keep(fig), ""
 
     @handler(2)
     def ablate(self, model_name, text, theme="light", progress=gr.Progress()):
@@ -126,7 +125,7 @@ class Attention:
         fig = plotly_figures.ablation_heatmap(result, theme=theme_input(theme))
         return (
             fig,
-            self.ctx.csv.write(fig),
+            self.ctx.csv.keep(fig),
             (
                 f"baseline loss {result.baseline:.3f}; silencing layer {worst[0]} head {worst[1]} hurts most "
                 f"(+{float(result.effect.max()):.3f})"
@@ -171,7 +170,7 @@ class Attention:
         corr = numbers.correlation_text(comparison.pearson, comparison.spearman)
         return (
             fig,
-            self.ctx.csv.write(fig),
+            self.ctx.csv.keep(fig),
             f"{note}{result.answer} ({result.target}): attribution vs the attention [CLS] pays in layer "
             f"{comparison.layer} (mean of its heads), over the text's {int(comparison.words.sum())} tokens: {corr}",
         )
@@ -226,10 +225,11 @@ class Attention:
         gr.Markdown(HELP["attention"])
         with gr.Row():
             model = ctx.model_menu("attention")
-            # BERT-base's shape; each page sets the model's own (shape(), when the page opens and
-            # when the model changes): the handlers check the numbers themselves
-            layer = gr.Slider(0, 11, value=0, step=1, label="layer")
-            head = gr.Slider(0, 11, value=0, step=1, label="head")
+            # the default model's shape; shape() sets another model's when the model changes (the
+            # handlers check the numbers themselves)
+            cfg = self.store.get(model.value)[0].config
+            layer = gr.Slider(0, cfg.num_hidden_layers - 1, value=0, step=1, label="layer")
+            head = gr.Slider(0, cfg.num_attention_heads - 1, value=0, step=1, label="head")
         a0, b0 = NSP_EXAMPLES[0]
         first = self.opening(model.value, a0, b0, 0, 0, "light")
         a = gr.Textbox(label="Sentence A", value=a0)
@@ -240,7 +240,6 @@ class Attention:
         self._ablation_panel(model)
         self._bertviz_panel(model, a, b, layer, head)
         model.change(self.shape, [model, layer, head], [layer, head, status], api_visibility="private")
-        ctx.on_open(self.shape, [model, layer, head], [layer, head, status])
         ctx.links.share(att_model=model, att_a=a, att_b=b, att_layer=layer, att_head=head)
         ctx.links.opening(self.opening, inputs[:-1], views, first, (model.value, a0, b0, 0, 0))
 
@@ -263,13 +262,13 @@ class Attention:
             interactive=False,
             elem_id="att-tokens",
         )
-        csv = data_box(first[4])
+        csv = self.ctx.csv.box(first[4])
         table = gr.Dataframe(
             first[2], label="what each head looks at: mean attention to ... (Clark et al. 2019)", interactive=False
         )
         stats_btn = gr.Button("Plot the head statistics")
         stats_plot = plot("head statistics (Clark et al. 2019)", first[6], elem_id="att-stats")
-        stats_csv = data_box(first[7])
+        stats_csv = self.ctx.csv.box(first[7])
         outputs = [heatmap, grid, table, tokens, csv, status]
         btn.click(self.attention, inputs, outputs, api_name="attention", **Q)
         submit_and_clear([a, b], self.attention, inputs, outputs, Q)
@@ -293,13 +292,13 @@ class Attention:
             btn = gr.Button("Compare", elem_id="att-why-button")
             status = status_box(elem_id="att-why-status", value=first[2])
             fig = plot("attribution and [CLS]'s attention", first[0], elem_id="att-why")
-            csv = data_box(first[1])
+            csv = self.ctx.csv.box(first[1])
         btn.click(
             self.attribution_attention,
             [model, a, b, self.ctx.theme],
             [fig, csv, status],
             api_name="attribution_attention",
-            **self.ctx.queue,
+            **self.ctx.slow_queue,
         )
 
     def _ablation_panel(self, model) -> None:
@@ -308,10 +307,10 @@ class Attention:
             text = gr.Textbox(label="Sentence with [MASK]", value=MLM_EXAMPLES[1][0])
             btn = gr.Button("Silence each head")
             fig = plot("loss change when each head is silenced", elem_id="att-ablation")
-            csv = data_box()
+            csv = self.ctx.csv.box()
             status = status_box(elem_id="abl-status")
         inputs, outputs = [model, text, self.ctx.theme], [fig, csv, status]
-        btn.click(self.ablate, inputs, outputs, api_name="ablate", **self.ctx.queue)
+        btn.click(self.ablate, inputs, outputs, api_name="ablate", **self.ctx.slow_queue)
         submit_and_clear([text], self.ablate, inputs, outputs, self.ctx.queue)
 
     def _bertviz_panel(self, model, a, b, layer, head) -> None:

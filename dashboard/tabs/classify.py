@@ -11,6 +11,7 @@ from ..common import (
     cut_tokens,
     handler,
     optional_text,
+    remembered,
     status_box,
     submit_and_clear,
     text_input,
@@ -39,6 +40,7 @@ class Classify:
         return model, tokenizer, text, pair, unused
 
     @handler(1)
+    @remembered()
     def classify(self, model_name, text, text_pair=""):
         model, tokenizer, text, pair, unused = self._inputs(model_name, text, text_pair)
         note = truncation_note(
@@ -76,8 +78,10 @@ class Classify:
         status = status_box(value=first[1])
         gr.Examples(CLS_EXAMPLES, [a], cache_examples=False)
         why_first = self.why(model.value, example, "", "integrated gradients", "light")
-        method, why_btn, *why_outputs = why_box("cls", why_first, HELP["why"])
-        why_btn.click(self.why, [model, a, b, method, ctx.theme], why_outputs, api_name="why_classify", **Q)
+        method, why_btn, *why_outputs = why_box(self.ctx, "cls", why_first, HELP["why"])
+        why_btn.click(
+            self.why, [model, a, b, method, ctx.theme], why_outputs, api_name="why_classify", **ctx.slow_queue
+        )
         inputs, outputs = [model, a, b], [label, status]
         btn.click(self.classify, inputs, outputs, api_name="classify", **Q)
         submit_and_clear([a, b], self.classify, inputs, outputs, Q)

@@ -14,12 +14,12 @@ from ..common import (
     MAX_TEXT_CHARS,
     WHY_STEPS,
     UserError,
-    data_box,
     float_input,
     handler,
     int_input,
     masked_text,
     plot,
+    remembered,
     status_box,
     submit_and_clear,
     text_input,
@@ -43,6 +43,7 @@ class MaskedLM:
 
     # handlers ------------------------------------------------------------------------------
     @handler(3)
+    @remembered()
     def fill_mask(self, model_name, text, top_k=5, temperature=1.0, theme="light"):
         """Sentence with [MASK]s -> (sentence with the best guesses, top-k bars per mask, their CSV, status)."""
         model, tokenizer = self.store.model_for(model_name, "fill_mask")
@@ -68,9 +69,10 @@ class MaskedLM:
             filled.append((" ", None))
         bars = plotly_figures.fill_mask_bars(result, theme=theme_input(theme))
         note = truncation_note(result.truncated, model.config.max_position_embeddings)
-        return filled, bars, self.ctx.csv.write(bars), f"{note}{len(result)} mask(s) predicted"
+        return filled, bars, self.ctx.csv.keep(bars), f"{note}{len(result)} mask(s) predicted"
 
     @handler(2)
+    @remembered()
     def lens(self, model_name, text, theme="light"):
         """The guess at every layer (explore.logit_lens) -> (figure, its CSV, status)."""
         model, tokenizer = self.store.model_for(model_name, "fill_mask")
@@ -82,7 +84,7 @@ class MaskedLM:
             first = result.first_layer_right(k)
             where = "the embeddings" if first == 0 else f"layer {first}"
             said.append(f"[MASK] {k + 1}: “{final}” is the top guess from {where} on")
-        return fig, self.ctx.csv.write(fig), note + "; ".join(said)
+        return fig, self.ctx.csv.keep(fig), note + "; ".join(said)
 
     @handler(3)
     def why(self, model_name, text, method="integrated gradients", theme="light"):
@@ -182,7 +184,7 @@ class MaskedLM:
             color_map={"guess": "#22c55e", "guess (word piece)": "#a3e635"},
         )
         bars = plot("best guesses at each [MASK] and their probabilities", first[1], elem_id="mlm-bars")
-        bars_csv = data_box(first[2])
+        bars_csv = self.ctx.csv.box(first[2])
         gr.Examples(MLM_EXAMPLES, [text], cache_examples=False)
         lens_first = self.lens(model.value, example, "light")
         with gr.Accordion("Layer by layer: the guess at every layer (logit lens)", open=False, elem_id="mlm-lens-box"):
@@ -190,9 +192,9 @@ class MaskedLM:
             lens_btn = gr.Button("Read every layer", elem_id="mlm-lens-button")
             lens_status = status_box(elem_id="mlm-lens-status", value=lens_first[2])
             lens_plot = plot("the top guesses at every layer", lens_first[0], elem_id="mlm-lens")
-            lens_csv = data_box(lens_first[1])
+            lens_csv = self.ctx.csv.box(lens_first[1])
         why_first = self.why(model.value, example, "integrated gradients", "light")
-        method, why_btn, *why_outputs = why_box("mlm", why_first, HELP["why"])
+        method, why_btn, *why_outputs = why_box(self.ctx, "mlm", why_first, HELP["why"])
         with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
             seed = gr.Number(value=0, precision=0, label="seed")
             corrupt_btn = gr.Button("Corrupt this sentence")
@@ -214,6 +216,8 @@ class MaskedLM:
         lens_btn.click(
             self.lens, [model, text, ctx.theme], [lens_plot, lens_csv, lens_status], api_name="logit_lens", **Q
         )
-        why_btn.click(self.why, [model, text, method, ctx.theme], why_outputs, api_name="why_fill_mask", **Q)
+        why_btn.click(
+            self.why, [model, text, method, ctx.theme], why_outputs, api_name="why_fill_mask", **ctx.slow_queue
+        )
         ctx.links.share(mlm_model=model, mlm_text=text)
         ctx.links.opening(self.opening, [model, text], outputs, first, (model.value, example))

@@ -16,7 +16,6 @@ from lab.inspect import explore, probing
 
 from ..common import (
     cleared,
-    data_box,
     handler,
     md_escape,
     optional_text,
@@ -100,7 +99,7 @@ class Model:
         a = text_input(text_a, "sentence A")
         b = optional_text(text_b, "sentence B")
         fig = plotly_figures.embedding_components(explore.embeddings(model, tokenizer, a, b), theme=theme_input(theme))
-        return fig, self.ctx.csv.write(fig), ""
+        return fig, self.ctx.csv.keep(fig), ""
 
     def _pos_data(self) -> probing.PosData:
         """UD EWT's subset for the probe, read once (FileNotFoundError naming what is missing)."""
@@ -159,7 +158,7 @@ class Model:
                 f"{results[-2].best:.3f}; "
             )
         took = time.perf_counter() - start
-        return fig, self.ctx.csv.write(fig), f"{note}{main.summary()}; {took:.1f} s"
+        return fig, self.ctx.csv.keep(fig), f"{note}{main.summary()}; {took:.1f} s"
 
     @handler(1, keep=True)
     def add_model(self, path, progress=gr.Progress()):
@@ -180,10 +179,6 @@ class Model:
         choices = sorted(set(self.store.list_models()) | {name})
         tasks = ", ".join(sorted(explore.model_tasks(model) - {"attention", "embeddings"})) or "attention only"
         return gr.Dropdown(choices=choices, value=name), f"added {name}: it serves {tasks}; every menu lists it"
-
-    def menus_on_open(self):
-        """When a page opens: the menus as built, plus the Hugging Face models added since."""
-        return self.ctx.menu_updates() if self.store.hub_ids() else [gr.update() for _ in self.ctx.menus]
 
     def build(self):
         ctx, Q = self.ctx, self.ctx.queue
@@ -211,7 +206,7 @@ class Model:
         )
         emb_btn = gr.Button("Input embeddings: token + segment + position")
         emb_plot = plot("input embedding components", emb0[0])
-        emb_csv = data_box(emb0[1])
+        emb_csv = self.ctx.csv.box(emb0[1])
         tok_btn.click(self.tokenize, [menu, text], [tokens, status], api_name="tokenize", **Q)
         submit_and_clear([text], self.tokenize, [menu, text], [tokens, status], Q)
         emb_btn.click(
@@ -228,13 +223,13 @@ class Model:
                 probe_btn = gr.Button("Probe every layer", elem_id="model-probe-button")
             probe_status = status_box(elem_id="model-probe-status")
             probe_plot = plot("part-of-speech accuracy of a linear probe on every layer", elem_id="model-probe")
-            probe_csv = data_box()
+            probe_csv = self.ctx.csv.box()
         probe_btn.click(
             self.probe,
             [menu, probe_snaps, ctx.theme],
             [probe_plot, probe_csv, probe_status],
             api_name="probe_layers",
-            **Q,
+            **ctx.slow_queue,
         )
         menu.change(self.model_info, menu, [info, card, status], api_name="model_info")
         for box in (menu, probe_snaps):  # another model or choice: the old probe no longer matches

@@ -6,7 +6,7 @@ import gradio as gr
 
 from lab.inspect import explore
 
-from ..common import cut_tokens, handler, status_box, submit_and_clear, text_input, truncation_note
+from ..common import cut_tokens, handler, remembered, status_box, submit_and_clear, text_input, truncation_note
 from ..help import HELP, NSP_EXAMPLE_LABELS, NSP_EXAMPLES
 
 
@@ -17,6 +17,7 @@ class NextSentence:
         self.ctx, self.store = ctx, ctx.store
 
     @handler(1)
+    @remembered()
     def next_sentence(self, model_name, sentence_a, sentence_b):
         model, tokenizer = self.store.model_for(model_name, "next_sentence")
         a, b = text_input(sentence_a, "sentence A"), text_input(sentence_b, "sentence B")

@@ -15,10 +15,10 @@ from ..common import (
     WHY_STEPS,
     UserError,
     base_model,
-    data_box,
     handler,
     int_input,
     plot,
+    remembered,
     status_box,
     submit_and_clear,
     text_input,
@@ -54,6 +54,7 @@ class QuestionAnswering:
         )
 
     @handler(4)
+    @remembered()
     def answer(self, model_name, question, context, top_k=3, theme="light"):
         """-> (context with the answer highlighted, start/end probabilities, n-best table, their CSV, status)."""
         model, tokenizer = self.store.model_for(model_name, "answer")
@@ -80,7 +81,7 @@ class QuestionAnswering:
         )
         trained = f" — this model was {trained}" if trained else ""
         fig = plotly_figures.span_probabilities(result, theme=theme_input(theme))
-        return highlighted, fig, table, self.ctx.csv.write(fig), f"{note}answer: “{best.text}”{cls}{trained}"
+        return highlighted, fig, table, self.ctx.csv.keep(fig), f"{note}answer: “{best.text}”{cls}{trained}"
 
     @handler(3)
     def why(self, model_name, question, context, method="integrated gradients", theme="light"):
@@ -118,11 +119,11 @@ class QuestionAnswering:
         )
         probs = plot("start / end probabilities", first[1])
         table = gr.Dataframe(first[2], label="best answers", interactive=False)
-        csv = data_box(first[3])
+        csv = self.ctx.csv.box(first[3])
         gr.Examples(QA_EXAMPLES, [q, c], cache_examples=False)
         why_first = self.why(model.value, q0, QA_CONTEXT, "integrated gradients", "light")
-        method, why_btn, *why_outputs = why_box("qa", why_first, HELP["why"])
-        why_btn.click(self.why, [model, q, c, method, ctx.theme], why_outputs, api_name="why_answer", **Q)
+        method, why_btn, *why_outputs = why_box(self.ctx, "qa", why_first, HELP["why"])
+        why_btn.click(self.why, [model, q, c, method, ctx.theme], why_outputs, api_name="why_answer", **ctx.slow_queue)
         inputs, outputs = [model, q, c, k, ctx.theme], [span, probs, table, csv, status]
         btn.click(self.answer, inputs, outputs, api_name="answer", **Q)
         submit_and_clear([q, c], self.answer, inputs, outputs, Q)  # Enter in the question; Shift+Enter in the context

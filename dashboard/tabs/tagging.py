@@ -13,7 +13,7 @@ from lab.checkpoint import tag_settings
 from lab.data import tag_metrics, tagged_files
 from lab.inspect import explore
 
-from ..common import UserError, base_model, handler, status_box, status_html, submit_and_clear, text_input
+from ..common import UserError, base_model, handler, remembered, status_box, status_html, submit_and_clear, text_input
 from ..help import HELP, TAG_EXAMPLES, tag_colors
 
 NO_TAGGER = (
@@ -45,6 +45,7 @@ class Tagging:
         return windows, f"{how} from {base} on {Path(str(task.get('train', '?'))).name}{read}"
 
     @handler(3)
+    @remembered()
     def tag(self, model_name, text):
         """-> (the words in their tags' colours: {"value": [(text, category), ...], "color_map": {category:
         colour}} (an entity type or a tag; None: O and the text between words), the table of words,

@@ -11,7 +11,6 @@ from lab.inspect import explore
 from ..common import (
     UserError,
     cleared,
-    data_box,
     handler,
     int_input,
     masked_text,
@@ -41,7 +40,7 @@ class Training:
         if x not in ("time", "step"):
             raise UserError("the x axis is time or step")
         fig = plotly_figures.training_curves(records, x=x, title=self.store.display(path), theme=theme_input(theme))
-        return fig, self.ctx.csv.write(fig), f"{len(records)} records"
+        return fig, self.ctx.csv.keep(fig), f"{len(records)} records"
 
     @handler(1)
     def watch_learning(self, run_name, text, top_k=3, progress=gr.Progress()):
@@ -91,7 +90,7 @@ class Training:
             x_axis = gr.Radio(["time", "step"], value="time", label="x axis")
         curves_btn = gr.Button("Show curves", variant="primary")
         curves = plot("training curves", curves0[0], elem_id="training-curves")
-        curves_csv = data_box(curves0[1])
+        curves_csv = self.ctx.csv.box(curves0[1])
         curves_status = status_box(value=curves0[2])
         watch_text = gr.Textbox(label="Sentence with [MASK]", value=example)
         watch_btn = gr.Button("Predict at every checkpoint")
