@@ -195,7 +195,7 @@ def test_space_installs_from_requirements_alone_and_serves_with_spaces_variables
             started = time.perf_counter() - t0 - installed
             assert "Hugging Face downloads: off" in text
             client = Client(f"http://127.0.0.1:{port}/", verbose=False)
-            filled, _, _, status = client.predict(
+            filled, _, status = client.predict(
                 BUNDLED, "the captain of the [MASK] looked at me .", 5, 1.0, api_name="/fill_mask"
             )
             assert status == "1 mask(s) predicted" and any(t["class_or_confidence"] == "guess" for t in filled)
