@@ -234,19 +234,6 @@ SAVE_CSV_JS = """(payload) => {
 }"""
 
 
-def cleared(n: int):
-    """An input changed: its old results go (n outputs emptied)."""
-    return lambda *_: [None] * n if n > 1 else None
-
-
-def submit_and_clear(boxes, fn, inputs, outputs, queue: dict) -> None:
-    """Enter in any of these boxes runs fn (as its button does); typing in one clears the old
-    results (they no longer match the input)."""
-    for box in boxes:
-        box.submit(fn, inputs, outputs, api_visibility="private", **queue)
-        box.input(cleared(len(outputs)), None, outputs, api_visibility="private", queue=False, show_progress="hidden")
-
-
 def status_box(elem_id: str | None = None, value: str = "") -> gr.HTML:
     """A status line: handlers write escaped text into it (status_html)."""
     return gr.HTML(value=status_html(value), elem_id=elem_id, padding=False, elem_classes="bl-status")

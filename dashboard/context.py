@@ -15,6 +15,7 @@ import gradio as gr
 from lab.inspect.model_store import ModelStore
 
 from .common import AttributionCache, FigureDownloads
+from .current import Current
 from .links import Links
 
 REPO = Path(__file__).resolve().parents[1]  # the repository: names are shown relative to it
@@ -76,6 +77,7 @@ class Context:
         # the slots every quick view needs
         self.slow_queue = dict(concurrency_id="slow", concurrency_limit=settings.concurrency)
         self.links = Links()
+        self.current = Current()  # the views and the inputs they were computed from (never stale)
         self.attributions = AttributionCache()  # the why? views' results, by request
         self.theme: gr.Radio | None = None
         self.menus: list[tuple[gr.Dropdown, str | None]] = []

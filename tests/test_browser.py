@@ -97,9 +97,10 @@ def test_fill_mask_in_the_browser(page, shots):
     open_tab(page, "Masked LM")
     page.fill("#mlm-text textarea", "the captain of the [MASK] looked at me and smiled .")
     page.locator("#mlm-text textarea").press("End")
-    page.keyboard.type(" ")  # typed: the opening example's results go
-    page.wait_for_function("!document.querySelector('#mlm-status').innerText.includes('predicted')")
+    page.keyboard.type(" ")  # typed: the opening example's results are marked out of date
+    page.wait_for_function("window.blCurrent.isStale('mlm')")
     page.click("#mlm-predict")
+    page.wait_for_function("!window.blCurrent.isStale('mlm')")
     page.wait_for_function("document.querySelector('#mlm-status').innerText.includes('predicted')")
     page.wait_for_selector("#mlm-bars .js-plotly-plot g.point")  # bars drawn by plotly, in the browser
     assert page.locator("#mlm-bars g.point").count() == 5
@@ -141,9 +142,10 @@ def test_question_answering_in_the_browser(page, shots):
     page.fill("#qa-context textarea", context)
     page.locator("#qa-context textarea").press("End")
     page.keyboard.type(" ")  # typed, as a student would
-    # the tab opened with its example answered; typing cleared it (old results go with their input)
-    page.wait_for_function("!document.querySelector('#qa-status').innerText.includes('answer:')")
+    # the tab opened with its example answered; typing marks it out of date until Answer is pressed
+    page.wait_for_function("document.querySelector('#qa-status').closest('.bl-stale') !== null")
     page.click("#qa-answer")
+    page.wait_for_function("!window.blCurrent.isStale('qa')")
     page.wait_for_function("document.querySelector('#qa-status').innerText.includes('answer:')")
     status = page.locator("#qa-status").inner_text()
     answer = status.split("answer: “", 1)[1].split("”", 1)[0]  # the status goes on after the answer

@@ -21,11 +21,11 @@ from ..common import (
     plot,
     status_box,
     status_html,
-    submit_and_clear,
     text_input,
     theme_input,
     truncation_note,
 )
+from ..current import submit
 from ..help import HELP, MLM_EXAMPLES, NSP_EXAMPLES
 
 STAT_NAMES = {
@@ -240,6 +240,11 @@ class Attention:
         self._ablation_panel(model)
         self._bertviz_panel(model, a, b, layer, head)
         model.change(self.shape, [model, layer, head], [layer, head, status], api_visibility="private")
+        # the model chosen by hand: the sliders in its shape, then its maps (a link's model: the opening)
+        maps = views[:6]  # heatmap, grid, table, tokens, CSV, status
+        chosen = model.input(self.shape, [model, layer, head], [layer, head, status], api_visibility="private")
+        self.maps_done.append(chosen.then(self.attention, inputs, maps, api_visibility="private", **ctx.queue))
+        ctx.current.view("att", "Show attention", inputs[:-1], maps, self.maps_done)
         ctx.links.share(att_model=model, att_a=a, att_b=b, att_layer=layer, att_head=head)
         ctx.links.opening(self.opening, inputs[:-1], views, first, (model.value, a0, b0, 0, 0))
 
@@ -270,14 +275,19 @@ class Attention:
         stats_plot = plot("head statistics (Clark et al. 2019)", first[6], elem_id="att-stats")
         stats_csv = self.ctx.csv.box(first[7])
         outputs = [heatmap, grid, table, tokens, csv, status]
-        btn.click(self.attention, inputs, outputs, api_name="attention", **Q)
-        submit_and_clear([a, b], self.attention, inputs, outputs, Q)
+        done = [btn.click(self.attention, inputs, outputs, api_name="attention", **Q)]
+        done += submit([a, b], self.attention, inputs, outputs, Q)
         for slider in (layer, head):
-            slider.release(self.attention, inputs, outputs, api_visibility="private", **Q)
+            done.append(
+                slider.input(self.attention, inputs, outputs, api_visibility="private", trigger_mode="always_last", **Q)
+            )
         tokens.select(self.attention_token, inputs, [heatmap, status], api_visibility="private", **Q)
-        stats_btn.click(
+        self.maps_done = done  # the maps' events (build() adds the model menu's, then declares the view)
+        stats_ev = stats_btn.click(
             self.head_stats, [model, a, b, theme], [stats_plot, stats_csv, status], api_name="head_stats", **Q
         )
+        stats = [stats_plot, stats_csv]
+        self.ctx.current.view("att-stats", "Plot the head statistics", [model, a, b], stats, [stats_ev])
         return [*outputs, stats_plot, stats_csv], status
 
     def _why_panel(self, model, a, b, example) -> None:
@@ -293,13 +303,14 @@ class Attention:
             status = status_box(elem_id="att-why-status", value=first[2])
             fig = plot("attribution and [CLS]'s attention", first[0], elem_id="att-why")
             csv = self.ctx.csv.box(first[1])
-        btn.click(
+        ev = btn.click(
             self.attribution_attention,
             [model, a, b, self.ctx.theme],
             [fig, csv, status],
             api_name="attribution_attention",
             **self.ctx.slow_queue,
         )
+        self.ctx.current.view("att-why", "Compare", [model, a, b], [fig, csv, status], [ev])
 
     def _ablation_panel(self, model) -> None:
         """Silencing each head in turn, on a sentence of its own, and its events."""
@@ -310,8 +321,9 @@ class Attention:
             csv = self.ctx.csv.box()
             status = status_box(elem_id="abl-status")
         inputs, outputs = [model, text, self.ctx.theme], [fig, csv, status]
-        btn.click(self.ablate, inputs, outputs, api_name="ablate", **self.ctx.slow_queue)
-        submit_and_clear([text], self.ablate, inputs, outputs, self.ctx.queue)
+        done = [btn.click(self.ablate, inputs, outputs, api_name="ablate", **self.ctx.slow_queue)]
+        done += submit([text], self.ablate, inputs, outputs, self.ctx.slow_queue)
+        self.ctx.current.view("att-ablate", "Silence each head", [model, text], outputs, done, shown=False)
 
     def _bertviz_panel(self, model, a, b, layer, head) -> None:
         """bertviz's three views of the tab's sentences, and its event."""
@@ -325,6 +337,6 @@ class Attention:
             btn = gr.Button("Show bertviz")
             frame = gr.HTML()
             status = status_box()
-        btn.click(
-            self.bertviz_view, [model, a, b, view, layer, head], [frame, status], api_name="bertviz", **self.ctx.queue
-        )
+        inputs = [model, a, b, view, layer, head]
+        ev = btn.click(self.bertviz_view, inputs, [frame, status], api_name="bertviz", **self.ctx.queue)
+        self.ctx.current.view("att-bertviz", "Show bertviz", inputs, [frame, status], [ev], shown=False)

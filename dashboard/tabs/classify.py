@@ -13,13 +13,13 @@ from ..common import (
     optional_text,
     remembered,
     status_box,
-    submit_and_clear,
     text_input,
     truncation_note,
     why_box,
     why_method,
     why_view,
 )
+from ..current import submit
 from ..help import CLS_EXAMPLES, HELP
 
 
@@ -79,11 +79,21 @@ class Classify:
         gr.Examples(CLS_EXAMPLES, [a], cache_examples=False)
         why_first = self.why(model.value, example, "", "integrated gradients", "light")
         method, why_btn, *why_outputs = why_box(self.ctx, "cls", why_first, HELP["why"])
-        why_btn.click(
+        why_ev = why_btn.click(
             self.why, [model, a, b, method, ctx.theme], why_outputs, api_name="why_classify", **ctx.slow_queue
         )
         inputs, outputs = [model, a, b], [label, status]
-        btn.click(self.classify, inputs, outputs, api_name="classify", **Q)
-        submit_and_clear([a, b], self.classify, inputs, outputs, Q)
+        ev = btn.click(self.classify, inputs, outputs, api_name="classify", **Q)
+        run = (self.classify, inputs, Q)
+        ctx.current.view(
+            "cls",
+            "Classify",
+            inputs,
+            outputs,
+            [ev, *submit([a, b], *run[:2], outputs, Q)],
+            rerun=[(model, "input")],
+            run=run,
+        )
+        ctx.current.view("cls-why", "Why?", [model, a, b, method], why_outputs, [why_ev])
         ctx.links.share(cls_model=model, cls_a=a, cls_b=b)
         ctx.links.opening(self.opening, inputs, outputs, first, (model.value, example, ""))

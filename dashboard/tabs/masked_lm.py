@@ -21,7 +21,6 @@ from ..common import (
     plot,
     remembered,
     status_box,
-    submit_and_clear,
     text_input,
     theme_input,
     truncation_note,
@@ -29,6 +28,7 @@ from ..common import (
     why_method,
     why_view,
 )
+from ..current import submit
 from ..help import CORRUPTION_COLORS, HELP, MLM_EXAMPLES
 
 WORD = re.compile(r"\[MASK\]|[\w'’-]+|[^\w\s]")
@@ -203,21 +203,42 @@ class MaskedLM:
             )
             corrupt_status = status_box()
         inputs, outputs = [model, text, top_k, temperature, ctx.theme], [filled, bars, bars_csv, status]
-        btn.click(self.fill_mask, inputs, outputs, api_name="fill_mask", **Q)
-        submit_and_clear([text], self.fill_mask, inputs, outputs, Q)
+        ev = btn.click(self.fill_mask, inputs, outputs, api_name="fill_mask", **Q)
         text.change(
             self.words, text, words, api_name="words", show_progress="hidden", queue=False, trigger_mode="always_last"
         )
-        words.select(self.on_word_select, inputs, [text, *outputs], api_visibility="private", **Q)
+        picked = words.select(self.on_word_select, inputs, [text, *outputs], api_visibility="private", **Q)
         gr.Button("mask word", visible=False).click(
             self.mask_word, [text, gr.Number(visible=False)], [text, status], api_name="mask_word", **Q
         )
-        corrupt_btn.click(self.corrupt, [model, text, seed], [corrupted, corrupt_status], api_name="corrupt", **Q)
-        lens_btn.click(
+        corrupt_ev = corrupt_btn.click(
+            self.corrupt, [model, text, seed], [corrupted, corrupt_status], api_name="corrupt", **Q
+        )
+        lens_ev = lens_btn.click(
             self.lens, [model, text, ctx.theme], [lens_plot, lens_csv, lens_status], api_name="logit_lens", **Q
         )
-        why_btn.click(
+        why_ev = why_btn.click(
             self.why, [model, text, method, ctx.theme], why_outputs, api_name="why_fill_mask", **ctx.slow_queue
+        )
+        current, run = ctx.current, (self.fill_mask, inputs, Q)
+        current.view(
+            "mlm",
+            "Predict",
+            inputs[:-1],
+            outputs,
+            [ev, picked, *submit([text], *run[:2], outputs, Q)],
+            rerun=[(model, "input"), (top_k, "input"), (temperature, "input")],
+            run=run,
+        )
+        current.view("mlm-lens", "Read every layer", [model, text], [lens_plot, lens_csv, lens_status], [lens_ev])
+        current.view("mlm-why", "Why?", [model, text, method], why_outputs, [why_ev])
+        current.view(
+            "mlm-corrupt",
+            "Corrupt this sentence",
+            [model, text, seed],
+            [corrupted, corrupt_status],
+            [corrupt_ev],
+            shown=False,
         )
         ctx.links.share(mlm_model=model, mlm_text=text)
         ctx.links.opening(self.opening, [model, text], outputs, first, (model.value, example))

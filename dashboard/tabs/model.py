@@ -15,17 +15,16 @@ from lab.files import MODEL_CARD_NAME
 from lab.inspect import explore, probing
 
 from ..common import (
-    cleared,
     handler,
     md_escape,
     optional_text,
     plot,
     safe_card,
     status_box,
-    submit_and_clear,
     text_input,
     theme_input,
 )
+from ..current import submit
 from ..help import HELP
 
 TOKENIZE_EXAMPLE = "The playing children were unbelievably happy."
@@ -207,9 +206,10 @@ class Model:
         emb_btn = gr.Button("Input embeddings: token + segment + position")
         emb_plot = plot("input embedding components", emb0[0])
         emb_csv = self.ctx.csv.box(emb0[1])
-        tok_btn.click(self.tokenize, [menu, text], [tokens, status], api_name="tokenize", **Q)
-        submit_and_clear([text], self.tokenize, [menu, text], [tokens, status], Q)
-        emb_btn.click(
+        tok_run = (self.tokenize, [menu, text], Q)
+        tok_done = [tok_btn.click(*tok_run[:2], [tokens, status], api_name="tokenize", **Q)]
+        tok_done += submit([text], *tok_run[:2], [tokens, status], Q)
+        emb_ev = emb_btn.click(
             self.embeddings,
             [menu, text, gr.State(""), ctx.theme],
             [emb_plot, emb_csv, status],
@@ -224,7 +224,7 @@ class Model:
             probe_status = status_box(elem_id="model-probe-status")
             probe_plot = plot("part-of-speech accuracy of a linear probe on every layer", elem_id="model-probe")
             probe_csv = self.ctx.csv.box()
-        probe_btn.click(
+        probe_ev = probe_btn.click(
             self.probe,
             [menu, probe_snaps, ctx.theme],
             [probe_plot, probe_csv, probe_status],
@@ -232,8 +232,13 @@ class Model:
             **ctx.slow_queue,
         )
         menu.change(self.model_info, menu, [info, card, status], api_name="model_info")
-        for box in (menu, probe_snaps):  # another model or choice: the old probe no longer matches
-            box.change(cleared(3), None, [probe_plot, probe_csv, probe_status], api_visibility="private", queue=False)
+        current = ctx.current
+        current.view(
+            "model-tokens", "Tokenize", [menu, text], [tokens, status], tok_done, rerun=[(menu, "input")], run=tok_run
+        )
+        current.view("model-emb", "Input embeddings", [menu, text], [emb_plot, emb_csv], [emb_ev])
+        probe_outputs = [probe_plot, probe_csv, probe_status]
+        current.view("model-probe", "Probe every layer", [menu, probe_snaps], probe_outputs, [probe_ev], shown=False)
         menus = [m for m, _ in ctx.menus]
         add_btn.click(self.add_model, new_path, [menu, status], api_name="add_model", **Q).then(
             ctx.menu_updates, None, menus, api_visibility="private", queue=False

@@ -6,7 +6,8 @@ import gradio as gr
 
 from lab.inspect import explore
 
-from ..common import cut_tokens, handler, remembered, status_box, submit_and_clear, text_input, truncation_note
+from ..common import cut_tokens, handler, remembered, status_box, text_input, truncation_note
+from ..current import submit
 from ..help import HELP, NSP_EXAMPLE_LABELS, NSP_EXAMPLES
 
 
@@ -46,7 +47,16 @@ class NextSentence:
             example_labels=[f"{label}: {a} / {b}" for label, (a, b) in zip(NSP_EXAMPLE_LABELS, NSP_EXAMPLES)],
         )
         inputs, outputs = [model, a, b], [label, status]
-        btn.click(self.next_sentence, inputs, outputs, api_name="next_sentence", **Q)
-        submit_and_clear([a, b], self.next_sentence, inputs, outputs, Q)
+        ev = btn.click(self.next_sentence, inputs, outputs, api_name="next_sentence", **Q)
+        run = (self.next_sentence, inputs, Q)
+        ctx.current.view(
+            "nsp",
+            "Score",
+            inputs,
+            outputs,
+            [ev, *submit([a, b], *run[:2], outputs, Q)],
+            rerun=[(model, "input")],
+            run=run,
+        )
         ctx.links.share(nsp_model=model, nsp_a=a, nsp_b=b)
         ctx.links.opening(self.opening, inputs, outputs, first, (model.value, a0, b0))

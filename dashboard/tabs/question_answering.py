@@ -20,7 +20,6 @@ from ..common import (
     plot,
     remembered,
     status_box,
-    submit_and_clear,
     text_input,
     theme_input,
     why_box,
@@ -28,6 +27,7 @@ from ..common import (
     why_view,
     word_chips,
 )
+from ..current import submit
 from ..help import HELP, QA_CONTEXT, QA_EXAMPLES
 
 
@@ -123,9 +123,16 @@ class QuestionAnswering:
         gr.Examples(QA_EXAMPLES, [q, c], cache_examples=False)
         why_first = self.why(model.value, q0, QA_CONTEXT, "integrated gradients", "light")
         method, why_btn, *why_outputs = why_box(self.ctx, "qa", why_first, HELP["why"])
-        why_btn.click(self.why, [model, q, c, method, ctx.theme], why_outputs, api_name="why_answer", **ctx.slow_queue)
+        why_ev = why_btn.click(
+            self.why, [model, q, c, method, ctx.theme], why_outputs, api_name="why_answer", **ctx.slow_queue
+        )
         inputs, outputs = [model, q, c, k, ctx.theme], [span, probs, table, csv, status]
-        btn.click(self.answer, inputs, outputs, api_name="answer", **Q)
-        submit_and_clear([q, c], self.answer, inputs, outputs, Q)  # Enter in the question; Shift+Enter in the context
+        ev = btn.click(self.answer, inputs, outputs, api_name="answer", **Q)
+        run = (self.answer, inputs, Q)
+        entered = submit([q, c], *run[:2], outputs, Q)  # Enter in the question; Shift+Enter in the context
+        ctx.current.view(
+            "qa", "Answer", inputs[:-1], outputs, [ev, *entered], rerun=[(model, "input"), (k, "input")], run=run
+        )
+        ctx.current.view("qa-why", "Why?", [model, q, c, method], why_outputs, [why_ev])
         ctx.links.share(qa_model=model, qa_q=q, qa_c=c)
         ctx.links.opening(self.opening, [model, q, c], outputs, first, (model.value, q0, QA_CONTEXT))

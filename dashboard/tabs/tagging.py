@@ -13,7 +13,8 @@ from lab.checkpoint import tag_settings
 from lab.data import tag_metrics, tagged_files
 from lab.inspect import explore
 
-from ..common import UserError, base_model, handler, remembered, status_box, status_html, submit_and_clear, text_input
+from ..common import UserError, base_model, handler, remembered, status_box, status_html, text_input
+from ..current import submit
 from ..help import HELP, TAG_EXAMPLES, tag_colors
 
 NO_TAGGER = (
@@ -149,8 +150,17 @@ class Tagging:
         )
         gr.Examples(TAG_EXAMPLES, [text], cache_examples=False)
         inputs, outputs = [model, text], [words, table, detail, status]
-        btn.click(self.tag, inputs, outputs, api_name="tag", **Q)
-        submit_and_clear([text], self.tag, inputs, outputs, Q)
+        ev = btn.click(self.tag, inputs, outputs, api_name="tag", **Q)
+        run = (self.tag, inputs, Q)
+        ctx.current.view(
+            "tag",
+            "Tag",
+            inputs,
+            outputs,
+            [ev, *submit([text], *run[:2], outputs, Q)],
+            rerun=[(model, "input")],
+            run=run,
+        )
         words.select(self.word_detail, [words, table], detail, api_visibility="private", queue=False)
         ctx.links.share(tag_model=model, tag_text=text)
         ctx.links.opening(self.opening, inputs, outputs, first, (model.value, example))

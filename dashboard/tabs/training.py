@@ -10,15 +10,14 @@ from lab.inspect import explore
 
 from ..common import (
     UserError,
-    cleared,
     handler,
     int_input,
     masked_text,
     plot,
     status_box,
-    submit_and_clear,
     theme_input,
 )
+from ..current import submit
 from ..help import HELP, MLM_EXAMPLES
 
 
@@ -98,23 +97,25 @@ class Training:
             watch0[0], label="the best guesses at each checkpoint", interactive=False, elem_id="training-watch"
         )
         watch_status = status_box(value=watch0[1])
-        curves_btn.click(
-            self.training_curves,
-            [run, x_axis, ctx.theme],
+        curves_run = (self.training_curves, [run, x_axis, ctx.theme], Q)
+        curves_ev = curves_btn.click(
+            *curves_run[:2], [curves, curves_csv, curves_status], api_name="training_curves", **Q
+        )
+        watch_inputs, watch_outputs = [run, watch_text], [watch_table, watch_status]
+        watch_ev = watch_btn.click(self.watch_learning, watch_inputs, watch_outputs, api_name="watch_learning", **Q)
+        ctx.current.view(
+            "train-curves",
+            "Show curves",
+            [run, x_axis],
             [curves, curves_csv, curves_status],
-            api_name="training_curves",
-            **Q,
+            [curves_ev],
+            rerun=[(run, "input"), (x_axis, "input")],
+            run=curves_run,
         )
-        watch_btn.click(
-            self.watch_learning, [run, watch_text], [watch_table, watch_status], api_name="watch_learning", **Q
-        )
-        submit_and_clear([watch_text], self.watch_learning, [run, watch_text], [watch_table, watch_status], Q)
-        # another run: the old run's curves, title and replay go
-        run.change(
-            cleared(5),
-            None,
-            [curves, curves_csv, curves_status, watch_table, watch_status],
-            api_visibility="private",
-            queue=False,
-            show_progress="hidden",
+        ctx.current.view(
+            "train-watch",
+            "Predict at every checkpoint",
+            watch_inputs,
+            watch_outputs,
+            [watch_ev, *submit([watch_text], self.watch_learning, watch_inputs, watch_outputs, Q)],
         )

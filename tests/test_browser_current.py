@@ -1,0 +1,216 @@
+"""Never a stale answer, in a real browser (Debian's chromium, driven by Playwright): every control
+that changes what a view shows either recomputes the view or marks it out of date until it is
+recomputed (dashboard.current; docs/dashboard.md states the rule). Each tab is driven through its
+model menu, its text, its examples and its sliders, at 1024 x 768 and 1440 x 900, and after each
+action every view is checked: what its status line says must be what the server computes for the
+inputs now on the page, or the view must be visibly marked out of date.
+Marked slow (a browser and a server start): `pytest -m "not slow"` leaves it out.
+"""
+
+import html
+import re
+
+import pytest
+
+from tests.conftest import chromium_browser
+from tests.test_browser import offline_page, open_tab, panel
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+SIZES = {"projector": {"width": 1024, "height": 768}, "desk": {"width": 1440, "height": 900}}
+
+WHY = "Why? What the answer rests on (attribution)"
+# tab name -> (its id, the task of its model menu, its main view, the main view's button, its
+# text box, the views under it shown when the page opens, with the accordion each is in)
+TABS = {
+    "Masked LM": (
+        "mlm",
+        "fill_mask",
+        "mlm",
+        "Predict",
+        "#mlm-text textarea",
+        {"mlm-lens": "Layer by layer: the guess at every layer (logit lens)", "mlm-why": WHY},
+    ),
+    "Next Sentence": ("nsp", "next_sentence", "nsp", "Score", None, {}),
+    "Attention": (
+        "attention",
+        "attention",
+        "att",
+        "Show attention",
+        None,
+        {"att-stats": None, "att-why": "Attribution beside attention: what the answer rests on vs where [CLS] looks"},
+    ),
+    "Question Answering": ("qa", "answer", "qa", "Answer", "#qa-question textarea", {"qa-why": WHY}),
+    "Classify": ("classify", "classify", "cls", "Classify", "#cls-text textarea", {"cls-why": WHY}),
+    "Tag words": ("tag", "tag", "tag", "Tag", "#tag-text textarea", {}),
+}
+# every tab at the projector's size; two at a desk's as well
+CASES = [(tab, "projector") for tab in TABS] + [("Classify", "desk"), ("Question Answering", "desk")]
+
+# every view drawn (a closed accordion's are not), as the page shows it: marked out of date (its
+# class), the line saying so, and its status line's text
+STATE_JS = """() => {
+  const out = {};
+  for (const el of document.querySelectorAll('[class*="bl-view-"]')) {
+    for (const c of el.classList) {
+      if (!c.startsWith('bl-view-')) continue;
+      const v = out[c.slice(8)] ??= {stale: false, marked: false, says: null, status: null};
+      v.stale ||= window.blCurrent.isStale(c.slice(8));
+      v.marked ||= el.classList.contains('bl-stale');
+      if (el.classList.contains('bl-first-' + c.slice(8)) && el.hasAttribute('data-stale')) {
+        v.says = getComputedStyle(el, '::before').content;
+      }
+      if (el.classList.contains('bl-status')) v.status ??= el.innerText.trim();  // the view's first status line
+    }
+  }
+  return out;
+}"""
+
+# no request of the page still running (Gradio shows a progress overlay on the outputs meanwhile)
+SETTLED_JS = "() => !document.querySelector('.wrap.default:not(.hide), .progress-text, .eta-bar')"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium_browser() as browser:
+        yield browser
+
+
+def views(page) -> dict:
+    page.wait_for_function(SETTLED_JS)
+    page.wait_for_timeout(300)  # the events chained after a result (the page's own marking) run
+    return page.evaluate(STATE_JS)
+
+
+def text_of(status_html: str) -> str:
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", status_html))).strip()
+
+
+def expected_status(dash, tab_id: str, model: str, page) -> str:
+    """What the server says for the main view's inputs now on the page (the handler, called here)."""
+    tab = dash.tab(tab_id)
+    boxes = panel(page).locator("textarea").evaluate_all("els => els.map(e => e.value)")
+    if tab_id == "mlm":
+        out = tab.fill_mask(model, boxes[0], 5, 1.0, "light")
+    elif tab_id == "nsp":
+        out = tab.next_sentence(model, boxes[0], boxes[1])
+    elif tab_id == "attention":
+        out = tab.attention(model, boxes[0], boxes[1], 0, 0, "light")
+    elif tab_id == "qa":
+        out = tab.answer(model, boxes[0], boxes[1], 3, "light")
+    elif tab_id == "classify":
+        out = tab.classify(model, boxes[0], boxes[1])
+    else:
+        out = tab.tag(model, boxes[0])
+    return text_of(out[-1])
+
+
+def choose_model(page, name: str) -> None:
+    panel(page).get_by_role("combobox", name="Model").click()
+    page.locator(f"ul[role=listbox] li[role=option][aria-label='{name}']").click()
+
+
+def assert_current_or_marked(page, names, why: str, accordions=None) -> None:
+    """These views are marked out of date: in the page's record, and drawn dimmed with the line
+    that says so (a closed accordion opened to see it)."""
+    for name in names:
+        try:  # the page's change events run in the next moments
+            page.wait_for_function(f"window.blCurrent.isStale({name!r})", timeout=5_000)
+        except Exception:
+            pytest.fail(f"{why}: {name} is shown as current")
+        title = (accordions or {}).get(name)
+        if title:
+            open_accordion(page, title)
+        state = views(page)
+        v = state.get(name)
+        assert v and v["marked"] and v["says"] and "out of date: press" in v["says"], (why, name, v)
+
+
+def open_accordion(page, title):
+    button = panel(page).locator("button.label-wrap", has_text=title)
+    if "open" not in (button.get_attribute("class") or "").split():
+        button.click()
+
+
+@pytest.mark.parametrize("tab_name,size", CASES)
+def test_no_stale_answer(browser, app_url, dash, tab_name, size):
+    tab_id, task, main, button, box, below = TABS[tab_name]
+    page = offline_page(browser, app_url, SIZES[size])
+    try:
+        page.goto(app_url)
+        page.wait_for_selector("#mlm-text textarea")
+        open_tab(page, tab_name)
+        state = views(page)
+        assert not any(v["stale"] or v["marked"] for v in state.values()), state  # the page opens current
+
+        # another model (where the tab has two): the main view is recomputed with it, the views
+        # under it are marked; the button makes them current again
+        model = panel(page).get_by_role("combobox", name="Model").input_value()
+        other = next((m for m in dash.store.models_for(task) if m != model), None)
+        if other is not None:
+            choose_model(page, other)
+            page.wait_for_function(f"() => !window.blCurrent.isStale({main!r})")
+            state = views(page)
+            assert not state[main]["stale"] and not state[main]["marked"], state[main]
+            assert state[main]["status"] == expected_status(dash, tab_id, other, page), (other, state[main])
+            assert_current_or_marked(page, below, f"model {model} -> {other}", below)
+            model = other
+            panel(page).get_by_role("button", name=button, exact=True).click()
+            page.wait_for_timeout(200)
+            state = views(page)
+            assert not state[main]["stale"] and state[main]["status"] == expected_status(dash, tab_id, model, page)
+
+        # typing: marked at once, without a request; the button recomputes
+        target = panel(page).locator(box) if box else panel(page).locator("textarea").first
+        target.press("End")
+        page.keyboard.type(" again")
+        assert_current_or_marked(page, [main, *below], "typed", below)
+        box_top = panel(page).locator(f".bl-first-{main}").bounding_box()
+        assert box_top is not None and box_top["height"] > 0
+        panel(page).get_by_role("button", name=button, exact=True).click()
+        page.wait_for_timeout(200)
+        state = views(page)
+        assert not state[main]["stale"] and state[main]["status"] == expected_status(dash, tab_id, model, page)
+
+        # another example (the first is the page's opening text, which the panels were computed
+        # from): its text is not what any view was computed from
+        examples = panel(page).locator(".gallery-item, button.gallery-item, tr.tr-body")
+        if examples.count() > 1:
+            examples.nth(1).click()
+            assert_current_or_marked(page, [main, *below], "example", below)
+    finally:
+        page.close()
+
+
+def test_sliders_and_choices_recompute(browser, app_url, dash):
+    """Masked LM's top k, Question Answering's answers shown and the Training tab's x axis redraw
+    their view when changed; the attribution method marks its view out of date."""
+    page = offline_page(browser, app_url, SIZES["projector"])
+    try:
+        page.goto(app_url)
+        page.wait_for_selector("#mlm-text textarea")
+        open_tab(page, "Masked LM")
+        before = views(page)["mlm"]["status"]
+        top_k = panel(page).locator("input[aria-label='number input for top k']")
+        top_k.fill("3")
+        top_k.press("Enter")
+        page.wait_for_timeout(200)
+        state = views(page)
+        assert not state["mlm"]["stale"], state["mlm"]
+        assert page.locator("#mlm-bars g.point").count() == 3, before
+        # the attribution's method: marked
+        open_accordion(page, WHY)
+        panel(page).get_by_label("gradient x input").check()
+        assert_current_or_marked(page, ["mlm-why"], "method")
+
+        open_tab(page, "Training")
+        state = views(page)
+        if state.get("train-curves", {}).get("status", "").startswith("no training runs"):
+            pytest.skip("no training run to draw here")
+        panel(page).get_by_label("step").check()
+        state = views(page)
+        assert not state["train-curves"]["stale"], state["train-curves"]
+        xaxis = page.locator("#training-curves .xtitle").first.text_content()
+        assert "step" in xaxis.lower(), xaxis
+    finally:
+        page.close()
