@@ -7,7 +7,8 @@ import re
 import pytest
 
 import lab
-from tests.conftest import ROOT
+from lab.inspect import explore
+from tests.conftest import BUNDLED, ROOT
 
 MODELS = sorted(p for p in (ROOT / "models").iterdir() if (p / "config.json").is_file())
 KOREAN = "이 영화는 정말 좋았다"  # "this film was really good": four words the bundled vocabularies cannot spell
@@ -58,3 +59,33 @@ def test_a_model_without_a_pooler_counts_no_pooler():
     assert n.heads == sum(p.numel() for p in qa.qa_outputs.parameters())
     bare = lab.BertModel(tiny_config()).parameter_counts()
     assert bare.encoder == bare.total and bare.heads == 0
+
+
+# -- the corruption view -----------------------------------------------------------------------
+def test_corruption_status_says_the_real_share_and_the_80_10_10_tally(dash):
+    from dashboard.help import MLM_EXAMPLES
+
+    text = MLM_EXAMPLES[0][0]
+    for seed in (0, 1, 2):
+        chips, status = dash.tab("mlm").corrupt(BUNDLED, text, seed)
+        chosen, tokens, share = re.match(r"(\d+) of (\d+) tokens chosen \((\d+)%", status).groups()
+        assert int(share) == round(100 * int(chosen) / int(tokens)), status
+        assert int(chosen) == sum(1 for _, kind in chips if kind)
+        shares = re.search(r"became \[MASK\] (\d+)%, random (\d+)%, kept (\d+)%", status)
+        assert shares, status
+        for got, paper in zip(map(int, shares.groups()), (80, 10, 10)):
+            assert abs(got - paper) <= 4, status
+
+
+def test_corruption_tally_counts_the_same_rule_over_many_draws():
+    _, tok = lab.load(ROOT / BUNDLED)
+    text = "it was the best of times , it was the worst of times ."
+    n = explore.corruption_tally(tok, text, draws=2000, seed=5)
+    assert n == explore.corruption_tally(tok, text, draws=2000, seed=5)  # seeded
+    one = explore.corruption_preview(tok, text, seed=5).counts
+    assert n["chosen"] == 2000 * one["chosen"]  # the rule chooses a fixed count per draw
+    assert n["mask"] + n["random"] + n["keep"] == n["chosen"]
+    for kind, paper in (("mask", 0.8), ("random", 0.1), ("keep", 0.1)):
+        assert abs(n[kind] / n["chosen"] - paper) < 0.03, n
+    with pytest.raises(ValueError, match="draws"):
+        explore.corruption_tally(tok, text, draws=0)
