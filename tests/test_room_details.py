@@ -89,3 +89,23 @@ def test_corruption_tally_counts_the_same_rule_over_many_draws():
         assert abs(n[kind] / n["chosen"] - paper) < 0.03, n
     with pytest.raises(ValueError, match="draws"):
         explore.corruption_tally(tok, text, draws=0)
+
+
+# -- a [MASK] cut off by the window ------------------------------------------------------------
+def test_a_cut_off_mask_says_the_limit_and_where_it_was(dash):
+    model, tok = lab.load(ROOT / BUNDLED)
+    text = " ".join(["the cat sat on the mat ."] * 86) + " it was [MASK] ."  # 602 words
+    full = tok.encode(text)
+    at = full.input_ids.index(tok.mask_token_id) + 1
+    limit = model.config.max_position_embeddings
+    with pytest.raises(ValueError) as e:
+        explore.fill_mask(model, tok, text)
+    said = str(e.value)
+    assert f"at most {limit:,} tokens" in said and f"the text has {len(full):,}" in said
+    assert f"token {at:,}" in said and f"by at least {at - (limit - 1):,} tokens" in said
+    shortened = " ".join(text.split()[at - (limit - 1) :])  # one word is one token here
+    assert explore.fill_mask(model, tok, shortened)  # cut that much before it: the [MASK] is read
+    *cleared, status = dash.tab("mlm").fill_mask(BUNDLED, text)
+    assert cleared == [None, None, None] and f"at most {limit:,} tokens" in status
+    with pytest.raises(ValueError, match="there is no \\[MASK\\] in the text"):  # none at all: no talk of a cut
+        explore.fill_mask(model, tok, " ".join(["the cat sat ."] * 200))

@@ -250,7 +250,7 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5, temperature: float = 
     if not 1 <= top_k <= tokenizer.vocab_size:
         raise ValueError(f"top_k must be between 1 and {tokenizer.vocab_size}, got {top_k}")
     enc, ids, types = encode(model, tokenizer, text)
-    positions = mask_positions(ids, tokenizer, enc.truncated)
+    positions = mask_positions(ids, tokenizer, enc, text)
     at_masks = torch.zeros_like(ids, dtype=torch.bool)  # (1, T)
     at_masks[0, positions] = True  # logits only where the masks are
     with inference(model) as device:
@@ -280,7 +280,7 @@ def logit_lens(model, tokenizer, text: str, top_k: int = 5) -> LogitLensResult:
     if not 1 <= top_k <= tokenizer.vocab_size:
         raise ValueError(f"top_k must be between 1 and {tokenizer.vocab_size}, got {top_k}")
     enc, ids, types = encode(model, tokenizer, text)
-    positions = mask_positions(ids, tokenizer, enc.truncated)
+    positions = mask_positions(ids, tokenizer, enc, text)
     with inference(model) as device:
         out = model.bert(ids.to(device), types.to(device), output_hidden_states=True)
         # one head call per layer, each on the (M, H) rows fill_mask gives it: the last layer's
@@ -400,7 +400,7 @@ def ablate_heads(
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     text = clean_text(text)
     enc, ids, types = encode(model, tokenizer, text)
-    positions = mask_positions(ids, tokenizer, enc.truncated)
+    positions = mask_positions(ids, tokenizer, enc, text)
     label_ids = None
     if targets is not None:
         label_ids = target_ids(tokenizer, targets, len(positions))
