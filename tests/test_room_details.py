@@ -109,3 +109,47 @@ def test_a_cut_off_mask_says_the_limit_and_where_it_was(dash):
     assert cleared == [None, None, None] and f"at most {limit:,} tokens" in status
     with pytest.raises(ValueError, match="there is no \\[MASK\\] in the text"):  # none at all: no talk of a cut
         explore.fill_mask(model, tok, " ".join(["the cat sat ."] * 200))
+
+
+# -- words the vocabulary cannot spell ---------------------------------------------------------
+def test_classify_says_when_words_are_unknown(dash):
+    _, status = dash.tab("classify").classify("models/bert-lab-sst2", KOREAN)
+    assert "4 of 4 words are unknown to this model ([UNK])" in status, status
+    _, status = dash.tab("classify").classify("models/bert-lab-sst2", ENGLISH)
+    assert "unknown" not in status and "[UNK]" not in status, status
+    _, status = dash.tab("classify").classify("models/bert-lab-sst2", "a charming film 😀")
+    assert "1 of 4 words is unknown" in status, status
+
+
+@pytest.mark.parametrize(
+    "view, english, korean",
+    [
+        ("fill_mask", (BUNDLED, "he opened the [MASK] ."), (BUNDLED, f"{KOREAN} [MASK] .")),
+        ("lens", (BUNDLED, "he opened the [MASK] ."), (BUNDLED, f"{KOREAN} [MASK] .")),
+        ("next_sentence", (BUNDLED, "she smiled .", "he left ."), (BUNDLED, "she smiled .", KOREAN)),
+        (
+            "answer",
+            ("models/bert-lab-squad", "who smiled ?", "mary smiled ."),
+            ("models/bert-lab-squad", "who?", KOREAN),
+        ),
+        ("tokenize", (BUNDLED, ENGLISH), (BUNDLED, KOREAN)),
+        ("tag", ("models/minilm-ner", "mary lives in paris ."), ("models/minilm-ner", KOREAN)),
+    ],
+)
+def test_every_view_that_reads_words_says_when_they_are_unknown(dash, view, english, korean):
+    tab = {"fill_mask": "mlm", "lens": "mlm", "next_sentence": "nsp", "answer": "qa", "tokenize": "model", "tag": "tag"}
+    handler = getattr(dash.tab(tab[view]), view)
+    assert "[UNK]" not in handler(*english)[-1]
+    *outputs, status = handler(*korean)
+    assert re.search(r"\d+ of \d+ words (is|are) unknown to this model \(\[UNK\]\)", status), status
+    assert all(o is not None for o in outputs)  # the answer is still given
+
+
+def test_the_unknown_note_counts_words_from_the_tokenizers_own_pieces():
+    from dashboard.common import unknown_note
+
+    _, tok = lab.load(ROOT / BUNDLED)
+    assert unknown_note(tok, "the unbelievably happy children") == ""  # pieces of known words
+    assert unknown_note(tok, "hello", None, "") == ""
+    note = unknown_note(tok, "مرحبا بالعالم", "the [MASK] smiled .")  # two texts; [MASK] is no word
+    assert note.startswith("Note: 2 of 5 words are unknown"), note

@@ -25,6 +25,7 @@ from ..common import (
     text_input,
     theme_input,
     truncation_note,
+    unknown_note,
     why_box,
     why_method,
     why_view,
@@ -70,6 +71,7 @@ class MaskedLM:
             filled.append((" ", None))
         bars = plotly_figures.fill_mask_bars(result, theme=theme_input(theme))
         note = truncation_note(result.truncated, model.config.max_position_embeddings)
+        note += unknown_note(tokenizer, text)
         return filled, bars, self.ctx.csv.keep(bars), f"{note}{len(result)} mask(s) predicted"
 
     @handler(2)
@@ -80,6 +82,7 @@ class MaskedLM:
         result = explore.logit_lens(model, tokenizer, masked_text(text), top_k=5)
         fig = plotly_figures.logit_lens(result, theme=theme_input(theme))
         note = truncation_note(result.truncated, model.config.max_position_embeddings)
+        note += unknown_note(tokenizer, text)
         said = []
         for k, final in enumerate(result.final[:3]):
             first = result.first_layer_right(k)

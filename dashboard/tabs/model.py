@@ -25,6 +25,7 @@ from ..common import (
     submit_and_clear,
     text_input,
     theme_input,
+    unknown_note,
 )
 from ..help import HELP
 
@@ -101,7 +102,7 @@ class Model:
         for t in enc.tokens:  # a space after each token: they stay apart
             kind = "special" if t in ("[CLS]", "[SEP]") else ("subword" if t.startswith("##") else None)
             chips += [(t, kind), (" ", None)]
-        return chips, f"{len(enc.tokens)} tokens"
+        return chips, f"{unknown_note(tokenizer, text)}{len(enc.tokens)} tokens"
 
     @handler(2)
     def embeddings(self, model_name, text_a, text_b="", theme="light"):
