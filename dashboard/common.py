@@ -157,6 +157,26 @@ def truncation_note(cut: int, limit: int, pair: bool = False) -> str:
     )
 
 
+def unknown_note(tokenizer, *texts: str | None) -> str:
+    """Said whenever words of the input became [UNK]: a script or symbol the model's vocabulary
+    lacks (Korean, Arabic or emoji in an English vocabulary) reaches the model as one token that
+    says nothing, and its answer then says little about those words. Counted from the tokenizer's
+    own word pieces: a word is a piece that does not continue another (no "##"); WordPiece turns
+    a word it cannot spell into one [UNK]. [CLS], [SEP] and [MASK] typed in the text are no words."""
+    unk = tokenizer.convert_ids_to_tokens(tokenizer.unk_token_id)
+    specials = set(tokenizer.convert_ids_to_tokens(sorted(tokenizer.special_ids - {tokenizer.unk_token_id})))
+    pieces = [p for text in texts if text for p in tokenizer.tokenize(text) if p not in specials]
+    words = sum(not tokenizer.is_subword(p) for p in pieces)
+    unknown = pieces.count(unk)
+    if not unknown:
+        return ""
+    are = "is" if unknown == 1 else "are"
+    return (
+        f"Note: {unknown} of {words} words {are} unknown to this model ([UNK]): its answer says little about "
+        f"{'it' if unknown == 1 else 'them'}. "
+    )
+
+
 def base_model(task: dict) -> str:
     """The model a fine-tuned model started from, as a page names it: a folder's name (a
     package's model/ folder: the package), never a server path."""

@@ -31,6 +31,15 @@ from torch import nn
 from lab.config import BertConfig
 
 
+@dataclass(frozen=True)
+class ParameterCounts:
+    """How many parameters a model has (BertPreTrainedModel.parameter_counts)."""
+
+    total: int  # every parameter, each tensor once
+    encoder: int  # the shared BERT body: embeddings + L layers (+ the pooler, where there is one)
+    heads: int  # the task's own layers: total - encoder
+
+
 @dataclass
 class ModelOutput:
     """What every model returns; fields a model does not produce stay None."""
@@ -255,6 +264,18 @@ class BertPreTrainedModel(nn.Module):
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
+
+    def parameter_counts(self) -> ParameterCounts:
+        """The model's parameters counted from its own tensors, each tensor once (the masked-LM
+        decoder's weight is the word embedding matrix: it counts once, in the encoder).
+
+        encoder: the shared BERT body, what the paper counts (embeddings, the L layers, and the
+        pooler when this model has one: a tagger or a QA model has none); heads: the rest, the
+        task's own layers. So encoder + heads == total, and encoder <= total."""
+        body = getattr(self, self.base_model_prefix, self)  # a bare BertModel is its own body
+        total = self.num_parameters()
+        encoder = sum(p.numel() for p in body.parameters())
+        return ParameterCounts(total=total, encoder=encoder, heads=total - encoder)
 
 
 def _check_inputs(cfg: BertConfig, input_ids, token_type_ids, attention_mask):

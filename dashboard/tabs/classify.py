@@ -15,6 +15,7 @@ from ..common import (
     status_box,
     text_input,
     truncation_note,
+    unknown_note,
     why_box,
     why_method,
     why_view,
@@ -46,6 +47,7 @@ class Classify:
         note = truncation_note(
             cut_tokens(model, tokenizer, text, pair), model.config.max_position_embeddings, pair=pair is not None
         )
+        note += unknown_note(tokenizer, text, pair)
         probs = explore.classify(model, tokenizer, text, pair)
         best = max(probs, key=probs.get)
         return probs, f"{note}{best} ({probs[best]:.1%}){unused}"

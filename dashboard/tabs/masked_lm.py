@@ -24,6 +24,7 @@ from ..common import (
     text_input,
     theme_input,
     truncation_note,
+    unknown_note,
     why_box,
     why_method,
     why_view,
@@ -33,6 +34,7 @@ from ..help import CORRUPTION_COLORS, HELP, MLM_EXAMPLES
 
 WORD = re.compile(r"\[MASK\]|[\w'’-]+|[^\w\s]")
 ANY_CASE_MASK = re.compile(r"\[\s*mask\s*\]", re.IGNORECASE)
+TALLY_DRAWS = 1000  # corruptions of the text the status line tallies: the 80/10/10 split shows
 
 
 class MaskedLM:
@@ -69,6 +71,7 @@ class MaskedLM:
             filled.append((" ", None))
         bars = plotly_figures.fill_mask_bars(result, theme=theme_input(theme))
         note = truncation_note(result.truncated, model.config.max_position_embeddings)
+        note += unknown_note(tokenizer, text)
         return filled, bars, self.ctx.csv.keep(bars), f"{note}{len(result)} mask(s) predicted"
 
     @handler(2)
@@ -79,6 +82,7 @@ class MaskedLM:
         result = explore.logit_lens(model, tokenizer, masked_text(text), top_k=5)
         fig = plotly_figures.logit_lens(result, theme=theme_input(theme))
         note = truncation_note(result.truncated, model.config.max_position_embeddings)
+        note += unknown_note(tokenizer, text)
         said = []
         for k, final in enumerate(result.final[:3]):
             first = result.first_layer_right(k)
@@ -134,10 +138,12 @@ class MaskedLM:
 
     @handler(1)
     def corrupt(self, model_name, text, seed=0):
-        """The 80/10/10 corruption pre-training would apply to this text, for a seed."""
+        """The 80/10/10 corruption pre-training would apply to this text, for a seed; the status says
+        the share of tokens chosen and what the same rule does over TALLY_DRAWS draws."""
         _, tokenizer = self.store.get(model_name)
         text = text_input(text, "the sentence")
-        prev = explore.corruption_preview(tokenizer, text, seed=int_input(seed, "the seed", 0, 2**32 - 1))
+        seed = int_input(seed, "the seed", 0, 2**32 - 1)
+        prev = explore.corruption_preview(tokenizer, text, seed=seed)
         out = []
         for seen, kind, label in zip(prev.corrupted, prev.kinds, prev.labels):
             if kind is None:
@@ -148,9 +154,17 @@ class MaskedLM:
                 out.append((f"{seen} ← {label}", "[MASK] (80%)" if kind == "mask" else "random (10%)"))
             out.append((" ", None))
         c = prev.counts
+        if not c["chosen"]:
+            return out, "no token can be chosen: the text has no word to hide ([CLS], [SEP] and [MASK] never are)"
+        tally = explore.corruption_tally(tokenizer, text, draws=TALLY_DRAWS, seed=seed)
+        shares = {kind: tally[kind] / tally["chosen"] for kind in ("mask", "random", "keep")}
         return out, (
-            f"{c['chosen']} of {c['tokens']} tokens chosen (15%): {c['mask']} → [MASK], "
-            f"{c['random']} → a random token, {c['keep']} kept; the model must predict all {c['chosen']}"
+            f"{c['chosen']} of {c['tokens']} tokens chosen ({c['chosen'] / c['tokens']:.0%}; pre-training chooses "
+            f"15% of a text's tokens, rounded, at least one): {c['mask']} → [MASK], {c['random']} → a random "
+            f"token, {c['keep']} kept; the model must predict all {c['chosen']}. Over {tally['draws']:,} draws "
+            f"of the same rule on this text, the {tally['chosen']:,} chosen tokens became [MASK] "
+            f"{shares['mask']:.0%}, random {shares['random']:.0%}, kept {shares['keep']:.0%} "
+            f"(the paper's rule: 80%, 10%, 10%)"
         )
 
     def opening(self, model_name, text, theme):

@@ -23,6 +23,7 @@ from ..common import (
     status_box,
     text_input,
     theme_input,
+    unknown_note,
 )
 from ..current import submit
 from ..help import HELP
@@ -46,6 +47,17 @@ PROBE_HELP = (
 )
 
 
+def parameters_line(model) -> str:
+    """The model's parameter count as the page says it, once: the total, then the encoder's and the
+    heads' shares (lab.model's parameter_counts: counted from the model's own tensors)."""
+    n = model.parameter_counts()
+    pooler = getattr(getattr(model, "bert", model), "pooler", None) is not None
+    encoder = f"embeddings, {model.config.num_hidden_layers} layers{' and the pooler' if pooler else ''}"
+    if not n.heads:
+        return f"**{n.total:,}**, all in the encoder ({encoder}): no task head"
+    return f"**{n.total:,}**: {n.encoder:,} in the encoder ({encoder}), {n.heads:,} in the heads on top of it"
+
+
 class Model:
     name, id = "Model", "model"
 
@@ -65,8 +77,8 @@ class Model:
         hub_model = self.store.is_hub_name(model_name)
         card = (path if hub_model else self.store.confined(path)) / MODEL_CARD_NAME
         text = (
-            f"### {md_escape(shown)}\n`{type(model).__name__}`: {cfg.summary()}\n\n"
-            f"- parameters: **{sum(p.numel() for p in model.parameters()):,}**\n"
+            f"### {md_escape(shown)}\n`{type(model).__name__}`\n\n"
+            f"- parameters: {parameters_line(model)}\n"
             f"- layers L = {cfg.num_hidden_layers}, hidden H = {cfg.hidden_size}, heads A = "
             f"{cfg.num_attention_heads}, vocabulary {cfg.vocab_size:,}, max length {cfg.max_position_embeddings}\n"
             f"- serves: {', '.join(tasks)}\n"
@@ -89,7 +101,7 @@ class Model:
         for t in enc.tokens:  # a space after each token: they stay apart
             kind = "special" if t in ("[CLS]", "[SEP]") else ("subword" if t.startswith("##") else None)
             chips += [(t, kind), (" ", None)]
-        return chips, f"{len(enc.tokens)} tokens"
+        return chips, f"{unknown_note(tokenizer, text)}{len(enc.tokens)} tokens"
 
     @handler(2)
     def embeddings(self, model_name, text_a, text_b="", theme="light"):

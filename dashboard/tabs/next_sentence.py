@@ -6,7 +6,7 @@ import gradio as gr
 
 from lab.inspect import explore
 
-from ..common import cut_tokens, handler, remembered, status_box, text_input, truncation_note
+from ..common import cut_tokens, handler, remembered, status_box, text_input, truncation_note, unknown_note
 from ..current import submit
 from ..help import HELP, NSP_EXAMPLE_LABELS, NSP_EXAMPLES
 
@@ -23,6 +23,7 @@ class NextSentence:
         model, tokenizer = self.store.model_for(model_name, "next_sentence")
         a, b = text_input(sentence_a, "sentence A"), text_input(sentence_b, "sentence B")
         note = truncation_note(cut_tokens(model, tokenizer, a, b), model.config.max_position_embeddings, pair=True)
+        note += unknown_note(tokenizer, a, b)
         p = explore.next_sentence(model, tokenizer, a, b)
         return {"IsNext": p, "NotNext": 1 - p}, f"{note}P(IsNext) = {p:.3f}"
 

@@ -22,6 +22,7 @@ from ..common import (
     status_box,
     text_input,
     theme_input,
+    unknown_note,
     why_box,
     why_method,
     why_view,
@@ -74,7 +75,8 @@ class QuestionAnswering:
                 for i, s in enumerate(result.spans, 1)
             ],
         }
-        note = f"context read in {result.num_windows} overlapping windows; " if result.num_windows > 1 else ""
+        note = unknown_note(tokenizer, q, c)
+        note += f"context read in {result.num_windows} overlapping windows; " if result.num_windows > 1 else ""
         note += "the question was cut to fit; " if result.question_truncated else ""
         cls = (
             f"; P(start = [CLS]) = {result.start_probs[0]:.2f}" if result.tokens and result.tokens[0] == "[CLS]" else ""

@@ -13,7 +13,7 @@ from lab.checkpoint import tag_settings
 from lab.data import tag_metrics, tagged_files
 from lab.inspect import explore
 
-from ..common import UserError, base_model, handler, remembered, status_box, status_html, text_input
+from ..common import UserError, base_model, handler, remembered, status_box, status_html, text_input, unknown_note
 from ..current import submit
 from ..help import HELP, TAG_EXAMPLES, tag_colors
 
@@ -91,6 +91,7 @@ class Tagging:
             result.num_windows > 1
         )
         trained = f" — this model was {trained}" if trained else ""
+        note = unknown_note(tokenizer, text) + note
         status = f"{note}{len(result)} words, {split} of them in several pieces: {what}{trained}"
         words = gr.update(value=chips, color_map=tag_colors(categories))
         return words, table, status_html(CLICK_HINT), status

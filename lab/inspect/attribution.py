@@ -208,7 +208,7 @@ def attributions(
             pad = emb.weight[tokenizer.pad_token_id]  # (H,)
             x0 = torch.where(special.to(device)[None, :, None], x, pad)  # (1, T, H) the baseline
         path = _Path(model, x, x0, types)
-        goal = _target(task, model, tokenizer, path, enc, ids, special, target, mask)
+        goal = _target(task, model, tokenizer, path, enc, ids, special, target, mask, (text, text_pair))
         f_input, f_baseline = (float(v) for v in goal.f(path.ends).cpu())
         scores, error, n = _integrate(path, goal.f, f_input - f_baseline, method, steps, tolerance, max_steps)
     return AttributionResult(
@@ -294,10 +294,11 @@ class _Goal:
     highlight: tuple[int, ...] = ()
 
 
-def _target(task, model, tokenizer, path: _Path, enc, ids, special, target, mask: int) -> _Goal:
-    """f for the task: the log-odds of the model's answer at the input (or of `target`)."""
+def _target(task, model, tokenizer, path: _Path, enc, ids, special, target, mask: int, texts=(None, None)) -> _Goal:
+    """f for the task: the log-odds of the model's answer at the input (or of `target`); `texts`: the
+    (text, text_pair) encoded, for a message that says where a cut-off [MASK] was."""
     if task == "fill_mask":  # the head reads the chosen [MASK] only, on every row of the path
-        positions = mask_positions(ids.cpu(), tokenizer, enc.truncated)
+        positions = mask_positions(ids.cpu(), tokenizer, enc, *texts)
         if not 0 <= mask < len(positions):
             raise ValueError(f"mask {mask} does not exist: the text has {len(positions)} [MASK](s)")
         path.predict_at = torch.zeros_like(ids, dtype=torch.bool)

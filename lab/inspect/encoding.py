@@ -166,16 +166,42 @@ def encode(model, tokenizer, text_a: str, text_b: str | None = None):
     return enc, ids, types
 
 
-def mask_positions(ids: torch.Tensor, tokenizer, truncated: bool) -> list[int]:
+def mask_positions(
+    ids: torch.Tensor, tokenizer, enc, text: str | None = None, text_pair: str | None = None
+) -> list[int]:
+    """The [MASK] positions in the encoded window `ids` (1, T) of `enc` = encode(model, tokenizer,
+    text, text_pair). None there: a ValueError that says whether the text has none, or whether the
+    model's window cut it off (then where it was, and how much to shorten the text before it)."""
     positions = (ids[0] == tokenizer.mask_token_id).nonzero().flatten().tolist()
     if not positions:
-        raise ValueError(
-            "there is no [MASK] in the text: write [MASK] where a word should be "
-            "predicted" + (" (it was cut off: the text is too long)" if truncated else "")
-        )
+        raise ValueError(_no_mask_message(tokenizer, enc, text, text_pair))
     if len(positions) > MAX_MASKS:
         raise ValueError(f"{len(positions)} [MASK] tokens: at most {MAX_MASKS} per text")
     return positions
+
+
+def _no_mask_message(tokenizer, enc, text: str | None, text_pair: str | None) -> str:
+    """Why a window holds no [MASK]. E.g. a window of 128 tokens, a text of 700 with its [MASK]
+    at token 690 (counting [CLS] as token 1): the window ends at token 127, then [SEP]; the
+    [MASK] comes into it when at least 690 - 127 = 563 tokens before it go."""
+    missing = "there is no [MASK] in the text: write [MASK] where a word should be predicted"
+    if not enc.truncated or text is None:
+        return missing
+    full = tokenizer.encode(text, text_pair)  # uncut: where the [MASK] was
+    found = [i for i, t in enumerate(full.input_ids) if t == tokenizer.mask_token_id]
+    if not found:
+        return missing
+    limit, at = len(enc), found[0] + 1  # a cut window is exactly as long as the model reads
+    fix = (
+        f"shorten the text before the [MASK] by at least {at - (limit - 1):,} tokens"
+        if text_pair is None
+        else "shorten the text before the [MASK]"
+    )
+    return (
+        f"the [MASK] was cut off: this model reads at most {limit:,} tokens ([CLS] and [SEP] included), "
+        f"the text has {len(full):,}, and its first [MASK] is token {at:,}; {fix}, "
+        f"or put the [MASK] nearer the start"
+    )
 
 
 def target_ids(tokenizer, targets, n_masks: int) -> torch.Tensor:

@@ -6,6 +6,7 @@
 
 What lives here, in the order of the paper:
     corruption_preview(tokenizer, text)      what pre-training feeds the model: 15%, 80/10/10
+    corruption_tally(tokenizer, text)        ... and the 80/10/10 split over many draws of it
     embeddings(model, tokenizer, a, b)       input = token + segment + position (Figure 2)
     fill_mask(model, tokenizer, text)        masked-LM predictions at each [MASK]
     logit_lens(model, tokenizer, text)       the same head applied to every layer's vector at each
@@ -83,6 +84,7 @@ from lab.training.runs import checkpoints
 
 __all__ = [  # the views, their results, and which views a model can serve
     "corruption_preview",
+    "corruption_tally",
     "embeddings",
     "fill_mask",
     "logit_lens",
@@ -121,6 +123,28 @@ __all__ = [  # the views, their results, and which views a model can serve
 # ----------------------------------------------------------------------------------------
 # Pre-training, seen from the outside
 # ----------------------------------------------------------------------------------------
+def _corrupt(tokenizer, text, text_b, seed, mlm_probability, max_predictions, max_length, draws=1):
+    """`draws` corruptions of one text by pre-training's own rule (lab.data.instances.mask_tokens),
+    one per row of a batch of copies -> (encoding, ids (draws, T), masked ids (draws, T), labels
+    (draws, T): the original id at chosen positions, -100 elsewhere)."""
+    text = clean_text(text)
+    text_b = clean_text(text_b, "text_b") if text_b is not None else None
+    if not 0 < mlm_probability <= 1:
+        raise ValueError(f"mlm_probability must be in (0, 1], got {mlm_probability}")
+    if max_predictions < 1:
+        raise ValueError(f"max_predictions must be at least 1, got {max_predictions}")
+    enc = tokenizer.encode(text, text_b, max_length=max_length)
+    special = SpecialIds.from_vocab(tokenizer.vocab)  # as pretrain.prepare builds it
+    ids = torch.tensor([enc.input_ids]).expand(draws, -1)  # (draws, T) the same text in every row
+    # [CLS]/[SEP] may never be chosen; neither may a [MASK] typed into the text
+    specials = torch.tensor([enc.special_tokens_mask], dtype=torch.bool) | (ids == special.mask_id)
+    generator = torch.Generator().manual_seed(seed)
+    masked, labels = mask_tokens(
+        ids, specials, special, generator, mlm_probability=mlm_probability, max_predictions_per_seq=max_predictions
+    )  # (draws, T) each
+    return enc, ids, masked, labels
+
+
 def corruption_preview(
     tokenizer,
     text: str,
@@ -140,21 +164,7 @@ def corruption_preview(
     A "random" draw that happens to give the original word back is shown as "keep": the
     model sees the original word either way.
     """
-    text = clean_text(text)
-    text_b = clean_text(text_b, "text_b") if text_b is not None else None
-    if not 0 < mlm_probability <= 1:
-        raise ValueError(f"mlm_probability must be in (0, 1], got {mlm_probability}")
-    if max_predictions < 1:
-        raise ValueError(f"max_predictions must be at least 1, got {max_predictions}")
-    enc = tokenizer.encode(text, text_b, max_length=max_length)
-    special = SpecialIds.from_vocab(tokenizer.vocab)  # as pretrain.prepare builds it
-    ids = torch.tensor([enc.input_ids])  # (1, T)
-    # [CLS]/[SEP] may never be chosen; neither may a [MASK] typed into the text
-    specials = torch.tensor([enc.special_tokens_mask], dtype=torch.bool) | (ids == special.mask_id)
-    generator = torch.Generator().manual_seed(seed)
-    masked, labels = mask_tokens(
-        ids, specials, special, generator, mlm_probability=mlm_probability, max_predictions_per_seq=max_predictions
-    )  # (1, T) each
+    enc, _, masked, labels = _corrupt(tokenizer, text, text_b, seed, mlm_probability, max_predictions, max_length)
     corrupted = tokenizer.convert_ids_to_tokens(masked[0].tolist())
     chosen = (labels[0] != -100).tolist()  # (T,) bool
     kinds: list[str | None] = []
@@ -166,6 +176,37 @@ def corruption_preview(
         labels=[t if c else None for t, c in zip(enc.tokens, chosen)],
         kinds=kinds,
     )
+
+
+def corruption_tally(
+    tokenizer,
+    text: str,
+    draws: int = 1000,
+    seed: int = 0,
+    mlm_probability: float = 0.15,
+    max_predictions: int = 20,
+    text_b: str | None = None,
+    max_length: int = 512,
+) -> dict[str, int]:
+    """What the same rule does over many draws: corruption_preview's counts summed over `draws`
+    seeded corruptions of the text, drawn as one batch (cheap: milliseconds for a sentence).
+
+    One draw of a short sentence chooses one token or two, so it rarely shows a random or a kept
+    one; a thousand draws show the 80/10/10 split. E.g. 9 tokens, 1,000 draws -> 1,000 chosen,
+    about 800 "mask", 100 "random", 100 "keep" ({"draws", "chosen", "mask", "random", "keep"}).
+    A random draw that gives the original word back counts as "keep", as in the preview.
+    """
+    if draws < 1:
+        raise ValueError(f"draws must be at least 1, got {draws}")
+    _, ids, masked, labels = _corrupt(
+        tokenizer, text, text_b, seed, mlm_probability, max_predictions, max_length, draws=draws
+    )
+    chosen = labels != -100  # (draws, T)
+    mask = chosen & (masked == tokenizer.mask_token_id)
+    keep = chosen & (masked == ids)
+    n = {"draws": draws, "chosen": int(chosen.sum()), "mask": int(mask.sum()), "keep": int(keep.sum())}
+    n["random"] = n["chosen"] - n["mask"] - n["keep"]
+    return n
 
 
 def embeddings(model, tokenizer, text_a: str, text_b: str | None = None) -> EmbeddingResult:
@@ -209,7 +250,7 @@ def fill_mask(model, tokenizer, text: str, top_k: int = 5, temperature: float = 
     if not 1 <= top_k <= tokenizer.vocab_size:
         raise ValueError(f"top_k must be between 1 and {tokenizer.vocab_size}, got {top_k}")
     enc, ids, types = encode(model, tokenizer, text)
-    positions = mask_positions(ids, tokenizer, enc.truncated)
+    positions = mask_positions(ids, tokenizer, enc, text)
     at_masks = torch.zeros_like(ids, dtype=torch.bool)  # (1, T)
     at_masks[0, positions] = True  # logits only where the masks are
     with inference(model) as device:
@@ -239,7 +280,7 @@ def logit_lens(model, tokenizer, text: str, top_k: int = 5) -> LogitLensResult:
     if not 1 <= top_k <= tokenizer.vocab_size:
         raise ValueError(f"top_k must be between 1 and {tokenizer.vocab_size}, got {top_k}")
     enc, ids, types = encode(model, tokenizer, text)
-    positions = mask_positions(ids, tokenizer, enc.truncated)
+    positions = mask_positions(ids, tokenizer, enc, text)
     with inference(model) as device:
         out = model.bert(ids.to(device), types.to(device), output_hidden_states=True)
         # one head call per layer, each on the (M, H) rows fill_mask gives it: the last layer's
@@ -359,7 +400,7 @@ def ablate_heads(
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     text = clean_text(text)
     enc, ids, types = encode(model, tokenizer, text)
-    positions = mask_positions(ids, tokenizer, enc.truncated)
+    positions = mask_positions(ids, tokenizer, enc, text)
     label_ids = None
     if targets is not None:
         label_ids = target_ids(tokenizer, targets, len(positions))
