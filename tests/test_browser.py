@@ -248,9 +248,10 @@ def test_question_answering_context_wraps_between_words_at_1024(narrow, shots):
     page.fill("#qa-question textarea", "What did Mr. Bingley rent?")
     page.fill("#qa-context textarea", context)
     page.locator("#qa-context textarea").press("End")
-    page.keyboard.type(" ")  # typed: the old answer goes
-    page.wait_for_function("!document.querySelector('#qa-status').innerText.includes('answer:')")
+    page.keyboard.type(" ")  # typed: the old answer is marked out of date
+    page.wait_for_function("window.blCurrent.isStale('qa')")
     page.click("#qa-answer")
+    page.wait_for_function("!window.blCurrent.isStale('qa')")
     page.wait_for_function("document.querySelector('#qa-status').innerText.includes('answer:')")
     page.wait_for_function("document.querySelectorAll('#qa-span .textfield .text').length > 100")
     drawn = page.locator("#qa-span").evaluate(WORDS_JS)

@@ -200,6 +200,33 @@ class MaskedLM:
         bars = plot("best guesses at each [MASK] and their probabilities", first[1], elem_id="mlm-bars")
         bars_csv = self.ctx.csv.box(first[2])
         gr.Examples(MLM_EXAMPLES, [text], cache_examples=False)
+        self._panels(model, text, example)
+        inputs, outputs = [model, text, top_k, temperature, ctx.theme], [filled, bars, bars_csv, status]
+        ev = btn.click(self.fill_mask, inputs, outputs, api_name="fill_mask", **Q)
+        text.change(
+            self.words, text, words, api_name="words", show_progress="hidden", queue=False, trigger_mode="always_last"
+        )
+        picked = words.select(self.on_word_select, inputs, [text, *outputs], api_visibility="private", **Q)
+        gr.Button("mask word", visible=False).click(
+            self.mask_word, [text, gr.Number(visible=False)], [text, status], api_name="mask_word", **Q
+        )
+        current, run = ctx.current, (self.fill_mask, inputs, Q)
+        current.view(
+            "mlm",
+            "Predict",
+            inputs[:-1],
+            outputs,
+            [ev, picked, *submit([text], *run[:2], outputs, Q)],
+            rerun=[(model, "input"), (top_k, "input"), (temperature, "input")],
+            run=run,
+        )
+        ctx.links.share(mlm_model=model, mlm_text=text)
+        ctx.links.opening(self.opening, [model, text], outputs, first, (model.value, example))
+
+    def _panels(self, model, text, example) -> None:
+        """The panels under the predictions (layer by layer, why?, the 80/10/10 corruption), drawn
+        for the example where they open drawn, and their events."""
+        ctx, Q = self.ctx, self.ctx.queue
         lens_first = self.lens(model.value, example, "light")
         with gr.Accordion("Layer by layer: the guess at every layer (logit lens)", open=False, elem_id="mlm-lens-box"):
             gr.Markdown(HELP["lens"])
@@ -216,15 +243,6 @@ class MaskedLM:
                 label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True, color_map=CORRUPTION_COLORS
             )
             corrupt_status = status_box()
-        inputs, outputs = [model, text, top_k, temperature, ctx.theme], [filled, bars, bars_csv, status]
-        ev = btn.click(self.fill_mask, inputs, outputs, api_name="fill_mask", **Q)
-        text.change(
-            self.words, text, words, api_name="words", show_progress="hidden", queue=False, trigger_mode="always_last"
-        )
-        picked = words.select(self.on_word_select, inputs, [text, *outputs], api_visibility="private", **Q)
-        gr.Button("mask word", visible=False).click(
-            self.mask_word, [text, gr.Number(visible=False)], [text, status], api_name="mask_word", **Q
-        )
         corrupt_ev = corrupt_btn.click(
             self.corrupt, [model, text, seed], [corrupted, corrupt_status], api_name="corrupt", **Q
         )
@@ -234,16 +252,7 @@ class MaskedLM:
         why_ev = why_btn.click(
             self.why, [model, text, method, ctx.theme], why_outputs, api_name="why_fill_mask", **ctx.slow_queue
         )
-        current, run = ctx.current, (self.fill_mask, inputs, Q)
-        current.view(
-            "mlm",
-            "Predict",
-            inputs[:-1],
-            outputs,
-            [ev, picked, *submit([text], *run[:2], outputs, Q)],
-            rerun=[(model, "input"), (top_k, "input"), (temperature, "input")],
-            run=run,
-        )
+        current = ctx.current
         current.view("mlm-lens", "Read every layer", [model, text], [lens_plot, lens_csv, lens_status], [lens_ev])
         current.view("mlm-why", "Why?", [model, text, method], why_outputs, [why_ev])
         current.view(
@@ -254,5 +263,3 @@ class MaskedLM:
             [corrupt_ev],
             shown=False,
         )
-        ctx.links.share(mlm_model=model, mlm_text=text)
-        ctx.links.opening(self.opening, [model, text], outputs, first, (model.value, example))
