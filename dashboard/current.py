@@ -28,14 +28,14 @@ window.blCurrent = (() => {
   const key = (values) => JSON.stringify(values.map((v) => (typeof v === "number" ? +v.toFixed(6) : v ?? "")));
   const paint = (name, label) => {
     labels[name] = label;
-    for (const el of document.querySelectorAll(".bl-view-" + name)) {
+    const says = "out of date: press " + label;
+    [...document.querySelectorAll(".bl-view-" + name)].forEach((el, i) => {
       const views = [...el.classList].filter((c) => c.startsWith("bl-view-")).map((c) => c.slice(8));
       el.classList.toggle("bl-stale", views.some((v) => stale[v]));
-    }
-    for (const el of document.querySelectorAll(".bl-first-" + name)) {
-      if (stale[name]) el.setAttribute("data-stale", "out of date: press " + label);
-      else el.removeAttribute("data-stale");
-    }
+      // the line saying so: above the view's first element on the page
+      if (i === 0 && stale[name]) el.setAttribute("data-stale", says);
+      else if (el.getAttribute("data-stale") === says) el.removeAttribute("data-stale");
+    });
   };
   // Gradio draws a closed accordion's content when it opens, and redraws components: paint again
   let queued = false;
@@ -59,6 +59,7 @@ window.blCurrent = (() => {
       paint(name, label);
     },
     isStale: (name) => !!stale[name],
+    label: (name) => labels[name] ?? "",
   };
 })();
 </script>"""
@@ -98,11 +99,11 @@ class Current:
         if name in self.views:
             raise ValueError(f"view {name!r} declared twice")
         view = self.views[name] = View(name, button, list(inputs), list(outputs))
-        drawn = [out for out in outputs if not isinstance(out, gr.State)]  # a figure's numbers are not drawn
-        for i, out in enumerate(drawn):
+        for out in outputs:
+            if isinstance(out, gr.State):  # a figure's numbers: not drawn
+                continue
             classes = out.elem_classes if isinstance(out.elem_classes, list) else [out.elem_classes or ""]
-            marks = [f"bl-view-{name}"] + ([f"bl-first-{name}"] if i == 0 else [])  # the first one says so
-            out.elem_classes = [c for c in classes if c] + marks
+            out.elem_classes = [c for c in classes if c] + [f"bl-view-{name}"]
         first = json.dumps([_plain(c.value) for c in inputs]) if shown else "null"
         check = f"(...v) => {{ window.blCurrent?.check({name!r}, {button!r}, {first}, v); }}"
         for component in inputs:
