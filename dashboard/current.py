@@ -24,7 +24,7 @@ import gradio as gr
 # them is.
 CURRENT_HEAD = """<script>
 window.blCurrent = (() => {
-  const stamps = {}, stale = {}, labels = {};
+  const stamps = {}, stale = {}, labels = {}, computed = {};
   const key = (values) => JSON.stringify(values.map((v) => (typeof v === "number" ? +v.toFixed(6) : v ?? "")));
   const paint = (name, label) => {
     labels[name] = label;
@@ -56,10 +56,12 @@ window.blCurrent = (() => {
     stamp(name, label, values) {
       stamps[name] = key(values);
       stale[name] = false;
+      computed[name] = (computed[name] ?? 0) + 1;
       paint(name, label);
     },
     isStale: (name) => !!stale[name],
     label: (name) => labels[name] ?? "",
+    computed: (name) => computed[name] ?? 0,  // how many times the view was computed in this page
   };
 })();
 </script>"""

@@ -78,7 +78,7 @@ class Dashboard:
         demo.load(start_session, None, None, api_visibility="private", queue=False)
         link_tab.change(links.select_tab, link_tab, tabs, api_visibility="private", queue=False)
         # the views already shown stay visible while this waits its turn (no progress overlay)
-        opening.change(
+        opened = opening.change(
             links.opening_views,
             [*links.opening_inputs(), ctx.theme],
             links.opening_outputs(),
@@ -86,6 +86,11 @@ class Dashboard:
             show_progress="hidden",
             **ctx.queue,
         )
+        # the views a page opens with are current once computed for a link's inputs
+        filled = {id(c) for c in links.opening_outputs()}
+        for view in ctx.current.views.values():
+            if any(id(c) in filled for c in view.outputs):
+                ctx.current.after(opened, view)
         link_btn.click(
             links.share_link, [current_tab, *shared], link, api_visibility="private", queue=False, js=CURRENT_TAB_JS
         ).then(None, link, link, js=ABSOLUTE_LINK_JS)

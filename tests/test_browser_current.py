@@ -109,17 +109,22 @@ def choose_model(page, name: str) -> None:
     page.locator(f"ul[role=listbox] li[role=option][aria-label='{name}']").click()
 
 
-def shows_current(page, dash, tab_id: str, main: str, model: str) -> None:
-    """The main view shows what the server computes for the inputs on the page, and is not marked
-    (waited for: its request may still be on its way)."""
+def computed(page, name: str) -> int:
+    return page.evaluate(f"window.blCurrent.computed({name!r})")
+
+
+def shows_current(page, dash, tab_id: str, main: str, model: str, after: int) -> None:
+    """The main view was computed again (more than `after` times in this page), shows what the
+    server computes for the inputs on the page, and is not marked."""
     want = expected_status(dash, tab_id, model, page)
     try:
         page.wait_for_function(
-            """([name, want]) => !window.blCurrent.isStale(name)
+            """([name, want, after]) => window.blCurrent.computed(name) > after
+                 && !window.blCurrent.isStale(name)
                  && !document.querySelector('.bl-stale.bl-view-' + name)
                  && [...document.querySelectorAll('.bl-status.bl-view-' + name)]
                       .some(e => e.innerText.trim() === want)""",
-            arg=[main, want],
+            arg=[main, want, after],
             timeout=30_000,
         )
     except Exception:
@@ -164,12 +169,14 @@ def test_no_stale_answer(browser, app_url, dash, tab_name, size):
         model = panel(page).get_by_role("combobox", name="Model").input_value()
         other = next((m for m in dash.store.models_for(task) if m != model), None)
         if other is not None:
+            n = computed(page, main)
             choose_model(page, other)
-            shows_current(page, dash, tab_id, main, other)
+            shows_current(page, dash, tab_id, main, other, n)
             assert_current_or_marked(page, below, f"model {model} -> {other}", below)
             model = other
+            n = computed(page, main)
             panel(page).get_by_role("button", name=button, exact=True).click()
-            shows_current(page, dash, tab_id, main, model)
+            shows_current(page, dash, tab_id, main, model, n)
 
         # typing: marked at once, without a request; the button recomputes
         target = panel(page).locator(box) if box else panel(page).locator("textarea").first
@@ -183,8 +190,9 @@ def test_no_stale_answer(browser, app_url, dash, tab_name, size):
             panel(page).locator(f".bl-view-{main}").evaluate_all("els => els.map(e => e.getBoundingClientRect().top)")
         )
         assert line.bounding_box()["y"] <= min(tops) + 1, tops
+        n = computed(page, main)
         panel(page).get_by_role("button", name=button, exact=True).click()
-        shows_current(page, dash, tab_id, main, model)
+        shows_current(page, dash, tab_id, main, model, n)
 
         # another example (the first is the page's opening text, which the panels were computed
         # from): its text is not what any view was computed from
@@ -224,5 +232,26 @@ def test_sliders_and_choices_recompute(browser, app_url, dash):
             "[...document.querySelectorAll('#training-curves .xtitle')].some(e => /step/i.test(e.textContent))"
         )
         assert not views(page)["train-curves"]["stale"]
+    finally:
+        page.close()
+
+
+def test_a_link_opens_current_views(browser, app_url, dash):
+    """A link with its own text: the tab's main view is computed for it and shown as current; the
+    panels under it, drawn for the page's own example, are marked out of date."""
+    from urllib.parse import quote
+
+    page = offline_page(browser, app_url, SIZES["projector"])
+    try:
+        text = "the captain of the [MASK] looked at me ."
+        page.goto(f"{app_url.rstrip('/')}/?tab=mlm&mlm_text={quote(text)}")
+        page.wait_for_function(
+            "([t]) => document.querySelector('#mlm-text textarea')?.value === t", arg=[text], timeout=60_000
+        )
+        # the predictions for the link's text are drawn, and stay shown as current
+        page.wait_for_function("document.querySelector('#mlm-filled').innerText.includes('looked')", timeout=60_000)
+        state = views(page)
+        assert not state["mlm"]["stale"] and not state["mlm"]["marked"], state["mlm"]
+        assert_current_or_marked(page, ["mlm-lens", "mlm-why"], "a link's text", TABS["Masked LM"][5])
     finally:
         page.close()
