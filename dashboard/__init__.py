@@ -4,6 +4,7 @@
     dashboard/tabs/*.py      one module per tab: its handlers, then build()
     dashboard/context.py     Settings (from the command line) and Context (what every tab is given)
     dashboard/current.py     never a stale answer: each view marked out of date in the page
+    dashboard/room.py        what the room sees: results brought into view, presenter mode
     dashboard/links.py       shared inputs: what a link restores, the views a page opens with
     dashboard/common.py      input checks, status lines, repeated requests kept, the figures'
                              numbers for their CSV buttons, small components

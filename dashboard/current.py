@@ -58,6 +58,7 @@ window.blCurrent = (() => {
       stale[name] = false;
       computed[name] = (computed[name] ?? 0) + 1;
       paint(name, label);
+      document.dispatchEvent(new CustomEvent("bl-computed", {detail: name}));  // dashboard.room listens
     },
     isStale: (name) => !!stale[name],
     label: (name) => labels[name] ?? "",

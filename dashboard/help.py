@@ -4,6 +4,7 @@ the examples, colours, CSS and the few lines of JavaScript the page runs."""
 import gradio as gr
 
 from .current import CURRENT_CSS, CURRENT_HEAD
+from .room import ROOM_CSS, ROOM_HEAD
 
 # Novel-style examples: the bundled model was pre-trained on ten 19th-century novels.
 MLM_EXAMPLES = [
@@ -110,7 +111,7 @@ CSS = """
 #model-add {align-self:flex-end; margin-bottom:var(--spacing-xl)}
 """
 # Gradio 6: look and feel go to launch()
-LAUNCH_OPTIONS = dict(css=CSS + CURRENT_CSS, head=CURRENT_HEAD, theme=gr.themes.Soft())
+LAUNCH_OPTIONS = dict(css=CSS + CURRENT_CSS + ROOM_CSS, head=CURRENT_HEAD + ROOM_HEAD, theme=gr.themes.Soft())
 
 
 # the open tab, as the browser shows it (the first input of the link button's event)

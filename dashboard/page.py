@@ -16,6 +16,7 @@ import os
 
 import gradio as gr
 
+from . import room
 from .context import Context, Settings
 from .help import ABSOLUTE_LINK_JS, CURRENT_TAB_JS
 from .tabs import TABS
@@ -36,11 +37,16 @@ class Dashboard:
         with gr.Blocks(title="BERT Lab") as demo:
             # the page's light/dark theme, read from the browser when the page opens: figures follow it
             ctx.theme = gr.Radio(["light", "dark"], value="light", visible=False)
-            gr.Markdown(
-                "# BERT Lab\nEvery idea of the BERT paper (Devlin et al. 2019), live: masked words, next "
-                "sentences, attention heads, answer spans. Pick a model in each tab; the **Model** tab "
-                "describes it."
-            )
+            with gr.Row(elem_id="bl-header", equal_height=True):  # one line: a projector needs the room below
+                gr.Markdown("# BERT Lab", elem_id="bl-title")
+                gr.Markdown(
+                    '<details class="bl-intro"><summary>Every idea of the BERT paper, live</summary>\n\n'
+                    "Masked words, next sentences, attention heads, answer spans (Devlin et al. 2019). Pick a model "
+                    "in each tab; the **Model** tab describes it. **Presenter mode** draws the page larger for a "
+                    "projector.\n\n</details>",
+                    elem_id="bl-about",
+                )
+                presenter = room.presenter_switch()
             with gr.Row():
                 link_btn = gr.Button("Link to this tab and its inputs", size="sm", scale=1)
                 link = gr.Textbox(
@@ -57,6 +63,7 @@ class Dashboard:
                     with ctx.links.tab(tab.id, tab.name):
                         tab.build()
             self._wire(demo, tabs, link_btn, link, current_tab)
+            room.wire(demo, presenter)
         # Gradio's queue summarises its recent events (a pandas table, per function) after every
         # event by default, a large share of the server's CPU under a class (docs/performance.md);
         # after every 1,000 is plenty (the environment variable, where set, still decides).

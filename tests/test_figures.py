@@ -9,6 +9,7 @@ are checked on the same inputs.
 import base64
 import copy
 import csv
+import html
 import io
 import json
 import re
@@ -623,3 +624,21 @@ def test_arrays_are_written_as_plotly_writes_them(array):
     """Typed arrays ({"dtype", "bdata", "shape"}) where plotly.js has the type, lists otherwise."""
     ours = json.loads(orjson.dumps({"x": array}, default=plotly_canvas.typed_array))["x"]
     assert ours == json.loads(go.Figure(go.Scatter(x=array)).to_json())["data"][0]["x"]
+
+
+def test_long_titles_wrap_between_words_and_say_when_cut():
+    """plotly draws a title on one line, cut at both ends on a narrow page: titles wrap between
+    words instead, and a title longer than TITLE_LINES lines ends with an ellipsis."""
+    from lab.figures.plotly_canvas import TITLE_CHARS, TITLE_LINES, Canvas, pick_theme
+
+    def title(text):
+        fig = Canvas(None, pick_theme("light")).finish("t", text, 300)
+        return [html.unescape(line) for line in fig.lab_json["layout"]["title"]["text"].split("<br>")]
+
+    words = "Nemo on a desert island far from every ship that ever sailed the seas of the south & east"
+    lines = title(words)
+    assert len(lines) == 2 and all(len(line) <= TITLE_CHARS for line in lines)
+    assert " ".join(lines) == words  # nothing lost, & escaped and back
+    assert title("short") == ["short"]
+    lines = title(" ".join(["word"] * 400))
+    assert len(lines) == TITLE_LINES and lines[-1].endswith(" …")

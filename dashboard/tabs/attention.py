@@ -27,6 +27,7 @@ from ..common import (
 )
 from ..current import submit
 from ..help import HELP, MLM_EXAMPLES, NSP_EXAMPLES
+from ..room import PRESENTER_NOTE, intro, reveal
 
 STAT_NAMES = {
     "cls": "[CLS]",
@@ -222,7 +223,7 @@ class Attention:
     # layout --------------------------------------------------------------------------------
     def build(self):
         ctx = self.ctx
-        gr.Markdown(HELP["attention"])
+        intro(HELP["attention"])
         with gr.Row():
             model = ctx.model_menu("attention")
             # the default model's shape; shape() sets another model's when the model changes (the
@@ -258,9 +259,12 @@ class Attention:
         status = status_box(value=first[5])
         with gr.Row():  # side by side in a window 1200 px wide or more; one under the other on a 1024 px projector
             with gr.Column(min_width=560):
-                heatmap = plot("one head: hover for the weight; highlight a token from the figure's menu", first[0])
+                heatmap = plot(
+                    "one head: hover for the weight; highlight a token from the figure's menu", first[0], "att-heatmap"
+                )
             with gr.Column(min_width=560):
-                grid = plot("all heads of the layer", first[1])
+                grid = plot("all heads of the layer", first[1], elem_id="att-grid")
+                gr.Markdown(PRESENTER_NOTE, elem_id="att-one-head-note")
         tokens = gr.HighlightedText(
             first[3],
             label="Click a token: where it attends (its row) and what attends to it (its column)",
@@ -281,7 +285,8 @@ class Attention:
             done.append(
                 slider.input(self.attention, inputs, outputs, api_visibility="private", trigger_mode="always_last", **Q)
             )
-        tokens.select(self.attention_token, inputs, [heatmap, status], api_visibility="private", **Q)
+        clicked = tokens.select(self.attention_token, inputs, [heatmap, status], api_visibility="private", **Q)
+        reveal(clicked, "att-heatmap")  # the map is above the tokens: it comes into view
         self.maps_done = done  # the maps' events (build() adds the model menu's, then declares the view)
         stats_ev = stats_btn.click(
             self.head_stats, [model, a, b, theme], [stats_plot, stats_csv, status], api_name="head_stats", **Q

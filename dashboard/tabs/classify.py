@@ -22,6 +22,7 @@ from ..common import (
 )
 from ..current import submit
 from ..help import CLS_EXAMPLES, HELP
+from ..room import intro
 
 
 class Classify:
@@ -69,7 +70,7 @@ class Classify:
 
     def build(self):
         ctx, Q = self.ctx, self.ctx.queue
-        gr.Markdown(HELP["classify"])
+        intro(HELP["classify"])
         model = ctx.model_menu("classify")
         example = CLS_EXAMPLES[0][0]
         first = self.opening(model.value, example, "", "light")

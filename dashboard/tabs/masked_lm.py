@@ -31,6 +31,7 @@ from ..common import (
 )
 from ..current import submit
 from ..help import CORRUPTION_COLORS, HELP, MLM_EXAMPLES
+from ..room import intro
 
 WORD = re.compile(r"\[MASK\]|[\w'’-]+|[^\w\s]")
 ANY_CASE_MASK = re.compile(r"\[\s*mask\s*\]", re.IGNORECASE)
@@ -174,7 +175,7 @@ class MaskedLM:
     # layout --------------------------------------------------------------------------------
     def build(self):
         ctx, Q = self.ctx, self.ctx.queue
-        gr.Markdown(HELP["mlm"])
+        intro(HELP["mlm"])
         with gr.Row():
             model = ctx.model_menu("fill_mask")
             top_k = gr.Slider(1, 20, value=5, step=1, label="top k")

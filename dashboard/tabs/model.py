@@ -27,6 +27,7 @@ from ..common import (
 )
 from ..current import submit
 from ..help import HELP
+from ..room import intro
 
 TOKENIZE_EXAMPLE = "The playing children were unbelievably happy."
 PROBE_TRAIN_WORDS = 8000  # the probe's subset: the first whole UD EWT dev sentences up to this many words
@@ -193,7 +194,7 @@ class Model:
 
     def build(self):
         ctx, Q = self.ctx, self.ctx.queue
-        gr.Markdown(HELP["model"])
+        intro(HELP["model"])
         menu = ctx.model_menu(None)
         info0 = self.model_info(menu.value)
         tokens0 = self.tokenize(menu.value, TOKENIZE_EXAMPLE)

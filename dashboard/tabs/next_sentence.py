@@ -9,6 +9,7 @@ from lab.inspect import explore
 from ..common import cut_tokens, handler, remembered, status_box, text_input, truncation_note, unknown_note
 from ..current import submit
 from ..help import HELP, NSP_EXAMPLE_LABELS, NSP_EXAMPLES
+from ..room import intro
 
 
 class NextSentence:
@@ -32,7 +33,7 @@ class NextSentence:
 
     def build(self):
         ctx, Q = self.ctx, self.ctx.queue
-        gr.Markdown(HELP["nsp"])
+        intro(HELP["nsp"])
         model = ctx.model_menu("next_sentence")
         a0, b0 = NSP_EXAMPLES[0]
         first = self.opening(model.value, a0, b0, "light")

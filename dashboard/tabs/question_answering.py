@@ -30,6 +30,7 @@ from ..common import (
 )
 from ..current import submit
 from ..help import HELP, QA_CONTEXT, QA_EXAMPLES
+from ..room import intro
 
 
 class QuestionAnswering:
@@ -106,7 +107,7 @@ class QuestionAnswering:
 
     def build(self):
         ctx, Q = self.ctx, self.ctx.queue
-        gr.Markdown(HELP["qa"])
+        intro(HELP["qa"])
         with gr.Row():
             model = ctx.model_menu("answer")
             k = gr.Slider(1, 10, value=3, step=1, label="answers shown")
@@ -120,7 +121,7 @@ class QuestionAnswering:
             first[0], label="Answer in its context", color_map={"answer": "#22c55e"}, elem_id="qa-span"
         )
         probs = plot("start / end probabilities", first[1])
-        table = gr.Dataframe(first[2], label="best answers", interactive=False)
+        table = gr.Dataframe(first[2], label="best answers", interactive=False, wrap=True)  # whole answers
         csv = self.ctx.csv.box(first[3])
         gr.Examples(QA_EXAMPLES, [q, c], cache_examples=False)
         why_first = self.why(model.value, q0, QA_CONTEXT, "integrated gradients", "light")

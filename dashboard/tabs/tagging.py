@@ -16,6 +16,7 @@ from lab.inspect import explore
 from ..common import UserError, base_model, handler, remembered, status_box, status_html, text_input, unknown_note
 from ..current import submit
 from ..help import HELP, TAG_EXAMPLES, tag_colors
+from ..room import intro
 
 NO_TAGGER = (
     "no tagging model here yet: make one with python -m lab finetune-tag --model models/bert-lab-classroom "
@@ -129,7 +130,7 @@ class Tagging:
 
     def build(self):
         ctx, Q = self.ctx, self.ctx.queue
-        gr.Markdown(HELP["tag"])
+        intro(HELP["tag"])
         model = self.menu()
         example = TAG_EXAMPLES[0][0]
         first = self.opening(model.value, example, "light")

@@ -19,6 +19,7 @@ from ..common import (
 )
 from ..current import submit
 from ..help import HELP, MLM_EXAMPLES
+from ..room import intro
 
 
 class Training:
@@ -80,7 +81,7 @@ class Training:
 
     def build(self):
         ctx, Q = self.ctx, self.ctx.queue
-        gr.Markdown(HELP["training"])
+        intro(HELP["training"])
         first_run, example = self.default_run(), MLM_EXAMPLES[0][0]
         curves0 = self.training_curves(first_run, "time") if first_run else (None, None, "no training runs yet")
         watch0 = self.watch_learning(first_run, example, progress=None) if first_run else (None, "")

@@ -29,6 +29,8 @@ from lab.figures.tables import Panel
 
 MAX_TICKS = 64  # token labels along one axis; longer sequences label every n-th token
 TOP_MARGIN = 100  # px above the plot: the title sits below gr.Plot's label badge
+TITLE_CHARS = 60  # a title's line, at most: wider ones wrap between words (a projector's narrow page)
+TITLE_LINES = 4  # lines of a title; a longer one ends with "…"
 
 
 @dataclass(frozen=True)
@@ -149,8 +151,25 @@ def escaped(text) -> str:
 
 
 def _title(text: str) -> str:
-    """A title escaped, its line breaks as plotly's <br>."""
-    return escaped(text).replace("\n", "<br>")
+    """A title escaped, its line breaks as plotly's <br>, lines longer than TITLE_CHARS wrapped
+    between words (plotly draws a title on one line, cut at both ends where the page is narrow),
+    at most TITLE_LINES of them, the last ending with "…" where more was left out."""
+    lines = [wrapped for line in text.split("\n") for wrapped in wrap_words(line, TITLE_CHARS)]
+    if len(lines) > TITLE_LINES:
+        lines = [*lines[: TITLE_LINES - 1], lines[TITLE_LINES - 1] + " …"]
+    return "<br>".join(escaped(line) for line in lines)
+
+
+def wrap_words(line: str, width: int) -> list[str]:
+    """`line` as lines of at most `width` characters, broken between words (a longer word keeps
+    its own line)."""
+    out: list[str] = []
+    for word in line.split(" "):
+        if out and len(out[-1]) + 1 + len(word) <= width:
+            out[-1] += " " + word
+        else:
+            out.append(word)
+    return out or [""]
 
 
 def pick_theme(theme: str) -> Theme:

@@ -1,0 +1,199 @@
+"""What the room sees: results brought into view, and a presenter mode for the projector.
+
+Results in view: when a view is computed after something the student did in its tab (a button,
+Enter, a model menu, a click on a token), the page scrolls just enough that the top of the
+result is on screen, keeping the control that was used in view where both fit; a long question
+answering context scrolls inside its own box to the answer. A page that opens, or a view that
+another tab computed, never moves the page.
+
+Presenter mode (the switch in the header, or `?presenter=1` in the address): the whole page is
+drawn larger (text, tick labels, legends: figures are laid out again for the narrower width, so
+their labels do not overlap), every figure gets a full-screen button, the all-heads view of a
+model with many heads gives way to the one-head map, and the page's address is shown as a QR code.
+Nothing is asked of the server: the mode lives in the page (docs/dashboard.md).
+
+    head = CURRENT_HEAD + ROOM_HEAD; css = ... + ROOM_CSS      # LAUNCH_OPTIONS
+    presenter = presenter_switch()                              # in the header
+    reveal(event, "att-heatmap")                                # an event whose result lands elsewhere
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+# The page's half. blCurrent (dashboard.current) sends "bl-computed" whenever a view is computed;
+# a view is brought into view when the last thing the student did was in the same tab, recently.
+ROOM_HEAD = """<script>
+window.blRoom = (() => {
+  const MARGIN = 12, RECENT_MS = 120000, MANY_HEADS = 4;
+  let touched = null;  // {panel, time}: the last click or key in a tab
+  const panelOf = (el) => el?.closest?.('[role="tabpanel"]') ?? null;
+  const touch = (e) => {
+    const panel = panelOf(e.target);
+    if (panel) touched = {panel, time: Date.now()};
+  };
+  document.addEventListener("pointerdown", touch, true);
+  document.addEventListener("keydown", touch, true);
+  const shown = (el) => el.offsetParent !== null || el.getClientRects().length > 0;
+  // Scroll the window as little as brings the region [top, bottom] (viewport coordinates) into
+  // view: its first 60% of a screen where it is taller; the control just used, right above a
+  // result, stays on screen that way.
+  const bring = (top, bottom) => {
+    const h = window.innerHeight;  // the boxes are in the window's pixels, presenter mode's zoom included
+    const wanted = Math.min(bottom, top + h * 0.6);
+    let delta = 0;
+    if (top < MARGIN) delta = top - MARGIN;
+    else if (wanted > h - MARGIN) delta = wanted - (h - MARGIN);
+    if (delta) window.scrollBy({top: delta, behavior: "instant"});
+  };
+  const region = (els) => {
+    const boxes = els.filter(shown).map((el) => el.getBoundingClientRect()).filter((r) => r.height > 0);
+    if (!boxes.length) return null;
+    return [Math.min(...boxes.map((r) => r.top)), Math.max(...boxes.map((r) => r.bottom))];
+  };
+  const toAnswer = () => {  // a long context: its box scrolls to the (first) answer
+    const box = document.querySelector("#qa-span .container");
+    const mark = document.querySelector("#qa-span .token.highlighted");
+    if (!box || !mark) return;
+    const top = mark.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop;
+    box.scrollTop = Math.max(0, top - box.clientHeight / 3);
+  };
+  const reveal = (els, force) => {
+    const panel = panelOf(els[0]);
+    const recent = touched && touched.panel === panel && Date.now() - touched.time < RECENT_MS;
+    if (!force && !recent) return;
+    if (!panel || panel.offsetParent === null) return;  // another tab: leave the page alone
+    const r = region(els);
+    if (r) bring(r[0], r[1]);
+  };
+  const later = (fn) => requestAnimationFrame(() => setTimeout(fn, 60));  // once Gradio has drawn it
+  document.addEventListener("bl-computed", (e) => later(() => {
+    const els = [...document.querySelectorAll(".bl-view-" + e.detail)];
+    if (e.detail === "qa") toAnswer();
+    if (els.length) reveal(els, false);
+  }));
+  // presenter mode --------------------------------------------------------------------------
+  const heads = () => {  // the all-heads view: one head at a time where there are many
+    const grid = document.querySelector("#att-grid");
+    if (!grid) return;
+    const n = grid.querySelectorAll(".cartesianlayer .subplot").length;
+    grid.closest(".column, .block")?.classList.toggle("bl-many-heads", n > MANY_HEADS);
+  };
+  const fullscreen = () => {
+    for (const plot of document.querySelectorAll(".js-plotly-plot")) {
+      const box = plot.parentElement;
+      if (!box || box.querySelector(":scope > .bl-full")) continue;
+      const btn = document.createElement("button");
+      btn.className = "bl-full";
+      btn.type = "button";
+      btn.textContent = "full screen";
+      btn.title = "Show this figure on the whole screen (Esc returns)";
+      btn.addEventListener("click", () => box.requestFullscreen?.());
+      box.prepend(btn);
+    }
+  };
+  let queued = false;
+  new MutationObserver(() => {
+    if (queued || !document.body.classList.contains("bl-presenter")) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; fullscreen(); heads(); });
+  }).observe(document.documentElement, {childList: true, subtree: true});
+  const relayout = () => window.dispatchEvent(new Event("resize"));  // figures take the new width
+  document.addEventListener("fullscreenchange", () => setTimeout(relayout, 100));
+  const presenter = (on) => {
+    document.body.classList.toggle("bl-presenter", !!on);
+    if (on) { fullscreen(); heads(); }
+    setTimeout(relayout, 50);
+    const url = new URL(window.location.href);
+    if (on) url.searchParams.set("presenter", "1"); else url.searchParams.delete("presenter");
+    window.history.replaceState(null, "", url);  // a reload keeps the mode
+    return !!on;
+  };
+  const asked = () => ["1", "true", "on", "yes"].includes(new URLSearchParams(location.search).get("presenter") ?? "");
+  const revealId = (id) => later(() => {
+    const el = document.getElementById(id);
+    if (el) reveal([el], false);
+  });
+  const isPresenter = () => document.body.classList.contains("bl-presenter");
+  return {presenter, asked, reveal: revealId, isPresenter};
+})();
+</script>"""
+
+ROOM_CSS = """
+/* a compact header: the title, the switch and the link on one line; the introductions behind a toggle */
+#bl-header {align-items:center; gap:var(--spacing-md)}
+#bl-header h1 {font-size:1.5rem; margin:0}
+#bl-title, #bl-presenter {flex-grow:0 !important; min-width:max-content !important}
+#bl-about {flex-grow:1 !important}
+.bl-intro > summary {cursor:pointer; font-weight:600; list-style-position:inside}
+.bl-intro[open] > summary {margin-bottom:var(--spacing-sm)}
+/* a long context scrolls inside its box, to the answer */
+#qa-span .container {max-height:14em; overflow-y:auto}
+/* presenter mode: text about 1.3 times larger (Gradio's sizes, declared again where they are
+   derived: a custom property's var() is resolved where it is declared), figures zoomed: plotly lays
+   them out again for the narrower width, so their labels do not overlap. The whole page is not
+   zoomed: Gradio places a menu's list from on-screen boxes, which zoom would shift. */
+body.bl-presenter {
+  --text-xxs:12px !important; --text-xs:13px !important; --text-sm:16px !important;
+  --text-md:18px !important; --text-lg:21px !important; --text-xl:28px !important;
+  --text-xxl:34px !important; --body-text-size:var(--text-md) !important;
+  --block-info-text-size:var(--text-sm) !important; --block-label-text-size:var(--text-md) !important;
+  --block-title-text-size:var(--text-md) !important; --section-header-text-size:var(--text-md) !important;
+  --checkbox-label-text-size:var(--text-md) !important; --input-text-size:var(--text-md) !important;
+  --prose-text-size:var(--text-md) !important; --button-large-text-size:var(--text-lg) !important;
+  --button-small-text-size:var(--text-sm) !important; --button-medium-text-size:var(--text-md) !important;
+}
+body.bl-presenter .js-plotly-plot {zoom:1.3}
+body.bl-presenter .tab-wrapper button {font-size:15px !important}  /* every tab's name fits on the line */
+body.bl-presenter .bl-many-heads {display:none !important}
+body.bl-presenter #att-one-head-note {display:block !important}
+#att-one-head-note {display:none}
+.bl-full {display:none; position:absolute; left:8px; top:8px; font-size:var(--text-sm); padding:2px 8px;
+  border:1px solid var(--border-color-primary); border-radius:4px; background:var(--background-fill-primary);
+  color:var(--body-text-color); z-index:5}
+body.bl-presenter .bl-full {display:inline-block !important}  /* Gradio repeats each rule, more specific */
+:fullscreen {background:var(--background-fill-primary); overflow:auto}
+:fullscreen .bl-full {display:none !important}
+"""
+
+# the switch's events run in the page only (no request)
+PRESENTER_JS = "(on) => window.blRoom?.presenter(on)"
+PRESENTER_ASKED_JS = "() => window.blRoom?.asked() ?? false"
+PRESENTER_NOTE = (
+    "Presenter mode shows one head at a time: move the **head** slider above. The all-heads view returns when "
+    "presenter mode is off."
+)
+
+
+def presenter_switch() -> gr.Checkbox:
+    """The presenter mode's switch (checked when the address asks for it); wired by `wire`."""
+    return gr.Checkbox(
+        False,
+        label="Presenter mode",
+        elem_id="bl-presenter",
+        container=False,
+        scale=0,
+        min_width=160,
+    )
+
+
+def wire(demo: gr.Blocks, switch: gr.Checkbox) -> None:
+    """The switch turns the mode on and off in the page; `?presenter=1` turns it on as it opens."""
+    switch.change(None, switch, None, js=PRESENTER_JS, queue=False, show_progress="hidden")
+    demo.load(None, None, switch, js=PRESENTER_ASKED_JS, queue=False, show_progress="hidden")
+
+
+def reveal(event, elem_id: str):
+    """After `event`, bring the element `elem_id` into view (when the student's last action was in
+    its tab) -> the chained event."""
+    return event.then(None, None, None, js=f"() => {{ window.blRoom?.reveal({elem_id!r}); }}", queue=False)
+
+
+def intro(text: str, summary: str = "What you are looking at") -> gr.HTML:
+    """A tab's introduction, folded: one line until the student opens it. `text` is the tab's
+    Markdown help (dashboard.help.HELP), bold lead-in included."""
+    body = text.split(":**", 1)[1].strip() if text.startswith(f"**{summary}:**") else text
+    return gr.Markdown(
+        f'<details class="bl-intro"><summary>{summary}</summary>\n\n{body}\n\n</details>',
+        elem_classes="bl-intro-box",
+    )
