@@ -28,10 +28,12 @@ def is_address(text) -> bool:
 
 def svg(text: str) -> str:
     """The QR code of `text` as an inline SVG, sized by its CSS (black on white, a quiet zone of
-    four modules, error correction M or better)."""
-    return segno.make(text, error="m", micro=False).svg_inline(
-        scale=1, border=4, dark="#000", light="#fff", omitsize=True
-    )
+    four modules, error correction M or better); '' where the text is more than a QR code holds."""
+    try:
+        code = segno.make(text, error="m", micro=False)
+    except segno.DataOverflowError:
+        return ""
+    return code.svg_inline(scale=1, border=4, dark="#000", light="#fff", omitsize=True)
 
 
 def link_qr(link) -> str:
@@ -39,14 +41,15 @@ def link_qr(link) -> str:
     written under it; a line saying why where there is no link to draw."""
     if not is_address(link):
         return notice("Make a link first (the button on the left), then show its QR code.")
-    if len(link) > MAX_QR_LINK:
+    drawn = svg(link) if len(link) <= MAX_QR_LINK else ""
+    if not drawn:
         return notice(
             f"This link is {len(link):,} characters long: too long for a QR code a class can scan "
             f"(at most {MAX_QR_LINK:,}). Shorten the tab's text, or copy the link instead."
         )
     return (
         '<div class="bl-qr-overlay" role="dialog" aria-label="QR code of the link" title="click to close">'
-        f'<div class="bl-qr-card">{svg(link)}<p class="bl-qr-text">{html.escape(link)}</p>'
+        f'<div class="bl-qr-card">{drawn}<p class="bl-qr-text">{html.escape(link)}</p>'
         '<p class="bl-qr-hint">scan it with a phone&#39;s camera &middot; click or press Esc to close</p></div></div>'
     )
 
@@ -59,9 +62,8 @@ def room_qr(address: str) -> str:
     """The page's own address (the browser's location.origin + location.pathname: right behind
     a proxy too) as a QR with the address under it, for the projected page (#room-qr)."""
     address = address if isinstance(address, str) else ""
-    if not is_address(address) or len(address) > MAX_ADDRESS:
-        return ""
-    return f'<div class="bl-room-card">{svg(address)}<p class="bl-qr-text">{html.escape(address)}</p></div>'
+    drawn = svg(address) if is_address(address) and len(address) <= MAX_ADDRESS else ""
+    return f'<div class="bl-room-card">{drawn}<p class="bl-qr-text">{html.escape(address)}</p></div>' if drawn else ""
 
 
 def terminal_qr(address: str) -> str:

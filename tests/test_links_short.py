@@ -179,7 +179,7 @@ def test_a_qr_code_reads_back_as_its_link(dash):
     assert "<b>" not in shown and "&quot;&lt;b&gt;&amp;c" in shown
     assert "<svg" not in link_qr("⚠️ A text of 25,000 characters ...") and "Make a link" in link_qr("")
     assert "too long for a QR code" in link_qr("http://h/?" + "a" * 2000)
-    assert room_qr("javascript:alert(1)") == "" and room_qr(None) == ""
+    assert room_qr("javascript:alert(1)") == "" and room_qr(None) == "" and room_qr("http://h/" + "語" * 1900) == ""
     assert "&lt;" in room_qr("http://h/<p>") and "<svg" in room_qr(CLASSROOM)
 
 
