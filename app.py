@@ -120,8 +120,9 @@ def addresses(host: str, port: int) -> list[str]:
 
 def banner(args: argparse.Namespace, downloads: bool, local: bool, precision: str = "") -> str:
     """What the terminal says once the page is up: where students connect (local: bound where
-    only this machine reaches it), whether Hub downloads are allowed, how to get a public link,
-    and the precision the models compute in (precision_line())."""
+    only this machine reaches it; else the addresses, the first as a QR code), whether Hub
+    downloads are allowed, how to get a public link, and the precision the models compute in
+    (precision_line())."""
     lines = ["", "BERT Lab is ready: every tab's model is loaded."]
     if local:
         lines.append(
@@ -132,6 +133,12 @@ def banner(args: argparse.Namespace, downloads: bool, local: bool, precision: st
         found = addresses(args.host, args.port)
         lines.append("  students type one of:" if found else "  no network address found: is the network up?")
         lines += [f"    {url}" for url in found]
+        if found:
+            # here, not at the top: importing the dashboard imports gradio and torch (built by now)
+            from dashboard.qr import terminal_qr
+
+            lines.append(f"  or scan {found[0]} with a phone's camera:")
+            lines += ["    " + row for row in terminal_qr(found[0]).splitlines()]
         if args.host == "0.0.0.0":
             lines.append("  (IPv4; for students on IPv6 only, start with --host ::)")
     lines.append(

@@ -6,6 +6,7 @@
     dashboard/current.py     never a stale answer: each view marked out of date in the page
     dashboard/room.py        what the room sees: results brought into view, presenter mode
     dashboard/links.py       shared inputs: what a link restores, the views a page opens with
+    dashboard/qr.py          QR codes: a link's, the page's address, the start-up banner's
     dashboard/common.py      input checks, status lines, repeated requests kept, the figures'
                              numbers for their CSV buttons, small components
     dashboard/help.py        help text, examples, CSS and the page's few lines of JavaScript

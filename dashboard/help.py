@@ -4,6 +4,7 @@ the examples, colours, CSS and the few lines of JavaScript the page runs."""
 import gradio as gr
 
 from .current import CURRENT_CSS, CURRENT_HEAD
+from .qr import QR_CSS
 from .room import ROOM_CSS, ROOM_HEAD
 
 # Novel-style examples: the bundled model was pre-trained on ten 19th-century novels.
@@ -111,15 +112,8 @@ CSS = """
 #model-add {align-self:flex-end; margin-bottom:var(--spacing-xl)}
 """
 # Gradio 6: look and feel go to launch()
-LAUNCH_OPTIONS = dict(css=CSS + CURRENT_CSS + ROOM_CSS, head=CURRENT_HEAD + ROOM_HEAD, theme=gr.themes.Soft())
+LAUNCH_OPTIONS = dict(css=CSS + CURRENT_CSS + ROOM_CSS + QR_CSS, head=CURRENT_HEAD + ROOM_HEAD, theme=gr.themes.Soft())
 
-
-# the open tab, as the browser shows it (the first input of the link button's event)
-CURRENT_TAB_JS = (
-    "(tab, ...rest) => [document.querySelector('button[role=tab][aria-selected=true]')?.innerText ?? tab, ...rest]"
-)
-# the browser knows the page's address (behind a proxy, a share link, ...): a relative link -> absolute
-ABSOLUTE_LINK_JS = "(link) => link.startsWith('?') ? window.location.origin + window.location.pathname + link : link"
 
 # What each tab shows, where the paper (or the paper it cites) says it, and one line for each
 # number on the page that needs one.

@@ -18,7 +18,6 @@ import gradio as gr
 
 from . import room
 from .context import Context, Settings
-from .help import ABSOLUTE_LINK_JS, CURRENT_TAB_JS
 from .tabs import TABS
 
 
@@ -47,22 +46,13 @@ class Dashboard:
                     elem_id="bl-about",
                 )
                 presenter = room.presenter_switch()
-            with gr.Row():
-                link_btn = gr.Button("Link to this tab and its inputs", size="sm", scale=1)
-                link = gr.Textbox(
-                    show_label=False,
-                    placeholder="a link that opens this tab with these inputs",
-                    interactive=False,
-                    buttons=["copy"],
-                    scale=4,
-                    elem_id="share-link",
-                )
-            current_tab = gr.Textbox(self.tabs[0].id, visible=False)  # filled in by the browser (CURRENT_TAB_JS)
+            link_row = ctx.links.link_row()  # the link button, the link, its QR code (dashboard.links)
+            current_tab = gr.Textbox(self.tabs[0].id, visible=False)  # filled in by the browser (links.LINK_JS)
             with gr.Tabs() as tabs:
                 for tab in self.tabs:
                     with ctx.links.tab(tab.id, tab.name):
                         tab.build()
-            self._wire(demo, tabs, link_btn, link, current_tab)
+            self._wire(demo, tabs, link_row, current_tab)
             room.wire(demo, presenter)
         # Gradio's queue summarises its recent events (a pandas table, per function) after every
         # event by default, a large share of the server's CPU under a class (docs/performance.md);
@@ -73,7 +63,7 @@ class Dashboard:
         self.demo = demo
         return demo
 
-    def _wire(self, demo, tabs, link_btn, link, current_tab) -> None:
+    def _wire(self, demo, tabs, link_row, current_tab) -> None:
         """The page-wide events: a page opens (in the browser: the theme, a link's tab and inputs;
         the server builds the page's session and computes only the views that differ from the
         start-up ones), and the link button."""
@@ -98,9 +88,7 @@ class Dashboard:
         for view in ctx.current.views.values():
             if any(id(c) in filled for c in view.outputs):
                 ctx.current.after(opened, view)
-        link_btn.click(
-            links.share_link, [current_tab, *shared], link, api_visibility="private", queue=False, js=CURRENT_TAB_JS
-        ).then(None, link, link, js=ABSOLUTE_LINK_JS)
+        links.wire_link_row(link_row, tabs, current_tab)
 
 
 def start_session() -> None:

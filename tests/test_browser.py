@@ -174,15 +174,16 @@ def test_attention_in_the_browser(page, shots):
 
 
 def test_a_shared_link_opens_the_tab_with_its_inputs(page, app_url):
-    """The link button's address restores the tab and the inputs in a new page."""
+    """The link button's address restores the tab and the inputs in a new page (more:
+    tests/test_links_short.py)."""
     open_tab(page, "Next Sentence")
-    box = page.locator("#share-link textarea")
+    box = page.locator("#share-link input")
     page.get_by_role("button", name="Link to this tab and its inputs").click()
-    page.wait_for_function("document.querySelector('#share-link textarea').value.startsWith('http')")
+    page.wait_for_function("document.querySelector('#share-link input').value.includes('/?nsp')")
     url = box.input_value()
-    assert url.startswith(app_url.rstrip("/")) and "tab=nsp" in url and "nsp_a=" in url, url
+    assert url.startswith(app_url.rstrip("/") + "/?nsp"), url
     other = page.context.browser.new_page()
-    other.goto(url.replace("nsp_a=", "nsp_a=the+ship+sailed+at+dawn+.&ignored="))
+    other.goto(url.split("?")[0] + "?nsp&a=the+ship+sailed+at+dawn+.&ignored=")
     other.wait_for_function(
         "[...document.querySelectorAll('textarea')].some(t => t.value === 'the ship sailed at dawn .')"
     )

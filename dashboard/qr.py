@@ -1,0 +1,114 @@
+"""QR codes a projector can show: the link box's link (the QR button next to it) and the page's
+own address (#room-qr, shown in presenter mode), drawn on the server as SVG by segno; and the
+start-up banner's QR of the address students type (app.py), drawn in the terminal.
+
+    link_qr("http://10.0.0.5:7860/?nsp&a=...")   # an overlay: the QR, the link under it
+    room_qr("http://10.0.0.5:7860/")              # the page's address (the browser sends it)
+    terminal_qr("http://10.0.0.5:7860/")          # unicode half blocks, for a terminal
+
+Every text shown beside a QR is escaped; what is not an http(s) address gets a line saying so,
+never a QR of it.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+
+import segno
+
+MAX_QR_LINK = 1_000  # characters a link may have for its QR (a longer one is not scannable off a wall)
+MAX_ADDRESS = 2_000  # characters of the page's address the room QR accepts
+
+
+def is_address(text) -> bool:
+    """An http(s) address without spaces: what a QR may be drawn for."""
+    return isinstance(text, str) and text.startswith(("http://", "https://")) and not any(c.isspace() for c in text)
+
+
+def svg(text: str) -> str:
+    """The QR code of `text` as an inline SVG, sized by its CSS (black on white, a quiet zone of
+    four modules, error correction M or better); '' where the text is more than a QR code holds."""
+    try:
+        code = segno.make(text, error="m", micro=False)
+    except segno.DataOverflowError:
+        return ""
+    return code.svg_inline(scale=1, border=4, dark="#000", light="#fff", omitsize=True)
+
+
+def link_qr(link) -> str:
+    """The link box's link as a large QR in an overlay (a click or Escape closes it), the link
+    written under it; a line saying why where there is no link to draw."""
+    if not is_address(link):
+        return notice("Make a link first (the button on the left), then show its QR code.")
+    drawn = svg(link) if len(link) <= MAX_QR_LINK else ""
+    if not drawn:
+        return notice(
+            f"This link is {len(link):,} characters long: too long for a QR code a class can scan "
+            f"(at most {MAX_QR_LINK:,}). Shorten the tab's text, or copy the link instead."
+        )
+    return (
+        '<div class="bl-qr-overlay" role="dialog" aria-label="QR code of the link" title="click to close">'
+        f'<div class="bl-qr-card">{drawn}<p class="bl-qr-text">{html.escape(link)}</p>'
+        '<p class="bl-qr-hint">scan it with a phone&#39;s camera &middot; click or press Esc to close</p></div></div>'
+    )
+
+
+def notice(text: str) -> str:
+    return f'<p class="bl-qr-notice">{html.escape(text)}</p>'
+
+
+def room_qr(address: str) -> str:
+    """The page's own address (the browser's location.origin + location.pathname: right behind
+    a proxy too) as a QR with the address under it, for the projected page (#room-qr)."""
+    address = address if isinstance(address, str) else ""
+    drawn = svg(address) if is_address(address) and len(address) <= MAX_ADDRESS else ""
+    return f'<div class="bl-room-card">{drawn}<p class="bl-qr-text">{html.escape(address)}</p></div>' if drawn else ""
+
+
+def terminal_qr(address: str) -> str:
+    """The QR code of `address` in unicode half blocks (two rows of modules a line), for a
+    terminal with light text on a dark background, the usual one."""
+    out = io.StringIO()
+    segno.make(address, error="m", micro=False).terminal(out=out, compact=True, border=2)
+    return out.getvalue()
+
+
+# the overlay closes on a click or Escape (its HTML is replaced by nothing)
+CLOSE_QR_JS = """
+element.addEventListener('click', () => { props.value = ''; });
+document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && props.value) props.value = ''; });
+"""
+# the room QR asks the server for its SVG the first time presenter mode shows it (body.bl-presenter),
+# not when the page opens: a page opened by a student sends no request for it
+ROOM_QR_JS = """
+let asked = false;
+const draw = () => {
+  if (asked || !document.body.classList.contains('bl-presenter')) return;
+  asked = true;
+  server.room_qr(window.location.origin + window.location.pathname).then((svg) => { props.value = svg; });
+};
+new MutationObserver(draw).observe(document.body, {attributes: true, attributeFilter: ['class']});
+draw();
+"""
+
+# Gradio repeats each rule under `.gradio-container ... .contain`, where body never is: the rule
+# hiding #room-qr is :where() (no weight), so presenter mode's body rule, an id's weight, shows it
+QR_CSS = """
+:where(#room-qr) {display:none}
+#share-row {align-items:center}
+#share-row button {white-space:nowrap}
+#share-link input {font-family:var(--font-mono); font-size:var(--text-sm)}
+#share-qr:not(:has(.bl-qr-overlay, .bl-qr-notice)) {display:none}
+.bl-qr-overlay {position:fixed; inset:0; z-index:1000; display:flex; align-items:center; justify-content:center;
+  background:rgba(0,0,0,.65); cursor:pointer}
+.bl-qr-card, .bl-room-card {background:#fff; color:#111; border-radius:12px; padding:16px; text-align:center}
+.bl-qr-card {max-width:94vw}
+.bl-qr-card svg {display:block; width:min(72vh, 86vw); height:auto; margin:0 auto}
+.bl-qr-text {margin:8px 0 0; font:600 clamp(14px, 2vw, 26px)/1.3 var(--font-mono); word-break:break-all; color:#111}
+.bl-qr-hint {margin:4px 0 0; font-size:14px; color:#444}
+.bl-qr-notice {margin:0; color:var(--body-text-color-subdued)}
+body.bl-presenter #room-qr {display:block}
+#room-qr .bl-room-card {display:inline-block}
+#room-qr svg {display:block; width:min(40vh, 320px); height:auto}
+"""
