@@ -11,7 +11,7 @@ demo: $(VENV)/.installed-app       ## install the library + dashboard into .venv
 	$(PY) app.py
 
 test: $(VENV)/.installed-dev       ## install everything (+ test extras) into .venv and run the whole suite
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadgroup    # the notebooks beside the rest: tests/conftest.py
 
 quick: $(VENV)/.installed-dev      ## the inner loop: every test but the slow ones (about 6 minutes)
 	$(PY) -m pytest -m "not slow"

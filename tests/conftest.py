@@ -49,6 +49,16 @@ def tiny_config(**overrides):
     return BertConfig(**values)
 
 
+# `make test` runs the suite in two processes (pytest-xdist, `-n 2 --dist loadgroup`): each
+# notebook execution (marked notebook_run: a kernel on one thread) is a unit of its own, handed
+# to whichever process is free, and every other test stays in one process, in file order,
+# sharing one server and browser as a plain `pytest` run does.
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("notebook_run") is None:
+            item.add_marker(pytest.mark.xdist_group("suite"))
+
+
 @pytest.fixture
 def tiny_cfg():
     return tiny_config()

@@ -24,6 +24,7 @@ import pytest
 from lab import exercises
 from lab.exercises import core
 from tests.conftest import ROOT
+from tests.test_notebooks import NOTEBOOK_TIMEOUT
 
 FOLDER = ROOT / "notebooks" / "exercises"
 PATHS = sorted(FOLDER.glob("*.ipynb"))
@@ -150,6 +151,8 @@ def _copy_folder(tmp_path: Path, solved: bool) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(NOTEBOOK_TIMEOUT)
+@pytest.mark.notebook_run
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
 def test_notebook_as_shipped_says_not_implemented(path, tmp_path, kernel_env):
     nb = _execute(path, _copy_folder(tmp_path, solved=False), "as shipped")
@@ -160,6 +163,8 @@ def test_notebook_as_shipped_says_not_implemented(path, tmp_path, kernel_env):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(NOTEBOOK_TIMEOUT)
+@pytest.mark.notebook_run
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
 def test_notebook_with_solutions_passes(path, tmp_path, kernel_env):
     nb = _execute(path, _copy_folder(tmp_path, solved=True), "with solutions")

@@ -33,6 +33,7 @@ EXPECTED = [
     "08_tokens_get_labels",
     "09_inside_bert",
 ]
+NOTEBOOK_TIMEOUT = 1800  # seconds per notebook: `make test` runs them beside the rest of the suite on 2 cores
 CELL_TIMEOUT = 900  # seconds per cell: the training cells of 02, 04, 06 and 08 take minutes on one thread
 
 # Overrides per notebook; every notebook also gets THREADS=1 and RUNS=<a temporary directory>.
@@ -329,6 +330,8 @@ def test_cells_call_the_library(path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(NOTEBOOK_TIMEOUT)
+@pytest.mark.notebook_run
 @pytest.mark.parametrize("path", PATHS, ids=[p.stem for p in PATHS])
 def test_notebook_runs(path, tmp_path, monkeypatch):
     from nbclient import NotebookClient
