@@ -309,8 +309,8 @@ TITLE_JS = """(plot) => {
   style.textContent = '* {pointer-events: auto !important}';
   document.head.append(style);
   const above = [];
-  for (const f of [0.1, 0.3, 0.5, 0.7, 0.9]) {
-    const stack = document.elementsFromPoint(r.left + f * r.width, r.top + r.height / 2);
+  for (const f of [0.1, 0.3, 0.5, 0.7, 0.9]) for (const g of [0.25, 0.5, 0.75]) {  // a title may wrap: 2 lines
+    const stack = document.elementsFromPoint(r.left + f * r.width, r.top + g * r.height);
     const i = stack.findIndex(e => title.contains(e));
     above.push(i < 0 ? null : stack.slice(0, i).filter(e => !plot.contains(e) && drawn(e)).map(name));
   }
