@@ -386,6 +386,7 @@ class PosData:
     test: tuple[list[list[str]], list[list[str]]]
     labels: list[str]
     split: str  # where each part comes from, and which subset
+    source: str = "UD English-EWT"  # the files read: the shared data folder's or the bundled sample
 
     @property
     def train_words(self) -> int:
@@ -429,6 +430,26 @@ def ud_data_missing() -> str:
     return ""
 
 
+def _pos_parts(parts, source: str) -> PosData:
+    """PosData from [(chosen training sentences, all of its file), (chosen test sentences, all)]:
+    the split says which sentences of each file, and how many words."""
+
+    def part(name, chosen, n):  # "dev (all 25,147 words)" or "dev (first 518 sentences, 7,984 words)"
+        count = sum(len(s.words) for s in chosen)
+        return (
+            f"{name} (all {count:,} words)"
+            if len(chosen) == n
+            else f"{name} (first {len(chosen):,} sentences, {count:,} words)"
+        )
+
+    (train, n_tr), (test, n_te) = parts
+    split = f"trained on UD EWT {part('dev', train, n_tr)}, scored on {part('test', test, n_te)}; no train split here"
+    trw, trt = [list(s.words) for s in train], [list(s.tags) for s in train]
+    tew, tet = [list(s.words) for s in test], [list(s.tags) for s in test]
+    labels = sorted(set(_flat(trt)) | set(_flat(tet)))
+    return PosData((trw, trt), (tew, tet), labels, split, source)
+
+
 def ud_pos_data(max_train_words: int | None = None, max_test_words: int | None = None, folder=None) -> PosData:
     """UD English-EWT's gold UPOS (17 tags): train on en_ewt-ud-dev.conllu, test on
     en_ewt-ud-test.conllu (no train split is here). max_*_words: the first whole sentences of each
@@ -444,21 +465,59 @@ def ud_pos_data(max_train_words: int | None = None, max_test_words: int | None =
     parts = []
     for name, limit in ((UD_TRAIN, max_train_words), (UD_TEST, max_test_words)):
         data = read_tagged(folder / name, format="conllu")
-        chosen = _first_words(data.sentences, limit)
-        parts.append(([list(s.words) for s in chosen], [list(s.tags) for s in chosen], len(data)))
-    (trw, trt, n_tr), (tew, tet, n_te) = parts
+        parts.append((_first_words(data.sentences, limit), len(data)))
+    return _pos_parts(parts, "UD English-EWT from the shared data folder")
 
-    def part(name, words, n):  # "dev (all 25,147 words)" or "dev (first 518 sentences, 7,984 words)"
-        count = sum(map(len, words))
-        return (
-            f"{name} (all {count:,} words)"
-            if len(words) == n
-            else f"{name} (first {len(words):,} sentences, {count:,} words)"
-        )
 
-    split = f"trained on UD EWT {part('dev', trw, n_tr)}, scored on {part('test', tew, n_te)}; no train split here"
-    labels = sorted(set(_flat(trt)) | set(_flat(tet)))
-    return PosData((trw, trt), (tew, tet), labels, split)
+# The bundled sample: the first whole sentences of UD English-EWT's dev and test files, up to
+# SAMPLE_WORDS words each, one "word<TAB>UPOS" line per word (README.md and LICENSE.txt beside them)
+UD_SAMPLE = REPOSITORY / "lab" / "data" / "ud_ewt_sample"
+SAMPLE_WORDS = 8000  # words of each file kept: what the dashboard's probe reads
+SAMPLE_FILES = {UD_TRAIN: "en_ewt-ud-dev.first.tsv", UD_TEST: "en_ewt-ud-test.first.tsv"}
+SAMPLE_SOURCE = "the UD English-EWT sample bundled with the lab (lab/data/ud_ewt_sample)"
+
+
+def write_ud_sample(out=UD_SAMPLE, words: int = SAMPLE_WORDS, folder=None) -> list[Path]:
+    """Write the bundled sample from the full files (folder: a ud-ewt folder, default the shared
+    data's): the first whole sentences of dev and of test up to `words` words each, a
+    `# sent_id = ...` line before each sentence. -> the files written."""
+    folder = Path(folder) if folder is not None else None
+    if folder is None:
+        missing = ud_data_missing()
+        if missing:
+            raise FileNotFoundError(missing)
+        folder = data_dir() / UD_DIR
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, sample in SAMPLE_FILES.items():
+        data = read_tagged(folder / name, format="conllu")
+        chosen = _first_words(data.sentences, words)
+        lines = []
+        for sid, s in zip(data.sentence_ids, chosen):
+            lines += [f"# sent_id = {sid}", *(f"{w}\t{t}" for w, t in zip(s.words, s.tags)), ""]
+        (out / sample).write_text("\n".join(lines), encoding="utf-8")
+        written.append(out / sample)
+    return written
+
+
+def sample_pos_data(max_train_words: int | None = None, max_test_words: int | None = None, folder=UD_SAMPLE) -> PosData:
+    """ud_pos_data on the bundled sample (the first sentences of dev and test): for a clone
+    without the shared data. The split counts the sentences taken from the full files."""
+    folder = Path(folder)
+    parts = []
+    for name, limit in ((UD_TRAIN, max_train_words), (UD_TEST, max_test_words)):
+        data = read_tagged(folder / SAMPLE_FILES[name], format="conll", scheme="tags")
+        parts.append((_first_words(data.sentences, limit), -1))  # -1: never "all" of the full file
+    return _pos_parts(parts, SAMPLE_SOURCE)
+
+
+def probe_data(max_train_words: int | None = None, max_test_words: int | None = None) -> PosData:
+    """What a probe reads: UD English-EWT from the shared data folder when it is there, else the
+    bundled sample (data.source says which; data.split which sentences and how many words)."""
+    if not ud_data_missing():
+        return ud_pos_data(max_train_words, max_test_words)
+    return sample_pos_data(max_train_words, max_test_words)
 
 
 def probe_snapshots(
