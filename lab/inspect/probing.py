@@ -450,23 +450,28 @@ def _pos_parts(parts, source: str) -> PosData:
     return PosData((trw, trt), (tew, tet), labels, split, source)
 
 
+def _ud_folder(folder=None) -> Path:
+    """A ud-ewt folder: `folder`, else the shared data's (FileNotFoundError naming what is missing)."""
+    if folder is not None:
+        return Path(folder)
+    missing = ud_data_missing()
+    if missing:
+        raise FileNotFoundError(missing)
+    return data_dir() / UD_DIR
+
+
 def ud_pos_data(max_train_words: int | None = None, max_test_words: int | None = None, folder=None) -> PosData:
     """UD English-EWT's gold UPOS (17 tags): train on en_ewt-ud-dev.conllu, test on
     en_ewt-ud-test.conllu (no train split is here). max_*_words: the first whole sentences of each
     file up to that many words (None: all, about 25k each). folder: a ud-ewt folder (default:
     lab.data.datasets.data_dir()/ud-ewt); FileNotFoundError naming what is missing."""
 
-    if folder is None:
-        missing = ud_data_missing()
-        if missing:
-            raise FileNotFoundError(missing)
-        folder = data_dir() / UD_DIR
-    folder = Path(folder)
+    folder = _ud_folder(folder)
     parts = []
     for name, limit in ((UD_TRAIN, max_train_words), (UD_TEST, max_test_words)):
         data = read_tagged(folder / name, format="conllu")
         parts.append((_first_words(data.sentences, limit), len(data)))
-    return _pos_parts(parts, "UD English-EWT from the shared data folder")
+    return _pos_parts(parts, "UD English-EWT in the shared data folder")
 
 
 # The bundled sample: the first whole sentences of UD English-EWT's dev and test files, up to
@@ -481,12 +486,7 @@ def write_ud_sample(out=UD_SAMPLE, words: int = SAMPLE_WORDS, folder=None) -> li
     """Write the bundled sample from the full files (folder: a ud-ewt folder, default the shared
     data's): the first whole sentences of dev and of test up to `words` words each, a
     `# sent_id = ...` line before each sentence. -> the files written."""
-    folder = Path(folder) if folder is not None else None
-    if folder is None:
-        missing = ud_data_missing()
-        if missing:
-            raise FileNotFoundError(missing)
-        folder = data_dir() / UD_DIR
+    folder = _ud_folder(folder)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
