@@ -193,8 +193,8 @@ def test_the_model_tab_probes_every_layer(dash, app_models_root, monkeypatch, tm
     monkeypatch.setattr(model_tab, "PROBE_TEST_WORDS", 1500)
     monkeypatch.setattr(tab, "_pos", None)
     monkeypatch.setattr(tab, "_probes", type(tab._probes)())
-    fig, path, status = tab.probe(BUNDLED)  # without the shared data: on the bundled sample, said
-    assert fig is not None and ("sample bundled" in status) == bool(probing.ud_data_missing()), status
+    fig, path, status = tab.probe(BUNDLED)  # without the shared data: on the lab's invented sentences, said
+    assert fig is not None and ("invented sentences" in status) == bool(probing.ud_data_missing()), status
     spec = json.loads(fig.to_json())
     names = [t.get("name") for t in spec["data"] if t.get("name")]
     assert names == [BUNDLED, f"{BUNDLED}, random weights", "majority tag of each word (no context)"], names
@@ -207,8 +207,8 @@ def test_the_model_tab_probes_every_layer(dash, app_models_root, monkeypatch, tm
     assert kinds == {"snapshot", "model", "control", "majority"} and "snapshots: step 0" in status2
     fig3, _, status3 = tab.probe(str(app_models_root / "tiny-sst2"), True)  # a model keeping no snapshots says so
     assert fig3 is not None and "keeps no training snapshots" in status3, status3
-    # no shared data (a fresh clone): the same first sentences, read from the sample bundled with the lab
+    # no shared data (a fresh clone): the invented sentences that ship with the lab
     monkeypatch.setattr(tab, "_pos", None)
     monkeypatch.setenv("BERT_LAB_DATA", str(tmp_path))
     fig, path, status = tab.probe(BUNDLED)
-    assert fig is not None and path is not None and "sample bundled with the lab" in status, status
+    assert fig is not None and path is not None and "invented sentences that ships with the lab" in status, status

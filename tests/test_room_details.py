@@ -159,37 +159,33 @@ def test_the_unknown_note_counts_words_from_the_tokenizers_own_pieces():
 
 
 # -- the probe on a fresh clone ----------------------------------------------------------------
-def test_the_probe_runs_on_the_bundled_sample_without_the_shared_data(dash, monkeypatch, tmp_path):
+def test_the_probe_runs_on_the_labs_own_sentences_without_the_shared_data(dash, monkeypatch, tmp_path):
     from dashboard.tabs import model as model_tab
     from lab.inspect import probing
 
     monkeypatch.setenv("BERT_LAB_DATA", str(tmp_path / "nowhere"))  # as on a clone: no ../shared/data
     assert probing.ud_data_missing()
-    monkeypatch.setattr(model_tab, "PROBE_TRAIN_WORDS", 1500)  # a smaller probe: the same code path
-    monkeypatch.setattr(model_tab, "PROBE_TEST_WORDS", 1500)
     fig, kept, status = model_tab.Model(dash.ctx).probe(BUNDLED)
     assert fig is not None and kept is not None, status
     plain = plain_status(status)
-    assert "from the UD English-EWT sample bundled with the lab" in plain, plain
+    assert "from the small set of invented sentences that ships with the lab" in plain, plain
     words = re.search(r"It learned from ([\d,]+) words and was tested on ([\d,]+)", plain)
-    assert words and 1000 < number(words[1]) <= 1500 and 1000 < number(words[2]) <= 1500, plain
+    assert words and number(words[1]) > 1000 and number(words[2]) > 500, plain
     assert "best layer:" in plain and "no data folder" not in status
-    assert "trained on UD EWT dev (first" in status_detail(status)  # which sentences: in the details
+    assert "invented sentences (tagging_train.conllu)" in status_detail(status)  # which sentences: in the details
 
 
-def test_the_bundled_sample_is_the_shared_datas_first_sentences():
+def test_without_the_shared_data_the_probe_reads_the_labs_own_sentences(monkeypatch):
+    """The shared data is not the repository's to ship: a clone without it probes the invented
+    sentences of notebooks/data, and says so; with it, the treebank wins."""
     from lab.inspect import probing
 
-    sample = probing.sample_pos_data()
-    assert sample.source == probing.SAMPLE_SOURCE and sample.labels and len(sample.labels) == 17
-    assert probing.SAMPLE_WORDS - 50 < sample.train_words <= probing.SAMPLE_WORDS
-    assert probing.SAMPLE_WORDS - 50 < sample.test_words <= probing.SAMPLE_WORDS
-    assert (probing.UD_SAMPLE / "LICENSE.txt").is_file() and "CC BY-SA" in (probing.UD_SAMPLE / "README.md").read_text()
-    if probing.ud_data_missing():
-        pytest.skip(probing.ud_data_missing())
-    full = probing.ud_pos_data(probing.SAMPLE_WORDS, probing.SAMPLE_WORDS)
-    assert (sample.train, sample.test, sample.split) == (full.train, full.test, full.split)
-    assert probing.probe_data(3000, 3000).source != probing.SAMPLE_SOURCE  # the shared files win
+    if not probing.ud_data_missing():
+        assert probing.probe_data(3000, 3000).source != probing.SAMPLE_SOURCE  # the shared files win
+    monkeypatch.setenv("BERT_LAB_DATA", "/nonexistent")
+    sample = probing.probe_data(3000, 3000)
+    assert sample.source == probing.SAMPLE_SOURCE and sample.train_words > 1000 and sample.test_words > 500
+    assert len(sample.labels) > 10 and "invented sentences" in sample.split
 
 
 # -- status lines in plain words, the detail one click away ---------------------------------------

@@ -45,8 +45,9 @@ PROBE_HELP = (
     "extracts by itself: Hewitt & Liang 2019). Bars are 95% intervals. Tick *training snapshots* to probe every "
     "checkpoint the model kept (the classroom model has 10): does syntax arrive early in pre-training? It runs on "
     "a click, not when the page opens: it costs seconds (the classroom model about 4 s, a MiniLM about 30 s; "
-    "snapshots about 2 s each). Without the shared data folder it reads the same sentences from the sample of UD "
-    "English-EWT bundled with the lab (`lab/data/ud_ewt_sample`, CC BY-SA 4.0); the status says which it read."
+    "snapshots about 2 s each). Without the shared data folder (a fresh clone) it reads the small set of invented "
+    "sentences that ships with the lab (`notebooks/data`; the status says how many words): it shows how the probe "
+    "works, not what a treebank measures; the status says which it read."
 )
 
 
@@ -83,7 +84,7 @@ class Model:
 
     def __init__(self, ctx):
         self.ctx, self.store = ctx, ctx.store
-        self._pos: probing.PosData | None = None  # UD EWT (shared data or the bundled sample), read once
+        self._pos: probing.PosData | None = None  # UD EWT (shared data) or the invented sentences, read once
         self._probes: OrderedDict = OrderedDict()  # (model path, snapshots) -> results, PROBE_CACHE at most
         self._probe_lock = threading.Lock()
 

@@ -17,7 +17,7 @@ import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -386,7 +386,7 @@ class PosData:
     test: tuple[list[list[str]], list[list[str]]]
     labels: list[str]
     split: str  # where each part comes from, and which subset
-    source: str = "UD English-EWT"  # the files read: the shared data folder's or the bundled sample
+    source: str = "UD English-EWT"  # the files read: the shared data folder's, or the lab's invented sentences
 
     @property
     def train_words(self) -> int:
@@ -474,50 +474,11 @@ def ud_pos_data(max_train_words: int | None = None, max_test_words: int | None =
     return _pos_parts(parts, "UD English-EWT in the shared data folder")
 
 
-# The bundled sample: the first whole sentences of UD English-EWT's dev and test files, up to
-# SAMPLE_WORDS words each, one "word<TAB>UPOS" line per word (README.md and LICENSE.txt beside them)
-UD_SAMPLE = REPOSITORY / "lab" / "data" / "ud_ewt_sample"
-SAMPLE_WORDS = 8000  # words of each file kept: what the dashboard's probe reads
-SAMPLE_FILES = {UD_TRAIN: "en_ewt-ud-dev.first.tsv", UD_TEST: "en_ewt-ud-test.first.tsv"}
-SAMPLE_SOURCE = "the UD English-EWT sample bundled with the lab (lab/data/ud_ewt_sample)"
-
-
-def write_ud_sample(out=UD_SAMPLE, words: int = SAMPLE_WORDS, folder=None) -> list[Path]:
-    """Write the bundled sample from the full files (folder: a ud-ewt folder, default the shared
-    data's): the first whole sentences of dev and of test up to `words` words each, a
-    `# sent_id = ...` line before each sentence. -> the files written."""
-    folder = _ud_folder(folder)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, sample in SAMPLE_FILES.items():
-        data = read_tagged(folder / name, format="conllu")
-        chosen = _first_words(data.sentences, words)
-        lines = []
-        for sid, s in zip(data.sentence_ids, chosen):
-            lines += [f"# sent_id = {sid}", *(f"{w}\t{t}" for w, t in zip(s.words, s.tags)), ""]
-        (out / sample).write_text("\n".join(lines), encoding="utf-8")
-        written.append(out / sample)
-    return written
-
-
-def sample_pos_data(max_train_words: int | None = None, max_test_words: int | None = None, folder=UD_SAMPLE) -> PosData:
-    """ud_pos_data on the bundled sample (the first sentences of dev and test): for a clone
-    without the shared data. The split counts the sentences taken from the full files."""
-    folder = Path(folder)
-    parts = []
-    for name, limit in ((UD_TRAIN, max_train_words), (UD_TEST, max_test_words)):
-        data = read_tagged(folder / SAMPLE_FILES[name], format="conll", scheme="tags")
-        parts.append((_first_words(data.sentences, limit), -1))  # -1: never "all" of the full file
-    return _pos_parts(parts, SAMPLE_SOURCE)
-
-
 def probe_data(max_train_words: int | None = None, max_test_words: int | None = None) -> PosData:
     """What a probe reads: UD English-EWT from the shared data folder when it is there, else the
-    bundled sample (data.source says which; data.split which sentences and how many words)."""
-    if not ud_data_missing():
-        return ud_pos_data(max_train_words, max_test_words)
-    return sample_pos_data(max_train_words, max_test_words)
+    lab's own invented sentences (pos_data; data.source says which, data.split how many)."""
+    data, real = pos_data(max_train_words, max_test_words)
+    return data if real else replace(data, source=SAMPLE_SOURCE)
 
 
 def probe_snapshots(
@@ -570,6 +531,8 @@ def probe_snapshots(
 
 
 SAMPLES = REPOSITORY / "notebooks" / "data"  # tagging_train.conllu, tagging_test.conllu
+# The shared data is not the repository's to ship: without it a probe reads these invented sentences
+SAMPLE_SOURCE = "the small set of invented sentences that ships with the lab (notebooks/data)"
 
 
 def pos_data(
