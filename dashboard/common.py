@@ -38,9 +38,49 @@ def notice(message: str) -> str:
     return f"⚠️ {message}"
 
 
-def status_html(text) -> str:
-    """A status line for a gr.HTML status box: the text escaped."""
-    return html.escape(str(text or ""), quote=False)
+class StatusLine(str):
+    """A status line made by `said`: safe HTML already (every part escaped when it was made). Text
+    added before or after it is escaped on the way in, so a note can still be put in front."""
+
+    def __add__(self, other):
+        return StatusLine(str(self) + str(status_html(other)))
+
+    def __radd__(self, other):
+        return StatusLine(str(status_html(other)) + str(self))
+
+
+def said(plain, detail="") -> StatusLine:
+    """A status line in plain words, the technical detail (model and file names, methods, exact
+    numbers) one click away in a <details> element; both escaped (they may hold what a user
+    typed or a model answered)."""
+    line = html.escape(str(plain or ""), quote=False)
+    if detail:
+        line += (
+            '<details class="bl-details" style="font-size:0.9em;opacity:0.85"><summary style="cursor:pointer">'
+            f"details</summary>{html.escape(str(detail), quote=False)}</details>"
+        )
+    return StatusLine(line)
+
+
+def status_html(text) -> StatusLine:
+    """A status line for a gr.HTML status box: the text escaped (a StatusLine is already, and
+    what this returns is one: escaping twice shows the same line)."""
+    if isinstance(text, StatusLine):
+        return text
+    return StatusLine(html.escape(str(text or ""), quote=False))
+
+
+def plain_status(status) -> str:
+    """What a status line says in plain words (its details left out), as text: for a test, a log
+    or another status line."""
+    visible = re.sub(r"<details\b.*?</details>", "", str(status or ""), flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "", visible)).strip()
+
+
+def status_detail(status) -> str:
+    """The technical detail of a status line (its <details> text without the summary), as text."""
+    found = re.search(r"<details\b[^>]*>.*?</summary>(.*?)</details>", str(status or ""), flags=re.S)
+    return html.unescape(found[1]).strip() if found else ""
 
 
 def handler(n_outputs: int, keep: bool = False, hide=()):
@@ -254,6 +294,42 @@ SAVE_CSV_JS = """(payload) => {
 }"""
 
 
+# The page's theme as the browser shows it now. Gradio sets it when the page opens (?__theme=dark,
+# else the system's preference), and follows a change of the system's preference while the page
+# is open (a laptop switching to dark at dusk): no reload, so the page must notice it itself.
+READ_THEME_JS = "() => (document.body.classList.contains('dark') ? 'dark' : 'light')"
+# A tab's watcher, run when the tab is first drawn: the views were drawn in the theme the page
+# opened with (the first watcher notes it); a different theme now, or a switch later, clicks the
+# watcher, whose events set the page's theme input and draw the tab's figures again.
+THEME_WATCH_JS = """
+const now = () => (document.body.classList.contains('dark') ? 'dark' : 'light');
+let shown = (window.blOpenedTheme ??= now());
+const check = () => {
+  if (now() === shown) return;
+  shown = now();
+  trigger('click');
+};
+new MutationObserver(check).observe(document.body, {attributes: true, attributeFilter: ['class']});
+check();
+"""
+
+
+def theme_watch(ctx):
+    """A tab's theme watcher (hidden): -> the event that sets ctx.theme when the browser's theme
+    differs from the one the tab's views were drawn in. Views with figures list ctx.theme among
+    their inputs (marked out of date on a switch); `theme_redraw` draws a quick one again at once."""
+    watch = gr.HTML("", visible="hidden", js_on_load=THEME_WATCH_JS, elem_classes="bl-theme-watch")
+    return watch.click(None, None, ctx.theme, js=READ_THEME_JS, queue=False, show_progress="hidden")
+
+
+def theme_redraw(ctx, switched, view, run) -> None:
+    """After a theme switch (`switched`, from theme_watch), compute `view` again with run = (fn,
+    fn's inputs, queue settings) and mark it current."""
+    fn, inputs, queue = run
+    event = switched.then(fn, inputs, view.outputs, api_visibility="private", show_progress="hidden", **queue)
+    ctx.current.after(event, view)
+
+
 def status_box(elem_id: str | None = None, value: str = "") -> gr.HTML:
     """A status line: handlers write escaped text into it (status_html)."""
     return gr.HTML(value=status_html(value), elem_id=elem_id, padding=False, elem_classes="bl-status")
@@ -352,27 +428,42 @@ def attribution_chips(result) -> list[tuple[str, float | None]]:
     return chips
 
 
-def attribution_status(result) -> str:
-    """One line: the answer, f at the input and at the baseline, the sum, and the strongest tokens."""
+def attribution_status(result) -> StatusLine:
+    """The answer and the words that pushed most toward it and against it, in plain words; f at the
+    input and at the baseline, the sum and the method in the details."""
     words = [(s, t) for t, s in zip(result.tokens, result.scores) if t not in ("[CLS]", "[SEP]", "[MASK]", "[PAD]")]
     most = max(words, default=None)
     least = min(words, default=None)
-    said = f"{result.answer}: {result.target} is {result.f_input:.2f} for this text"
-    said += f", {result.f_baseline:.2f} without its words"
-    said += f"; the scores add up to {result.total:.2f} (completeness error {result.completeness_error:.1%}"
-    said += f", {result.steps} steps)" if result.method == "integrated_gradients" else ", gradient x input)"
+    plain = f"The answer {result.answer}"
     if most is not None and most[0] > 0:
-        said += f"; most for it: “{most[1]}” ({most[0]:+.2f})"
+        plain += f" rests most on “{most[1]}”"
+    else:
+        plain += " rests on no word in particular"
     if least is not None and least[0] < 0:
-        said += f"; most against: “{least[1]}” ({least[0]:+.2f})"
-    return said
+        plain += f"; “{least[1]}” pulls most against it"
+    plain += " (red: toward the answer, purple: against it)."
+    detail = f"f = the {result.target}: {result.f_input:.2f} for this text"
+    detail += f", {result.f_baseline:.2f} without its words ({result.baseline})"
+    detail += f"; the scores add up to {result.total:.2f} (completeness error {result.completeness_error:.1%}"
+    detail += (
+        f", integrated gradients, {result.steps} steps)"
+        if result.method == "integrated_gradients"
+        else (", gradient x input)")
+    )
+    if most is not None and most[0] > 0:
+        detail += f"; most for it: “{most[1]}” ({most[0]:+.2f})"
+    if least is not None and least[0] < 0:
+        detail += f"; most against: “{least[1]}” ({least[0]:+.2f})"
+    return said(plain, detail)
 
 
-def why_view(ctx, model, result, theme) -> tuple:
-    """(shaded tokens, figure, its CSV, status) of an attribution."""
+def why_view(ctx, model, tokenizer, result, theme, *texts) -> tuple:
+    """(shaded tokens, figure, its CSV, status) of an attribution; `texts`: what the model read (the
+    status says when words of it became [UNK])."""
     fig = plotly_figures.attributions(result, theme=theme_input(theme))
     pair = result.sentence_b_start is not None
     note = truncation_note(result.truncated, model.config.max_position_embeddings, pair=pair)
+    note += unknown_note(tokenizer, *texts)
     return attribution_chips(result), fig, ctx.csv.keep(fig), note + attribution_status(result)
 
 

@@ -147,7 +147,7 @@ def test_question_answering_in_the_browser(page, shots):
     page.click("#qa-answer")
     page.wait_for_function("!window.blCurrent.isStale('qa')")
     page.wait_for_function("document.querySelector('#qa-status').innerText.includes('answer:')")
-    status = page.locator("#qa-status").inner_text()
+    status = page.locator("#qa-status").text_content()  # with its details (one click away on the page)
     answer = status.split("answer: “", 1)[1].split("”", 1)[0]  # the status goes on after the answer
     assert answer and answer in context
     assert "P(start = [CLS])" in status and "fine-tuned from" in status
@@ -366,7 +366,7 @@ def show_ablation(page):
     open_accordion(page, "Silence one head at a time (Michel et al. 2019)")
     page.get_by_role("button", name="Silence each head").click()
     page.wait_for_selector("#att-ablation .heatmaplayer")
-    page.wait_for_function("document.querySelector('#abl-status').innerText.includes('baseline loss')")
+    page.wait_for_function("document.querySelector('#abl-status').textContent.includes('baseline loss')")
 
 
 def test_attention_figures_at_1024(narrow, dash):
@@ -768,7 +768,7 @@ def test_probing_at_1024(browser, app_url, shots):
         legend = page.locator("#model-probe .legendtext").evaluate_all("els => els.map(e => e.textContent)")
         assert any("random weights" in t for t in legend) and any("majority" in t for t in legend), legend
         assert page.locator("#model-probe .errorbar").count() >= 2  # the intervals, drawn
-        status = page.locator("#model-probe-status").inner_text()
+        status = page.locator("#model-probe-status").text_content()  # with its details
         assert "trained on UD EWT dev" in status and "no train split here" in status, status
         print(f"\nProbing at 1024 px: legend {legend}; status: {status}")
         # with the training snapshots: a line per checkpoint, the status compares the first and last
@@ -800,14 +800,14 @@ def test_why_and_attribution_beside_attention_at_1024(browser, app_url, shots):
         open_tab(page, "Classify")
         page.locator("#cls-why-box").get_by_text("Why? What the answer rests on (attribution)").click()
         page.wait_for_function("document.querySelectorAll('#cls-why .barlayer path').length > 3")
-        assert "completeness error" in page.locator("#cls-why-status").inner_text()
+        assert "completeness error" in page.locator("#cls-why-status").text_content()  # in its details
         page.fill("#cls-text textarea", "not bad at all .")
         page.locator("#cls-why-button").click()
-        page.wait_for_function("document.querySelector('#cls-why-status').innerText.includes('“not”')")
+        page.wait_for_function("document.querySelector('#cls-why-status').textContent.includes('“not”')")
         page.wait_for_function("document.querySelector('#cls-why-text').innerText.includes('bad')")
         bars = page.locator("#cls-why .barlayer path").count()
         assert bars >= 5, bars  # [CLS] not bad at all . [SEP]: a bar per token
-        status = page.locator("#cls-why-status").inner_text()
+        status = page.locator("#cls-why-status").text_content()
         assert "completeness error" in status and "positive" in status, status
         page.mouse.move(0, 0)
         page.locator("#cls-why-box").screenshot(path=str(shots / "app_1024_why.png"))
@@ -816,7 +816,7 @@ def test_why_and_attribution_beside_attention_at_1024(browser, app_url, shots):
         page.wait_for_function("document.querySelectorAll('#att-why .barlayer path').length > 3")
         title = page.locator("#att-why .gtitle").text_content()
         assert "Pearson r = " in title and "Spearman" in title, title
-        assert "Pearson r = " in page.locator("#att-why-status").inner_text()
+        assert "Pearson r = " in page.locator("#att-why-status").text_content()  # in its details
         page.mouse.move(0, 0)
         page.locator("#att-why-box").screenshot(path=str(shots / "app_1024_why_attention.png"))
     finally:

@@ -82,7 +82,9 @@ def views(page) -> dict:
 
 
 def text_of(status_html: str) -> str:
-    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", status_html))).strip()
+    """A status line's text as the page shows it: a closed <details> shows its summary only."""
+    shown = re.sub(r"<details\b[^>]*>\s*<summary[^>]*>(.*?)</summary>.*?</details>", r" \1 ", status_html, flags=re.S)
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", shown))).strip()
 
 
 def expected_status(dash, tab_id: str, model: str, page) -> str:
@@ -126,11 +128,11 @@ def shows_current(page, dash, tab_id: str, main: str, model: str, after: int) ->
     want = expected_status(dash, tab_id, model, page)
     try:
         page.wait_for_function(
-            """([name, want, after]) => window.blCurrent.computed(name) > after
+            r"""([name, want, after]) => window.blCurrent.computed(name) > after
                  && !window.blCurrent.isStale(name)
                  && !document.querySelector('.bl-stale.bl-view-' + name)
                  && [...document.querySelectorAll('.bl-status.bl-view-' + name)]
-                      .some(e => e.innerText.trim() === want)""",
+                      .some(e => e.innerText.replace(/\s+/g, ' ').trim() === want)""",
             arg=[main, want, after],
             timeout=30_000,
         )

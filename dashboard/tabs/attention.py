@@ -19,11 +19,15 @@ from ..common import (
     notice,
     optional_text,
     plot,
+    said,
     status_box,
     status_html,
     text_input,
     theme_input,
+    theme_redraw,
+    theme_watch,
     truncation_note,
+    unknown_note,
 )
 from ..current import submit
 from ..help import HELP, MLM_EXAMPLES, NSP_EXAMPLES
@@ -46,6 +50,19 @@ def layer_and_head(model, layer, head) -> tuple[int, int]:
         int_input(layer, f"the layer (this model has {L})", 0, L - 1),
         int_input(head, f"the head (this model has {A} per layer)", 0, A - 1),
     )
+
+
+def agreement(spearman: float) -> str:
+    """How closely two rankings of the same tokens agree, in words (from Spearman's rho)."""
+    if spearman != spearman:
+        return "Too few words to compare."
+    if spearman >= 0.6:
+        return "Mostly yes: the two rank the words alike."
+    if spearman >= 0.3:
+        return "Partly: the two rank the words somewhat alike."
+    if spearman > -0.3:
+        return "Hardly: attention is not the explanation here."
+    return "No: they rank the words almost the other way round."
 
 
 class Attention:
@@ -83,13 +100,23 @@ class Attention:
         one = plotly_figures.attention_heatmap(result, layer, head, theme=theme)
         chips = [c for t in result.tokens for c in ((t, None), (" ", None))]
         note = truncation_note(result.truncated, model.config.max_position_embeddings, pair=bool(text_b.strip()))
+        note += unknown_note(self.store.get(model_name)[1], text_a, text_b)
+        plain = (
+            f"{note}{len(result.tokens)} tokens; this model has {L} layers x {A} heads. Each row of a map is one word "
+            "looking at the others (darker: more); click a token below the maps to follow it"
+        )
+        detail = (
+            f"layer {layer}, head {head}: each row is a softmax over the {len(result.tokens)} keys (it sums to 1); the "
+            "table gives each head's average attention to [CLS], [SEP], itself, the previous and next token, and its "
+            "entropy (Clark et al. 2019)"
+        )
         return (
             one,
             plotly_figures.attention_grid(result, layer, theme=theme),
             {"headers": ["layer", "head", *STAT_NAMES.values()], "data": table},
             chips,
             self.ctx.csv.keep(one),
-            note or f"{len(result.tokens)} tokens, {L} layers x {A} heads; click a token below the maps to follow it",
+            said(plain, detail),
         )
 
     @handler(1)
@@ -124,14 +151,15 @@ class Attention:
         result = explore.ablate_heads(model, tokenizer, text)
         worst = divmod(int(result.effect.argmax()), result.effect.shape[1])
         fig = plotly_figures.ablation_heatmap(result, theme=theme_input(theme))
-        return (
-            fig,
-            self.ctx.csv.keep(fig),
-            (
-                f"baseline loss {result.baseline:.3f}; silencing layer {worst[0]} head {worst[1]} hurts most "
-                f"(+{float(result.effect.max()):.3f})"
-            ),
+        plain = (
+            f"{unknown_note(tokenizer, text)}Silencing layer {worst[0]} head {worst[1]} hurts most: without it the "
+            "masked word is hardest to guess"
         )
+        detail = (
+            f"baseline loss {result.baseline:.3f} (cross-entropy of the masked words, in nats); silencing layer "
+            f"{worst[0]} head {worst[1]} raises it by {float(result.effect.max()):.3f} (after Michel et al. 2019)"
+        )
+        return fig, self.ctx.csv.keep(fig), said(plain, detail)
 
     @handler(2)
     def attribution_attention(self, model_name, text_a, text_b="", theme="light"):
@@ -168,13 +196,17 @@ class Attention:
         comparison = attribution.attention_vs_attribution(att, result)
         fig = plotly_figures.attention_vs_attribution(comparison, result, theme=theme_input(theme))
         note = truncation_note(result.truncated, model.config.max_position_embeddings, pair=b is not None)
+        note += unknown_note(tokenizer, a, b)
         corr = numbers.correlation_text(comparison.pearson, comparison.spearman)
-        return (
-            fig,
-            self.ctx.csv.keep(fig),
-            f"{note}{result.answer} ({result.target}): attribution vs the attention [CLS] pays in layer "
-            f"{comparison.layer} (mean of its heads), over the text's {int(comparison.words.sum())} tokens: {corr}",
+        plain = (
+            f"{note}The answer {result.answer}: do the words it rests on (top) get the most attention from [CLS] "
+            f"in layer {comparison.layer} (bottom)? {agreement(comparison.spearman)}"
         )
+        detail = (
+            f"f = the {result.target}; attribution (integrated gradients) vs the attention [CLS] pays in layer "
+            f"{comparison.layer} (mean of its heads), over the text's {int(comparison.words.sum())} tokens: {corr}"
+        )
+        return fig, self.ctx.csv.keep(fig), said(plain, detail)
 
     @handler(1)
     def bertviz_view(self, model_name, text_a, text_b="", view="head", layer=0, head=0):
@@ -204,7 +236,8 @@ class Attention:
         except ImportError as e:
             raise UserError(f"bertviz is not available on this server: {e}") from None
         frame = bertviz_offline.iframe(page, bertviz_offline.frame_height(view, result.attentions))
-        return frame, f"bertviz {view} view of {len(result.tokens)} tokens, drawn offline"
+        note = unknown_note(self.store.get(model_name)[1], a, b)
+        return frame, f"{note}bertviz {view} view of {len(result.tokens)} tokens, drawn offline"
 
     def shape(self, model_name, layer=0, head=0):
         """The layer and head sliders follow the chosen model's shape (keeping a position it has)."""
@@ -245,7 +278,8 @@ class Attention:
         maps = views[:6]  # heatmap, grid, table, tokens, CSV, status
         chosen = model.input(self.shape, [model, layer, head], [layer, head, status], api_visibility="private")
         self.maps_done.append(chosen.then(self.attention, inputs, maps, api_visibility="private", **ctx.queue))
-        ctx.current.view("att", "Show attention", inputs[:-1], maps, self.maps_done)
+        main = ctx.current.view("att", "Show attention", inputs, maps, self.maps_done)
+        theme_redraw(ctx, theme_watch(ctx), main, (self.attention, inputs, ctx.queue))  # the theme switched
         ctx.links.share(att_model=model, att_a=a, att_b=b, att_layer=layer, att_head=head)
         ctx.links.opening(self.opening, inputs[:-1], views, first, (model.value, a0, b0, 0, 0))
 
@@ -292,7 +326,7 @@ class Attention:
             self.head_stats, [model, a, b, theme], [stats_plot, stats_csv, status], api_name="head_stats", **Q
         )
         stats = [stats_plot, stats_csv]
-        self.ctx.current.view("att-stats", "Plot the head statistics", [model, a, b], stats, [stats_ev])
+        self.ctx.current.view("att-stats", "Plot the head statistics", [model, a, b, theme], stats, [stats_ev])
         return [*outputs, stats_plot, stats_csv], status
 
     def _why_panel(self, model, a, b, example) -> None:
@@ -315,7 +349,7 @@ class Attention:
             api_name="attribution_attention",
             **self.ctx.slow_queue,
         )
-        self.ctx.current.view("att-why", "Compare", [model, a, b], [fig, csv, status], [ev])
+        self.ctx.current.view("att-why", "Compare", [model, a, b, self.ctx.theme], [fig, csv, status], [ev])
 
     def _ablation_panel(self, model) -> None:
         """Silencing each head in turn, on a sentence of its own, and its events."""
@@ -328,7 +362,7 @@ class Attention:
         inputs, outputs = [model, text, self.ctx.theme], [fig, csv, status]
         done = [btn.click(self.ablate, inputs, outputs, api_name="ablate", **self.ctx.slow_queue)]
         done += submit([text], self.ablate, inputs, outputs, self.ctx.slow_queue)
-        self.ctx.current.view("att-ablate", "Silence each head", [model, text], outputs, done, shown=False)
+        self.ctx.current.view("att-ablate", "Silence each head", inputs, outputs, done, shown=False)
 
     def _bertviz_panel(self, model, a, b, layer, head) -> None:
         """bertviz's three views of the tab's sentences, and its event."""

@@ -12,8 +12,10 @@ from ..common import (
     handler,
     optional_text,
     remembered,
+    said,
     status_box,
     text_input,
+    theme_watch,
     truncation_note,
     unknown_note,
     why_box,
@@ -51,7 +53,10 @@ class Classify:
         note += unknown_note(tokenizer, text, pair)
         probs = explore.classify(model, tokenizer, text, pair)
         best = max(probs, key=probs.get)
-        return probs, f"{note}{best} ({probs[best]:.1%}){unused}"
+        detail = ", ".join(f"P({label}) = {p:.3f}" for label, p in sorted(probs.items(), key=lambda kv: -kv[1]))
+        detail += f": a softmax over the {len(probs)} labels of a classifier on the [CLS] token's last vector"
+        plain = f"{note}The model says: {best} ({probs[best]:.1%} sure){unused}"
+        return probs, said(plain, detail)
 
     @handler(3)
     def why(self, model_name, text, text_pair="", method="integrated gradients", theme="light"):
@@ -62,8 +67,8 @@ class Classify:
             ("classify", model_name, text, pair, how),
             lambda: explore.attributions(model, tokenizer, text, pair, method=how, steps=WHY_STEPS, task="classify"),
         )
-        *view, status = why_view(self.ctx, model, result, theme)
-        return (*view, status + unused)
+        *view, status = why_view(self.ctx, model, tokenizer, result, theme, text, pair)
+        return (*view, (f"Note: {unused.strip(' ()')}. " if unused else "") + status)
 
     def opening(self, model_name, text, pair, theme):
         return self.classify(model_name, text, pair)
@@ -97,6 +102,7 @@ class Classify:
             rerun=[(model, "input")],
             run=run,
         )
-        ctx.current.view("cls-why", "Why?", [model, a, b, method], why_outputs, [why_ev])
+        ctx.current.view("cls-why", "Why?", [model, a, b, method, ctx.theme], why_outputs, [why_ev])
+        theme_watch(ctx)  # the page's theme switched: the figure marked out of date
         ctx.links.share(cls_model=model, cls_a=a, cls_b=b)
         ctx.links.opening(self.opening, inputs, outputs, first, (model.value, example, ""))

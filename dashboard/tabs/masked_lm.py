@@ -23,11 +23,16 @@ from ..common import (
     status_box,
     text_input,
     theme_input,
+    theme_redraw,
+    theme_watch,
     truncation_note,
     unknown_note,
     why_box,
     why_method,
     why_view,
+)
+from ..common import (
+    said as say,
 )
 from ..current import submit
 from ..help import CORRUPTION_COLORS, HELP, MLM_EXAMPLES
@@ -89,7 +94,11 @@ class MaskedLM:
             first = result.first_layer_right(k)
             where = "the embeddings" if first == 0 else f"layer {first}"
             said.append(f"[MASK] {k + 1}: “{final}” is the top guess from {where} on")
-        return fig, self.ctx.csv.keep(fig), note + "; ".join(said)
+        detail = (
+            f"a logit lens (nostalgebraist 2020): the model's own masked-LM head reads the vector of every layer, "
+            f"0 (the embeddings) to {model.config.num_hidden_layers}; the top 5 guesses per layer"
+        )
+        return fig, self.ctx.csv.keep(fig), say(note + "; ".join(said), detail)
 
     @handler(3)
     def why(self, model_name, text, method="integrated gradients", theme="light"):
@@ -100,7 +109,7 @@ class MaskedLM:
             ("fill_mask", model_name, text, how),
             lambda: explore.attributions(model, tokenizer, text, method=how, steps=WHY_STEPS, task="fill_mask"),
         )
-        return why_view(self.ctx, model, result, theme)
+        return why_view(self.ctx, model, tokenizer, result, theme, text)
 
     @staticmethod
     def words(text):
@@ -159,14 +168,17 @@ class MaskedLM:
             return out, "no token can be chosen: the text has no word to hide ([CLS], [SEP] and [MASK] never are)"
         tally = explore.corruption_tally(tokenizer, text, draws=TALLY_DRAWS, seed=seed)
         shares = {kind: tally[kind] / tally["chosen"] for kind in ("mask", "random", "keep")}
-        return out, (
-            f"{c['chosen']} of {c['tokens']} tokens chosen ({c['chosen'] / c['tokens']:.0%}; pre-training chooses "
-            f"15% of a text's tokens, rounded, at least one): {c['mask']} → [MASK], {c['random']} → a random "
-            f"token, {c['keep']} kept; the model must predict all {c['chosen']}. Over {tally['draws']:,} draws "
+        plain = (
+            f"{c['chosen']} of {c['tokens']} tokens chosen ({c['chosen'] / c['tokens']:.0%}): {c['mask']} → [MASK], "
+            f"{c['random']} → a random token, {c['keep']} kept; the model must guess all {c['chosen']}."
+        )
+        detail = (
+            f"Pre-training chooses 15% of a text's tokens, rounded, at least one. Over {tally['draws']:,} draws "
             f"of the same rule on this text, the {tally['chosen']:,} chosen tokens became [MASK] "
             f"{shares['mask']:.0%}, random {shares['random']:.0%}, kept {shares['keep']:.0%} "
             f"(the paper's rule: 80%, 10%, 10%)"
         )
+        return out, say(plain, detail)
 
     def opening(self, model_name, text, theme):
         """What the tab shows when a page opens: the example predicted."""
@@ -212,15 +224,16 @@ class MaskedLM:
             self.mask_word, [text, gr.Number(visible=False)], [text, status], api_name="mask_word", **Q
         )
         current, run = ctx.current, (self.fill_mask, inputs, Q)
-        current.view(
+        main = current.view(
             "mlm",
             "Predict",
-            inputs[:-1],
+            inputs,
             outputs,
             [ev, picked, *submit([text], *run[:2], outputs, Q)],
             rerun=[(model, "input"), (top_k, "input"), (temperature, "input")],
             run=run,
         )
+        theme_redraw(ctx, theme_watch(ctx), main, run)  # the page's theme switched: the bars drawn again
         ctx.links.share(mlm_model=model, mlm_text=text)
         ctx.links.opening(self.opening, [model, text], outputs, first, (model.value, example))
 
@@ -254,8 +267,9 @@ class MaskedLM:
             self.why, [model, text, method, ctx.theme], why_outputs, api_name="why_fill_mask", **ctx.slow_queue
         )
         current = ctx.current
-        current.view("mlm-lens", "Read every layer", [model, text], [lens_plot, lens_csv, lens_status], [lens_ev])
-        current.view("mlm-why", "Why?", [model, text, method], why_outputs, [why_ev])
+        lens_outputs = [lens_plot, lens_csv, lens_status]
+        current.view("mlm-lens", "Read every layer", [model, text, ctx.theme], lens_outputs, [lens_ev])
+        current.view("mlm-why", "Why?", [model, text, method, ctx.theme], why_outputs, [why_ev])
         current.view(
             "mlm-corrupt",
             "Corrupt this sentence",

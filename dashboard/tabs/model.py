@@ -20,9 +20,11 @@ from ..common import (
     optional_text,
     plot,
     safe_card,
+    said,
     status_box,
     text_input,
     theme_input,
+    theme_watch,
     unknown_note,
 )
 from ..current import submit
@@ -44,7 +46,9 @@ PROBE_HELP = (
     "extracts by itself: Hewitt & Liang 2019). Bars are 95% intervals. Tick *training snapshots* to probe every "
     "checkpoint the model kept (the classroom model has 10): does syntax arrive early in pre-training? It runs on "
     "a click, not when the page opens: it costs seconds (the classroom model about 4 s, a MiniLM about 30 s; "
-    "snapshots about 2 s each)."
+    "snapshots about 2 s each). Without the shared data folder (a fresh clone) it reads the small set of invented "
+    "sentences that ships with the lab (`notebooks/data`; the status says how many words): it shows how the probe "
+    "works, not what a treebank measures; the status says which it read."
 )
 
 
@@ -59,12 +63,29 @@ def parameters_line(model) -> str:
     return f"**{n.total:,}**: {n.encoder:,} in the encoder ({encoder}), {n.heads:,} in the heads on top of it"
 
 
+def probe_plain(result, data) -> str:
+    """The probe's result in plain words: the best layer against the two baselines, and what it read."""
+    text = (
+        f"best layer: {result.best_layer} (0 = the input embeddings); a probe on it tags {result.best:.0%} of the "
+        f"{result.total:,} test words right"
+    )
+    if result.control is not None and result.majority is not None:
+        text += (
+            f", against {result.control.best:.0%} on the same model with random weights and "
+            f"{result.majority.accuracy:.0%} for each word's commonest tag"
+        )
+    return (
+        text
+        + f". It learned from {data.train_words:,} words and was tested on {data.test_words:,}, from {data.source}."
+    )
+
+
 class Model:
     name, id = "Model", "model"
 
     def __init__(self, ctx):
         self.ctx, self.store = ctx, ctx.store
-        self._pos: probing.PosData | None = None  # UD EWT, read on the first probe
+        self._pos: probing.PosData | None = None  # UD EWT (shared data) or the invented sentences, read once
         self._probes: OrderedDict = OrderedDict()  # (model path, snapshots) -> results, PROBE_CACHE at most
         self._probe_lock = threading.Lock()
 
@@ -114,10 +135,11 @@ class Model:
         return fig, self.ctx.csv.keep(fig), ""
 
     def _pos_data(self) -> probing.PosData:
-        """UD EWT's subset for the probe, read once (FileNotFoundError naming what is missing)."""
+        """UD EWT's subset for the probe, read once: the shared data folder's files when they are
+        there, else the sample bundled with the lab (the same first sentences)."""
         with self._probe_lock:
             if self._pos is None:
-                self._pos = probing.ud_pos_data(PROBE_TRAIN_WORDS, PROBE_TEST_WORDS)
+                self._pos = probing.probe_data(PROBE_TRAIN_WORDS, PROBE_TEST_WORDS)
             return self._pos
 
     @handler(2)
@@ -164,13 +186,10 @@ class Model:
         fig = plotly_figures.probe_layers(results, theme=theme_input(theme))
         note = "" if found or not snapshots else f"{shown} keeps no training snapshots; "
         if len(results) > 1:
-            first = results[0]
-            note += (
-                f"snapshots: step {first.step:,} best {first.best:.3f}, step {results[-2].step:,} best "
-                f"{results[-2].best:.3f}; "
-            )
+            first, last = results[0], results[-2]
+            note += f"snapshots: step {first.step:,} {first.best:.0%}, step {last.step:,} {last.best:.0%}; "
         took = time.perf_counter() - start
-        return fig, self.ctx.csv.keep(fig), f"{note}{main.summary()}; {took:.1f} s"
+        return fig, self.ctx.csv.keep(fig), said(note + probe_plain(main, data), f"{main.summary()}; {took:.1f} s")
 
     @handler(1, keep=True)
     def add_model(self, path, progress=gr.Progress()):
@@ -249,9 +268,11 @@ class Model:
         current.view(
             "model-tokens", "Tokenize", [menu, text], [tokens, status], tok_done, rerun=[(menu, "input")], run=tok_run
         )
-        current.view("model-emb", "Input embeddings", [menu, text], [emb_plot, emb_csv], [emb_ev])
+        current.view("model-emb", "Input embeddings", [menu, text, ctx.theme], [emb_plot, emb_csv], [emb_ev])
         probe_outputs = [probe_plot, probe_csv, probe_status]
-        current.view("model-probe", "Probe every layer", [menu, probe_snaps], probe_outputs, [probe_ev], shown=False)
+        probe_inputs = [menu, probe_snaps, ctx.theme]
+        current.view("model-probe", "Probe every layer", probe_inputs, probe_outputs, [probe_ev], shown=False)
+        theme_watch(ctx)  # the page's theme switched: the figures marked out of date
         menus = [m for m, _ in ctx.menus]
         add_btn.click(self.add_model, new_path, [menu, status], api_name="add_model", **Q).then(
             ctx.menu_updates, None, menus, api_visibility="private", queue=False

@@ -6,7 +6,7 @@ import gradio as gr
 
 from lab.inspect import explore
 
-from ..common import cut_tokens, handler, remembered, status_box, text_input, truncation_note, unknown_note
+from ..common import cut_tokens, handler, remembered, said, status_box, text_input, truncation_note, unknown_note
 from ..current import submit
 from ..help import HELP, NSP_EXAMPLE_LABELS, NSP_EXAMPLES
 from ..room import intro
@@ -26,7 +26,9 @@ class NextSentence:
         note = truncation_note(cut_tokens(model, tokenizer, a, b), model.config.max_position_embeddings, pair=True)
         note += unknown_note(tokenizer, a, b)
         p = explore.next_sentence(model, tokenizer, a, b)
-        return {"IsNext": p, "NotNext": 1 - p}, f"{note}P(IsNext) = {p:.3f}"
+        plain = f"{note}Does sentence B follow sentence A? The model says {'yes' if p >= 0.5 else 'no'} ({p:.0%} yes)"
+        detail = f"P(IsNext) = {p:.3f}: the next-sentence head (a linear layer on the pooled [CLS] vector)"
+        return {"IsNext": p, "NotNext": 1 - p}, said(plain, detail)
 
     def opening(self, model_name, a, b, theme):
         return self.next_sentence(model_name, a, b)

@@ -19,9 +19,12 @@ from ..common import (
     int_input,
     plot,
     remembered,
+    said,
     status_box,
     text_input,
     theme_input,
+    theme_redraw,
+    theme_watch,
     unknown_note,
     why_box,
     why_method,
@@ -77,14 +80,16 @@ class QuestionAnswering:
             ],
         }
         note = unknown_note(tokenizer, q, c)
-        note += f"context read in {result.num_windows} overlapping windows; " if result.num_windows > 1 else ""
+        note += "the context was long: it was read in several overlapping pieces; " if result.num_windows > 1 else ""
         note += "the question was cut to fit; " if result.question_truncated else ""
-        cls = (
-            f"; P(start = [CLS]) = {result.start_probs[0]:.2f}" if result.tokens and result.tokens[0] == "[CLS]" else ""
-        )
-        trained = f" — this model was {trained}" if trained else ""
+        detail = f"the best span's probability {best.probability:.2f} among the {len(result.spans)} shown"
+        if result.tokens and result.tokens[0] == "[CLS]":
+            detail += f"; P(start = [CLS]) = {result.start_probs[0]:.2f} (the model's score for “no answer here”)"
+        detail += f"; context read in {result.num_windows} overlapping windows" if result.num_windows > 1 else ""
+        detail += f"; this model was {trained}" if trained else ""
         fig = plotly_figures.span_probabilities(result, theme=theme_input(theme))
-        return highlighted, fig, table, self.ctx.csv.keep(fig), f"{note}answer: “{best.text}”{cls}{trained}"
+        plain = f"{note}answer: “{best.text}” (the words the model marked in the context)"
+        return highlighted, fig, table, self.ctx.csv.keep(fig), said(plain, detail)
 
     @handler(3)
     def why(self, model_name, question, context, method="integrated gradients", theme="light"):
@@ -100,7 +105,7 @@ class QuestionAnswering:
                 model, tokenizer, q, c, target="span", method=how, steps=WHY_STEPS, task="answer"
             ),
         )
-        return why_view(self.ctx, model, result, theme)
+        return why_view(self.ctx, model, tokenizer, result, theme, q, c)
 
     def opening(self, model_name, question, context, theme):
         return self.answer(model_name, question, context, 3, theme)
@@ -133,9 +138,10 @@ class QuestionAnswering:
         ev = btn.click(self.answer, inputs, outputs, api_name="answer", **Q)
         run = (self.answer, inputs, Q)
         entered = submit([q, c], *run[:2], outputs, Q)  # Enter in the question; Shift+Enter in the context
-        ctx.current.view(
-            "qa", "Answer", inputs[:-1], outputs, [ev, *entered], rerun=[(model, "input"), (k, "input")], run=run
+        main = ctx.current.view(
+            "qa", "Answer", inputs, outputs, [ev, *entered], rerun=[(model, "input"), (k, "input")], run=run
         )
-        ctx.current.view("qa-why", "Why?", [model, q, c, method], why_outputs, [why_ev])
+        ctx.current.view("qa-why", "Why?", [model, q, c, method, ctx.theme], why_outputs, [why_ev])
+        theme_redraw(ctx, theme_watch(ctx), main, run)  # the page's theme switched: the figure drawn again
         ctx.links.share(qa_model=model, qa_q=q, qa_c=c)
         ctx.links.opening(self.opening, [model, q, c], outputs, first, (model.value, q0, QA_CONTEXT))

@@ -13,7 +13,17 @@ from lab.checkpoint import tag_settings
 from lab.data import tag_metrics, tagged_files
 from lab.inspect import explore
 
-from ..common import UserError, base_model, handler, remembered, status_box, status_html, text_input, unknown_note
+from ..common import (
+    UserError,
+    base_model,
+    handler,
+    remembered,
+    said,
+    status_box,
+    status_html,
+    text_input,
+    unknown_note,
+)
 from ..current import submit
 from ..help import HELP, TAG_EXAMPLES, tag_colors
 from ..room import intro
@@ -24,6 +34,24 @@ NO_TAGGER = (
 )
 TABLE_HEADERS = ["word", "pieces", "tag", "probability", "runner-up", "runner-up probability"]
 CLICK_HINT = "click a word: its tag's probability, the runner-up and its pieces"
+
+
+ENTITY_WORDS = {"PER": ("person", "people"), "LOC": ("place", "places"), "ORG": ("organisation", "organisations")}
+
+
+def entity_words(tags) -> str:
+    """The names a tagger found, in plain words: "3 entities (names): 2 people, 1 place"."""
+    found = tag_metrics.get_entities(list(tags))
+    if not found:
+        return "no entities (names of people, places or organisations)"
+    counts: dict[str, int] = {}
+    for kind, _, _ in found:
+        counts[kind] = counts.get(kind, 0) + 1
+    parts = []
+    for kind, n in counts.items():
+        one, many = ENTITY_WORDS.get(kind, (f"{kind} name", f"{kind} names"))
+        parts.append(f"{n} {one if n == 1 else many}")
+    return f"{len(found)} {'entity' if len(found) == 1 else 'entities'} (names): {', '.join(parts)}"
 
 
 class Tagging:
@@ -77,23 +105,16 @@ class Tagging:
                 for w in result
             ],
         }
-        if entities:
-            found = tag_metrics.get_entities([w.tag for w in result])
-            counts: dict[str, int] = {}
-            for kind, _, _ in found:
-                counts[kind] = counts.get(kind, 0) + 1
-            what = f"{len(found)} entities" + (
-                f" ({', '.join(f'{k} {n}' for k, n in counts.items())})" if found else ""
-            )
-        else:
-            what = f"{len(set(w.tag for w in result))} different tags"
-        split = sum(len(w.pieces) > 1 for w in result)
-        note = f"read in {result.num_windows} overlapping windows of {result.max_seq_length} tokens; " * (
-            result.num_windows > 1
+        what = (
+            entity_words([w.tag for w in result]) if entities else f"{len(set(w.tag for w in result))} different tags"
         )
-        trained = f" — this model was {trained}" if trained else ""
-        note = unknown_note(tokenizer, text) + note
-        status = f"{note}{len(result)} words, {split} of them in several pieces: {what}{trained}"
+        split = sum(len(w.pieces) > 1 for w in result)
+        note = "the text was long: it was read in several overlapping pieces; " * (result.num_windows > 1)
+        detail = f"{split} of the words are split into several word pieces (the tag is read at the first piece)"
+        if result.num_windows > 1:
+            detail += f"; read in {result.num_windows} overlapping windows of {result.max_seq_length} tokens"
+        detail += f"; this model was {trained}" if trained else ""
+        status = said(f"{unknown_note(tokenizer, text)}{note}{len(result)} words: {what}", detail)
         words = gr.update(value=chips, color_map=tag_colors(categories))
         return words, table, status_html(CLICK_HINT), status
 

@@ -14,8 +14,11 @@ from ..common import (
     int_input,
     masked_text,
     plot,
+    said,
     status_box,
     theme_input,
+    theme_redraw,
+    theme_watch,
 )
 from ..current import submit
 from ..help import HELP, MLM_EXAMPLES
@@ -40,7 +43,14 @@ class Training:
         if x not in ("time", "step"):
             raise UserError("the x axis is time or step")
         fig = plotly_figures.training_curves(records, x=x, title=self.store.display(path), theme=theme_input(theme))
-        return fig, self.ctx.csv.keep(fig), f"{len(records)} records"
+        return (
+            fig,
+            self.ctx.csv.keep(fig),
+            said(
+                f"{len(records)} moments of training measured (loss, and accuracy on held-out text)",
+                f"{len(records)} records of the run's metrics.jsonl",
+            ),
+        )
 
     @handler(1)
     def watch_learning(self, run_name, text, top_k=3, progress=gr.Progress()):
@@ -68,7 +78,10 @@ class Training:
         masks = max((len(r) - 1 for r in rows), default=0)
         return (
             {"headers": ["step"] + [f"[MASK] {k}" for k in range(1, masks + 1)], "data": rows},
-            f"{len(rows)} checkpoints",
+            said(
+                f"the guesses at {len(rows)} moments of training",
+                f"{len(rows)} checkpoints of the run (checkpoints/step-N)",
+            ),
         )
 
     def default_run(self) -> str | None:
@@ -104,15 +117,16 @@ class Training:
         )
         watch_inputs, watch_outputs = [run, watch_text], [watch_table, watch_status]
         watch_ev = watch_btn.click(self.watch_learning, watch_inputs, watch_outputs, api_name="watch_learning", **Q)
-        ctx.current.view(
+        curves_view = ctx.current.view(
             "train-curves",
             "Show curves",
-            [run, x_axis],
+            [run, x_axis, ctx.theme],
             [curves, curves_csv, curves_status],
             [curves_ev],
             rerun=[(run, "input"), (x_axis, "input")],
             run=curves_run,
         )
+        theme_redraw(ctx, theme_watch(ctx), curves_view, curves_run)  # the page's theme switched: drawn again
         ctx.current.view(
             "train-watch",
             "Predict at every checkpoint",

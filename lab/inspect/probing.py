@@ -17,7 +17,7 @@ import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -386,6 +386,7 @@ class PosData:
     test: tuple[list[list[str]], list[list[str]]]
     labels: list[str]
     split: str  # where each part comes from, and which subset
+    source: str = "UD English-EWT"  # the files read: the shared data folder's, or the lab's invented sentences
 
     @property
     def train_words(self) -> int:
@@ -429,36 +430,55 @@ def ud_data_missing() -> str:
     return ""
 
 
+def _pos_parts(parts, source: str) -> PosData:
+    """PosData from [(chosen training sentences, all of its file), (chosen test sentences, all)]:
+    the split says which sentences of each file, and how many words."""
+
+    def part(name, chosen, n):  # "dev (all 25,147 words)" or "dev (first 518 sentences, 7,984 words)"
+        count = sum(len(s.words) for s in chosen)
+        return (
+            f"{name} (all {count:,} words)"
+            if len(chosen) == n
+            else f"{name} (first {len(chosen):,} sentences, {count:,} words)"
+        )
+
+    (train, n_tr), (test, n_te) = parts
+    split = f"trained on UD EWT {part('dev', train, n_tr)}, scored on {part('test', test, n_te)}; no train split here"
+    trw, trt = [list(s.words) for s in train], [list(s.tags) for s in train]
+    tew, tet = [list(s.words) for s in test], [list(s.tags) for s in test]
+    labels = sorted(set(_flat(trt)) | set(_flat(tet)))
+    return PosData((trw, trt), (tew, tet), labels, split, source)
+
+
+def _ud_folder(folder=None) -> Path:
+    """A ud-ewt folder: `folder`, else the shared data's (FileNotFoundError naming what is missing)."""
+    if folder is not None:
+        return Path(folder)
+    missing = ud_data_missing()
+    if missing:
+        raise FileNotFoundError(missing)
+    return data_dir() / UD_DIR
+
+
 def ud_pos_data(max_train_words: int | None = None, max_test_words: int | None = None, folder=None) -> PosData:
     """UD English-EWT's gold UPOS (17 tags): train on en_ewt-ud-dev.conllu, test on
     en_ewt-ud-test.conllu (no train split is here). max_*_words: the first whole sentences of each
     file up to that many words (None: all, about 25k each). folder: a ud-ewt folder (default:
     lab.data.datasets.data_dir()/ud-ewt); FileNotFoundError naming what is missing."""
 
-    if folder is None:
-        missing = ud_data_missing()
-        if missing:
-            raise FileNotFoundError(missing)
-        folder = data_dir() / UD_DIR
-    folder = Path(folder)
+    folder = _ud_folder(folder)
     parts = []
     for name, limit in ((UD_TRAIN, max_train_words), (UD_TEST, max_test_words)):
         data = read_tagged(folder / name, format="conllu")
-        chosen = _first_words(data.sentences, limit)
-        parts.append(([list(s.words) for s in chosen], [list(s.tags) for s in chosen], len(data)))
-    (trw, trt, n_tr), (tew, tet, n_te) = parts
+        parts.append((_first_words(data.sentences, limit), len(data)))
+    return _pos_parts(parts, "UD English-EWT in the shared data folder")
 
-    def part(name, words, n):  # "dev (all 25,147 words)" or "dev (first 518 sentences, 7,984 words)"
-        count = sum(map(len, words))
-        return (
-            f"{name} (all {count:,} words)"
-            if len(words) == n
-            else f"{name} (first {len(words):,} sentences, {count:,} words)"
-        )
 
-    split = f"trained on UD EWT {part('dev', trw, n_tr)}, scored on {part('test', tew, n_te)}; no train split here"
-    labels = sorted(set(_flat(trt)) | set(_flat(tet)))
-    return PosData((trw, trt), (tew, tet), labels, split)
+def probe_data(max_train_words: int | None = None, max_test_words: int | None = None) -> PosData:
+    """What a probe reads: UD English-EWT from the shared data folder when it is there, else the
+    lab's own invented sentences (pos_data; data.source says which, data.split how many)."""
+    data, real = pos_data(max_train_words, max_test_words)
+    return data if real else replace(data, source=SAMPLE_SOURCE)
 
 
 def probe_snapshots(
@@ -511,6 +531,8 @@ def probe_snapshots(
 
 
 SAMPLES = REPOSITORY / "notebooks" / "data"  # tagging_train.conllu, tagging_test.conllu
+# The shared data is not the repository's to ship: without it a probe reads these invented sentences
+SAMPLE_SOURCE = "the small set of invented sentences that ships with the lab (notebooks/data)"
 
 
 def pos_data(

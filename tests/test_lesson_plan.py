@@ -1,0 +1,134 @@
+"""The lesson plan's statements about what the page shows, computed (docs/teaching/lesson-plan.md):
+each test reads a statement from the plan, computes it through the dashboard's own handlers (or the
+`lab.explore` call behind them) on the bundled models, offline, and fails when the text and the
+page disagree. Fix the plan's text to what is computed, not the other way round."""
+
+import importlib.util
+import re
+import sys
+
+import pytest
+
+import lab
+from lab import explore
+from tests.conftest import BUNDLED, ROOT
+
+PLAN = (ROOT / "docs" / "teaching" / "lesson-plan.md").read_text(encoding="utf-8")
+TEXT = re.sub(r"\s+", " ", PLAN)  # one line: statements wrap
+CLOSE = 0.01  # a probability or score stated to two decimals may differ by this much (rounding, bf16)
+
+
+@pytest.fixture(scope="module")
+def dash():
+    from dashboard import Dashboard, Settings
+
+    return Dashboard(Settings())
+
+
+@pytest.fixture(scope="module")
+def classroom():
+    return lab.load(ROOT / BUNDLED)
+
+
+def stated(pattern: str) -> re.Match:
+    found = re.search(pattern, TEXT)
+    assert found, f"the lesson plan no longer says {pattern!r}: update this test with it"
+    return found
+
+
+def test_why_names_the_words_the_answer_rests_on(dash):
+    """The *Why?* step: the words the page shades most, with their scores, in its order."""
+    said = stated(
+        r"the answer rests most on “(\S+)” \(\+([\d.]+)\) and “(\S+)” \(\+([\d.]+)\) on its left, and less on "
+        r"“(\S+)” \(\+([\d.]+)\) on its right"
+    )
+    from dashboard.common import WHY_STEPS, status_detail
+
+    text = "he opened the [MASK] and walked into the garden ."
+    *_, status = dash.tab("mlm").why(BUNDLED, text)  # the page's view
+    model, tok = dash.store.get(BUNDLED)
+    result = explore.attributions(model, tok, text, steps=WHY_STEPS, task="fill_mask")  # the same call
+    words = sorted(((s, t) for t, s in zip(result.tokens, result.scores) if not t.startswith("[")), reverse=True)
+    (s1, w1), (s2, w2), (s3, w3) = words[:3]
+    assert (said[1], said[3], said[5]) == (w1, w2, w3), words[:3]
+    for text, score in ((said[2], s1), (said[4], s2), (said[6], s3)):
+        assert abs(float(text) - score) <= CLOSE, (text, score)
+    mask = result.tokens.index("[MASK]")
+    assert f"most for it: “{w1}” ({s1:+.2f})" in status_detail(status)
+    assert result.tokens.index(w2) < mask < len(result.tokens) - 1 - result.tokens[::-1].index(w3)  # left, right
+
+
+def test_the_masked_words_and_their_probabilities(classroom):
+    model, tok = classroom
+    key = stated(r'"door", about ([\d.]+); with "read it": "door" again \(about ([\d.]+)\)')
+    for sentence, p in (
+        ("he opened the [MASK] and walked into the garden .", key[1]),
+        ("she opened the [MASK] and read it .", key[2]),
+    ):
+        (best, prob), *_ = explore.fill_mask(model, tok, sentence)[0]
+        assert best == "door" and abs(prob - float(p)) <= CLOSE, (sentence, best, prob)
+    due = stated(r'"(\w+)" \(about ([\d.]+)\)\. "paris" is not in the vocabulary: `([^`]+)`')
+    (best, prob), *_ = explore.fill_mask(model, tok, "the capital of france is [MASK] .")[0]
+    assert best == due[1] and abs(prob - float(due[2])) <= CLOSE
+    assert " ".join(tok.tokenize("paris")) == due[3]
+    pieces = stated(r"\*unbelievably\* \(`([^`]+)`\)")[1]
+    assert " ".join(tok.tokenize("unbelievably")) == pieces
+
+
+def test_next_sentence_probabilities(classroom):
+    from dashboard.help import NSP_EXAMPLES
+
+    model, tok = classroom
+    said = stated(r"About ([\d.]+) for the first example; about ([\d.]+) for the Collins/Jane pair")
+    collins = ("mr . collins proposed to elizabeth .", "jane was ill at netherfield for several days .")
+    assert collins[0] in TEXT and collins[1] in TEXT
+    for pair, p in ((NSP_EXAMPLES[0], said[1]), (collins, said[2])):
+        assert abs(explore.next_sentence(model, tok, *pair) - float(p)) <= CLOSE, pair
+
+
+def test_the_labels_and_answers_the_plan_quotes(dash):
+    """Classify's and Question Answering's answers as the plan quotes them (its 36-44 step)."""
+    step = stated(r"### 36-44: fine-tuning.*?### 44-48")[0]
+    labels = [
+        ("minilm-sst2", "a charming and often moving film .", "positive"),
+        ("minilm-sst2", "boring , predictable and far too long .", "negative"),
+        ("minilm-sst2", "not bad at all .", "positive"),
+        ("bert-lab-sst2", "not bad at all .", "negative"),
+        ("bert-lab-sst2", "this is not a good movie .", "negative"),
+        ("minilm-sst2", "i have never been so bored in my life .", "positive"),
+    ]
+    for model, sentence, label in labels:
+        assert f"`{sentence}`" in step and label in step, sentence
+        probs, _ = dash.tab("classify").classify(f"models/{model}", sentence)
+        assert max(probs, key=probs.get) == label, (model, sentence, probs)
+    spec = importlib.util.spec_from_file_location("teaching_prompts", ROOT / "scripts" / "teaching_prompts.py")
+    prompts = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
+    if not hasattr(prompts, "CONTEXTS"):  # not loaded yet by tests/test_teaching.py
+        spec.loader.exec_module(prompts)  # (its dataclasses look themselves up in sys.modules)
+    CONTEXTS = prompts.CONTEXTS  # the dashboard's two QA paragraphs (tests/test_teaching.py checks them)
+    for model, question, answer in (
+        ("minilm-squad", "Who built the Nautilus?", "Captain Nemo"),
+        ("minilm-squad", "What is the capital of France?", "Longbourn"),
+    ):
+        assert f'"{question}"' in step and f'"{answer}"' in step
+        context = CONTEXTS["Nautilus" if "Nautilus" in question else "Longbourn"]
+        *_, status = dash.tab("qa").answer(f"models/{model}", question, context)
+        assert f"answer: “{answer}”" in status, status
+
+
+def test_the_attention_heads_the_plan_names(classroom):
+    """Answer key 7: on the tab's first pair, the previous-token and next-token heads of layer 1,
+    and the head whose silencing raises the loss most."""
+    from dashboard.help import MLM_EXAMPLES, NSP_EXAMPLES
+
+    model, tok = classroom
+    said = stated(
+        r"layer 1 head 1 attends mostly to the previous token \(about ([\d.]+)\), layer 1 head 0 to the next "
+        r"\(about ([\d.]+)\)\. Silencing layer 1 head 1 raises the loss the most \(by about (\d+) nats"
+    )
+    stats = explore.attention(model, tok, *NSP_EXAMPLES[0]).head_stats()
+    assert abs(float(stats["prev"][1, 1]) - float(said[1])) <= CLOSE
+    assert abs(float(stats["next"][1, 0]) - float(said[2])) <= CLOSE
+    result = explore.ablate_heads(model, tok, MLM_EXAMPLES[1][0])
+    worst = divmod(int(result.effect.argmax()), result.effect.shape[1])
+    assert worst == (1, 1) and round(float(result.effect.max())) == int(said[3]), (worst, result.effect.max())
