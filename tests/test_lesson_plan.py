@@ -36,6 +36,16 @@ def stated(pattern: str) -> re.Match:
     return found
 
 
+def qa_contexts() -> dict:
+    """The dashboard's two QA paragraphs, as scripts/teaching_prompts.py holds them
+    (tests/test_teaching.py checks them)."""
+    spec = importlib.util.spec_from_file_location("teaching_prompts", ROOT / "scripts" / "teaching_prompts.py")
+    prompts = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
+    if not hasattr(prompts, "CONTEXTS"):  # not loaded yet by tests/test_teaching.py
+        spec.loader.exec_module(prompts)  # (its dataclasses look themselves up in sys.modules)
+    return prompts.CONTEXTS
+
+
 def test_why_names_the_words_the_answer_rests_on(dash):
     """The *Why?* step: the words the page shades most, with their scores, in its order."""
     said = stated(
@@ -101,11 +111,7 @@ def test_the_labels_and_answers_the_plan_quotes(dash):
         assert f"`{sentence}`" in step and label in step, sentence
         probs, _ = dash.tab("classify").classify(f"models/{model}", sentence)
         assert max(probs, key=probs.get) == label, (model, sentence, probs)
-    spec = importlib.util.spec_from_file_location("teaching_prompts", ROOT / "scripts" / "teaching_prompts.py")
-    prompts = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    if not hasattr(prompts, "CONTEXTS"):  # not loaded yet by tests/test_teaching.py
-        spec.loader.exec_module(prompts)  # (its dataclasses look themselves up in sys.modules)
-    CONTEXTS = prompts.CONTEXTS  # the dashboard's two QA paragraphs (tests/test_teaching.py checks them)
+    CONTEXTS = qa_contexts()
     for model, question, answer in (
         ("minilm-squad", "Who built the Nautilus?", "Captain Nemo"),
         ("minilm-squad", "What is the capital of France?", "Longbourn"),
@@ -132,3 +138,69 @@ def test_the_attention_heads_the_plan_names(classroom):
     result = explore.ablate_heads(model, tok, MLM_EXAMPLES[1][0])
     worst = divmod(int(result.effect.argmax()), result.effect.shape[1])
     assert worst == (1, 1) and round(float(result.effect.max())) == int(said[3]), (worst, result.effect.max())
+
+
+def test_the_models_sizes_the_plan_states(classroom):
+    """The 0-5 and 5-10 steps and answer 5: the encoder's parameters, the card's count with the
+    pre-training heads, the ratio to BERT-base, the vocabulary."""
+    model, tok = classroom
+    counts = model.parameter_counts()
+    said = stated(
+        r"5\. ([\d.]+)M encoder parameters \(the card: ([\d.]+)M with the MLM and NSP heads\); "
+        r"BERT-base's 110M is about (\d+) times more"
+    )
+    assert f"{counts.encoder / 1e6:.1f}" == said[1] and f"{counts.total / 1e6:.1f}" == said[2], counts
+    assert abs(110e6 / counts.encoder - int(said[3])) < 5, counts  # "about"
+    card = (ROOT / BUNDLED / "README.md").read_text(encoding="utf-8")
+    assert f"{said[2]}M" in card  # the card says the same total
+    assert stated(r"([\d.]+)M parameters in the encoder against BERT-base's 110M")[1] == said[1]
+    assert f"{tok.vocab_size:,}" == stated(r"not even in its ([\d,]+)-word vocabulary")[1]
+
+
+def test_the_next_sentence_examples_the_plan_describes(classroom):
+    """18-24: the tab's true continuation scores high, Verne followed by Austen near 0."""
+    from dashboard.help import NSP_EXAMPLE_LABELS, NSP_EXAMPLES
+
+    model, tok = classroom
+    stated(r"a true continuation scores high, Verne followed by Austen scores near 0")
+    verne = next(i for i, (a, b) in enumerate(NSP_EXAMPLES) if "nautilus" in a and "netherfield" in b)
+    assert "NotNext" in NSP_EXAMPLE_LABELS[verne]
+    assert explore.next_sentence(model, tok, *NSP_EXAMPLES[verne]) < 0.1
+    assert explore.next_sentence(model, tok, *NSP_EXAMPLES[0]) > 0.5 and "IsNext" in NSP_EXAMPLE_LABELS[0]
+
+
+def test_the_training_replay_the_plan_describes():
+    """24-29 and answer 8: the bundled model's checkpoints on the tab's sentence: the most frequent
+    tokens at the steps named, and the step from which "door" leads, rising to about 0.5."""
+    said = stated(
+        r"at steps (\d+) and (\d+) `(\S)` and `(\w+)` \(the most frequent tokens: the \*unigram plateau\*\); "
+        r"from step ([\d,]+) on \"door\", rising to about ([\d.]+) at the end"
+    )
+    assert stated(r"\"door\" first leads at step ([\d,]+)")[1] == said[5]
+    steps = dict(explore.checkpoint_predictions(ROOT / BUNDLED, "he opened the [MASK] and walked into the garden ."))
+    best = {step: preds[0][0] for step, preds in steps.items()}  # step -> (token, probability) of the best
+    assert best[int(said[1])][0] == said[3] and best[int(said[2])][0] == said[4], best
+    door = int(said[5].replace(",", ""))
+    assert best[door][0] == "door" and all(best[s][0] == "door" for s in best if s >= door), best
+    assert all(best[s][0] != "door" for s in best if s < door), best  # first leads there
+    assert abs(best[max(best)][1] - float(said[6])) <= 0.1, best  # "about"
+
+
+def test_the_qa_scores_the_plan_quotes():
+    """36-44: held-out F1 of the two QA models, as their cards state them (the cards' tables are
+    re-measured by tests/test_bundled.py)."""
+    said = stated(r"held-out F1 ([\d.]+) vs ([\d.]+)\)")
+    for model, f1 in (("minilm-squad", said[1]), ("bert-lab-squad", said[2])):
+        card = (ROOT / "models" / model / "README.md").read_text(encoding="utf-8")
+        assert re.search(rf"\| F1 \| {re.escape(f1)} \|", card), model
+
+
+def test_the_tiny_qa_model_runs_on_to_the_end_of_the_paragraph():
+    """36-44: bert-lab-squad "starts at the right place and runs on to the end of the paragraph"."""
+    stated(r"it starts at the right place and runs on to the end of the paragraph")
+    context = qa_contexts()["Nautilus"]
+    model, tok = lab.load(ROOT / "models" / "bert-lab-squad")
+    best = explore.answer(model, tok, "Who built the Nautilus?", context).spans[0]
+    right = context.index("Captain Nemo")
+    assert right <= best.start <= right + len("Captain "), best  # the right place
+    assert context[best.end :].strip() in ("", "."), best  # to the end of the paragraph
