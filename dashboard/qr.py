@@ -63,7 +63,14 @@ def room_qr(address: str) -> str:
     a proxy too) as a QR with the address under it, for the projected page (#room-qr)."""
     address = address if isinstance(address, str) else ""
     drawn = svg(address) if is_address(address) and len(address) <= MAX_ADDRESS else ""
-    return f'<div class="bl-room-card">{drawn}<p class="bl-qr-text">{html.escape(address)}</p></div>' if drawn else ""
+    if not drawn:
+        return ""
+    shown = html.escape(address)
+    # open when presenter mode first shows it (the room scans it); one click folds it to a line
+    return (
+        f'<details class="bl-room" open><summary>Join this page: <span class="bl-room-address">{shown}</span>'
+        f'</summary><div class="bl-room-card">{drawn}<p class="bl-qr-text">{shown}</p></div></details>'
+    )
 
 
 def terminal_qr(address: str) -> str:
@@ -110,5 +117,7 @@ QR_CSS = """
 .bl-qr-notice {margin:0; color:var(--body-text-color-subdued)}
 body.bl-presenter #room-qr {display:block}
 #room-qr .bl-room-card {display:inline-block}
+#room-qr summary {cursor:pointer; font-weight:600}
+.bl-room-address {font-family:var(--font-mono)}
 #room-qr svg {display:block; width:min(40vh, 320px); height:auto}
 """
