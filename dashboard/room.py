@@ -124,7 +124,11 @@ ROOM_CSS = """
 #bl-header {align-items:center; gap:var(--spacing-md)}
 #bl-header h1 {font-size:1.5rem; margin:0}
 #bl-title, #bl-presenter {flex-grow:0 !important; min-width:max-content !important}
-#bl-about {flex-grow:1 !important}
+#bl-about {flex-grow:1 !important; min-width:200px !important}
+#bl-header {flex-wrap:wrap !important}  /* a phone: the folded sentence goes under the title */
+@media (max-width: 500px) {  /* a phone: titles of 48 characters a line fit at this size */
+  .js-plotly-plot .gtitle {font-size:12px !important}
+}
 .bl-intro > summary {cursor:pointer; font-weight:600; list-style-position:inside}
 .bl-intro[open] > summary {margin-bottom:var(--spacing-sm)}
 /* a long context scrolls inside its box, to the answer */

@@ -29,7 +29,7 @@ from lab.figures.tables import Panel
 
 MAX_TICKS = 64  # token labels along one axis; longer sequences label every n-th token
 TOP_MARGIN = 100  # px above the plot: the title sits below gr.Plot's label badge
-TITLE_CHARS = 60  # a title's line, at most: wider ones wrap between words (a projector's narrow page)
+TITLE_CHARS = 48  # a title's line, at most: wider ones wrap between words (a projector's narrow page)
 TITLE_LINES = 4  # lines of a title; a longer one ends with "…"
 
 
