@@ -400,7 +400,7 @@ def test_attention_figures_at_1024(narrow, dash):
     assert OUTSIDE == [], OUTSIDE
 
 
-FIRST_VIEW_S = 5  # each tab's first view is there within this, without a click
+FIRST_VIEW_S = 30  # each tab's first view is there without a click (a bound for a busy CI machine, not a speed target)
 # the Masked LM bars come with the page (checked in its config below); how soon after
 # DOMContentLoaded the browser draws them is a measurement, printed here and given with its machine
 # in docs/performance.md ("The first view on a fresh page"), not a timed assertion: it moved from

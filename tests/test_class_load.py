@@ -151,7 +151,7 @@ def test_a_full_queue_tells_the_student_in_the_page_at_1024(tmp_path):
             for t in others:
                 t.join(timeout=60)
             button.click()  # the queue has emptied: answered
-            page.get_by_text("negative").first.wait_for(state="visible", timeout=30_000)
+            page.get_by_text("negative").locator("visible=true").first.wait_for(timeout=30_000)  # not the details
     finally:
         stop.set()
         proc.terminate()
