@@ -389,7 +389,7 @@ def test_attention_figures_at_1024(narrow, dash):
     assert page.locator("#att-ablation .js-plotly-plot, #att-stats .js-plotly-plot").count() == 2
     titles = check_titles(page, plots)
     # the layer's heads side by side: their tokens (turned upright) do not run into each other
-    grid = plots.filter(has=page.locator(".gtitle", has_text="(rows: queries, columns: keys)"))
+    grid = plots.filter(has=page.locator(".gtitle", has_text="(rows: queries"))
     overlaps = grid.evaluate(UPRIGHT_TICKS_JS)
     assert overlaps and min(overlaps) > -99, overlaps  # labels upright: the measure applies
     assert max(overlaps) <= 1, f"the layer grid's token labels overlap by {max(overlaps):.1f} px"
