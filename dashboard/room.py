@@ -1,20 +1,7 @@
-"""What the room sees: results brought into view, and a presenter mode for the projector.
-
-Results in view: when a view is computed after something the student did in its tab (a button,
-Enter, a model menu, a click on a token), the page scrolls just enough that the top of the
-result is on screen, keeping the control that was used in view where both fit; a long question
-answering context scrolls inside its own box to the answer. A page that opens, or a view that
-another tab computed, never moves the page.
-
-Presenter mode (the switch in the header, or `?presenter=1` in the address): the whole page is
-drawn larger (text, tick labels, legends: figures are laid out again for the narrower width, so
-their labels do not overlap), every figure gets a full-screen button, the all-heads view of a
-model with many heads gives way to the one-head map, and the page's address is shown as a QR code.
-Nothing is asked of the server: the mode lives in the page (docs/dashboard.md).
-
-    head = CURRENT_HEAD + ROOM_HEAD; css = ... + ROOM_CSS      # LAUNCH_OPTIONS
-    presenter = presenter_switch()                              # in the header
-    reveal(event, "att-heatmap")                                # an event whose result lands elsewhere
+"""What the room sees, all in the page (no request): a view computed after something done in
+its tab scrolls into view, and presenter mode (the header's switch or `?presenter=1`) draws text
+and figures larger, with a full-screen button on every figure and one head at a time for models
+with many heads. docs/dashboard.md says how; the JavaScript and CSS are LAUNCH_OPTIONS' head and css.
 """
 
 from __future__ import annotations
