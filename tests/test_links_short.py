@@ -260,6 +260,13 @@ def test_links_in_the_browser(app_url, dash):
             open_tab(page, "Question Answering")
             assert page.locator(BOX).input_value() == ""  # the other tab's link is gone
             panel(page).get_by_text("Who built the Nautilus?").first.click()
+            # the example's values arrive from the server: typed before them, the question is replaced
+            page.wait_for_function(
+                "(t) => [...document.querySelectorAll('textarea')].some(a => a.value === t)", arg=QA_CONTEXT_2
+            )
+            page.wait_for_function(
+                "document.querySelector('#qa-question textarea').value === 'Who built the Nautilus?'"
+            )
             page.locator("#qa-question textarea").fill(f"Who drove it {n}?")
             link = make_link(page, "qa")
             check_link(page, link, "qa", {"example", "q"})
