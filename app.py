@@ -82,6 +82,13 @@ def parser() -> argparse.ArgumentParser:
         "clicks again gets a fresh session",
     )
     p.add_argument(
+        "--deck",
+        default=None,
+        help="the class rounds' deck, a YAML or JSON file (default: docs/teaching/deck.yaml; its format: "
+        "docs/teaching/lesson-plan.md, 'Running the class in rounds')",
+    )
+    p.add_argument("--class-size", type=int, default=200, help="students who may join the class rounds at once")
+    p.add_argument(
         "--precision",
         choices=["auto", "bf16", "fp32"],
         default="auto",
@@ -118,11 +125,12 @@ def addresses(host: str, port: int) -> list[str]:
     return found
 
 
-def banner(args: argparse.Namespace, downloads: bool, local: bool, precision: str = "") -> str:
+def banner(args: argparse.Namespace, downloads: bool, local: bool, precision: str = "", room=None) -> str:
     """What the terminal says once the page is up: where students connect (local: bound where
     only this machine reaches it; else the addresses, the first as a QR code), whether Hub
     downloads are allowed, how to get a public link, and the precision the models compute in
-    (precision_line())."""
+    (precision_line()); `room` (a dashboard.rounds.Classroom): the class rounds' addresses, the
+    room code and the teacher's link with its key (printed here only)."""
     lines = ["", "BERT Lab is ready: every tab's model is loaded."]
     if local:
         lines.append(
@@ -153,6 +161,10 @@ def banner(args: argparse.Namespace, downloads: bool, local: bool, precision: st
         lines.append("  a public link through gradio.live (needs internet): add --share")
     if precision:
         lines.append(f"  precision: {precision}")
+    if room is not None:
+        first = ([f"http://127.0.0.1:{args.port}/"] if local else addresses(args.host, args.port)) or ["/"]
+        lines.append(f"  class rounds: students open {first[0]}play with the room code {room.code}")
+        lines.append(f"    teacher (keep this link to yourself): {first[0]}teacher?key={room.key}")
     return "\n".join(lines) + "\n"
 
 
@@ -245,7 +257,7 @@ def main(argv: list[str] | None = None) -> None:
         **LAUNCH_OPTIONS,
     )
     print(
-        banner(args, settings.downloads, args.host in LOCAL_HOSTS, precision)
+        banner(args, settings.downloads, args.host in LOCAL_HOSTS, precision, dash.rounds.room)
         + (f"  public link: {demo.share_url}\n" if demo.share_url else ""),
         flush=True,
     )

@@ -17,6 +17,7 @@ from lab.inspect.model_store import ModelStore
 from .common import AttributionCache, FigureDownloads
 from .current import Current
 from .links import Links
+from .rounds.deck import DEFAULT_DECK
 
 REPO = Path(__file__).resolve().parents[1]  # the repository: names are shown relative to it
 REPO_ROOTS = (REPO / "models", REPO / "runs")  # models roots always served
@@ -33,6 +34,9 @@ class Settings:
     concurrency: int = 2  # requests computed at once
     queue_size: int = 128  # requests that may wait
     downloads: bool = False  # Hub ids may be downloaded: a localhost bind without --share, or --allow-downloads
+    deck: Path = DEFAULT_DECK  # --deck: the class rounds' deck (dashboard.rounds)
+    class_size: int = 200  # --class-size: students who may join the rounds
+    teacher_key: str | None = None  # BERT_LAB_TEACHER_KEY, else a new one printed at start-up
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Settings:
@@ -48,6 +52,9 @@ class Settings:
             concurrency=args.concurrency,
             queue_size=args.queue_size,
             downloads=downloads,
+            deck=Path(args.deck).expanduser() if args.deck else DEFAULT_DECK,
+            class_size=args.class_size,
+            teacher_key=os.environ.get("BERT_LAB_TEACHER_KEY") or None,
         )
 
     def store(self) -> ModelStore:
@@ -81,6 +88,7 @@ class Context:
         self.attributions = AttributionCache()  # the why? views' results, by request
         self.theme: gr.Radio | None = None
         self.menus: list[tuple[gr.Dropdown, str | None]] = []
+        self.rounds = None  # the class rounds (dashboard.rounds.Rounds), set by the Dashboard
 
     def model_menu(self, task: str | None, label: str = "Model") -> gr.Dropdown:
         """A model menu listing the models that serve `task` (all for None), on the tab's

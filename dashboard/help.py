@@ -6,6 +6,7 @@ import gradio as gr
 from .current import CURRENT_CSS, CURRENT_HEAD
 from .qr import QR_CSS
 from .room import ROOM_CSS, ROOM_HEAD
+from .rounds.kinds import ROUNDS_CSS
 
 # Novel-style examples: the bundled model was pre-trained on ten 19th-century novels.
 MLM_EXAMPLES = [
@@ -112,7 +113,9 @@ CSS = """
 #model-add {align-self:flex-end; margin-bottom:var(--spacing-xl)}
 """
 # Gradio 6: look and feel go to launch()
-LAUNCH_OPTIONS = dict(css=CSS + CURRENT_CSS + ROOM_CSS + QR_CSS, head=CURRENT_HEAD + ROOM_HEAD, theme=gr.themes.Soft())
+LAUNCH_OPTIONS = dict(
+    css=CSS + CURRENT_CSS + ROOM_CSS + QR_CSS + ROUNDS_CSS, head=CURRENT_HEAD + ROOM_HEAD, theme=gr.themes.Soft()
+)
 
 
 # What each tab shows, where the paper (or the paper it cites) says it, and one line for each

@@ -18,6 +18,7 @@ import gradio as gr
 
 from . import room
 from .context import Context, Settings
+from .rounds import Rounds, load_deck
 from .tabs import TABS
 
 
@@ -26,6 +27,9 @@ class Dashboard:
         self.ctx = Context(settings or Settings())
         self.store = self.ctx.store
         self.tabs = [tab(self.ctx) for tab in TABS]
+        s = self.ctx.settings
+        self.rounds = Rounds(self.ctx, load_deck(s.deck), size=s.class_size, key=s.teacher_key)
+        self.ctx.rounds = self.rounds  # the tabs' "Ask the class" rows start rounds on it
 
     def tab(self, tab_id: str):
         """A tab's object (its handlers) by id: mlm, nsp, attention, qa, classify, tag, training, model."""
@@ -54,6 +58,8 @@ class Dashboard:
                         tab.build()
             self._wire(demo, tabs, link_row, current_tab)
             room.wire(demo, presenter)
+            self.rounds.api()
+        self.rounds.pages(demo)  # the class rounds' pages: /teacher and /play
         # Gradio's queue summarises its recent events (a pandas table, per function) after every
         # event by default, a large share of the server's CPU under a class (docs/performance.md);
         # after every 1,000 is plenty (the environment variable, where set, still decides).

@@ -1,0 +1,293 @@
+"""The four kinds of round: what a student sees and may answer, what the model answers, and the
+reveal, where the class's answers stand beside the model's.
+
+    words = round_words(rnd)                     # the words a student taps (answer_span, attention)
+    answer = normalize(rnd, words, "3-5")        # a student's answer, checked: "3-5" (words 3 to 5)
+    model = model_answer(rnd, store)             # the model's side: its options and probabilities
+    tally = Tally.of(rnd, model, answers)        # the class beside the model
+
+An answer is one short text, for the page and the API alike: masked_word a word; next_sentence
+IsNext or NotNext; answer_span "first-last" (word numbers from 0); attention a word number.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from lab.inspect import explore
+
+from .deck import Round
+
+MAX_GUESS = 40  # characters of a typed guess
+LABELS = ("IsNext", "NotNext")
+
+
+class AnswerError(ValueError):
+    """An answer the student can fix: the message says what is expected."""
+
+
+def round_words(rnd: Round) -> list[str]:
+    """The words of the round's text a student taps (explore.split_words: punctuation alone)."""
+    return [w for w, _, _ in explore.split_words(rnd.text)]
+
+
+def normalize(rnd: Round, words: list[str], answer) -> str:
+    """The student's answer as the class's tally counts it, or an AnswerError saying what to send."""
+    text = str(answer if answer is not None else "").strip()
+    if rnd.kind == "masked_word":
+        guess = text.lower()
+        if not guess or len(guess) > MAX_GUESS or re.search(r"\s", guess):
+            raise AnswerError(f"type one word (at most {MAX_GUESS} letters) for [MASK]")
+        return guess
+    if rnd.kind == "next_sentence":
+        if text not in LABELS:
+            raise AnswerError("vote IsNext (B follows A) or NotNext")
+        return text
+    if rnd.kind == "answer_span":
+        m = re.fullmatch(r"(\d+)-(\d+)", text)
+        if not m or not int(m[1]) <= int(m[2]) < len(words):
+            raise AnswerError("tap the first word of the answer, then its last word")
+        return f"{int(m[1])}-{int(m[2])}"
+    if not text.isdigit() or int(text) >= len(words):
+        raise AnswerError(f"tap the word that “{rnd.get('word')}” looks at most")
+    return str(int(text))
+
+
+def answer_words(rnd: Round, words: list[str], answer: str) -> str:
+    """An answer in words, as the reveal and the export show it."""
+    if rnd.kind == "answer_span":
+        first, last = map(int, answer.split("-"))
+        return " ".join(words[first : last + 1])
+    if rnd.kind == "attention":
+        return words[int(answer)]
+    return answer
+
+
+@dataclass
+class ModelAnswer:
+    """The model's side of a round: `options` (answer -> probability; for answer_span the start
+    probabilities, `ends` the end ones), its own answer, and how it reads in words."""
+
+    options: dict[str, float]
+    answer: str
+    words: str
+    ends: dict[str, float] | None = None
+    other: float = 0.0  # attention: the share on [CLS], [SEP] and words cut off, not on a word
+
+
+def model_answer(rnd: Round, model, tokenizer) -> ModelAnswer:
+    """What the model says, from the same explore call its tab makes (a ValueError as it says)."""
+    words = round_words(rnd)
+    if rnd.kind == "masked_word":
+        top = explore.fill_mask(model, tokenizer, rnd.text, top_k=5)[0]
+        options = {t: p for t, p in top}
+        return ModelAnswer(options, top[0][0], top[0][0])
+    if rnd.kind == "next_sentence":
+        p = explore.next_sentence(model, tokenizer, rnd.text, rnd.get("next"))
+        label = LABELS[0] if p >= 0.5 else LABELS[1]
+        return ModelAnswer({LABELS[0]: p, LABELS[1]: 1 - p}, label, label)
+    spans = explore.split_words(rnd.text)
+    if rnd.kind == "answer_span":
+        result = explore.answer(model, tokenizer, rnd.get("question"), rnd.text, top_k=1)
+        starts, ends = (
+            per_word(spans, result.offsets, result.start_probs),
+            per_word(spans, result.offsets, result.end_probs),
+        )
+        best = result.spans[0]
+        first = next(i for i, (_, s, e) in enumerate(spans) if e > best.start)
+        last = max(i for i, (_, s, e) in enumerate(spans) if s < best.end)
+        answer = f"{first}-{max(first, last)}"
+        return ModelAnswer(starts, answer, answer_words(rnd, words, answer), ends=ends)
+    layer, head = rnd.get("layer"), rnd.get("head")
+    n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
+    if layer >= n_layers or head >= n_heads:
+        raise ValueError(
+            f"layer {layer}, head {head}: this model has layers 0 to {n_layers - 1}, heads 0 to {n_heads - 1}"
+        )
+    result = explore.attention(model, tokenizer, rnd.text)
+    enc = tokenizer.encode(rnd.text, max_length=model.config.max_position_embeddings)
+    query = query_word(rnd, spans)
+    row_at = next((i for i, (s, e) in enumerate(enc.offsets) if s < spans[query][2] and e > spans[query][1]), None)
+    if row_at is None:
+        raise ValueError(f"the word {rnd.get('word')!r} was cut off: the text is longer than the model reads")
+    row = result.attentions[layer][0, head, row_at].tolist()
+    options = per_word(spans, enc.offsets, row)
+    best = max(options, key=options.get)
+    return ModelAnswer(options, best, words[int(best)], other=max(0.0, 1 - sum(options.values())))
+
+
+def query_word(rnd: Round, spans) -> int:
+    """The number of the round's word (its first occurrence) among the text's words."""
+    word = rnd.get("word").lower()
+    return next((i for i, (w, _, _) in enumerate(spans) if w.lower() == word), 0)
+
+
+def per_word(spans, offsets, probs) -> dict[str, float]:
+    """Token probabilities summed per word of the text (key: the word's number); tokens outside
+    the text ([CLS], [SEP], the question) count for no word."""
+    out = {str(i): 0.0 for i in range(len(spans))}
+    for offset, p in zip(offsets, probs):
+        if not offset or offset[1] <= offset[0]:
+            continue
+        for i, (_, s, e) in enumerate(spans):
+            if offset[0] < e and offset[1] > s:
+                out[str(i)] += p
+                break
+    return out
+
+
+@dataclass
+class Tally:
+    """The class's answers counted: `counts` (answer -> students; for answer_span, starts), `ends`,
+    how many answered, and how many gave the model's own answer."""
+
+    counts: Counter
+    answered: int
+    agreed: int
+    ends: Counter | None = None
+
+    @classmethod
+    def of(cls, rnd: Round, model: ModelAnswer, answers) -> Tally:
+        answers = list(answers)
+        agreed = sum(a == model.answer for a in answers)
+        if rnd.kind == "answer_span":
+            starts = Counter(a.split("-")[0] for a in answers)
+            return cls(starts, len(answers), agreed, Counter(a.split("-")[1] for a in answers))
+        return cls(Counter(answers), len(answers), agreed)
+
+
+# ----------------------------------------------------------------------------------------------
+# What a page shows (HTML, every text escaped: a deck's, a model's and a student's)
+# ----------------------------------------------------------------------------------------------
+def esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def question_html(rnd: Round, picked: set[int] = frozenset()) -> str:
+    """The round's question as the students read it (the text, the [MASK], the pair, the word)."""
+    if rnd.kind == "masked_word":
+        text = esc(rnd.text).replace("[MASK]", '<b class="bl-mask">[MASK]</b>')
+        return f'<p class="bl-ask">Which word is hidden?</p><p class="bl-text">{text}</p>'
+    if rnd.kind == "next_sentence":
+        return (
+            '<p class="bl-ask">Does sentence B follow sentence A?</p>'
+            f'<p class="bl-text"><b>A</b> {esc(rnd.text)}</p><p class="bl-text"><b>B</b> {esc(rnd.get("next"))}</p>'
+        )
+    if rnd.kind == "answer_span":
+        return (
+            f'<p class="bl-ask">{esc(rnd.get("question"))}</p>'
+            '<p class="bl-hint">Tap the first word of the answer, then its last word.</p>'
+        )
+    return (
+        f'<p class="bl-ask">In layer {rnd.get("layer")}, head {rnd.get("head")}: which word does '
+        f'<b class="bl-mask">{esc(rnd.get("word"))}</b> look at most?</p><p class="bl-hint">Tap that word.</p>'
+    )
+
+
+def _bar(share: float, cls: str, label: str) -> str:
+    width = max(0.0, min(1.0, share)) * 100
+    return (
+        f'<span class="bl-bar {cls}"><span style="width:{width:.1f}%"></span></span>'
+        f'<span class="bl-num">{esc(label)}</span>'
+    )
+
+
+def _percent(p) -> str:
+    return "" if p is None else f"{p:.0%}"
+
+
+def reveal_html(rnd: Round, words: list[str], model: ModelAnswer, tally: Tally, mine: str | None = None) -> str:
+    """The reveal: the class's answers beside the model's probabilities, the truth, the note.
+    `mine`: a student's own answer (their page says it)."""
+    n = max(tally.answered, 1)
+    said = f"{tally.agreed} of {tally.answered} gave the model's answer" if tally.answered else "no answers"
+    head = f'<p class="bl-said">The model says <b>{esc(model.words)}</b> · {said}</p>'
+    if mine is not None:
+        head += f'<p class="bl-mine">You said <b>{esc(answer_words(rnd, words, mine))}</b></p>'
+    if rnd.truth:
+        head += f'<p class="bl-truth">The right answer: <b>{esc(rnd.truth)}</b></p>'
+    legend = (
+        '<p class="bl-legend"><span class="bl-key class"></span> the class '
+        '<span class="bl-key model"></span> the model</p>'
+    )
+    if rnd.kind in ("masked_word", "next_sentence"):
+        options = list(model.options) + [a for a, _ in tally.counts.most_common(8) if a not in model.options]
+        rows = "".join(
+            f"<tr><th>{esc(o)}</th><td>{_bar(tally.counts[o] / n, 'class', str(tally.counts[o]))}</td>"
+            f"<td>{_bar(model.options.get(o, 0.0), 'model', _percent(model.options.get(o)))}</td></tr>"
+            for o in options
+        )
+        body = f'<table class="bl-bars"><tr><th></th><th>the class</th><th>the model</th></tr>{rows}</table>'
+    else:
+        body = _word_bars(words, model, tally, n)
+    note = f'<p class="bl-note">{esc(rnd.note)}</p>' if rnd.note else ""
+    return f'<div class="bl-reveal">{head}{legend}{body}{note}</div>'
+
+
+def _word_bars(words, model: ModelAnswer, tally: Tally, n: int) -> str:
+    """The text itself, each word under small bars: the class's share and the model's probability
+    (answer_span: as start, then as end)."""
+    rows = (
+        [("start", tally.counts, model.options), ("end", tally.ends, model.ends)]
+        if model.ends
+        else [("", tally.counts, model.options)]
+    )
+    cells = []
+    for i, w in enumerate(words):
+        k = str(i)
+        bars = "".join(
+            f'<span class="bl-pair" title="{esc(name)}">'
+            f'<span class="bl-v class" style="height:{100 * counts[k] / n:.0f}%"></span>'
+            f'<span class="bl-v model" style="height:{100 * probs.get(k, 0):.0f}%"></span></span>'
+            for name, counts, probs in rows
+        )
+        hit = " bl-hit" if k in model.answer.split("-") else ""
+        cells.append(
+            f'<span class="bl-w{hit}"><span class="bl-vs">{bars}</span><span class="bl-t">{esc(w)}</span></span>'
+        )
+    what = "as the first word (left bars) and the last word (right bars)" if model.ends else "looked at"
+    other = f" · {model.other:.0%} of its attention is on [CLS], [SEP] or words cut off" if model.other >= 0.005 else ""
+    return f'<p class="bl-hint">Each word {what}{other}</p><div class="bl-flow">{"".join(cells)}</div>'
+
+
+# The reveal's look, for the projector (large) and a phone (the same rules, narrower)
+ROUNDS_CSS = """
+.bl-round .bl-kind {margin:0; font-size:var(--text-md); color:var(--body-text-color-subdued)}
+.bl-ask {font-size:1.25em; font-weight:600; margin:.2em 0}
+.bl-text {font-size:1.2em; line-height:1.5; margin:.3em 0}
+.bl-mask {color:var(--color-accent)}
+.bl-hint, .bl-legend {color:var(--body-text-color-subdued); margin:.2em 0}
+.bl-said {font-size:1.2em; margin:.2em 0}
+.bl-truth, .bl-mine {margin:.2em 0}
+.bl-key {display:inline-block; width:.9em; height:.9em; border-radius:2px; vertical-align:middle}
+.bl-key.class, .bl-bar.class span, .bl-v.class {background:#e4791b}
+.bl-key.model, .bl-bar.model span, .bl-v.model {background:#3b6fd8}
+table.bl-bars {border-collapse:collapse; border:0 !important; width:100%; max-width:760px}
+table.bl-bars th, table.bl-bars td {border:0 !important; background:none !important; padding:3px 6px;
+  text-align:left; white-space:nowrap}
+table.bl-bars th:first-child {font-size:1.1em}
+table.bl-bars td {width:45%}
+.bl-bar {display:inline-block; width:calc(100% - 3.5em); height:1.1em; background:var(--neutral-200);
+  border-radius:3px; vertical-align:middle; overflow:hidden}
+.bl-bar span {display:block; height:100%}
+.bl-num {display:inline-block; width:3.2em; text-align:right; font-variant-numeric:tabular-nums}
+.bl-flow {display:flex; flex-wrap:wrap; gap:6px 4px; align-items:flex-end}
+.bl-w {display:inline-flex; flex-direction:column; align-items:center}
+.bl-w.bl-hit .bl-t {font-weight:700; text-decoration:underline}
+.bl-vs {display:flex; gap:3px; height:4.5em; align-items:flex-end}
+.bl-pair {display:flex; gap:1px; height:100%; align-items:flex-end}
+.bl-v {display:block; width:9px; min-height:1px}
+.bl-t {font-size:1.1em}
+.bl-note {font-style:italic; margin:.4em 0}
+.bl-join {display:flex; gap:16px; align-items:center}
+.bl-join svg {display:block; width:150px; height:auto; background:#fff}
+.bl-join p {margin:.1em 0; font-size:1.1em}
+.bl-code {font:700 2.4em/1.1 var(--font-mono); letter-spacing:.12em}
+.bl-addr {font-family:var(--font-mono)}
+.bl-live {font-size:1.6em; margin:0}
+#teach-question, #teach-result {font-size:1.15em}
+#play-isnext button, #play-notnext button, #play-isnext, #play-notnext {min-height:3em}
+"""

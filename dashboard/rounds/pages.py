@@ -1,0 +1,352 @@
+"""The class's two pages, served by the dashboard's server: the projector's (/teacher: start,
+reveal, next, the live count, the results) and a student's (/play: join with the room code, one
+round at a time, for a phone), the "Ask the class" row of four tabs, and the API.
+
+    rounds = Rounds(ctx, deck)          # the Classroom (rounds.room) on the dashboard's model store
+    rounds.pages(demo)                  # inside the gr.Blocks: the two routes and the endpoints
+
+Every action is an endpoint (Gradio's API, queue=False: a class's answers never wait behind
+the tabs' model computations): class_join, class_round, class_answer for a student;
+class_start, class_reveal, class_next, class_export for the teacher, with the teacher key.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+import gradio as gr
+
+from ..common import said, status_html
+from ..qr import is_address, svg
+from .classroom import ClassError, Classroom
+from .deck import Round
+from .kinds import AnswerError, ModelAnswer, model_answer, question_html, reveal_html
+
+POLL_S = 1.0  # how often a page asks whether the round changed: the reveal reaches it within this
+KEY_STORE = "bert-lab-teacher-key"  # the teacher's browser keeps the key here (localStorage)
+FAILS = (ClassError, AnswerError, ValueError)
+
+
+class Rounds:
+    """The class rounds of one server: the Classroom, the model's side from the model store."""
+
+    def __init__(self, ctx, deck: list[Round], size: int = 200, code: str | None = None, key: str | None = None):
+        self.ctx, self.store = ctx, ctx.store
+        self.room = Classroom(deck, self.answerer, size=size, code=code, key=key)
+
+    def model_name(self, rnd: Round) -> str:
+        """The round's model: the deck's (the end of a served model's name) if it serves the kind,
+        else the kind's default (the menus' rule)."""
+        served = self.store.models_for(rnd.task)
+        if rnd.model:
+            found = [m for m in served if str(m) == rnd.model or str(m).endswith("/" + rnd.model)]
+            if not found:
+                raise ValueError(f"{rnd.model} is not a model that can play a {rnd.title} round here")
+            return found[0]
+        name = self.store.default_model(rnd.task)
+        if name is None:
+            raise ValueError(f"no model here can play a {rnd.title} round")
+        return name
+
+    def answerer(self, rnd: Round) -> tuple[str, ModelAnswer]:
+        name = self.model_name(rnd)
+        model, tokenizer = self.store.model_for(name, "fill_mask" if rnd.kind == "masked_word" else rnd.task)
+        return str(name).rsplit("/", 1)[-1], model_answer(rnd, model, tokenizer)
+
+    # -- what a page shows -----------------------------------------------------------------
+    def state(self, token: str = "") -> dict:
+        """The round as a student's client reads it (the API's class_round): its number, kind,
+        question, words, whether it is revealed, and then the class's tally and the model's answer."""
+        live = self.room.live
+        if live is None:
+            return {"round": 0, "version": self.room.version, "open": False}
+        rnd = live.round
+        out = {
+            "round": live.number,
+            "version": self.room.version,
+            "kind": rnd.kind,
+            "text": rnd.text,
+            **{k: v for k, v in rnd.fields.items()},
+            "words": live.words,
+            "open": not live.revealed,
+            "mine": self.room.mine(token),
+        }
+        if live.revealed:
+            out |= {
+                "model": live.model_name,
+                "model_answer": live.model.words,
+                "model_options": live.model.options,
+                "truth": rnd.truth,
+                "answered": live.tally.answered,
+                "agreed": live.tally.agreed,
+                "class": dict(live.tally.counts),
+            }
+        return out
+
+    def teacher_question(self) -> str:
+        live = self.room.live
+        if live is None:
+            return '<p class="bl-ask">No round yet: pick one of the deck and press Start.</p>'
+        rnd = live.round
+        words = ""
+        if rnd.kind in ("answer_span", "attention"):
+            words = f'<p class="bl-text">{html.escape(rnd.text)}</p>'
+        head = f'<p class="bl-kind">Round {live.number} · {rnd.title} · {html.escape(live.model_name)}</p>'
+        return f'<div class="bl-round">{head}{question_html(rnd)}{words}</div>'
+
+    def reveal(self, token: str | None = None) -> str:
+        live = self.room.live
+        if live is None or not live.revealed:
+            return ""
+        mine = self.room.mine(token) if token else None
+        return reveal_html(live.round, live.words, live.model, live.tally, mine)
+
+    def join_card(self, origin) -> str:
+        """The room code, the students' address and its QR code (with the code in it)."""
+        base = origin.rstrip("/") if isinstance(origin, str) and is_address(origin) else ""
+        address = f"{base}/play" if base else "/play"
+        qr = svg(f"{address}?room={self.room.code}") if base else ""
+        return (
+            f'<div class="bl-join"><div>{qr}</div>'
+            f'<div><p>Students open <b class="bl-addr">{html.escape(address)}</b></p>'
+            f'<p>Room code <b class="bl-code">{self.room.code}</b></p></div></div>'
+        )
+
+    # -- the pages ---------------------------------------------------------------------------
+    def pages(self, demo: gr.Blocks) -> None:
+        """The two routes, after `demo`'s own page."""
+        with demo.route("Class rounds: teacher", "/teacher", show_in_navbar=False) as page:
+            self._teacher_page(page)
+        with demo.route("Class rounds: play", "/play", show_in_navbar=False) as page:
+            self._student_page(page)
+
+    def api(self) -> None:
+        """The endpoints (inside the main page's Blocks); no navigation bar between the pages (a
+        student's page leads nowhere else)."""
+        gr.Navbar(visible=False)
+        room = self.room
+
+        def class_join(room_code: str, name: str = "") -> str:
+            """Join the room with its code (and a name): the student's token, for the calls below."""
+            return _or_error(room.join, room_code, name)
+
+        def class_round(token: str = "") -> str:
+            """The round being played (JSON): its question and words; at the reveal, the class's
+            answers and the model's."""
+            return json.dumps(self.state(token))
+
+        def class_answer(token: str, answer: str) -> str:
+            """Answer the open round (a word; IsNext or NotNext; "first-last" word numbers; a word number)."""
+            return _or_error(room.answer, token, answer)
+
+        def class_start(key: str, round_number: float) -> str:
+            """The teacher: start the deck's round (from 1)."""
+            return _or_error(room.start, key, int(round_number))
+
+        def class_reveal(key: str) -> str:
+            """The teacher: close the round and show the model's answer beside the class's."""
+            return _or_error(room.reveal, key)
+
+        def class_next(key: str) -> str:
+            """The teacher: start the deck's next round."""
+            return _or_error(room.next, key)
+
+        def class_export(key: str) -> str:
+            """The teacher: every round played and its answers, as CSV text."""
+            return _or_error(room.export, key).read_text(encoding="utf-8")
+
+        for fn in (class_join, class_round, class_answer, class_start, class_reveal, class_next, class_export):
+            gr.api(fn, api_name=fn.__name__, queue=False)
+
+    def _teacher_page(self, page: gr.Blocks) -> None:
+        room = self.room
+        gr.Markdown("# BERT Lab · class rounds", elem_id="teach-title")
+        with gr.Row(elem_id="teach-top", equal_height=True):
+            card = gr.HTML(self.join_card(""), elem_id="teach-join", scale=3)
+            live = gr.HTML(elem_id="teach-live", scale=1)
+        with gr.Row(elem_id="teach-controls"):
+            labels = [f"{n}. {r.title}: {_short(r.get('question') or r.text)}" for n, r in enumerate(room.deck, 1)]
+            pick = gr.Dropdown(
+                list(zip(labels, range(1, len(labels) + 1))), value=1, label="Round of the deck", scale=3
+            )
+            start = gr.Button("Start", scale=0, min_width=90)
+            reveal = gr.Button("Reveal", variant="primary", scale=0, min_width=90, elem_id="teach-reveal-button")
+            nxt = gr.Button("Next round", scale=0, min_width=120, elem_id="teach-next")
+            export = gr.Button("Export CSV", scale=0, min_width=110)
+        status = gr.HTML(elem_id="teach-status", elem_classes="bl-status")
+        question = gr.HTML(self.teacher_question(), elem_id="teach-question")
+        result = gr.HTML(elem_id="teach-result")
+        file = gr.File(label="the class's rounds and answers (CSV)", visible=False, elem_id="teach-file")
+        with gr.Accordion("Teacher key", open=False, elem_id="teach-key-box"):
+            key = gr.Textbox(
+                label="Teacher key (printed where the server started)", type="password", elem_id="teach-key"
+            )
+        origin, seen = gr.Textbox(visible=False), gr.State(-1)
+
+        def act(action, *args):
+            try:
+                line = action(*args)
+            except FAILS as e:
+                return status_html(f"⚠️ {e}"), gr.skip(), gr.skip()
+            return status_html(line), self.teacher_question(), self.reveal()
+
+        shown = [status, question, result]
+        start.click(lambda k, n: act(room.start, k, n), [key, pick], shown, queue=False, api_visibility="private")
+        reveal.click(lambda k: act(room.reveal, k), key, shown, queue=False, api_visibility="private")
+        nxt.click(lambda k: act(room.next, k), key, shown, queue=False, api_visibility="private")
+
+        def download(k):
+            try:
+                return gr.File(str(room.export(k)), visible=True), status_html("The CSV is below.")
+            except ClassError as e:
+                return gr.skip(), status_html(f"⚠️ {e}")
+
+        export.click(download, key, [file, status], queue=False, api_visibility="private")
+
+        def tick(version):
+            joined, answered = room.counts()
+            line = f'<p class="bl-live"><b>{joined}</b> joined · <b>{answered}</b> answered</p>'
+            if version == room.version:
+                return line, gr.skip(), gr.skip(), version
+            return line, self.teacher_question(), self.reveal(), room.version
+
+        gr.Timer(POLL_S).tick(tick, seen, [live, question, result, seen], queue=False, api_visibility="private")
+        # the key from the terminal's link (?key=...), kept in this browser for the tabs' "Ask the
+        # class" rows, then taken out of the address bar: the projector must not show it
+        js = f"""() => {{
+          const url = new URL(window.location.href);
+          const k = url.searchParams.get('key') || localStorage.getItem('{KEY_STORE}') || '';
+          if (url.searchParams.has('key')) {{
+            localStorage.setItem('{KEY_STORE}', k);
+            url.searchParams.delete('key');
+            history.replaceState(null, '', url.pathname + url.search);
+          }}
+          return [k, window.location.origin];
+        }}"""
+        page.load(None, None, [key, origin], js=js, queue=False)
+        origin.change(self.join_card, origin, card, queue=False, api_visibility="private")
+
+    def _student_page(self, page: gr.Blocks) -> None:
+        room = self.room
+        gr.Markdown("# BERT Lab · play along", elem_id="play-title")
+        token = gr.BrowserState("", storage_key="bert-lab-class-token")
+        seen, first = gr.State(-1), gr.State(-1)  # the version shown; answer_span: the first word tapped
+        with gr.Column(visible=True, elem_id="play-join") as join_box:
+            code = gr.Textbox(label="Room code (on the projector)", max_length=8, elem_id="play-code")
+            name = gr.Textbox(label="Your name (optional)", max_length=30, elem_id="play-name")
+            join = gr.Button("Join", variant="primary", elem_id="play-join-button")
+        with gr.Column(visible=False, elem_id="play-round") as round_box:
+            question = gr.HTML(elem_id="play-question")
+            with gr.Row(visible=False, elem_id="play-guess-row") as guess_row:
+                guess = gr.Textbox(label="Your guess: one word", max_length=40, elem_id="play-guess", scale=3)
+                send = gr.Button("Send", variant="primary", scale=1, min_width=80, elem_id="play-send")
+            with gr.Row(visible=False, elem_id="play-vote") as vote_row:
+                yes = gr.Button("IsNext: B follows A", elem_id="play-isnext")
+                no = gr.Button("NotNext: it does not", elem_id="play-notnext")
+            words = gr.HighlightedText(
+                visible=False,
+                interactive=False,
+                show_legend=False,
+                show_label=False,
+                show_inline_category=False,
+                color_map={"your answer": "#e4791b", "first word": "#e4791b"},
+                elem_id="play-words",
+            )
+            reveal = gr.HTML(elem_id="play-reveal")
+        status = gr.HTML(elem_id="play-status", elem_classes="bl-status")
+
+        outputs = [seen, join_box, round_box, question, guess_row, guess, vote_row, words, reveal, first, status]
+
+        def view(tok, version):
+            """What the page shows now, or nothing changed (skips) when the version was shown."""
+            if not room.knows(tok):
+                return (-1, gr.Column(visible=True), gr.Column(visible=False), *[gr.skip()] * 8)
+            if version == room.version:
+                return tuple(gr.skip() for _ in outputs)
+            live = room.live
+            if live is None:
+                wait = '<p class="bl-ask">Joined. Wait for the teacher to start a round.</p>'
+                hidden = gr.Row(visible=False)
+                return (room.version, gr.Column(visible=False), gr.Column(visible=True), wait,
+                        hidden, gr.skip(), hidden, gr.HighlightedText(visible=False), "", -1, "")  # fmt: skip
+            kind, mine, open_ = live.round.kind, room.mine(tok), not live.revealed
+            tap = kind in ("answer_span", "attention")
+            return (
+                room.version,
+                gr.Column(visible=False),
+                gr.Column(visible=True),
+                question_html(live.round),
+                gr.Row(visible=kind == "masked_word" and open_),
+                gr.Textbox(value=mine or "") if kind == "masked_word" else gr.skip(),
+                gr.Row(visible=kind == "next_sentence" and open_),
+                gr.HighlightedText(value=chips(live.words, mine) if tap else [], visible=tap),
+                self.reveal(tok),
+                -1,
+                "" if open_ else gr.skip(),  # a new round: the last round's line goes
+            )
+
+        def joined(code_, name_):
+            try:
+                tok = room.join(code_, name_)
+            except ClassError as e:
+                return gr.skip(), said(f"⚠️ {e}")
+            return tok, said("Joined: the round shows here when the teacher starts it")
+
+        def answer(tok, value):
+            try:
+                return said(room.answer(tok, value))
+            except FAILS as e:
+                return said(f"⚠️ {e}")
+
+        def tapped(tok, first_, evt: gr.SelectData):
+            """A word tapped: attention's answer; answer_span's first word, then its last."""
+            live = room.live
+            if live is None or evt.index is None:
+                return gr.skip(), gr.skip(), gr.skip()
+            i = evt.index if isinstance(evt.index, int) else evt.index[0]
+            if live.round.kind == "attention":
+                line = answer(tok, str(i))
+                return line, gr.HighlightedText(value=chips(live.words, room.mine(tok))), -1
+            if first_ < 0:
+                picks = chips(live.words, f"{i}-{i}", label="first word")
+                return said("Now tap the answer's last word"), gr.HighlightedText(value=picks), i
+            line = answer(tok, f"{min(first_, i)}-{max(first_, i)}")
+            return line, gr.HighlightedText(value=chips(live.words, room.mine(tok))), -1
+
+        private = dict(queue=False, api_visibility="private")
+        join.click(joined, [code, name], [token, status], **private).then(view, [token, seen], outputs, **private)
+        code.submit(joined, [code, name], [token, status], **private).then(view, [token, seen], outputs, **private)
+        for trigger in (send.click, guess.submit):
+            trigger(answer, [token, guess], status, **private)
+        yes.click(lambda t: answer(t, "IsNext"), token, status, **private)
+        no.click(lambda t: answer(t, "NotNext"), token, status, **private)
+        words.select(tapped, [token, first], [status, words, first], **private)
+        gr.Timer(POLL_S).tick(view, [token, seen], outputs, **private)
+        # the room code from the QR's address (?room=...)
+        js = "() => new URLSearchParams(window.location.search).get('room') || ''"
+        page.load(None, None, code, js=js, queue=False)
+        page.load(view, [token, seen], outputs, **private)
+
+
+def chips(words: list[str], answer: str | None, label: str = "your answer") -> list[tuple[str, str | None]]:
+    """The words as HighlightedText pieces (one per word, so a tap's index is the word's number),
+    the answer's words marked."""
+    marked = set()
+    if answer:
+        first, _, last = answer.partition("-")
+        marked = set(range(int(first), int(last or first) + 1))
+    return [(w + " ", label if i in marked else None) for i, w in enumerate(words)]
+
+
+def _or_error(fn, *args):
+    """The API's answer: fn's result, or its message as a Gradio error (shown to the caller)."""
+    try:
+        return fn(*args)
+    except FAILS as e:
+        raise gr.Error(str(e)) from None
+
+
+def _short(text: str, n: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1].rsplit(" ", 1)[0] + " …"
