@@ -50,6 +50,7 @@ class Dashboard:
                     elem_id="bl-about",
                 )
                 presenter = room.presenter_switch()
+            self.rounds.key_input(demo)  # before the tabs: their "Ask the class" rows read it
             link_row = ctx.links.link_row()  # the link button, the link, its QR code (dashboard.links)
             current_tab = gr.Textbox(self.tabs[0].id, visible=False)  # filled in by the browser (links.LINK_JS)
             with gr.Tabs() as tabs:

@@ -289,5 +289,7 @@ table.bl-bars td {width:45%}
 .bl-addr {font-family:var(--font-mono)}
 .bl-live {font-size:1.6em; margin:0}
 #teach-question, #teach-result {font-size:1.15em}
+:where(.bl-ask-row) {display:none}
+body.bl-teacher .bl-ask-row {display:flex !important}
 #play-isnext button, #play-notnext button, #play-isnext, #play-notnext {min-height:3em}
 """

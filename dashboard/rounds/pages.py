@@ -20,7 +20,7 @@ import gradio as gr
 from ..common import said, status_html
 from ..qr import is_address, svg
 from .classroom import ClassError, Classroom
-from .deck import Round
+from .deck import Round, make_round
 from .kinds import AnswerError, ModelAnswer, model_answer, question_html, reveal_html
 
 POLL_S = 1.0  # how often a page asks whether the round changed: the reveal reaches it within this
@@ -34,6 +34,7 @@ class Rounds:
     def __init__(self, ctx, deck: list[Round], size: int = 200, code: str | None = None, key: str | None = None):
         self.ctx, self.store = ctx, ctx.store
         self.room = Classroom(deck, self.answerer, size=size, code=code, key=key)
+        self.key_box: gr.Textbox | None = None  # the main page's teacher key (key_input)
 
     def model_name(self, rnd: Round) -> str:
         """The round's model: the deck's (the end of a served model's name) if it serves the kind,
@@ -112,6 +113,39 @@ class Rounds:
             f'<div><p>Students open <b class="bl-addr">{html.escape(address)}</b></p>'
             f'<p>Room code <b class="bl-code">{self.room.code}</b></p></div></div>'
         )
+
+    # -- "Ask the class" in a tab ------------------------------------------------------------
+    def ask_row(self, kind: str, inputs: list, fields, word: bool = False) -> None:
+        """A row under a tab's inputs, shown only in the teacher's browser (where /teacher stored the
+        key): "Ask the class" starts a round of `kind` from the tab's inputs as they are now.
+        `fields(*values) -> dict`: the round's fields from the inputs' values (model included);
+        `word`: a box for the word whose attention is asked."""
+        with gr.Row(elem_classes="bl-ask-row"):
+            box = gr.Textbox(label="word to ask about", max_length=40, scale=1) if word else None
+            btn = gr.Button("Ask the class: start a round with this", scale=2)
+            status = gr.HTML(elem_classes="bl-status")
+
+        def ask(key, *values):
+            extra = {"word": values[-1]} if word else {}
+            try:
+                rnd = make_round({"kind": kind, **fields(*values[: len(inputs)]), **extra}, "this tab's inputs")
+                line = self.room.start(key, rnd=rnd)
+            except FAILS as e:
+                return said(f"⚠️ {e}")
+            return said(f"{line} The teacher's page (/teacher) shows it.")
+
+        btn.click(ask, [self.key_box, *inputs, *([box] if box else [])], status, queue=False, api_visibility="private")
+
+    def key_input(self, demo: gr.Blocks) -> None:
+        """The main page's hidden teacher key, read from this browser's storage when the page opens
+        (a student's browser has none): with it, the tabs show their "Ask the class" rows."""
+        self.key_box = gr.Textbox(visible=False)
+        js = f"""() => {{
+          const k = localStorage.getItem('{KEY_STORE}') || '';
+          document.body.classList.toggle('bl-teacher', !!k);
+          return k;
+        }}"""
+        demo.load(None, None, self.key_box, js=js, queue=False)
 
     # -- the pages ---------------------------------------------------------------------------
     def pages(self, demo: gr.Blocks) -> None:

@@ -281,6 +281,9 @@ class Attention:
         main = ctx.current.view("att", "Show attention", inputs, maps, self.maps_done)
         theme_redraw(ctx, theme_watch(ctx), main, (self.attention, inputs, ctx.queue))  # the theme switched
         ctx.links.share(att_model=model, att_a=a, att_b=b, att_layer=layer, att_head=head)
+        if ctx.rounds:  # the teacher's "Ask the class" row (dashboard.rounds): sentence A's words
+            fields = lambda m, x, l, h: {"model": m, "text": x, "layer": int(l), "head": int(h)}  # noqa: E731
+            ctx.rounds.ask_row("attention", [model, a, layer, head], fields, word=True)
         ctx.links.opening(self.opening, inputs[:-1], views, first, (model.value, a0, b0, 0, 0))
 
     def _maps_panel(self, inputs, first) -> tuple[list, gr.HTML]:

@@ -235,6 +235,8 @@ class MaskedLM:
         )
         theme_redraw(ctx, theme_watch(ctx), main, run)  # the page's theme switched: the bars drawn again
         ctx.links.share(mlm_model=model, mlm_text=text)
+        if ctx.rounds:  # the teacher's "Ask the class" row (dashboard.rounds)
+            ctx.rounds.ask_row("masked_word", [model, text], lambda m, t: {"model": m, "text": t})
         ctx.links.opening(self.opening, [model, text], outputs, first, (model.value, example))
 
     def _panels(self, model, text, example) -> None:

@@ -63,4 +63,6 @@ class NextSentence:
             run=run,
         )
         ctx.links.share(nsp_model=model, nsp_a=a, nsp_b=b)
+        if ctx.rounds:  # the teacher's "Ask the class" row (dashboard.rounds)
+            ctx.rounds.ask_row("next_sentence", [model, a, b], lambda m, x, y: {"model": m, "text": x, "next": y})
         ctx.links.opening(self.opening, inputs, outputs, first, (model.value, a0, b0))

@@ -144,4 +144,6 @@ class QuestionAnswering:
         ctx.current.view("qa-why", "Why?", [model, q, c, method, ctx.theme], why_outputs, [why_ev])
         theme_redraw(ctx, theme_watch(ctx), main, run)  # the page's theme switched: the figure drawn again
         ctx.links.share(qa_model=model, qa_q=q, qa_c=c)
+        if ctx.rounds:  # the teacher's "Ask the class" row (dashboard.rounds)
+            ctx.rounds.ask_row("answer_span", [model, q, c], lambda m, x, y: {"model": m, "question": x, "text": y})
         ctx.links.opening(self.opening, [model, q, c], outputs, first, (model.value, q0, QA_CONTEXT))
