@@ -153,7 +153,7 @@ class Rounds:
         with demo.route("Class rounds: teacher", "/teacher", show_in_navbar=False) as page:
             self._teacher_page(page)
         with demo.route("Class rounds: play", "/play", show_in_navbar=False) as page:
-            self._student_page(page)
+            StudentPage(self).build(page)
 
     def api(self) -> None:
         """The endpoints (inside the main page's Blocks); no navigation bar between the pages (a
@@ -261,10 +261,40 @@ class Rounds:
         page.load(None, None, [key, origin], js=js, queue=False)
         origin.change(self.join_card, origin, card, queue=False, api_visibility="private")
 
-    def _student_page(self, page: gr.Blocks) -> None:
-        room = self.room
+
+def chips(words: list[str], answer: str | None, label: str = "your answer") -> list[tuple[str, str | None]]:
+    """The words as HighlightedText pieces (one per word, so a tap's index is the word's number),
+    the answer's words marked."""
+    marked = set()
+    if answer:
+        first, _, last = answer.partition("-")
+        marked = set(range(int(first), int(last or first) + 1))
+    return [(w + " ", label if i in marked else None) for i, w in enumerate(words)]
+
+
+def _or_error(fn, *args):
+    """The API's answer: fn's result, or its message as a Gradio error (shown to the caller)."""
+    try:
+        return fn(*args)
+    except FAILS as e:
+        raise gr.Error(str(e)) from None
+
+
+def _short(text: str, n: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1].rsplit(" ", 1)[0] + " …"
+
+
+class StudentPage:
+    """A student's page (/play): join, then the round being played, refreshed every POLL_S."""
+
+    def __init__(self, rounds: Rounds):
+        self.rounds, self.room = rounds, rounds.room
+        self.outputs: list = []
+
+    def build(self, page: gr.Blocks) -> None:
         gr.Markdown("# BERT Lab · play along", elem_id="play-title")
-        token = gr.BrowserState("", storage_key="bert-lab-class-token")
+        token = gr.BrowserState("", storage_key="bert-lab-class-token")  # kept by the phone across reloads
         seen, first = gr.State(-1), gr.State(-1)  # the version shown; answer_span: the first word tapped
         with gr.Column(visible=True, elem_id="play-join") as join_box:
             code = gr.Textbox(label="Room code (on the projector)", max_length=8, elem_id="play-code")
@@ -289,98 +319,77 @@ class Rounds:
             )
             reveal = gr.HTML(elem_id="play-reveal")
         status = gr.HTML(elem_id="play-status", elem_classes="bl-status")
-
         outputs = [seen, join_box, round_box, question, guess_row, guess, vote_row, words, reveal, first, status]
-
-        def view(tok, version):
-            """What the page shows now, or nothing changed (skips) when the version was shown."""
-            if not room.knows(tok):
-                return (-1, gr.Column(visible=True), gr.Column(visible=False), *[gr.skip()] * 8)
-            if version == room.version:
-                return tuple(gr.skip() for _ in outputs)
-            live = room.live
-            if live is None:
-                wait = '<p class="bl-ask">Joined. Wait for the teacher to start a round.</p>'
-                hidden = gr.Row(visible=False)
-                return (room.version, gr.Column(visible=False), gr.Column(visible=True), wait,
-                        hidden, gr.skip(), hidden, gr.HighlightedText(visible=False), "", -1, "")  # fmt: skip
-            kind, mine, open_ = live.round.kind, room.mine(tok), not live.revealed
-            tap = kind in ("answer_span", "attention")
-            return (
-                room.version,
-                gr.Column(visible=False),
-                gr.Column(visible=True),
-                question_html(live.round),
-                gr.Row(visible=kind == "masked_word" and open_),
-                gr.Textbox(value=mine or "") if kind == "masked_word" else gr.skip(),
-                gr.Row(visible=kind == "next_sentence" and open_),
-                gr.HighlightedText(value=chips(live.words, mine) if tap else [], visible=tap),
-                self.reveal(tok),
-                -1,
-                "" if open_ else gr.skip(),  # a new round: the last round's line goes
-            )
-
-        def joined(code_, name_):
-            try:
-                tok = room.join(code_, name_)
-            except ClassError as e:
-                return gr.skip(), said(f"⚠️ {e}")
-            return tok, said("Joined: the round shows here when the teacher starts it")
-
-        def answer(tok, value):
-            try:
-                return said(room.answer(tok, value))
-            except FAILS as e:
-                return said(f"⚠️ {e}")
-
-        def tapped(tok, first_, evt: gr.SelectData):
-            """A word tapped: attention's answer; answer_span's first word, then its last."""
-            live = room.live
-            if live is None or evt.index is None:
-                return gr.skip(), gr.skip(), gr.skip()
-            i = evt.index if isinstance(evt.index, int) else evt.index[0]
-            if live.round.kind == "attention":
-                line = answer(tok, str(i))
-                return line, gr.HighlightedText(value=chips(live.words, room.mine(tok))), -1
-            if first_ < 0:
-                picks = chips(live.words, f"{i}-{i}", label="first word")
-                return said("Now tap the answer's last word"), gr.HighlightedText(value=picks), i
-            line = answer(tok, f"{min(first_, i)}-{max(first_, i)}")
-            return line, gr.HighlightedText(value=chips(live.words, room.mine(tok))), -1
+        self.outputs = outputs
 
         private = dict(queue=False, api_visibility="private")
-        join.click(joined, [code, name], [token, status], **private).then(view, [token, seen], outputs, **private)
-        code.submit(joined, [code, name], [token, status], **private).then(view, [token, seen], outputs, **private)
+        for trigger in (join.click, code.submit):
+            joined = trigger(self.joined, [code, name], [token, status], **private)
+            joined.then(self.view, [token, seen], outputs, **private)
         for trigger in (send.click, guess.submit):
-            trigger(answer, [token, guess], status, **private)
-        yes.click(lambda t: answer(t, "IsNext"), token, status, **private)
-        no.click(lambda t: answer(t, "NotNext"), token, status, **private)
-        words.select(tapped, [token, first], [status, words, first], **private)
-        gr.Timer(POLL_S).tick(view, [token, seen], outputs, **private)
+            trigger(self.answer, [token, guess], status, **private)
+        yes.click(lambda t: self.answer(t, "IsNext"), token, status, **private)
+        no.click(lambda t: self.answer(t, "NotNext"), token, status, **private)
+        words.select(self.tapped, [token, first], [status, words, first], **private)
+        gr.Timer(POLL_S).tick(self.view, [token, seen], outputs, **private)
         # the room code from the QR's address (?room=...)
         js = "() => new URLSearchParams(window.location.search).get('room') || ''"
         page.load(None, None, code, js=js, queue=False)
-        page.load(view, [token, seen], outputs, **private)
+        page.load(self.view, [token, seen], outputs, **private)
 
+    def view(self, tok, version):
+        """What the page shows now, or nothing changed (skips) when the version was shown."""
+        room = self.room
+        if not room.knows(tok):
+            return (-1, gr.Column(visible=True), gr.Column(visible=False), *[gr.skip()] * 8)
+        if version == room.version:
+            return tuple(gr.skip() for _ in self.outputs)
+        live = room.live
+        if live is None:
+            wait = '<p class="bl-ask">Joined. Wait for the teacher to start a round.</p>'
+            hidden = gr.Row(visible=False)
+            return (room.version, gr.Column(visible=False), gr.Column(visible=True), wait,
+                    hidden, gr.skip(), hidden, gr.HighlightedText(visible=False), "", -1, "")  # fmt: skip
+        kind, mine, open_ = live.round.kind, room.mine(tok), not live.revealed
+        tap = kind in ("answer_span", "attention")
+        return (
+            room.version,
+            gr.Column(visible=False),
+            gr.Column(visible=True),
+            question_html(live.round),
+            gr.Row(visible=kind == "masked_word" and open_),
+            gr.Textbox(value=mine or "") if kind == "masked_word" else gr.skip(),
+            gr.Row(visible=kind == "next_sentence" and open_),
+            gr.HighlightedText(value=chips(live.words, mine) if tap else [], visible=tap),
+            self.rounds.reveal(tok),
+            -1,
+            "" if open_ else gr.skip(),  # a new round: the last round's line goes
+        )
 
-def chips(words: list[str], answer: str | None, label: str = "your answer") -> list[tuple[str, str | None]]:
-    """The words as HighlightedText pieces (one per word, so a tap's index is the word's number),
-    the answer's words marked."""
-    marked = set()
-    if answer:
-        first, _, last = answer.partition("-")
-        marked = set(range(int(first), int(last or first) + 1))
-    return [(w + " ", label if i in marked else None) for i, w in enumerate(words)]
+    def joined(self, code, name):
+        try:
+            tok = self.room.join(code, name)
+        except ClassError as e:
+            return gr.skip(), said(f"⚠️ {e}")
+        return tok, said("Joined: the round shows here when the teacher starts it")
 
+    def answer(self, tok, value):
+        try:
+            return said(self.room.answer(tok, value))
+        except FAILS as e:
+            return said(f"⚠️ {e}")
 
-def _or_error(fn, *args):
-    """The API's answer: fn's result, or its message as a Gradio error (shown to the caller)."""
-    try:
-        return fn(*args)
-    except FAILS as e:
-        raise gr.Error(str(e)) from None
-
-
-def _short(text: str, n: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1].rsplit(" ", 1)[0] + " …"
+    def tapped(self, tok, first, evt: gr.SelectData):
+        """A word tapped: attention's answer; answer_span's first word, then its last."""
+        live = self.room.live
+        if live is None or evt.index is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        i = evt.index if isinstance(evt.index, int) else evt.index[0]
+        if live.round.kind == "attention":
+            line = self.answer(tok, str(i))
+            return line, gr.HighlightedText(value=chips(live.words, self.room.mine(tok))), -1
+        if first < 0:
+            picks = chips(live.words, f"{i}-{i}", label="first word")
+            return said("Now tap the answer's last word"), gr.HighlightedText(value=picks), i
+        line = self.answer(tok, f"{min(first, i)}-{max(first, i)}")
+        return line, gr.HighlightedText(value=chips(self.room.live.words, self.room.mine(tok))), -1
