@@ -253,7 +253,8 @@ def main(argv: list[str] | None = None) -> None:
         quiet=True,
         prevent_thread_lock=True,
         state_session_capacity=args.sessions,
-        app_kwargs={"middleware": [Middleware(PageCache)]},  # the page built once, not per student
+        # the pages built once, not per student: the dashboard and the class rounds' student page
+        app_kwargs={"middleware": [Middleware(PageCache, paths=("/", "/play"))]},
         **LAUNCH_OPTIONS,
     )
     print(

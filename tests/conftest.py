@@ -53,10 +53,22 @@ def tiny_config(**overrides):
 # notebook execution (marked notebook_run: a kernel on one thread) is a unit of its own, handed
 # to whichever process is free, and every other test stays in one process, in file order,
 # sharing one server and browser as a plain `pytest` run does.
+# The executions are handed out longest first (their order in CI's --durations report), so that
+# the process that finishes the rest of the suite picks up the short ones at the end.
+LONGEST_FIRST = ("[02_", "[06_", "[07_", "[08_", "[4_fine_tuning", "[09_", "[04_", "[05_")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("notebook_run") is None:
             item.add_marker(pytest.mark.xdist_group("suite"))
+
+    def rank(item) -> int:
+        if item.get_closest_marker("notebook_run") is None:
+            return -1  # the suite's tests keep their place, first
+        return next((n for n, part in enumerate(LONGEST_FIRST) if part in item.name), len(LONGEST_FIRST))
+
+    items.sort(key=rank)  # stable: the suite's tests in file order, the executions longest first
 
 
 @pytest.fixture

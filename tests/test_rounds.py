@@ -231,3 +231,18 @@ def test_the_class_endpoints_over_http(dash, app_url):
     exported = client.predict(room_.key, api_name="/class_export")
     assert sum(1 for row in csv.DictReader(io.StringIO(exported)) if row["round"] == str(room_.live.number)) == 5
     assert room_.key not in client.view_api(return_format="str", print_info=False)
+
+
+def test_the_key_is_printed_in_the_terminal_and_in_no_page(app, dash, app_url):
+    """The banner gives the teacher's link with its key and the room code; no page, no
+    configuration and no API description a student can fetch holds the key."""
+    import urllib.request
+    from argparse import Namespace
+
+    room_ = dash.rounds.room
+    text = app.banner(Namespace(host="127.0.0.1", port=7860, share=False), False, True, room=room_)
+    assert f"http://127.0.0.1:7860/play with the room code {room_.code}" in text
+    assert f"http://127.0.0.1:7860/teacher?key={room_.key}" in text
+    for path in ("", "play", "teacher", "config", "gradio_api/info", "play?room=x", "teacher?key=wrong"):
+        with urllib.request.urlopen(app_url + path, timeout=30) as r:
+            assert room_.key not in r.read().decode(), path
