@@ -279,7 +279,7 @@ table.bl-bars td {width:45%}
 .bl-w.bl-hit .bl-t {font-weight:700; text-decoration:underline}
 .bl-vs {display:flex; gap:3px; height:4.5em; align-items:flex-end}
 .bl-pair {display:flex; gap:1px; height:100%; align-items:flex-end}
-.bl-v {display:block; width:9px; min-height:1px}
+.bl-v {display:block; width:9px}
 .bl-t {font-size:1.1em}
 .bl-note {font-style:italic; margin:.4em 0}
 .bl-join {display:flex; gap:16px; align-items:center}
@@ -288,7 +288,8 @@ table.bl-bars td {width:45%}
 .bl-code {font:700 2.4em/1.1 var(--font-mono); letter-spacing:.12em}
 .bl-addr {font-family:var(--font-mono)}
 .bl-live {font-size:1.6em; margin:0}
-#teach-question, #teach-result {font-size:1.15em}
+#teach-question, #teach-result {font-size:1.3em}
+@media (max-width: 500px) {.bl-vs {height:3em}}
 :where(.bl-ask-row) {display:none}
 body.bl-teacher .bl-ask-row {display:flex !important}
 #play-isnext button, #play-notnext button, #play-isnext, #play-notnext {min-height:3em}

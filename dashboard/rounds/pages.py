@@ -195,6 +195,7 @@ class Rounds:
 
     def _teacher_page(self, page: gr.Blocks) -> None:
         room = self.room
+        gr.Navbar(visible=False)  # (one per page)
         gr.Markdown("# BERT Lab · class rounds", elem_id="teach-title")
         with gr.Row(elem_id="teach-top", equal_height=True):
             card = gr.HTML(self.join_card(""), elem_id="teach-join", scale=3)
@@ -293,6 +294,7 @@ class StudentPage:
         self.outputs: list = []
 
     def build(self, page: gr.Blocks) -> None:
+        gr.Navbar(visible=False)
         gr.Markdown("# BERT Lab · play along", elem_id="play-title")
         token = gr.BrowserState("", storage_key="bert-lab-class-token")  # kept by the phone across reloads
         seen, first = gr.State(-1), gr.State(-1)  # the version shown; answer_span: the first word tapped
