@@ -6,6 +6,7 @@ models, the reveal's HTML escaped, and the API endpoints over HTTP."""
 import csv
 import io
 import json
+import re
 import threading
 
 import pytest
@@ -246,3 +247,13 @@ def test_the_key_is_printed_in_the_terminal_and_in_no_page(app, dash, app_url):
     for path in ("", "play", "teacher", "config", "gradio_api/info", "play?room=x", "teacher?key=wrong"):
         with urllib.request.urlopen(app_url + path, timeout=30) as r:
             assert room_.key not in r.read().decode(), path
+
+
+def test_the_reveal_shows_the_models_top_5_and_the_classs_three_commonest_other_guesses():
+    rnd = make_round({"kind": "masked_word", "text": "the [MASK] sat ."})
+    model = ModelAnswer({w: 0.1 for w in ("cat", "dog", "man", "boy", "girl")}, "cat", "cat")
+    guesses = ["cat"] * 4 + ["owl"] * 3 + ["fox"] * 2 + ["bee", "ant", "elk"]
+    shown = reveal_html(rnd, [], model, Tally.of(rnd, model, guesses))
+    rows = re.findall(r"<tr><th>(.*?)</th>", shown)[1:]  # (the header row first)
+    assert rows == ["cat", "dog", "man", "boy", "girl", "owl", "fox", "bee", "2 other guesses"]
+    assert "4 of 12 gave the model's answer" in shown

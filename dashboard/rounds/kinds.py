@@ -22,6 +22,7 @@ from lab.inspect import explore
 from .deck import Round
 
 MAX_GUESS = 40  # characters of a typed guess
+MORE_GUESSES = 3  # the class's guesses shown beside the model's top 5 (the rest in one row)
 LABELS = ("IsNext", "NotNext")
 
 
@@ -214,12 +215,19 @@ def reveal_html(rnd: Round, words: list[str], model: ModelAnswer, tally: Tally, 
         '<span class="bl-key model"></span> the model</p>'
     )
     if rnd.kind in ("masked_word", "next_sentence"):
-        options = list(model.options) + [a for a, _ in tally.counts.most_common(8) if a not in model.options]
+        theirs = [a for a, _ in tally.counts.most_common() if a not in model.options]
+        options = list(model.options) + theirs[:MORE_GUESSES]
         rows = "".join(
             f"<tr><th>{esc(o)}</th><td>{_bar(tally.counts[o] / n, 'class', str(tally.counts[o]))}</td>"
             f"<td>{_bar(model.options.get(o, 0.0), 'model', _percent(model.options.get(o)))}</td></tr>"
             for o in options
         )
+        rest = theirs[MORE_GUESSES:]
+        if rest:  # a row for the guesses left out, so that the class's column still adds up
+            others = sum(tally.counts[a] for a in rest)
+            rows += (
+                f"<tr><th>{len(rest)} other guesses</th><td>{_bar(others / n, 'class', str(others))}</td><td></td></tr>"
+            )
         body = f'<table class="bl-bars"><tr><th></th><th>the class</th><th>the model</th></tr>{rows}</table>'
     else:
         body = _word_bars(words, model, tally, n)
@@ -248,13 +256,21 @@ def _word_bars(words, model: ModelAnswer, tally: Tally, n: int) -> str:
         cells.append(
             f'<span class="bl-w{hit}"><span class="bl-vs">{bars}</span><span class="bl-t">{esc(w)}</span></span>'
         )
-    what = "as the first word (left bars) and the last word (right bars)" if model.ends else "looked at"
+    what = (
+        "chosen as the first word (left bars) and as the last word (right bars)"
+        if model.ends
+        else "tapped by the class, and how much the head looks at it"
+    )
     other = f" · {model.other:.0%} of its attention is on [CLS], [SEP] or words cut off" if model.other >= 0.005 else ""
-    return f'<p class="bl-hint">Each word {what}{other}</p><div class="bl-flow">{"".join(cells)}</div>'
+    return f'<p class="bl-hint">How often each word was {what}{other}</p><div class="bl-flow">{"".join(cells)}</div>'
 
 
-# The reveal's look, for the projector (large) and a phone (the same rules, narrower)
+# The reveal's look, for the projector (large) and a phone (the same rules, narrower). The first
+# rule: Gradio 6.31 draws its bar of links between the pages (a "Home" link) although every
+# page's gr.Navbar is invisible; a student's page must lead nowhere else, and a projector needs
+# the room (tests/test_browser_rounds.py looks for the link)
 ROUNDS_CSS = """
+.nav-holder {display:none !important}
 .bl-round .bl-kind {margin:0; font-size:var(--text-md); color:var(--body-text-color-subdued)}
 .bl-ask {font-size:1.25em; font-weight:600; margin:.2em 0}
 .bl-text {font-size:1.2em; line-height:1.5; margin:.3em 0}
@@ -268,8 +284,8 @@ ROUNDS_CSS = """
 table.bl-bars {border-collapse:collapse; border:0 !important; width:100%; max-width:760px}
 table.bl-bars th, table.bl-bars td {border:0 !important; background:none !important; padding:3px 6px;
   text-align:left; white-space:nowrap}
-table.bl-bars th:first-child {font-size:1.1em}
-table.bl-bars td {width:45%}
+table.bl-bars th:first-child {font-size:1.1em; white-space:normal; overflow-wrap:anywhere; min-width:5em; width:28%}
+table.bl-bars td {width:36%}
 .bl-bar {display:inline-block; width:calc(100% - 3.5em); height:1.1em; background:var(--neutral-200);
   border-radius:3px; vertical-align:middle; overflow:hidden}
 .bl-bar span {display:block; height:100%}
@@ -283,11 +299,12 @@ table.bl-bars td {width:45%}
 .bl-t {font-size:1.1em}
 .bl-note {font-style:italic; margin:.4em 0}
 .bl-join {display:flex; gap:16px; align-items:center}
-.bl-join svg {display:block; width:150px; height:auto; background:#fff}
+.bl-join svg {display:block; width:110px; height:auto; background:#fff}
 .bl-join p {margin:.1em 0; font-size:1.1em}
 .bl-code {font:700 2.4em/1.1 var(--font-mono); letter-spacing:.12em}
 .bl-addr {font-family:var(--font-mono)}
 .bl-live {font-size:1.6em; margin:0}
+.bl-title {margin:0; font-weight:700; font-size:1.1em}
 #teach-question, #teach-result {font-size:1.3em}
 @media (max-width: 500px) {.bl-vs {height:3em}}
 :where(.bl-ask-row) {display:none}

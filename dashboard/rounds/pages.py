@@ -196,8 +196,7 @@ class Rounds:
     def _teacher_page(self, page: gr.Blocks) -> None:
         room = self.room
         gr.Navbar(visible=False)  # (one per page)
-        gr.Markdown("# BERT Lab · class rounds", elem_id="teach-title")
-        with gr.Row(elem_id="teach-top", equal_height=True):
+        with gr.Row(elem_id="teach-top", equal_height=True):  # compact: the reveal must fit a 1024 x 768 projector
             card = gr.HTML(self.join_card(""), elem_id="teach-join", scale=3)
             live = gr.HTML(elem_id="teach-live", scale=1)
         with gr.Row(elem_id="teach-controls"):
@@ -241,7 +240,10 @@ class Rounds:
 
         def tick(version):
             joined, answered = room.counts()
-            line = f'<p class="bl-live"><b>{joined}</b> joined · <b>{answered}</b> answered</p>'
+            line = (
+                '<p class="bl-title">BERT Lab · class rounds</p>'
+                f'<p class="bl-live"><b>{joined}</b> joined · <b>{answered}</b> answered</p>'
+            )
             if version == room.version:
                 return line, gr.skip(), gr.skip(), version
             return line, self.teacher_question(), self.reveal(), room.version
@@ -270,7 +272,9 @@ def chips(words: list[str], answer: str | None, label: str = "your answer") -> l
     if answer:
         first, _, last = answer.partition("-")
         marked = set(range(int(first), int(last or first) + 1))
-    return [(w + " ", label if i in marked else None) for i, w in enumerate(words)]
+    # a space after each word, none before a punctuation mark ("island." not "island .")
+    spaced = [w + ("" if i + 1 < len(words) and not words[i + 1][0].isalnum() else " ") for i, w in enumerate(words)]
+    return [(w, label if i in marked else None) for i, w in enumerate(spaced)]
 
 
 def _or_error(fn, *args):
@@ -333,11 +337,18 @@ class StudentPage:
         yes.click(lambda t: self.answer(t, "IsNext"), token, status, **private)
         no.click(lambda t: self.answer(t, "NotNext"), token, status, **private)
         words.select(self.tapped, [token, first], [status, words, first], **private)
-        gr.Timer(POLL_S).tick(self.view, [token, seen], outputs, **private)
+        # the poll returns only the room's version, a number into a hidden box (one plain value to
+        # send: cheap for a hall of phones); the page is redrawn when that number changes
+        latest = gr.Number(-1, visible=False)
+        gr.Timer(POLL_S).tick(self.version, None, latest, **private)
+        latest.change(self.view, [token, seen], outputs, **private)
         # the room code from the QR's address (?room=...)
         js = "() => new URLSearchParams(window.location.search).get('room') || ''"
         page.load(None, None, code, js=js, queue=False)
         page.load(self.view, [token, seen], outputs, **private)
+
+    def version(self) -> int:
+        return self.room.version
 
     def view(self, tok, version):
         """What the page shows now, or nothing changed (skips) when the version was shown."""
@@ -362,10 +373,10 @@ class StudentPage:
             gr.Row(visible=kind == "masked_word" and open_),
             gr.Textbox(value=mine or "") if kind == "masked_word" else gr.skip(),
             gr.Row(visible=kind == "next_sentence" and open_),
-            gr.HighlightedText(value=chips(live.words, mine) if tap else [], visible=tap),
+            gr.HighlightedText(value=chips(live.words, mine) if tap else [], visible=tap and open_),
             self.rounds.reveal(tok),
             -1,
-            "" if open_ else gr.skip(),  # a new round: the last round's line goes
+            "",  # a new round or the reveal: the last line (what was sent) goes
         )
 
     def joined(self, code, name):
