@@ -73,6 +73,37 @@ def serve(*argv, env=None):
     return proc, f"http://127.0.0.1:{port}/"
 
 
+def benchmark(script: str, argv: list[str]) -> subprocess.CompletedProcess:
+    """benchmarks/SCRIPT with ARGV, finished without error (its output returned)."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out
+
+
+@pytest.mark.slow
+def test_the_class_rounds_benchmark_plays_a_small_class_without_loss():
+    """benchmarks/class_rounds.py on a small class (6 phones through the page's own events, two
+    rounds, two tab clients): every answer accepted, counted and exported, no error, the reveal
+    seen by every phone."""
+    proc, url = serve(env={"BERT_LAB_TEACHER_KEY": "test-key"})
+    try:
+        argv = ["--students", "6", "--rounds", "2", "--tab-clients", "2", "--window", "2", "--arrive", "1"]
+        argv += ["--measure", "2", "--url", url, "--key", "test-key"]
+        out = benchmark("class_rounds.py", argv)
+        assert "lost answers (accepted but not in the reveal's count or the export): 0" in out.stdout, out.stdout
+        assert "errors: 0" in out.stdout and "answers: 12 sent" in out.stdout, out.stdout
+        assert "every phone within 2 s" in out.stdout and " missed" not in out.stdout.split("answers:")[1]
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 @pytest.mark.slow
 def test_the_benchmark_plays_students_as_browsers_without_errors():
     """app_load's students (page, opening events, a session each, the whole mix) on a small class:
@@ -85,14 +116,7 @@ def test_the_benchmark_plays_students_as_browsers_without_errors():
         events = app_load.opening_events(url)
         assert [(e["data"], e["queue"]) for e in events] == [([], False)]
         argv = ["--users", "3", "--requests", "12", "--think", "0.1", "--arrive", "1", "--url", url]  # every item
-        out = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "app_load.py"), *argv],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert out.returncode == 0, out.stderr[-2000:]
+        out = benchmark("app_load.py", argv)
         assert "errors: 0" in out.stdout and "opening the page (3 students" in out.stdout, out.stdout
         assert "/why_classify" in out.stdout and "/tag" in out.stdout  # the whole mix
     finally:

@@ -339,7 +339,7 @@ class StudentPage:
         words.select(self.tapped, [token, first], [status, words, first], **private)
         # the poll returns only the room's version, a number into a hidden box (one plain value to
         # send: cheap for a hall of phones); the page is redrawn when that number changes
-        latest = gr.Number(-1, visible=False)
+        latest = gr.Number(-1, visible=False, elem_id="play-version")
         gr.Timer(POLL_S).tick(self.version, None, latest, **private)
         latest.change(self.view, [token, seen], outputs, **private)
         # the room code from the QR's address (?room=...)
