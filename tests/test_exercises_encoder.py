@@ -665,7 +665,8 @@ def test_solutions_with_real_minilm_weights_match_the_labs_model():
     ns = pasted("embeddings", "attention", "multi_head", "encoder_layer")  # as pasted into the notebooks
     mine = exercises.assemble(ns["Embeddings"], ns["EncoderLayer"], ref.config)
     report = load_weights(mine, folder)
-    assert not report.missing
+    # every encoder tensor loaded (the bundled fallback, a QA model, has no pooler: not compared here)
+    assert not [k for k in report.missing if not k.startswith("pooler.")], report.missing
     mine.eval()
     enc = tok.encode_batch(
         ["the keeper climbed the hundred steps .", "a witty movie .", "hello"],

@@ -134,7 +134,10 @@ class Rounds:
                 return said(f"⚠️ {e}")
             return said(f"{line} The teacher's page (/teacher) shows it.")
 
-        btn.click(ask, [self.key_box, *inputs, *([box] if box else [])], status, queue=False, api_visibility="private")
+        for trigger in (btn.click, *([box.submit] if box else [])):
+            trigger(
+                ask, [self.key_box, *inputs, *([box] if box else [])], status, queue=False, api_visibility="private"
+            )
 
     def key_input(self, demo: gr.Blocks) -> None:
         """The main page's hidden teacher key, read from this browser's storage when the page opens
@@ -262,6 +265,8 @@ class Rounds:
           return [k, window.location.origin];
         }}"""
         page.load(None, None, [key, origin], js=js, queue=False)
+        # a key typed by hand (Enter) is kept in this browser too, for the tabs' "Ask the class" rows
+        key.submit(None, key, None, js=f"(k) => {{ localStorage.setItem('{KEY_STORE}', k.trim()); }}", queue=False)
         origin.change(self.join_card, origin, card, queue=False, api_visibility="private")
 
 
@@ -329,7 +334,7 @@ class StudentPage:
         self.outputs = outputs
 
         private = dict(queue=False, api_visibility="private")
-        for trigger in (join.click, code.submit):
+        for trigger in (join.click, code.submit, name.submit):
             joined = trigger(self.joined, [code, name], [token, status], **private)
             joined.then(self.view, [token, seen], outputs, **private)
         for trigger in (send.click, guess.submit):
