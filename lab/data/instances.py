@@ -219,15 +219,22 @@ def check_lengths(max_seq_length: int, short_seq_prob: float) -> None:
 
 
 def pair_document(
-    lengths_of, d: int, num_docs: int, max_num_tokens: int, short_seq_prob: float, rng: random.Random
+    lengths_of,
+    d: int,
+    num_docs: int,
+    max_num_tokens: int,
+    short_seq_prob: float,
+    rng: random.Random,
+    not_next: float = 0.5,
 ) -> list[Pair]:
     """Walk document d's sentences and cut them into (A, B) pairs: the recipes, from sentence
     lengths alone (lengths_of(doc) -> token count of each sentence; no sentence is empty).
 
     Google's create_pretraining_data.py: sentences are collected into a chunk until it reaches
     the target length; A = the first k sentences of the chunk (k random), B = the rest of the
-    chunk (IsNext) or, half the time, text from a random other document (NotNext), and then the
-    chunk's unused sentences are "put back" so a later pair uses them. The longer segment is
+    chunk (IsNext) or, half the time (`not_next`), text from a random other document (NotNext),
+    and then the chunk's unused sentences are "put back" so a later pair uses them. Without NSP
+    (not_next=0) B is the true continuation, but for a one-sentence chunk. The longer segment is
     then cut to fit (`truncation`). One rng drives it all, in Google's order of draws, so a pass
     over the documents with one seed always gives the same pairs.
     """
@@ -254,7 +261,7 @@ def pair_document(
             a_end = rng.randint(1, n_chunk - 1) if n_chunk >= 2 else 1
             len_a = sum(lengths[chunk_start : chunk_start + a_end])
             # A one-sentence chunk has no continuation to offer: it must be NotNext.
-            if n_chunk == 1 or rng.random() < 0.5:
+            if n_chunk == 1 or rng.random() < not_next:
                 # A different document, uniformly: draw from n-1 and skip over d.
                 other = rng.randrange(num_docs - 1)
                 other += other >= d
@@ -299,10 +306,13 @@ def pair_document(
     return pairs
 
 
-def epoch_pairs(view: DocumentView, rng: random.Random, max_num_tokens: int, short_seq_prob: float):
+def epoch_pairs(
+    view: DocumentView, rng: random.Random, max_num_tokens: int, short_seq_prob: float, not_next: float = 0.5
+):
     """Every pair of one pass over the documents, in document order, drawn from `rng`."""
     for d in range(view.num_documents):
-        yield from pair_document(view.sentence_lengths, d, view.num_documents, max_num_tokens, short_seq_prob, rng)
+        lengths = view.sentence_lengths
+        yield from pair_document(lengths, d, view.num_documents, max_num_tokens, short_seq_prob, rng, not_next)
 
 
 def truncation(n_a: int, n_b: int, max_num_tokens: int, rng: random.Random) -> tuple[int, int, int, int]:
@@ -427,6 +437,32 @@ def instance_stats(instances: Sequence[Instance]) -> dict[str, float]:
 # by the loss) everywhere else. [CLS], [SEP] and [PAD] are never chosen.
 
 
+MIX_80_10_10 = (0.8, 0.1, 0.1)  # of the chosen tokens: [MASK], the same token, a random token
+
+
+def check_mix(mix) -> tuple[float, float, float]:
+    """A masking mix (MASK, SAME, RND shares): three shares from 0 to 1 that add up to 1."""
+    mix = tuple(float(x) for x in mix)
+    if len(mix) != 3 or min(mix) < 0 or abs(sum(mix) - 1) > 1e-6:
+        raise ValueError(f"a masking mix is three shares MASK / SAME / RND adding up to 1, got {mix}")
+    return mix
+
+
+def parse_mix(text: str) -> tuple[float, float, float]:
+    """ "80/10/10" (percent MASK / SAME / RND, the paper's Table 8) -> (0.8, 0.1, 0.1)."""
+    parts = str(text).split("/")
+    try:
+        shares = [float(p) / 100 for p in parts]
+    except ValueError:
+        shares = []
+    if len(parts) != 3 or len(shares) != 3:
+        raise ValueError(f"masking={text!r}: write three percentages MASK/SAME/RND, e.g. 80/10/10 or 100/0/0")
+    try:
+        return check_mix(shares)
+    except ValueError:
+        raise ValueError(f"masking={text!r}: the three percentages MASK/SAME/RND must add up to 100") from None
+
+
 def mask_tokens(
     input_ids: torch.Tensor,
     special_tokens_mask: torch.Tensor | None,
@@ -436,6 +472,7 @@ def mask_tokens(
     max_predictions_per_seq: int = 20,
     whole_word: bool = False,
     rows: tuple[int, int] | None = None,
+    mix: tuple[float, float, float] = MIX_80_10_10,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Choose positions to predict and corrupt them; returns (masked_input_ids, mlm_labels).
 
@@ -444,7 +481,9 @@ def mask_tokens(
         k = min(max_predictions_per_seq, max(1, round(mlm_probability * n))),
     n = number of maskable positions (Google counts [CLS]/[SEP] in n too; we count only the
     tokens that can be chosen), chosen uniformly at random among the maskable positions.
-    mlm_labels [B, T] holds the original id at chosen positions and -100 elsewhere.
+    mlm_labels [B, T] holds the original id at chosen positions and -100 elsewhere. `mix`: the
+    shares of the chosen tokens that become [MASK], stay the same, become a random token (the
+    paper's Table 8 columns MASK / SAME / RND; 80/10/10 by default).
 
     The generator always draws the same amount of randomness for a [B, T] input, so the
     result depends only on the ids and the generator's seed. rows=(first, G): these B rows are
@@ -494,8 +533,9 @@ def mask_tokens(
 
     # 80/10/10, decided per chosen token with one die roll in [0, 1):
     #   [0.0, 0.8) -> [MASK]     [0.8, 0.9) -> random id     [0.9, 1.0) -> unchanged
-    to_mask = chosen & (dice < 0.8)
-    to_random = chosen & (dice >= 0.8) & (dice < 0.9)
+    # (another mix moves the two cuts: MASK / SAME / RND = m / s / r cuts at m and m + r)
+    to_mask = chosen & (dice < mix[0])
+    to_random = chosen & (dice >= mix[0]) & (dice < mix[0] + mix[2])
     masked = input_ids.clone()
     masked[to_mask] = special.mask_id
     masked[to_random] = random_ids[to_random]
@@ -579,8 +619,9 @@ def collate(
     whole_word: bool = False,
     length: int | None = None,
     rows: tuple[int, int] | None = None,
+    mix: tuple[float, float, float] = MIX_80_10_10,
 ) -> Batch:
-    """Lay out `[CLS] A [SEP] B [SEP]`, pad, mask, and name everything.
+    """Lay out `[CLS] A [SEP] B [SEP]`, pad, mask (`mix`: see mask_tokens), and name everything.
 
     T = the longest sequence, rounded up to a multiple of `pad_to_multiple_of` (tensor cores
     and CPU kernels like round sizes) but never beyond `max_seq_length`; or `length` when
@@ -621,6 +662,7 @@ def collate(
         max_predictions_per_seq=max_predictions_per_seq,
         whole_word=whole_word,
         rows=rows,
+        mix=mix,
     )
     nsp = torch.tensor([int(inst.is_random_next) for inst in instances], dtype=torch.long)  # (B,)
     return Batch(input_ids=masked, token_type_ids=types, attention_mask=attn, mlm_labels=labels, nsp_label=nsp)
@@ -677,6 +719,9 @@ class PretrainingData:
         rank: int = 0,
         world_size: int = 1,
         pad_to_multiple_of: int | None = 8,
+        mix: tuple[float, float, float] = MIX_80_10_10,
+        not_next: float = 0.5,
+        mask_epochs: int = 0,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size={batch_size} must be >= 1")
@@ -695,6 +740,9 @@ class PretrainingData:
         self.mlm_probability, self.max_predictions_per_seq = mlm_probability, max_predictions_per_seq
         self.whole_word, self.rank, self.world_size = whole_word, rank, world_size
         self.pad_to_multiple_of = pad_to_multiple_of
+        if mask_epochs < 0:
+            raise ValueError(f"mask_epochs={mask_epochs} must be 0 (masks drawn anew every epoch) or more")
+        self.mix, self.not_next, self.mask_epochs = check_mix(mix), not_next, mask_epochs
         self._index: tuple | None = None  # (epoch, pair table, its temporary file)
         n = len(self.pairs(0))
         try:
@@ -717,7 +765,7 @@ class PretrainingData:
             rng = random.Random(mix_seed("pairs", self.seed, epoch))
             file = tempfile.TemporaryFile(prefix="bert-lab-pairs-")  # gone when closed
             chunk = array.array("i")
-            for pair in epoch_pairs(self.view, rng, self.max_seq_length - 3, self.short_seq_prob):
+            for pair in epoch_pairs(self.view, rng, self.max_seq_length - 3, self.short_seq_prob, self.not_next):
                 chunk.extend(pair)
                 if len(chunk) >= PAIR_WIDTH * 65536:
                     chunk.tofile(file)
@@ -736,8 +784,17 @@ class PretrainingData:
             self._index = (epoch, table, file)
         return self._index[1]
 
+    def drawn(self, step: int) -> int:
+        """The step whose pairs, order and masks step `step` repeats: itself with dynamic masks
+        (mask_epochs 0); with static ones (mask_epochs N) the same step of epoch e mod N."""
+        if not self.mask_epochs:
+            return step
+        epoch, i = divmod(step, self.batches_per_epoch)
+        return (epoch % self.mask_epochs) * self.batches_per_epoch + i
+
     def global_indices(self, step: int) -> list[int]:
         """Pair indices of the whole global batch of step `step` (all ranks together)."""
+        step = self.drawn(step)
         epoch = step // self.batches_per_epoch
         n = len(self.pairs(epoch))
         spe = steps_per_epoch(n, self.global_batch_size, self.drop_last)
@@ -757,6 +814,7 @@ class PretrainingData:
 
     def batch(self, step: int) -> Batch:
         """The Batch of global step `step` for this rank: a pure function of (seed, step, rank)."""
+        step = self.drawn(step)
         epoch, i = divmod(step, self.batches_per_epoch)
         table = self.pairs(epoch)
         everyone = self.global_indices(step)
@@ -783,4 +841,5 @@ class PretrainingData:
             whole_word=self.whole_word,
             length=T,
             rows=(first, self.global_batch_size),
+            mix=self.mix,
         )

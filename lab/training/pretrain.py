@@ -26,7 +26,7 @@ from lab.config import BertConfig, setting
 from lab.data.batch import Batch, mix_seed, step_indices
 from lab.data.corpus import read_documents, split_documents
 from lab.data.datasets import resolve_corpus
-from lab.data.instances import PretrainingData, SpecialIds, collate, create_instances
+from lab.data.instances import PretrainingData, SpecialIds, collate, create_instances, parse_mix
 from lab.data.prepare import PreparedCorpus, is_prepared, prepared
 from lab.device import init_distributed, pick_device
 from lab.files import CHECKPOINTS_DIR, PRETRAIN_CONFIG_NAME, VOCAB_NAME
@@ -48,6 +48,11 @@ class PretrainConfig:
     mlm_probability: float = setting(0.15, "share of tokens predicted")
     max_predictions_per_seq: int = setting(20, "cap on predictions per sequence (20 per 128)")
     whole_word: bool = setting(False, "mask all pieces of a word together")
+    masking: str = setting(
+        "80/10/10", "percent of the predicted tokens made [MASK] / kept / random (Table 8's MASK/SAME/RND)"
+    )
+    nsp: bool = setting(True, "next-sentence prediction; --no-nsp: masked LM alone, B the true continuation")
+    mask_epochs: int = setting(0, "0: masks drawn anew each epoch (dynamic); N: the first N epochs repeat (static)")
     held_out: float = setting(0.02, "share of documents kept for evaluation")
     eval_instances: int = setting(1024, "held-out instances evaluated (fixed masks)")
     eval_seq_length: int | None = setting(None, "held-out instance length (None: max_seq_length)")
@@ -55,6 +60,11 @@ class PretrainConfig:
     initializer_range: float | None = setting(None, "override the init std (None: BERT's 0.02)")
     position_init: str = setting("normal", "normal (BERT) | sinusoidal (same scale, smooth in position)")
     seed: int = setting(0, "seed of the data: held-out documents, NSP pairs, masks")
+
+    def __post_init__(self):
+        parse_mix(self.masking)  # a clear message now, not at the first batch
+        if self.mask_epochs < 0:
+            raise ValueError(f"mask_epochs={self.mask_epochs}: 0 (dynamic masks) or the epochs that repeat")
 
     def to_dict(self):
         return dataclasses.asdict(self)
@@ -83,13 +93,15 @@ def mlm_nsp_stats(out, batch: Batch, mask_id: int) -> dict[str, torch.Tensor]:
 
 
 class PretrainObjective:
-    """MLM + NSP on a PretrainingData stream, evaluated on fixed held-out batches."""
+    """MLM + NSP on a PretrainingData stream, evaluated on fixed held-out batches; nsp=False:
+    the masked LM alone (the NSP head gets no labels, no loss and no score)."""
 
-    def __init__(self, data: PretrainingData, eval_batches: list[Batch], mask_id: int):
-        self.data, self.eval_batches, self.mask_id = data, eval_batches, mask_id
+    def __init__(self, data: PretrainingData, eval_batches: list[Batch], mask_id: int, nsp: bool = True):
+        self.data, self.eval_batches, self.mask_id, self.nsp = data, eval_batches, mask_id, nsp
 
     def train_batch(self, index: int) -> Batch:
-        return self.data.batch(index)
+        batch = self.data.batch(index)
+        return batch if self.nsp else Batch({k: v for k, v in batch.items() if k != "nsp_label"})
 
     def loss(self, model, batch: Batch):
         out = model(**batch)
@@ -98,12 +110,12 @@ class PretrainObjective:
         return out.loss, stats
 
     def evaluate(self, model) -> dict[str, float]:
-        return evaluate_batches(model, self.eval_batches, self.mask_id)
+        return evaluate_batches(model, self.eval_batches, self.mask_id, nsp=self.nsp)
 
 
 @torch.no_grad()
-def evaluate_batches(model, batches: list[Batch], mask_id: int) -> dict[str, float]:
-    """Token-weighted MLM loss/accuracies and sequence-weighted NSP over fixed batches."""
+def evaluate_batches(model, batches: list[Batch], mask_id: int, nsp: bool = True) -> dict[str, float]:
+    """Token-weighted MLM loss/accuracies and sequence-weighted NSP (nsp=False: none) over fixed batches."""
     device = next(model.parameters()).device
     tot = {"mlm_loss": 0.0, "mlm_hit": 0, "n": 0, "mask_hit": 0, "n_mask": 0, "nsp_loss": 0.0, "nsp_hit": 0, "seqs": 0}
     rows = [b.rows(slice(i, i + 16)) for b in batches for i in range(0, len(b), 16)]
@@ -119,7 +131,7 @@ def evaluate_batches(model, batches: list[Batch], mask_id: int) -> dict[str, flo
         tot["n"] += len(labels)
         tot["mask_hit"] += int(hit[at_mask].sum())
         tot["n_mask"] += int(at_mask.sum())
-        if out.nsp_logits is not None:
+        if nsp and out.nsp_logits is not None:
             tot["nsp_loss"] += F.cross_entropy(out.nsp_logits.float(), batch.nsp_label, reduction="sum").item()
             tot["nsp_hit"] += int((out.nsp_logits.argmax(-1) == batch.nsp_label).sum())
             tot["seqs"] += len(batch.nsp_label)
@@ -292,8 +304,11 @@ def pretrain(
         whole_word=pc.whole_word,
         rank=dist.rank,
         world_size=dist.world_size,
+        mix=parse_mix(pc.masking),
+        not_next=0.5 if pc.nsp else 0.0,
+        mask_epochs=pc.mask_epochs,
     )
-    objective = PretrainObjective(data, fixed_batches(held_inst, special, pc), special.mask_id)
+    objective = PretrainObjective(data, fixed_batches(held_inst, special, pc), special.mask_id, nsp=pc.nsp)
     overrides = {"vocab_size": tokenizer.vocab_size}
     if pc.dropout is not None:
         overrides |= {"hidden_dropout_prob": pc.dropout, "attention_probs_dropout_prob": pc.dropout}
@@ -313,6 +328,9 @@ def pretrain(
         model = BertForPreTraining(BertConfig.preset(pc.preset, **overrides))
         if pc.position_init != "normal":
             init_positions(model, pc.position_init)
+    if not pc.nsp:  # the NSP head learns nothing: frozen, so that DDP waits for no gradient of it
+        model.bert.pooler.requires_grad_(False)
+        model.cls.seq_relationship.requires_grad_(False)
     if dist.main:
         run.mkdir(parents=True, exist_ok=True)
         recorded = pc.to_dict()
@@ -449,5 +467,7 @@ def evaluate_model(
         seed=pc.seed + 1,
     )
     pc = dataclasses.replace(pc, eval_instances=limit or len(inst))
-    result = evaluate_batches(model, fixed_batches(inst, special, pc), special.mask_id)
+    result = evaluate_batches(
+        model, fixed_batches(inst, special, pc), special.mask_id, nsp=pc.nsp
+    )  # no NSP head trained: no score
     return {"documents": len(docs), "instances": min(len(inst), pc.eval_instances), **result}
