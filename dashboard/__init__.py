@@ -11,10 +11,8 @@
                              numbers for their CSV buttons, small components
     dashboard/help.py        help text, examples, CSS and the page's few lines of JavaScript
     dashboard/page_cache.py  the page's HTML built once for every student (app.py's middleware)
-It imports the lab's inspection layer (lab.inspect: explore, attribution, probing and the model
-store, lab.inspect.model_store), its figures (lab.figures: plotly figures the browser draws), its
-core (lab.tokenizer, lab.files, lab.checkpoint for a model's task settings) and the tag helpers
-of lab.data, never training code: the page shows models, it trains none.
+    dashboard/rounds/        class rounds: the class guesses, then the model answers (/teacher, /play)
+It reaches the lab through lab.inspect, lab.figures and the core, never training code.
 """
 
 from .context import Context, Settings
