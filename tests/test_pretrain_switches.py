@@ -9,7 +9,8 @@ import torch
 
 from lab.__main__ import main
 from lab.data.batch import IGNORE_INDEX
-from lab.data.instances import ListView, PairColumn, PretrainingData, create_instances, mask_tokens, parse_mix
+from lab.data.instances import ListView, PairColumn, PretrainingData, create_instances
+from lab.data.masking import mask_tokens, parse_mix
 from lab.training.pretrain import PretrainConfig
 from tests.test_instances import MASK, make_docs, make_special, random_rows
 from tests.test_train import SMALL, make_sentences

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from lab.config import BertConfig
 from lab.data.batch import IGNORE_INDEX, Batch, pad_rows, step_indices
-from lab.data.instances import SpecialIds, mask_tokens, word_spans
+from lab.data.masking import SpecialIds, mask_tokens, word_spans
 from lab.model import BertForMaskedLM
 from lab.studies.directions import DIRECTIONS, direction_mask, encode
 from lab.training.runs import read_metrics

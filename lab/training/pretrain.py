@@ -26,7 +26,8 @@ from lab.config import BertConfig, setting
 from lab.data.batch import Batch, mix_seed, step_indices
 from lab.data.corpus import read_documents, split_documents
 from lab.data.datasets import resolve_corpus
-from lab.data.instances import PretrainingData, SpecialIds, collate, create_instances, parse_mix
+from lab.data.instances import PretrainingData, SpecialIds, collate, create_instances
+from lab.data.masking import parse_mix
 from lab.data.prepare import PreparedCorpus, is_prepared, prepared
 from lab.device import init_distributed, pick_device
 from lab.files import CHECKPOINTS_DIR, PRETRAIN_CONFIG_NAME, VOCAB_NAME
@@ -260,6 +261,34 @@ def load_corpus(corpus, pc: PretrainConfig, tokenizer: Tokenizer, dist=None, log
     return train_docs, held_inst
 
 
+def initial_model(pc: PretrainConfig, tc: TrainConfig, tokenizer: Tokenizer, init_from=None) -> BertForPreTraining:
+    """The model a run starts from: a new one of pc's shape (seeded by tc.seed), or init_from's
+    weights; without NSP its head is frozen, so that DDP waits for no gradient of it."""
+    overrides = {"vocab_size": tokenizer.vocab_size}
+    if pc.dropout is not None:
+        overrides |= {"hidden_dropout_prob": pc.dropout, "attention_probs_dropout_prob": pc.dropout}
+    if pc.initializer_range is not None:
+        overrides["initializer_range"] = pc.initializer_range
+    torch.manual_seed(tc.seed)
+    if init_from is not None:
+        model, _ = load(
+            init_from, BertForPreTraining, config_overrides={k: v for k, v in overrides.items() if k != "vocab_size"}
+        )
+        if model.config.vocab_size != tokenizer.vocab_size:
+            raise ValueError(
+                f"{init_from} has {model.config.vocab_size} embeddings but the "
+                f"vocabulary has {tokenizer.vocab_size} tokens"
+            )
+    else:
+        model = BertForPreTraining(BertConfig.preset(pc.preset, **overrides))
+        if pc.position_init != "normal":
+            init_positions(model, pc.position_init)
+    if not pc.nsp:  # the NSP head learns nothing
+        model.bert.pooler.requires_grad_(False)
+        model.cls.seq_relationship.requires_grad_(False)
+    return model
+
+
 def pretrain(
     corpus, pc: PretrainConfig, tc: TrainConfig, resume: bool = False, tokenizer_dir=None, init_from=None, log=print
 ) -> dict:
@@ -309,28 +338,7 @@ def pretrain(
         mask_epochs=pc.mask_epochs,
     )
     objective = PretrainObjective(data, fixed_batches(held_inst, special, pc), special.mask_id, nsp=pc.nsp)
-    overrides = {"vocab_size": tokenizer.vocab_size}
-    if pc.dropout is not None:
-        overrides |= {"hidden_dropout_prob": pc.dropout, "attention_probs_dropout_prob": pc.dropout}
-    if pc.initializer_range is not None:
-        overrides["initializer_range"] = pc.initializer_range
-    torch.manual_seed(tc.seed)
-    if init_from is not None:
-        model, _ = load(
-            init_from, BertForPreTraining, config_overrides={k: v for k, v in overrides.items() if k != "vocab_size"}
-        )
-        if model.config.vocab_size != tokenizer.vocab_size:
-            raise ValueError(
-                f"{init_from} has {model.config.vocab_size} embeddings but the "
-                f"vocabulary has {tokenizer.vocab_size} tokens"
-            )
-    else:
-        model = BertForPreTraining(BertConfig.preset(pc.preset, **overrides))
-        if pc.position_init != "normal":
-            init_positions(model, pc.position_init)
-    if not pc.nsp:  # the NSP head learns nothing: frozen, so that DDP waits for no gradient of it
-        model.bert.pooler.requires_grad_(False)
-        model.cls.seq_relationship.requires_grad_(False)
+    model = initial_model(pc, tc, tokenizer, init_from)
     if dist.main:
         run.mkdir(parents=True, exist_ok=True)
         recorded = pc.to_dict()
