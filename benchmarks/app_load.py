@@ -104,7 +104,9 @@ def opening_events(url: str) -> list[dict]:
     with urllib.request.urlopen(f"{url.rstrip('/')}/config", timeout=60) as r:
         config = json.loads(r.read())
     values = {c["id"]: c.get("props", {}).get("value") for c in config["components"]}
-    deps = config["dependencies"]
+    # the dashboard's own page: the configuration also holds the class rounds' pages (/teacher, /play)
+    mine = config.get("page", {}).get("", {}).get("dependencies")
+    deps = [d for d in config["dependencies"] if mine is None or d["id"] in mine]
     order = [d["id"] for d in deps if any(t[1] == "load" for t in d["targets"])]
     for d in deps:  # .then() chains after a load event (the config lists them after their trigger)
         if d.get("trigger_after") in order:

@@ -347,9 +347,9 @@ class StudentPage:
         latest = gr.Number(-1, visible=False, elem_id="play-version")
         gr.Timer(POLL_S).tick(self.version, None, latest, **private)
         latest.change(self.view, [token, seen], outputs, **private)
-        # the room code from the QR's address (?room=...)
-        js = "() => new URLSearchParams(window.location.search).get('room') || ''"
-        page.load(None, None, code, js=js, queue=False)
+        # the room code from the QR's address (?room=...); else what the student may have typed already
+        js = "(typed) => new URLSearchParams(window.location.search).get('room') || typed"
+        page.load(None, code, code, js=js, queue=False)
         page.load(self.view, [token, seen], outputs, **private)
 
     def version(self) -> int:
