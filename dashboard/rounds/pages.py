@@ -52,7 +52,7 @@ class Rounds:
 
     def answerer(self, rnd: Round) -> tuple[str, ModelAnswer]:
         name = self.model_name(rnd)
-        model, tokenizer = self.store.model_for(name, "fill_mask" if rnd.kind == "masked_word" else rnd.task)
+        model, tokenizer = self.store.model_for(name, rnd.task)
         return str(name).rsplit("/", 1)[-1], model_answer(rnd, model, tokenizer)
 
     # -- what a page shows -----------------------------------------------------------------
@@ -68,7 +68,7 @@ class Rounds:
             "version": self.room.version,
             "kind": rnd.kind,
             "text": rnd.text,
-            **{k: v for k, v in rnd.fields.items()},
+            **rnd.fields,
             "words": live.words,
             "open": not live.revealed,
             "mine": self.room.mine(token),
@@ -410,4 +410,4 @@ class StudentPage:
             picks = chips(live.words, f"{i}-{i}", label="first word")
             return said("Now tap the answer's last word"), gr.HighlightedText(value=picks), i
         line = self.answer(tok, f"{min(first, i)}-{max(first, i)}")
-        return line, gr.HighlightedText(value=chips(self.room.live.words, self.room.mine(tok))), -1
+        return line, gr.HighlightedText(value=chips(live.words, self.room.mine(tok))), -1
