@@ -17,6 +17,8 @@ attention.self.query.weight`, `cls.predictions.transform.dense.weight`, ...), so
 between the two without renaming.  Shapes: B batch, T tokens, H hidden, A heads, d = H / A.
 Dropout is plain nn.Dropout here; lab.training.train.train() swaps in a faster CPU version for training
 (lab.training.fast_dropout: same arithmetic, no parameters, so checkpoints are the same).
+What changed since BERT (pre-norm, GeGLU, rotary positions, no biases, local attention) is a
+BertConfig setting; its pieces live in lab.modern, and the defaults are the paper's model.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lab import modern
 from lab.config import BertConfig
 
 
@@ -76,19 +79,24 @@ class BertEmbeddings(nn.Module):
     def __init__(self, cfg: BertConfig):
         super().__init__()
         self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.hidden_size, padding_idx=cfg.pad_token_id)
-        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, cfg.hidden_size)
-        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, cfg.hidden_size)
-        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        # rotary positions (lab.modern) turn q and k instead; type_vocab_size 0: no segments
+        self.position_embeddings = (
+            nn.Embedding(cfg.max_position_embeddings, cfg.hidden_size)
+            if cfg.position_embedding_type == "absolute"
+            else None
+        )
+        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, cfg.hidden_size) if cfg.type_vocab_size else None
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, bias=cfg.bias)
         self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
 
     def forward(self, input_ids, token_type_ids):
         T = input_ids.shape[1]
-        positions = torch.arange(T, device=input_ids.device)  # (T,) learned, not sinusoidal
-        x = (
-            self.word_embeddings(input_ids)  # (B, T, H)
-            + self.token_type_embeddings(token_type_ids)  # (B, T, H) segment A=0 / B=1
-            + self.position_embeddings(positions)
-        )  # (T, H) broadcast over B
+        x = self.word_embeddings(input_ids)  # (B, T, H)
+        if self.token_type_embeddings is not None:
+            x = x + self.token_type_embeddings(token_type_ids)  # (B, T, H) segment A=0 / B=1
+        if self.position_embeddings is not None:
+            positions = torch.arange(T, device=input_ids.device)  # (T,) learned, not sinusoidal
+            x = x + self.position_embeddings(positions)  # (T, H) broadcast over B
         return self.dropout(self.LayerNorm(x))
 
 
@@ -106,14 +114,15 @@ class BertSelfAttention(nn.Module):
     def __init__(self, cfg: BertConfig):
         super().__init__()
         self.num_heads, self.head_size = cfg.num_attention_heads, cfg.head_size
-        self.query = nn.Linear(cfg.hidden_size, cfg.hidden_size)
-        self.key = nn.Linear(cfg.hidden_size, cfg.hidden_size)
-        self.value = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.query = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=cfg.bias)
+        self.key = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=cfg.bias)
+        self.value = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=cfg.bias)
         self.dropout = nn.Dropout(cfg.attention_probs_dropout_prob)
 
-    def forward(self, x, mask=None, head_mask=None, output_attentions=False):
+    def forward(self, x, mask=None, head_mask=None, output_attentions=False, rope=None):
         # x (B, T, H); mask (B, 1, 1, T) bool, True = may attend; head_mask 1 keep / 0 silence,
-        # (A,) for the whole batch or (B, A) per example (one ablation per row of a batch)
+        # (A,) for the whole batch or (B, A) per example (one ablation per row of a batch);
+        # rope: (cos, sin) (T, d) for rotary positions (lab.modern), None with a position table
         B, T, H = x.shape
         if head_mask is not None:
             head_mask = head_mask.reshape(-1, self.num_heads, 1, 1)  # (1 or B, A, 1, 1)
@@ -121,6 +130,8 @@ class BertSelfAttention(nn.Module):
         q = self.query(x).view(B, T, self.num_heads, self.head_size).transpose(1, 2)
         k = self.key(x).view(B, T, self.num_heads, self.head_size).transpose(1, 2)
         v = self.value(x).view(B, T, self.num_heads, self.head_size).transpose(1, 2)
+        if rope is not None:
+            q, k = modern.apply_rotary(q, k, *rope)
         probs = None
         # the explicit path: when the maps are asked for, or for attention dropout on a CPU
         # (PyTorch's fused CPU kernel has no dropout and falls back to slower arithmetic)
@@ -152,8 +163,8 @@ class BertAddNorm(nn.Module):
 
     def __init__(self, cfg: BertConfig, d_in: int):
         super().__init__()
-        self.dense = nn.Linear(d_in, cfg.hidden_size)
-        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.dense = nn.Linear(d_in, cfg.hidden_size, bias=cfg.bias)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, bias=cfg.bias)
         self.dropout = nn.Dropout(cfg.hidden_dropout_prob)
 
     def forward(self, x, residual):
@@ -166,48 +177,74 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(cfg)  # HF's name: ...attention.self.query
         self.output = BertAddNorm(cfg, cfg.hidden_size)
 
-    def forward(self, x, mask=None, head_mask=None, output_attentions=False):
-        ctx, probs = self.self(x, mask, head_mask, output_attentions)
+    def forward(self, x, mask=None, head_mask=None, output_attentions=False, rope=None):
+        ctx, probs = self.self(x, mask, head_mask, output_attentions, rope)
         return self.output(ctx, x), probs  # (B, T, H)
 
 
 class BertIntermediate(nn.Module):
-    """First half of the position-wise feed-forward network: H -> 4H, GELU."""
+    """First half of the position-wise feed-forward network: H -> 4H, GELU.
+
+    feed_forward "glu" (lab.modern): H -> 2I, split into value and gate, act(value) * gate -> I."""
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.dense = nn.Linear(cfg.hidden_size, cfg.intermediate_size)
+        self.glu = cfg.feed_forward == "glu"
+        self.dense = nn.Linear(cfg.hidden_size, cfg.intermediate_size * (2 if self.glu else 1), bias=cfg.bias)
         self.act = ACT[cfg.hidden_act]
 
     def forward(self, x):
+        if self.glu:
+            value, gate = self.dense(x).chunk(2, dim=-1)  # (B, T, I) each
+            return self.act(value) * gate
         return self.act(self.dense(x))  # (B, T, 4H)
 
 
 class BertLayer(nn.Module):
     """One encoder layer: x = LN(x + Attn(x)); x = LN(x + FFN(x))."""
 
-    def __init__(self, cfg: BertConfig):
+    def __init__(self, cfg: BertConfig, index: int = 0):
         super().__init__()
         self.attention = BertAttention(cfg)
         self.intermediate = BertIntermediate(cfg)
         self.output = BertAddNorm(cfg, cfg.intermediate_size)  # 4H -> H, + residual, LayerNorm
 
-    def forward(self, x, mask=None, head_mask=None, output_attentions=False):
-        x, probs = self.attention(x, mask, head_mask, output_attentions)
+    def forward(self, x, mask=None, head_mask=None, output_attentions=False, rope=None):
+        x, probs = self.attention(x, mask, head_mask, output_attentions, rope)
         return self.output(self.intermediate(x), x), probs
 
 
 class BertEncoder(nn.Module):
+    """L layers; with the settings of lab.modern also the rotary tables, the local layers' mask
+    and (pre-norm) the final norm."""
+
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.layer = nn.ModuleList(BertLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.config = cfg
+        Layer = modern.PreNormLayer if cfg.norm_position == "pre" else BertLayer
+        self.layer = nn.ModuleList(Layer(cfg, i) for i in range(cfg.num_hidden_layers))
+        self.rotary = modern.Rotary(cfg) if cfg.position_embedding_type == "rotary" else None
+        pre = cfg.norm_position == "pre"
+        self.final_norm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, bias=cfg.bias) if pre else None
 
     def forward(self, x, mask=None, head_mask=None, output_attentions=False, output_hidden_states=False):
+        cfg, T = self.config, x.shape[1]
+        rope = self.rotary(T, x.device) if self.rotary is not None else None  # {global?: (cos, sin)}
+        local = modern.local_mask(T, cfg.local_attention, mask, x.device) if cfg.local_attention else None
         hidden, attentions = [x], []
         for i, layer in enumerate(self.layer):
-            x, probs = layer(x, mask, None if head_mask is None else head_mask[i], output_attentions)
+            is_global = cfg.is_global_layer(i)
+            x, probs = layer(
+                x,
+                mask if is_global else local,
+                None if head_mask is None else head_mask[i],
+                output_attentions,
+                None if rope is None else rope[is_global],
+            )
             hidden.append(x)
             attentions.append(probs)
+        if self.final_norm is not None:  # pre-norm: the last layer's sum, normalised once
+            x = hidden[-1] = self.final_norm(x)
         return x, (tuple(hidden) if output_hidden_states else None), (tuple(attentions) if output_attentions else None)
 
 
@@ -216,7 +253,7 @@ class BertPooler(nn.Module):
 
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=cfg.bias)
 
     def forward(self, hidden):
         return torch.tanh(self.dense(hidden[:, 0]))  # (B, T, H) -> [CLS] (B, H)
@@ -260,7 +297,8 @@ class BertPreTrainedModel(nn.Module):
                         m.weight[m.padding_idx].zero_()
             elif isinstance(m, nn.LayerNorm):
                 nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
 
     def num_parameters(self, trainable_only: bool = False) -> int:
         return sum(p.numel() for p in self.parameters() if p.requires_grad or not trainable_only)
@@ -310,8 +348,10 @@ def _check_inputs(cfg: BertConfig, input_ids, token_type_ids, attention_mask):
             f"token id {bad} at position {where} is outside the vocabulary "
             f"(vocab_size {cfg.vocab_size}); was the text encoded with another tokenizer?"
         )
-    if token_type_ids is not None and (
-        int(token_type_ids.min()) < 0 or int(token_type_ids.max()) >= cfg.type_vocab_size
+    if (
+        token_type_ids is not None
+        and cfg.type_vocab_size
+        and (int(token_type_ids.min()) < 0 or int(token_type_ids.max()) >= cfg.type_vocab_size)
     ):
         raise ValueError(f"token_type_ids must be in [0, {cfg.type_vocab_size}) (segment A=0, B=1)")
 
@@ -480,9 +520,9 @@ class _MaskedLMModel(_HeadModel):
 class BertPredictionHeadTransform(nn.Module):
     def __init__(self, cfg: BertConfig):
         super().__init__()
-        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size)
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=cfg.bias)
         self.act = ACT[cfg.hidden_act]
-        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.LayerNorm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, bias=cfg.bias)
 
     def forward(self, x):
         return self.LayerNorm(self.act(self.dense(x)))

@@ -69,5 +69,5 @@ def test_bad_config_files(tmp_path):
     with pytest.raises(ValueError, match="not valid JSON"):
         BertConfig.load(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
-    with pytest.raises(ValueError, match="only BERT"):
+    with pytest.raises(ValueError, match="model_type is 'gpt2'; the lab builds BERT"):
         BertConfig.load(tmp_path)

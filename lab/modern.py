@@ -1,0 +1,124 @@
+"""What changed in the encoder since BERT: the pieces `lab.model` swaps in when a BertConfig asks.
+
+    cfg = BertConfig.preset("tiny", norm_position="pre", feed_forward="glu", position_embedding_type="rotary",
+                            bias=False, local_attention=64, global_attn_every_n_layers=2)
+    model = BertForMaskedLM(cfg)            # the same classes; config.json records the switches
+
+Each switch works alone; all of them together (with ModernBERT's sizes) are ModernBERT's encoder
+(Warner et al. 2024), which is why a ModernBERT checkpoint loads (lab.modernbert). BERT's own
+choices stay the defaults, and lab.model stays the paper's model with one small hook per switch:
+
+  norm_position "pre"      x = x + f(LN(x)) instead of LN(x + f(x)): PreNormLayer, below. The
+                           embeddings' LayerNorm serves layer 0, and a final norm follows the
+                           last layer (the residual stream itself is never normalised).
+  feed_forward "glu"       GeGLU (Shazeer 2020): the first matrix makes two halves, value and
+                           gate, and the layer passes act(value) * gate (BertIntermediate).
+  position "rotary"        RoPE (Su et al. 2021): no position table; q and k of every head are
+                           turned by an angle proportional to the position, so q.k depends on
+                           the distance between the two tokens only (Rotary, below).
+  bias False               linear and LayerNorm layers without their additive terms (the masked
+                           LM's per-word bias stays, as in ModernBERT).
+  local_attention W        layers that are not global see only the tokens within W/2 of
+                           themselves (local_mask); layer i is global when i % N == 0 for
+                           N = global_attn_every_n_layers (ModernBERT: W = 128, N = 3).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from lab.config import BertConfig
+
+
+# ----------------------------------------------------------------------------------------
+# Rotary position embeddings
+# ----------------------------------------------------------------------------------------
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) -> (-x2, x1) on the two halves of the last dimension: a 90 degree turn of each
+    pair (x1[i], x2[i]). Example: [1, 2, 3, 4] -> [-3, -4, 1, 2]."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor):
+    """q, k (B, A, T, d) turned by position: pair i of position t by the angle t * theta^(-2i/d).
+    Computed in fp32 (the angles of far positions need it), returned in q's dtype."""
+    dtype = q.dtype
+    q, k = q.float(), k.float()
+    return (q * cos + rotate_half(q) * sin).to(dtype), (k * cos + rotate_half(k) * sin).to(dtype)
+
+
+class Rotary(nn.Module):
+    """cos and sin tables (T, d) for the global layers' base and for the local layers' base.
+
+    Frequencies theta^(-2i/d), i = 0 .. d/2 - 1: the first pairs turn fast (near neighbours
+    differ), the last slowly (far tokens still differ). No parameters: the tables are recomputed
+    for the length at hand and are not saved in checkpoints."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        d = cfg.head_size
+        for name, theta in (("global_inv_freq", cfg.rope_theta), ("local_inv_freq", cfg.local_rope_theta)):
+            inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float32) / d))  # (d/2,)
+            self.register_buffer(name, inv_freq, persistent=False)
+
+    def forward(self, T: int, device) -> dict[bool, tuple[torch.Tensor, torch.Tensor]]:
+        """{True: (cos, sin) of the global layers, False: those of the local layers}, each (T, d)."""
+        positions = torch.arange(T, device=device, dtype=torch.float32)[:, None]  # (T, 1)
+        tables = {}
+        for is_global, inv_freq in ((True, self.global_inv_freq), (False, self.local_inv_freq)):
+            angles = positions * inv_freq.to(device)  # (T, d/2)
+            angles = torch.cat((angles, angles), dim=-1)  # (T, d): pair i is (i, i + d/2)
+            tables[is_global] = (angles.cos(), angles.sin())
+        return tables
+
+
+# ----------------------------------------------------------------------------------------
+# Local attention
+# ----------------------------------------------------------------------------------------
+def local_mask(T: int, window: int, mask: torch.Tensor | None, device) -> torch.Tensor:
+    """The mask of a local layer: query i sees key j when |i - j| <= window // 2 and `mask`
+    (the global layers' mask: None, (B, 1, 1, T) or (B, 1, T, T)) allows it.
+
+    T = 5, window 2:  1 1 0 0 0
+                      1 1 1 0 0
+                      0 1 1 1 0
+                      0 0 1 1 1
+                      0 0 0 1 1
+    Each token still sees itself, even a padded one: a row with no visible key would give NaN.
+    """
+    i = torch.arange(T, device=device)
+    band = (i[:, None] - i[None, :]).abs() <= window // 2  # (T, T)
+    if mask is None:
+        return band[None, None]  # (1, 1, T, T)
+    return (band & mask) | torch.eye(T, dtype=torch.bool, device=device)  # (B, 1, T, T)
+
+
+# ----------------------------------------------------------------------------------------
+# Pre-norm layer
+# ----------------------------------------------------------------------------------------
+class PreNormLayer(nn.Module):
+    """x = x + Attn(LN1(x)); x = x + FFN(LN2(x)): the norm before each sub-layer (Xiong et al. 2020).
+
+    The parameters are BertLayer's, with the same names; only where the two LayerNorms act has
+    moved: `attention.output.LayerNorm` now normalises the attention's input and
+    `output.LayerNorm` the feed-forward's input. Layer 0 reads the embeddings' output, already
+    normalised, so its first norm is dropped (as in ModernBERT)."""
+
+    def __init__(self, cfg: BertConfig, index: int):
+        super().__init__()
+        from lab.model import BertAddNorm, BertAttention, BertIntermediate  # the same pieces as BertLayer
+
+        self.attention = BertAttention(cfg)
+        self.intermediate = BertIntermediate(cfg)
+        self.output = BertAddNorm(cfg, cfg.intermediate_size)
+        if index == 0:
+            self.attention.output.LayerNorm = nn.Identity()
+
+    def forward(self, x, mask=None, head_mask=None, output_attentions=False, rope=None):
+        a, f = self.attention.output, self.output
+        ctx, probs = self.attention.self(a.LayerNorm(x), mask, head_mask, output_attentions, rope)
+        x = x + a.dropout(a.dense(ctx))  # (B, T, H): the residual stream is never normalised
+        x = x + f.dropout(f.dense(self.intermediate(f.LayerNorm(x))))
+        return x, probs
