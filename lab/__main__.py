@@ -43,7 +43,15 @@ from lab.training.finetune import (
     finetune_qa,
     finetune_tagging,
 )
-from lab.training.pretrain import POSITION_INITS, RECIPES, PretrainConfig, evaluate_model, pretrain, run_recipe
+from lab.training.pretrain import (
+    OBJECTIVES,
+    POSITION_INITS,
+    RECIPES,
+    PretrainConfig,
+    evaluate_model,
+    pretrain,
+    run_recipe,
+)
 from lab.training.train import TrainConfig
 
 # Fields whose values come from a fixed set (the modules that use them define the sets).
@@ -51,6 +59,7 @@ CHOICES = {
     "precision": PRECISIONS,
     "preset": tuple(PRESETS),
     "position_init": POSITION_INITS,
+    "objective": OBJECTIVES,
     "mode": ("finetune", "features"),
     "format": ("auto", "uner", "conll", "conllu"),
     "decoding": DECODINGS,

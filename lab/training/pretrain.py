@@ -7,6 +7,7 @@ Loss = MLM cross-entropy over the masked positions only + NSP cross-entropy (Dev
 Section 3.1). Evaluation reports the MLM accuracy twice: over all predicted positions, and at
 the [MASK] positions alone. The difference matters: 10% of the predicted tokens are left
 unchanged in the input, and copying them is easy, so the overall figure flatters a young model.
+`--objective ltr --no-nsp` trains Table 5's left-to-right model on the same batches instead.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import torch.nn.functional as F
 
 from lab.checkpoint import load
 from lab.config import BertConfig, setting
-from lab.data.batch import Batch, mix_seed, step_indices
+from lab.data.batch import IGNORE_INDEX, Batch, mix_seed, step_indices
 from lab.data.corpus import read_documents, split_documents
 from lab.data.datasets import resolve_corpus
+from lab.data.directions import direction_mask
 from lab.data.instances import PretrainingData, SpecialIds, collate, create_instances
 from lab.data.masking import parse_mix
 from lab.data.prepare import PreparedCorpus, is_prepared, prepared
@@ -33,11 +35,13 @@ from lab.device import init_distributed, pick_device
 from lab.files import CHECKPOINTS_DIR, PRETRAIN_CONFIG_NAME, VOCAB_NAME
 from lab.hub import resolve_model
 from lab.model import BertForPreTraining
+from lab.modern import changed, parse_changes
 from lab.tokenizer import Tokenizer
 from lab.training.runs import is_complete, phase_dirs, refuse_existing_run, write_json
 from lab.training.train import TrainConfig, train
 
 POSITION_INITS = ("normal", "sinusoidal")  # how the (learned) position table starts
+OBJECTIVES = ("mlm", "ltr")  # masked LM (BERT) | left-to-right LM (Table 5's "LTR & No NSP")
 
 
 @dataclass
@@ -46,6 +50,11 @@ class PretrainConfig:
     vocab_size: int = setting(8192, "WordPiece vocabulary trained on the corpus")
     max_seq_length: int = setting(128, "tokens per instance, [CLS] A [SEP] B [SEP]")
     short_seq_prob: float = setting(0.1, "share of instances with a shorter random length")
+    objective: str = setting(
+        "mlm",
+        "mlm: masked LM (BERT); ltr: left-to-right, each token predicts the next (Table 5's LTR, needs "
+        "--no-nsp; the masking settings are then ignored)",
+    )
     mlm_probability: float = setting(0.15, "share of tokens predicted")
     max_predictions_per_seq: int = setting(20, "cap on predictions per sequence (20 per 128)")
     whole_word: bool = setting(False, "mask all pieces of a word together")
@@ -61,14 +70,36 @@ class PretrainConfig:
     initializer_range: float | None = setting(None, "override the init std (None: BERT's 0.02)")
     position_init: str = setting("normal", "normal (BERT) | sinusoidal (same scale, smooth in position)")
     seed: int = setting(0, "seed of the data: held-out documents, NSP pairs, masks")
+    split_seed: int | None = setting(
+        None, "seed of the held-out documents alone (None: seed); keep it to vary the rest"
+    )
+    changes: str = setting("", "since BERT, comma-separated: pre-norm, geglu, rotary, no-bias, local (lab.modern)")
+    local_window: int = setting(64, "with changes=local: tokens a local layer sees (+-half of it)")
+    global_every: int = setting(2, "with changes=local: every N-th layer attends globally (layer 0 first)")
 
     def __post_init__(self):
         parse_mix(self.masking)  # a clear message now, not at the first batch
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective={self.objective!r}: one of {', '.join(OBJECTIVES)}")
+        if self.objective == "ltr" and self.nsp:
+            raise ValueError(
+                "objective='ltr' needs nsp=False (--no-nsp): the paper's left-to-right model (Table 5) "
+                "has no next-sentence task"
+            )
+        if "rotary" in parse_changes(self.changes) and self.position_init != "normal":
+            raise ValueError(
+                f"position_init={self.position_init!r} initialises a position table, and changes=rotary has none"
+            )
         if self.mask_epochs < 0:
             raise ValueError(f"mask_epochs={self.mask_epochs}: 0 (dynamic masks) or the epochs that repeat")
 
     def to_dict(self):
         return dataclasses.asdict(self)
+
+    @property
+    def held_out_seed(self) -> int:
+        """The seed that picks the held-out documents and their evaluation instances."""
+        return self.seed if self.split_seed is None else self.split_seed
 
 
 # ----------------------------------------------------------------------------------------
@@ -147,6 +178,82 @@ def evaluate_batches(model, batches: list[Batch], mask_id: int, nsp: bool = True
     return result
 
 
+# ----------------------------------------------------------------------------------------
+# Table 5's "LTR & No NSP": a left-to-right LM on the same text
+# ----------------------------------------------------------------------------------------
+def next_token_batch(batch: Batch) -> Batch:
+    """A masked pre-training batch -> the same text for a left-to-right LM: the masks undone
+    (mlm_labels hold the original token wherever one was masked, so this is exact), and every
+    position labelled with the next token, where that is a real one (no label after the last).
+
+    masked      [CLS]  the    [MASK] [SEP]  it     dog    [SEP]  [PAD]    (cat and was chosen)
+    input_ids   [CLS]  the    cat    [SEP]  it     was    [SEP]  [PAD]
+    mlm_labels  the    cat    [SEP]  it     was    [SEP]  -      -        (- = IGNORE_INDEX)
+
+    No nsp_label; attention_mask stays the [B, T] padding mask (the loop counts tokens with it):
+    the left-to-right [B, T, T] mask is built next to the model (`left_to_right`).
+    """
+    masked = batch.mlm_labels != IGNORE_INDEX  # (B, T)
+    ids = torch.where(masked, batch.mlm_labels, batch.input_ids)  # (B, T) the text before masking
+    labels = torch.full_like(ids, IGNORE_INDEX)
+    real_next = batch.attention_mask[:, 1:].bool()  # (B, T-1) position t+1 holds a real token
+    labels[:, :-1] = torch.where(real_next, ids[:, 1:], IGNORE_INDEX)  # position t predicts t+1
+    return Batch(
+        input_ids=ids, token_type_ids=batch.token_type_ids, attention_mask=batch.attention_mask, mlm_labels=labels
+    )
+
+
+def left_to_right(model, batch: Batch):
+    """The model's output with each position seeing itself and the real tokens before it
+    ([B, T, T] mask: lab.data.directions); vocabulary logits at the labelled positions only."""
+    mask = direction_mask(batch.input_ids, "left_to_right", batch.attention_mask)  # (B, T, T)
+    return model(**{**batch, "attention_mask": mask})
+
+
+class LeftToRightObjective:
+    """Table 5's "LTR & No NSP": PretrainingData's batches unmasked (`next_token_batch`), each
+    position predicting the next token under a left-to-right mask; no NSP. Evaluated on the
+    same fixed held-out batches as the masked LM, unmasked likewise."""
+
+    def __init__(self, data: PretrainingData, eval_batches: list[Batch]):
+        self.data, self.eval_batches = data, [next_token_batch(b) for b in eval_batches]
+
+    def train_batch(self, index: int) -> Batch:
+        return next_token_batch(self.data.batch(index))
+
+    def loss(self, model, batch: Batch):
+        out = left_to_right(model, batch)
+        labels = batch.mlm_labels[batch.mlm_labels != IGNORE_INDEX]  # (N,) in the logits' order
+        hit = (out.mlm_logits.argmax(-1) == labels).float()
+        return out.loss, {"ltr_loss": out.loss.detach(), "ltr_acc": hit.mean(), "loss": out.loss.detach()}
+
+    def evaluate(self, model) -> dict[str, float]:
+        return evaluate_next_token(model, self.eval_batches)
+
+
+@torch.no_grad()
+def evaluate_next_token(model, batches: list[Batch]) -> dict[str, float]:
+    """Token-weighted next-token loss and accuracy of a left-to-right model over fixed
+    `next_token_batch`es (16 sequences at a time, as evaluate_batches)."""
+    device = next(model.parameters()).device
+    loss, hits, n = 0.0, 0, 0
+    for batch in (b.rows(slice(i, i + 16)) for b in batches for i in range(0, len(b), 16)):
+        batch = batch.to(device)
+        out = left_to_right(model, batch)
+        labels = batch.mlm_labels[batch.mlm_labels != IGNORE_INDEX]  # (N,)
+        loss += F.cross_entropy(out.mlm_logits.float(), labels, reduction="sum").item()
+        hits += int((out.mlm_logits.argmax(-1) == labels).sum())
+        n += len(labels)
+    return {"ltr_loss": loss / max(1, n), "ltr_acc": hits / max(1, n), "predictions": n}
+
+
+def make_objective(pc: PretrainConfig, data: PretrainingData, eval_batches: list[Batch], mask_id: int):
+    """The objective pc.objective names: the masked LM (+ NSP) or the left-to-right LM."""
+    if pc.objective == "ltr":
+        return LeftToRightObjective(data, eval_batches)
+    return PretrainObjective(data, eval_batches, mask_id, nsp=pc.nsp)
+
+
 def init_positions(model, kind: str) -> None:
     """Re-initialise the (still learned) position table.
 
@@ -215,7 +322,7 @@ def train_tokenizer(corpus: Path, pc: PretrainConfig, log=print) -> Tokenizer:
     held-out ones are left out). Reads the whole text into memory: for a large corpus, train
     (or download) a vocabulary once and pass it with --tokenizer."""
     docs = read_documents(corpus)
-    train_docs, _ = split_documents(docs, held_out=pc.held_out, seed=pc.seed)
+    train_docs, _ = split_documents(docs, held_out=pc.held_out, seed=pc.held_out_seed)
     tokenizer = Tokenizer.train(
         (s for d in train_docs for s in d.sentences), vocab_size=pc.vocab_size, show_progress=False
     )
@@ -235,8 +342,8 @@ def load_corpus(corpus, pc: PretrainConfig, tokenizer: Tokenizer, dist=None, log
         tdist.barrier()
     if not main:
         folder = prepared(path, tokenizer, log=lambda *_: None)  # in the cache now: nothing to do
-    train_docs = PreparedCorpus(folder, "train", pc.held_out, pc.seed)
-    held = PreparedCorpus(folder, "held-out", pc.held_out, pc.seed)
+    train_docs = PreparedCorpus(folder, "train", pc.held_out, pc.held_out_seed)
+    held = PreparedCorpus(folder, "held-out", pc.held_out, pc.held_out_seed)
     if held.num_documents < 2:
         raise ValueError(
             f"{corpus}: too few documents to hold any out for evaluation "
@@ -252,7 +359,7 @@ def load_corpus(corpus, pc: PretrainConfig, tokenizer: Tokenizer, dist=None, log
         tokens += sum(map(len, docs[-1]))
         if tokens > 2 * pc.eval_instances * length and len(docs) >= 2:
             break
-    held_inst = create_instances(docs, special, length, pc.short_seq_prob, seed=pc.seed + 1)
+    held_inst = create_instances(docs, special, length, pc.short_seq_prob, seed=pc.held_out_seed + 1)
     log(
         f"corpus {path}: {train_docs.meta['documents']:,} documents ({held.num_documents} held out), "
         f"{train_docs.meta['sentences']:,} sentences, {train_docs.meta['tokens']:,} tokens; "
@@ -280,7 +387,9 @@ def initial_model(pc: PretrainConfig, tc: TrainConfig, tokenizer: Tokenizer, ini
                 f"vocabulary has {tokenizer.vocab_size} tokens"
             )
     else:
-        model = BertForPreTraining(BertConfig.preset(pc.preset, **overrides))
+        shape = dataclasses.asdict(BertConfig.preset(pc.preset, **overrides))
+        changes = parse_changes(pc.changes)
+        model = BertForPreTraining(BertConfig(**changed(shape, changes, pc.local_window, pc.global_every)))
         if pc.position_init != "normal":
             init_positions(model, pc.position_init)
     if not pc.nsp:  # the NSP head learns nothing
@@ -337,7 +446,7 @@ def pretrain(
         not_next=0.5 if pc.nsp else 0.0,
         mask_epochs=pc.mask_epochs,
     )
-    objective = PretrainObjective(data, fixed_batches(held_inst, special, pc), special.mask_id, nsp=pc.nsp)
+    objective = make_objective(pc, data, fixed_batches(held_inst, special, pc), special.mask_id)
     model = initial_model(pc, tc, tokenizer, init_from)
     if dist.main:
         run.mkdir(parents=True, exist_ok=True)
@@ -445,7 +554,8 @@ def run_recipe(
 def evaluate_model(
     model_dir, corpus, split: str = "all", limit: int | None = None, pc: PretrainConfig | None = None
 ) -> dict:
-    """MLM/NSP metrics of a saved model on a corpus, with fixed masks (repeatable).
+    """MLM/NSP metrics of a saved model on a corpus, with fixed masks (repeatable); for a
+    left-to-right model (objective "ltr" in its pretrain_config.json) next-token loss and accuracy.
 
     split="all": every document of the corpus is evaluation data (e.g. WikiText, out of domain);
     split="held-out": only the documents the model's pre-training run held out, found from the
@@ -464,7 +574,7 @@ def evaluate_model(
     special = SpecialIds.from_vocab(tokenizer.vocab)
     docs = read_documents(resolve_corpus(corpus))
     if split == "held-out":
-        docs = split_documents(docs, held_out=pc.held_out, seed=pc.seed)[1]
+        docs = split_documents(docs, held_out=pc.held_out, seed=pc.held_out_seed)[1]
     elif split != "all":
         raise ValueError(f"split must be 'all' or 'held-out', not {split!r}")
     inst = create_instances(
@@ -472,10 +582,12 @@ def evaluate_model(
         special,
         pc.eval_seq_length or pc.max_seq_length,
         pc.short_seq_prob,
-        seed=pc.seed + 1,
+        seed=pc.held_out_seed + 1,
     )
     pc = dataclasses.replace(pc, eval_instances=limit or len(inst))
-    result = evaluate_batches(
-        model, fixed_batches(inst, special, pc), special.mask_id, nsp=pc.nsp
-    )  # no NSP head trained: no score
+    batches = fixed_batches(inst, special, pc)
+    if pc.objective == "ltr":
+        result = evaluate_next_token(model, [next_token_batch(b) for b in batches])
+    else:
+        result = evaluate_batches(model, batches, special.mask_id, nsp=pc.nsp)  # no NSP head trained: no score
     return {"documents": len(docs), "instances": min(len(inst), pc.eval_instances), **result}

@@ -480,7 +480,7 @@ def log_train(
         }
     )
     bar.set_postfix(
-        {k: f"{v:.3f}" for k, v in logs.items() if k in ("loss", "mlm_acc", "nsp_acc", "acc")}
+        {k: f"{v:.3f}" for k, v in logs.items() if k in ("loss", "mlm_acc", "nsp_acc", "ltr_acc", "acc")}
         | {"tok/s": f"{tps:,.0f}"}
     )
     return tokens_seen
