@@ -27,6 +27,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from lab import modernbert
 from lab.config import BertConfig
 from lab.files import (
     CONFIG_NAME,
@@ -102,10 +103,15 @@ def _atomic_write(path: Path, write) -> None:
         raise
 
 
+SPECIAL_IDS = {"bos": "cls", "cls": "cls", "eos": "sep", "sep": "sep"}  # ModernBERT's token ids <- the tokenizer's
+
+
 def save(model: BertPreTrainedModel, tokenizer, directory, dtype: torch.dtype | None = None) -> Path:
     """Write config.json, model.safetensors (and vocab.txt + tokenizer files) into `directory`.
 
     dtype=torch.float16 halves the file (the bundled models use it); `load` casts back to fp32.
+    A BertModel or BertForMaskedLM whose config is ModernBERT's shape (lab.modernbert) is written
+    in ModernBERT's layout (model_type "modernbert"); every other model in BERT's.
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -122,6 +128,12 @@ def save(model: BertPreTrainedModel, tokenizer, directory, dtype: torch.dtype | 
         tensors[name] = t.contiguous().clone()
     config = model.config.to_dict()
     config["architectures"] = [type(model).__name__]
+    if type(model).__name__ in modernbert.ARCHITECTURES and not modernbert.differences(model.config):
+        # BertModel / BertForMaskedLM of ModernBERT's shape: ModernBERT's layout, which transformers reads
+        tensors = modernbert.state_dict_to_modernbert(tensors, bare=isinstance(model, BertModel))
+        ids = {f"{k}_token_id": getattr(tokenizer, f"{v}_token_id", None) for k, v in SPECIAL_IDS.items()}
+        config = modernbert.config_to_modernbert(model.config, ids)
+        config["architectures"] = [modernbert.ARCHITECTURES[type(model).__name__]]
     config["torch_dtype"] = str(dtype or torch.float32).replace("torch.", "")
     _atomic_write(directory / WEIGHTS_NAME, lambda p: save_file(tensors, p, metadata={"format": "pt"}))
     _atomic_write(directory / CONFIG_NAME, lambda p: Path(p).write_text(json.dumps(config, indent=2) + "\n"))
@@ -214,11 +226,21 @@ def _normalise_names(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
+def lab_state_dict(directory) -> dict[str, torch.Tensor]:
+    """A checkpoint's tensors under the lab's names: old spellings normalised, a ModernBERT
+    checkpoint's names translated (lab.modernbert)."""
+    sd = read_state_dict(Path(directory))
+    if modernbert.is_modernbert_dir(directory):
+        return modernbert.state_dict_from_modernbert(sd, where=directory)
+    return _normalise_names(sd)
+
+
 def saved_architectures(directory) -> list[str]:
     """config.json's `architectures` (written by lab.save and by transformers' save_pretrained):
-    ["BertForTokenClassification"], ...; [] when absent."""
+    ["BertForTokenClassification"], ...; [] when absent. ModernBERT's are given as the lab
+    class of the same model ("ModernBertForMaskedLM" -> "BertForMaskedLM")."""
     arch = json.loads((Path(directory) / CONFIG_NAME).read_text()).get("architectures") or []
-    return [str(a) for a in arch] if isinstance(arch, list) else []
+    return [modernbert.LAB_CLASSES.get(str(a), str(a)) for a in arch] if isinstance(arch, list) else []
 
 
 def saved_model_class(directory) -> str:
@@ -228,7 +250,7 @@ def saved_model_class(directory) -> str:
     arch = saved_architectures(directory)
     if arch and arch[0] in MODEL_CLASSES:
         return arch[0]
-    return infer_model_class(read_state_dict(directory)).__name__
+    return infer_model_class(lab_state_dict(directory)).__name__
 
 
 CLASSIFIERS = (BertForSequenceClassification, BertForTokenClassification)  # both store classifier.*
@@ -290,10 +312,10 @@ def load(
         raise NotADirectoryError(
             f"{directory} is a file; lab.load expects a model directory (config.json + model.safetensors + vocab.txt)"
         )
-    config = BertConfig.load(directory)
+    config = modernbert.load_config(directory)  # BERT's, the lab's or ModernBERT's config.json
     if config_overrides:
         config = BertConfig.from_dict({**config.to_dict(), **config_overrides}, source=str(directory))
-    sd = _normalise_names(read_state_dict(directory))
+    sd = lab_state_dict(directory)
     if isinstance(model_class, str):
         if model_class not in MODEL_CLASSES:
             raise ValueError(f"unknown model class {model_class!r}; choose one of {list(MODEL_CLASSES)}")
@@ -375,7 +397,7 @@ def check_weights(model_class, config: BertConfig, sd: dict, where, strict: bool
 def load_weights(model: BertPreTrainedModel, directory, state_dict: dict | None = None) -> LoadReport:
     """Copy a checkpoint directory's tensors into an existing model (same checks as `load`)."""
     directory = Path(directory)
-    sd = state_dict if state_dict is not None else _normalise_names(read_state_dict(directory))
+    sd = state_dict if state_dict is not None else lab_state_dict(directory)
     report = LoadReport(str(directory), type(model).__name__)
     report.notes += _load_into(model, sd, report, directory)
     return report

@@ -17,10 +17,11 @@ resolve_model("google-bert/bert-base-uncased")    # -> ~/.cache/huggingface/hub/
 # path: the dashboard uses it so that a typed id can never reach a directory on the server).
 #
 # Only what the lab reads is fetched, one file at a time with `huggingface_hub.hf_hub_download`:
-# config.json first and alone (a checkpoint whose model_type is not "bert" -- DistilBERT,
-# RoBERTa... -- is refused before any weights are downloaded), then the weights (model.safetensors,
-# or model.safetensors.index.json and its shards, or pytorch_model.bin, read later with
-# torch.load(weights_only=True)), then vocab.txt / tokenizer.json / tokenizer_config.json.
+# config.json first and alone (a checkpoint whose model_type is not "bert", "bert-lab" or
+# "modernbert" -- DistilBERT, RoBERTa... -- is refused before any weights are downloaded), then
+# the weights (model.safetensors, or model.safetensors.index.json and its shards, or
+# pytorch_model.bin, read later with torch.load(weights_only=True)), then vocab.txt /
+# tokenizer.json / tokenizer_config.json.
 # Every file after config.json is fetched at the commit config.json came from, so a checkpoint
 # is never a mix of two revisions.
 #
@@ -40,6 +41,7 @@ from pathlib import Path
 
 from tqdm.std import tqdm
 
+from lab import modernbert
 from lab.config import BertConfig
 from lab.files import CONFIG_NAME, INDEX_NAME, TOKENIZER_FILES, WEIGHT_FILES
 
@@ -52,6 +54,7 @@ from lab.files import CONFIG_NAME, INDEX_NAME, TOKENIZER_FILES, WEIGHT_FILES
 # both), so "models/../x", "./x", "/x", "~/x" and "a/b/c" are never ids.
 _PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
 HUB_ID = re.compile(rf"{_PART}/{_PART}")
+MODEL_TYPES = ("bert", "bert-lab", modernbert.MODEL_TYPE)  # what config.json may say: lab.load builds these
 
 # progress: True (huggingface_hub's console bars), False (silent), or a function called as
 # bytes arrive: report(bytes_done, bytes_total_or_None, filename)
@@ -122,12 +125,16 @@ def hub_snapshot(
     except (ValueError, UnicodeDecodeError):
         raise ValueError(f"{repo_id}: config.json is not valid JSON") from None
     model_type = config.get("model_type", "bert") if isinstance(config, dict) else None
-    if model_type != "bert":
+    if model_type not in MODEL_TYPES:
         raise ValueError(
             f"{repo_id} is not a BERT checkpoint: its config.json has model_type {model_type!r}, "
-            f"and the lab loads only model_type 'bert' (no weights were downloaded)"
+            f"and the lab loads only model_type 'bert', 'bert-lab' and 'modernbert' (no weights were downloaded)"
         )
-    BertConfig.from_dict(config, source=f"{repo_id} (config.json)")  # a BERT the lab cannot build: refused now too
+    # a BERT or ModernBERT the lab cannot build: refused now too
+    if model_type == modernbert.MODEL_TYPE:
+        modernbert.config_from_modernbert(config, source=f"{repo_id} (config.json)")
+    else:
+        BertConfig.from_dict(config, source=f"{repo_id} (config.json)")
 
     # 2. the weights, in the order lab.checkpoint.read_state_dict prefers them
     if weights:

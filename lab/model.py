@@ -203,7 +203,7 @@ class BertIntermediate(nn.Module):
 class BertLayer(nn.Module):
     """One encoder layer: x = LN(x + Attn(x)); x = LN(x + FFN(x))."""
 
-    def __init__(self, cfg: BertConfig, index: int = 0):
+    def __init__(self, cfg: BertConfig):
         super().__init__()
         self.attention = BertAttention(cfg)
         self.intermediate = BertIntermediate(cfg)
@@ -221,8 +221,14 @@ class BertEncoder(nn.Module):
     def __init__(self, cfg: BertConfig):
         super().__init__()
         self.config = cfg
-        Layer = modern.PreNormLayer if cfg.norm_position == "pre" else BertLayer
-        self.layer = nn.ModuleList(Layer(cfg, i) for i in range(cfg.num_hidden_layers))
+        self.layer = nn.ModuleList(
+            modern.PreNormLayer(
+                BertAttention(cfg), BertIntermediate(cfg), BertAddNorm(cfg, cfg.intermediate_size), i == 0
+            )
+            if cfg.norm_position == "pre"
+            else BertLayer(cfg)
+            for i in range(cfg.num_hidden_layers)
+        )
         self.rotary = modern.Rotary(cfg) if cfg.position_embedding_type == "rotary" else None
         pre = cfg.norm_position == "pre"
         self.final_norm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps, bias=cfg.bias) if pre else None

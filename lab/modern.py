@@ -106,14 +106,11 @@ class PreNormLayer(nn.Module):
     `output.LayerNorm` the feed-forward's input. Layer 0 reads the embeddings' output, already
     normalised, so its first norm is dropped (as in ModernBERT)."""
 
-    def __init__(self, cfg: BertConfig, index: int):
+    def __init__(self, attention: nn.Module, intermediate: nn.Module, output: nn.Module, first: bool):
         super().__init__()
-        from lab.model import BertAddNorm, BertAttention, BertIntermediate  # the same pieces as BertLayer
-
-        self.attention = BertAttention(cfg)
-        self.intermediate = BertIntermediate(cfg)
-        self.output = BertAddNorm(cfg, cfg.intermediate_size)
-        if index == 0:
+        # BertLayer's three pieces (lab.model builds them: BertAttention, BertIntermediate, BertAddNorm)
+        self.attention, self.intermediate, self.output = attention, intermediate, output
+        if first:
             self.attention.output.LayerNorm = nn.Identity()
 
     def forward(self, x, mask=None, head_mask=None, output_attentions=False, rope=None):
@@ -122,3 +119,41 @@ class PreNormLayer(nn.Module):
         x = x + a.dropout(a.dense(ctx))  # (B, T, H): the residual stream is never normalised
         x = x + f.dropout(f.dense(self.intermediate(f.LayerNorm(x))))
         return x, probs
+
+
+# ----------------------------------------------------------------------------------------
+# The changes by name, as a pre-training recipe asks for them
+# ----------------------------------------------------------------------------------------
+CHANGES = ("pre-norm", "geglu", "rotary", "no-bias", "local")
+
+
+def parse_changes(text: str) -> list[str]:
+    """ "pre-norm,rotary" -> ["pre-norm", "rotary"]; "" -> [] (BERT). Unknown names are refused."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in CHANGES]
+    if unknown:
+        raise ValueError(f"changes={text!r}: unknown {unknown}; choose from {', '.join(CHANGES)}")
+    return names
+
+
+def changed(values: dict, names, local_window: int = 64, global_every: int = 2) -> dict:
+    """BertConfig keyword values with the named changes applied.
+
+    geglu keeps the parameter count: two matrices of H x I' plus one of I' x H with I' = 2/3 of
+    BERT's I (Shazeer 2020 does the same). rotary uses RoPE's base of 10,000 in every layer
+    (ModernBERT's 160,000 for global layers is for sequences of 8,192 tokens). local: layer i
+    attends globally when i % global_every == 0, the others within local_window tokens."""
+    values = dict(values)
+    for name in names:
+        if name == "pre-norm":
+            values["norm_position"] = "pre"
+        elif name == "geglu":
+            values["feed_forward"] = "glu"
+            values["intermediate_size"] = round(2 * values.get("intermediate_size", 3072) / 3)
+        elif name == "rotary":
+            values["position_embedding_type"] = "rotary"
+        elif name == "no-bias":
+            values["bias"] = False
+        elif name == "local":
+            values["local_attention"], values["global_attn_every_n_layers"] = local_window, global_every
+    return values

@@ -131,8 +131,9 @@ class Model:
         model, tokenizer = self.store.get(model_name)
         a = text_input(text_a, "sentence A")
         b = optional_text(text_b, "sentence B")
-        fig = plotly_figures.embedding_components(explore.embeddings(model, tokenizer, a, b), theme=theme_input(theme))
-        return fig, self.ctx.csv.keep(fig), ""
+        result = explore.embeddings(model, tokenizer, a, b)
+        fig = plotly_figures.embedding_components(result, theme=theme_input(theme))
+        return fig, self.ctx.csv.keep(fig), result.note  # e.g. a rotary model's: no position embeddings
 
     def _pos_data(self) -> probing.PosData:
         """UD EWT's subset for the probe, read once: the shared data folder's files when they are

@@ -90,6 +90,7 @@ ACCURACY_NAMES = {
     "mlm_acc": "MLM top-1 (all predicted)",
     "mlm_acc_masked": "MLM top-1 at [MASK]",
     "nsp_acc": "NSP",
+    "ltr_acc": "next token (left-to-right)",
     "accuracy": "accuracy",
     "f1": "F1",
     "exact_match": "exact match",
@@ -113,7 +114,8 @@ def training_curves(run_or_records, x: str = "time", title: str | None = None) -
 
     Loss panel: the training loss at every logged step and the held-out losses. Accuracy panel:
     held-out MLM accuracy (all predicted positions and [MASK] positions alone) and NSP accuracy,
-    or the task accuracy of a fine-tuning run.
+    the next-token accuracy of a left-to-right run (`--objective ltr`), or the task accuracy of a
+    fine-tuning run.
     """
     if x not in ("time", "step"):
         raise ValueError(f"x must be 'time' or 'step', got {x!r}")
@@ -125,7 +127,7 @@ def training_curves(run_or_records, x: str = "time", title: str | None = None) -
     if train:
         key = "mlm_loss" if "mlm_loss" in train[0] else "loss"
         series.append(_series("loss", f"train {key.replace('_', ' ')}", [(scale(r), r[key]) for r in train], None))
-    for key, marker in (("mlm_loss", "o"), ("nsp_loss", "s"), ("loss", "o")):
+    for key, marker in (("mlm_loss", "o"), ("nsp_loss", "s"), ("ltr_loss", "o"), ("loss", "o")):
         pts = [(scale(r), r[key]) for r in evals if key in r]
         # a pre-training run's total "loss" is mlm + nsp: its parts are drawn instead
         if pts and not (key == "loss" and any("mlm_loss" in r for r in evals)):
@@ -443,7 +445,11 @@ def embedding_components(result, dims: int = 32) -> EmbeddingComponents:
     four share one colour scale centred at 0 (so the sum visibly adds up); the LayerNorm
     output has its own."""
     T = len(result.tokens)
-    mats = [(key, title, _np(getattr(result, name))) for key, name, title in EMBEDDING_PARTS]
+    missing = getattr(result, "missing", None) or {}  # parts the model does not add (zeros): say so
+    titles = {name: f"{title}: none in this model" if name in missing else title for _, name, title in EMBEDDING_PARTS}
+    if missing:
+        titles["total"] = "sum = " + " + ".join(n for n in ("token", "segment", "position") if n not in missing)
+    mats = [(key, titles[name], _np(getattr(result, name))) for key, name, _ in EMBEDDING_PARTS]
     for _, title, m in mats:
         if m.ndim != 2 or m.shape[0] != T:
             raise ValueError(f"{title}: expected a [{T}, hidden] array, got shape {m.shape}")

@@ -65,12 +65,16 @@ def _forward_from_words(model, words, types, predict_at=None) -> ModelOutput:
     """The model's forward pass with its word embeddings given: words (B, T, H) in place of
     word_embeddings(ids); segments (B, T) and positions as usual; then the encoder, the pooler
     and the model's own head (as BertModel.forward and the head model do, without the input
-    checks). No attention mask: one unpadded text per row."""
+    checks). No attention mask: one unpadded text per row. A model without segment embeddings
+    or a position table (rotary positions, lab.modern) adds none, as BertEmbeddings does."""
     body = model.bert
     emb = body.embeddings
-    T = words.shape[1]
-    positions = torch.arange(T, device=words.device)  # (T,)
-    x = emb.dropout(emb.LayerNorm(words + emb.token_type_embeddings(types) + emb.position_embeddings(positions)))
+    x = words
+    if emb.token_type_embeddings is not None:
+        x = x + emb.token_type_embeddings(types)
+    if emb.position_embeddings is not None:
+        x = x + emb.position_embeddings(torch.arange(words.shape[1], device=words.device))  # (T, H)
+    x = emb.dropout(emb.LayerNorm(x))
     hidden_needed = getattr(model, "head_needs_hidden_states", False)
     h, hidden, _ = body.encoder(x, None, None, False, hidden_needed)  # (B, T, H)
     out = ModelOutput(

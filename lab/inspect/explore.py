@@ -79,6 +79,7 @@ from lab.inspect.results import (
     TagResult,
 )
 from lab.model import BertSelfAttention
+from lab.modern import apply_rotary
 from lab.tokenizer import Tokenizer, clean_text
 from lab.training.runs import checkpoints
 
@@ -210,17 +211,27 @@ def corruption_tally(
 
 
 def embeddings(model, tokenizer, text_a: str, text_b: str | None = None) -> EmbeddingResult:
-    """The three embeddings BERT adds to form its input, their sum, and the LayerNorm of the sum."""
+    """The three embeddings BERT adds to form its input, their sum, and the LayerNorm of the sum.
+
+    A model without segment embeddings (type_vocab_size 0) or without a position table (rotary
+    positions, as in ModernBERT) adds no such part: it is zeros here, and result.missing (and
+    result.note, which the views show) says which part and why."""
     text_a = clean_text(text_a, "text_a")
     text_b = clean_text(text_b, "text_b") if text_b is not None else None
     emb = embedding_module(model)
     enc, ids, types = encode(model, tokenizer, text_a, text_b)
+    missing = {}
+    if emb.token_type_embeddings is None:
+        missing["segment"] = "type_vocab_size is 0: no sentence A / B"
+    if emb.position_embeddings is None:
+        missing["position"] = "rotary positions turn each layer's queries and keys instead"
     with inference(model) as device:
         ids, types = ids.to(device), types.to(device)
         positions = torch.arange(ids.shape[1], device=device)  # (T,) 0, 1, ..., T-1
         token = emb.word_embeddings(ids)[0]  # (T, H)
-        segment = emb.token_type_embeddings(types)[0]  # (T, H) row 0 = A, row 1 = B
-        position = emb.position_embeddings(positions)  # (T, H)
+        zeros = torch.zeros_like(token)
+        segment = zeros if "segment" in missing else emb.token_type_embeddings(types)[0]  # (T, H) row 0 = A, 1 = B
+        position = zeros if "position" in missing else emb.position_embeddings(positions)  # (T, H)
         total = token + segment + position  # (T, H) the paper's Figure 2
         normalized = emb.LayerNorm(total)  # (T, H) dropout is off in eval
     token, segment, position, total, normalized = (
@@ -234,6 +245,7 @@ def embeddings(model, tokenizer, text_a: str, text_b: str | None = None) -> Embe
         total=total,
         normalized=normalized,
         segment_ids=list(enc.token_type_ids),
+        missing=missing,
     )
 
 
@@ -273,7 +285,9 @@ def logit_lens(model, tokenizer, text: str, top_k: int = 5) -> LogitLensResult:
 
     The head was trained on the last layer only, so an early layer's reading says what that layer
     already makes linearly available to the head, not what the layer "thinks": a low probability
-    can also mean the vector is not yet in the head's coordinates.
+    can also mean the vector is not yet in the head's coordinates. In a pre-norm model (lab.modern)
+    the head reads the final norm's output, so every earlier layer's vector goes through that
+    norm first, as the logit lens of pre-norm models does.
     """
     head = mlm_head(model)
     text = clean_text(text)
@@ -283,9 +297,13 @@ def logit_lens(model, tokenizer, text: str, top_k: int = 5) -> LogitLensResult:
     positions = mask_positions(ids, tokenizer, enc, text)
     with inference(model) as device:
         out = model.bert(ids.to(device), types.to(device), output_hidden_states=True)
+        hidden = list(out.hidden_states)
+        final_norm = model.bert.encoder.final_norm
+        if final_norm is not None:  # pre-norm: the last state went through the final norm, so do the others
+            hidden[:-1] = [final_norm(h) for h in hidden[:-1]]
         # one head call per layer, each on the (M, H) rows fill_mask gives it: the last layer's
         # probabilities are then fill_mask's to the bit
-        probs = torch.stack([head(h[0, positions]).float().cpu().softmax(-1) for h in out.hidden_states])  # (L+1, M, V)
+        probs = torch.stack([head(h[0, positions]).float().cpu().softmax(-1) for h in hidden])  # (L+1, M, V)
     final_ids = probs[-1].argmax(-1)  # (M,)
     final_p = probs[:, torch.arange(len(positions)), final_ids]  # (L+1, M)
     ranks = (probs > final_p[..., None]).sum(-1) + 1  # (L+1, M): 1 = the top guess
@@ -346,36 +364,42 @@ def queries_and_keys(model, tokenizer, text_a: str, text_b: str | None = None) -
     attention maps), computed again in the same precision: no hooks, so the model is never
     changed and concurrent requests on one model (the dashboard) cannot see each other's
     vectors. Each output (1, T, H) is split into heads as BertSelfAttention splits it:
-    (1, T, A, d) -> (1, A, T, d), head h = features h*d..(h+1)*d-1.
+    (1, T, A, d) -> (1, A, T, d), head h = features h*d..(h+1)*d-1. With the settings of
+    lab.modern they are what the scores are made of, as in the layer: a pre-norm layer projects
+    its normalised input, and rotary positions turn q and k by their positions.
     """
     text_a = clean_text(text_a, "text_a")
     text_b = clean_text(text_b, "text_b") if text_b is not None else None
     enc, ids, types = encode(model, tokenizer, text_a, text_b)
     encoder = getattr(model, "bert", model)
-    layers = [m for m in encoder.modules() if isinstance(m, BertSelfAttention)]  # in layer order
+    cfg, layers = encoder.config, list(encoder.encoder.layer)
+    queries, keys = [], []
     with inference(model) as device:
         out = encoder(ids.to(device), types.to(device), output_attentions=True, output_hidden_states=True)
-        if not (len(layers) == len(out.attentions) == len(out.hidden_states) - 1):
-            raise RuntimeError(
-                f"{type(model).__name__}: expected one self-attention per layer, found "
-                f"{len(layers)} for {len(out.attentions)} layers"
-            )
-        outputs = {
-            "query": [m.query(x) for m, x in zip(layers, out.hidden_states)],
-            "key": [m.key(x) for m, x in zip(layers, out.hidden_states)],
-        }
-
-    def heads(x, layer):  # (1, T, H) -> (1, A, T, d)
-        return x.float().cpu().view(1, x.shape[1], layer.num_heads, layer.head_size).transpose(1, 2)
-
+        rotary = encoder.encoder.rotary
+        rope = rotary(ids.shape[1], device) if rotary is not None else None  # {global?: (cos, sin)}
+        for i, (layer, x) in enumerate(zip(layers, out.hidden_states)):
+            attention = layer.attention.self
+            if cfg.norm_position == "pre":  # the attention reads the normalised stream (Identity in layer 0)
+                x = layer.attention.output.LayerNorm(x)
+            q, k = _split_heads(attention.query(x), attention), _split_heads(attention.key(x), attention)
+            if rope is not None:
+                q, k = apply_rotary(q, k, *(t.cpu() for t in rope[cfg.is_global_layer(i)]))
+            queries.append(q)
+            keys.append(k)
     return QueryKeyResult(
         tokens=list(enc.tokens),
         attentions=tuple(a.float().cpu() for a in out.attentions),
         sentence_b_start=enc.sentence_b_start if text_b is not None else None,
         truncated=enc.num_truncated,
-        queries=tuple(heads(q, m) for q, m in zip(outputs["query"], layers)),
-        keys=tuple(heads(k, m) for k, m in zip(outputs["key"], layers)),
+        queries=tuple(queries),
+        keys=tuple(keys),
     )
+
+
+def _split_heads(x: torch.Tensor, attention: BertSelfAttention) -> torch.Tensor:
+    """A projection's output (1, T, H) split into the heads of `attention`: (1, A, T, d), fp32 on the CPU."""
+    return x.float().cpu().view(1, x.shape[1], attention.num_heads, attention.head_size).transpose(1, 2)
 
 
 def ablate_heads(

@@ -4,7 +4,7 @@ tokens, what was cut) beside what it answered, so a figure or a page can show bo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -118,6 +118,14 @@ class EmbeddingResult:
     total: torch.Tensor  # [T, H] their sum (before LayerNorm)
     normalized: torch.Tensor  # [T, H] after the embedding LayerNorm: what layer 0 receives
     segment_ids: list[int]
+    # parts this model does not add, each with why ({"position": "rotary ..."}): zeros above
+    missing: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def note(self) -> str:
+        """What the view says about the missing parts ("" when the model has all three)."""
+        parts = "; ".join(f"no {part} embeddings ({why})" for part, why in self.missing.items())
+        return f"{parts}: shown as 0" if parts else ""
 
 
 class TaggedWord(NamedTuple):
