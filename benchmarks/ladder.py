@@ -1,0 +1,467 @@
+"""The pre-training ladder at laptop scale: the BERT paper's Tables 5 and 8, RoBERTa's static
+masks, and what changed since (lab.modern), one rung at a time, several seeds a rung.
+
+    .venv/bin/python benchmarks/ladder.py --list                      # the rungs
+    nohup .venv/bin/python benchmarks/ladder.py --seeds 0 1 2 > ladder.log 2>&1 &
+    .venv/bin/python benchmarks/ladder.py --report                    # the table (Markdown)
+
+Every rung pre-trains a BERT-Tiny shape on the ten novels with the classroom recipe (length 32,
+then 128) for the same number of steps, so the same number of tokens, with the bundled
+classroom model's vocabulary and the same held-out chapters. Each (rung, seed) then reports:
+  - held-out masked-LM accuracy at [MASK] on fixed masks (the paper's 80/10/10 at 15%, whatever
+    the rung trained with), per sequence, so intervals cover seeds and sentences;
+  - NSP accuracy where the rung trains NSP; next-token accuracy for the left-to-right rung;
+  - SST-2 dev accuracy (872 sentences) of a frozen-feature classifier (logistic regression on the
+    mean of the last layer's token vectors) and of the whole model fine-tuned, both trained on
+    the first 800 training sentences (the capstone's size).
+One JSON file per (rung, seed) in benchmarks/ladder/ (committed): a stopped ladder resumes
+where it was, across sessions. --jobs 2 runs two single-threaded workers (the tiny model keeps
+one core busy better than two). --report bootstraps 95% intervals over seeds and sentences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import datetime
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+import lab  # noqa: E402
+from lab.data.directions import direction_mask  # noqa: E402
+from lab.data.instances import SpecialIds  # noqa: E402
+from lab.inspect.probing import fit_probe  # noqa: E402
+from lab.training import finetune as ft  # noqa: E402
+from lab.training.pretrain import PretrainConfig, fixed_batches, load_corpus, run_recipe  # noqa: E402
+from lab.training.train import train  # noqa: E402
+
+DATA = ROOT.parent / "shared" / "data"
+RESULTS = ROOT / "benchmarks" / "ladder"
+TOKENIZER = ROOT / "models" / "bert-lab-classroom"
+STEPS = 1500  # the budget of every rung: 20% at length 32 (batch 128), 80% at 128 (batch 32)
+SST2_TRAIN = 800
+
+
+@dataclass
+class Rung:
+    name: str
+    settings: dict  # PretrainConfig overrides
+    what: str  # the change, in words
+    source: str  # where the change comes from
+    against: str | None = None  # the rung its difference is measured from
+    group: str = ""
+
+
+MODERN_GROUP = "since BERT (no NSP, one change at a time)"
+CUMULATIVE = "since BERT (cumulative)"
+
+
+def rungs() -> list[Rung]:
+    """The ladder, in the order the report shows it."""
+    no_nsp = {"nsp": False}
+    out = [
+        Rung("bert", {}, "BERT: masked LM (15%, 80/10/10) + NSP", "BERT, Section 3.1", None, "BERT (Table 5)"),
+        Rung("no-nsp", no_nsp, "No NSP", "BERT, Table 5", "bert", "BERT (Table 5)"),
+        Rung(
+            "ltr-no-nsp",
+            {"nsp": False, "objective": "ltr"},
+            "LTR & No NSP: left-to-right LM",
+            "BERT, Table 5",
+            "no-nsp",
+            "BERT (Table 5)",
+        ),
+    ]
+    for mix in ("100/0/0", "80/0/20", "80/20/0", "0/20/80", "0/0/100"):
+        out.append(
+            Rung(
+                "mask-" + mix.replace("/", "-"),
+                {"masking": mix},
+                f"masking {mix}",
+                "BERT, Table 8",
+                "bert",
+                "masking (Table 8)",
+            )
+        )
+    out.append(
+        Rung(
+            "static", {"nsp": False, "mask_epochs": 1}, "No NSP, static masks", "RoBERTa, Table 1", "no-nsp", "RoBERTa"
+        )
+    )
+    changes = [
+        ("pre-norm", "pre-norm, a norm after the embeddings and at the end"),
+        ("geglu", "GeGLU feed-forward (same parameters)"),
+        ("rotary", "rotary positions"),
+        ("no-bias", "no biases"),
+        ("local", "local attention (window 64) in every second layer"),
+    ]
+    for name, what in changes:
+        out.append(Rung(name, {"nsp": False, "changes": name}, what, "ModernBERT", "no-nsp", MODERN_GROUP))
+    done, previous = [], "no-nsp"
+    for name, what in changes[:-1] + changes[-1:]:
+        done.append(name)
+        if len(done) == 1:
+            continue
+        rung_name = "+".join(done)
+        out.append(
+            Rung(rung_name, {"nsp": False, "changes": ",".join(done)}, "+ " + what, "ModernBERT", previous, CUMULATIVE)
+        )
+        previous = rung_name
+    out.append(
+        Rung(
+            "modern-30",
+            {"nsp": False, "changes": ",".join(done), "mlm_probability": 0.3, "max_predictions_per_seq": 39},
+            "+ 30% masking",
+            "ModernBERT (Section 2.2)",
+            previous,
+            CUMULATIVE,
+        )
+    )
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# One (rung, seed)
+# ----------------------------------------------------------------------------------------
+def pretrain_rung(rung: Rung, seed: int, out: Path, steps: int) -> float:
+    """Pre-train with the classroom recipe; returns the seconds it took."""
+    t0 = time.perf_counter()
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet):
+        run_recipe(
+            "classroom",
+            DATA / "novels",
+            out,
+            {**rung.settings, "seed": seed, "split_seed": 0},
+            {"steps": steps, "minutes": None, "seed": seed, "eval_every": 0, "ckpt_every": 0, "snapshots": 0, "log_every": 0},
+            tokenizer_dir=TOKENIZER,
+            log=lambda *_: None,
+        )
+    return time.perf_counter() - t0
+
+
+class LeftToRight(torch.nn.Module):
+    """A model read left to right: every forward pass gets the left-to-right attention mask
+    (the paper's LTR model kept the constraint in fine-tuning too)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.inner, self.config = model, model.config
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, **rest):
+        mask = direction_mask(input_ids, "left_to_right", attention_mask)
+        return self.inner(input_ids, token_type_ids, attention_mask=mask, **rest)
+
+
+@torch.no_grad()
+def held_out(model, batches, mask_id: int, ltr: bool, nsp: bool) -> dict:
+    """Per held-out sequence: hits and counts at [MASK] (or next-token for ltr), NSP right."""
+    rows = {"hits": [], "counts": [], "nsp": []}
+    for batch in batches:
+        for i in range(0, len(batch), 16):
+            b = batch.rows(slice(i, i + 16))
+            if ltr:
+                ids = torch.where(b.mlm_labels != -100, b.mlm_labels, b.input_ids)  # the text, unmasked
+                real = b.attention_mask.bool()
+                labels = torch.full_like(ids, -100)
+                labels[:, :-1] = torch.where(real[:, 1:], ids[:, 1:], -100)
+                out = LeftToRight(model)(ids, b.token_type_ids, b.attention_mask, mlm_labels=labels)
+                picked = labels != -100
+                hit = torch.zeros_like(ids, dtype=torch.bool)
+                hit[picked] = out.mlm_logits.argmax(-1) == labels[picked]
+                counted = picked
+            else:
+                out = model(**{k: v for k, v in b.items() if k != "nsp_label"})
+                picked = b.mlm_labels != -100
+                hit = torch.zeros_like(b.input_ids, dtype=torch.bool)
+                hit[picked] = out.mlm_logits.argmax(-1) == b.mlm_labels[picked]
+                counted = picked & (b.input_ids == mask_id)
+            rows["hits"] += (hit & counted).sum(1).tolist()
+            rows["counts"] += counted.sum(1).tolist()
+            if nsp:
+                rows["nsp"] += (out.nsp_logits.argmax(-1) == b.nsp_label).int().tolist()
+    return rows
+
+
+def sst2(run: Path, seed: int, ltr: bool) -> dict:
+    """SST-2 dev: frozen-feature and fine-tuned classifiers, right or wrong per dev sentence."""
+    train_data = ft.read_classification(DATA / "sst2" / "train.tsv", limit=SST2_TRAIN)
+    dev_data = ft.read_classification(DATA / "sst2" / "dev.tsv")
+    labels = ft.label_names(train_data.labels)
+    overrides = {"id2label": dict(enumerate(labels)), "label2id": {l: i for i, l in enumerate(labels)}}
+    torch.manual_seed(seed)
+    model, tokenizer = lab.load(run, lab.BertForSequenceClassification, config_overrides=overrides)
+    enc = {
+        n: ft.encode_classification(d, tokenizer, model.config.label2id, 64)
+        for n, d in (("train", train_data), ("dev", dev_data))
+    }
+    pad = tokenizer.pad_token_id
+
+    def encoder_features(split):
+        vectors = []
+        for i in range(0, len(enc[split].labels), 64):
+            b = ft.classification_batch(enc[split], list(range(i, min(i + 64, len(enc[split].labels)))), pad)
+            body = LeftToRight(model.bert) if ltr else model.bert
+            h = body(b.input_ids, b.token_type_ids, b.attention_mask).last_hidden_state  # (B, T, H)
+            m = b.attention_mask[..., None].float()
+            vectors.append((h * m).sum(1) / m.sum(1))
+        return torch.cat(vectors)
+
+    with torch.no_grad():
+        x_train, x_dev = encoder_features("train"), encoder_features("dev")
+    probe = fit_probe(x_train, torch.tensor(enc["train"].labels), len(labels))
+    weight, bias, mean, scale = probe
+    features_right = (((x_dev - mean) / scale) @ weight + bias).argmax(-1) == torch.tensor(enc["dev"].labels)
+
+    wrapped = LeftToRight(model) if ltr else model
+    with tempfile.TemporaryDirectory(prefix="ladder-sst2-") as tmp:
+        tc = dataclasses.replace(
+            ft.FINETUNE_TRAINING, out_dir=tmp, seed=seed, batch_size=32, lr=1e-3, snapshots=0, ckpt_every=0, log_every=0
+        )
+        tc, _ = ft.epoch_schedule(tc, SST2_TRAIN, 4)
+        tc = dataclasses.replace(tc, eval_every=0)
+        objective = ft.ClassificationObjective(enc["train"], enc["dev"], pad, 32, seed)
+        with contextlib.redirect_stdout(io.StringIO()):
+            train(wrapped.train(), objective, tc, tokenizer, log=lambda *_: None)
+    wrapped.eval()
+    preds = []
+    with torch.no_grad():
+        for i in range(0, len(enc["dev"].labels), 64):
+            b = ft.classification_batch(enc["dev"], list(range(i, min(i + 64, len(enc["dev"].labels)))), pad)
+            preds += wrapped(b.input_ids, b.token_type_ids, b.attention_mask).logits.argmax(-1).tolist()
+    tuned_right = [int(p == g) for p, g in zip(preds, enc["dev"].labels)]
+    return {"features": features_right.int().tolist(), "finetuned": tuned_right}
+
+
+def run_one(rung: Rung, seed: int, steps: int) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"ladder-{rung.name}-{seed}-") as tmp:
+        out = Path(tmp) / "run"
+        cpu0 = time.process_time()
+        seconds = pretrain_rung(rung, seed, out, steps)
+        model, tokenizer = lab.load(out, lab.BertForPreTraining)
+        pc = PretrainConfig(
+            **{**dataclasses.asdict(PretrainConfig(preset="tiny")), "seed": 0, "split_seed": 0, "max_seq_length": 128}
+        )
+        special = SpecialIds.from_vocab(tokenizer.vocab)
+        with contextlib.redirect_stdout(io.StringIO()):
+            _, held_inst = load_corpus(DATA / "novels", pc, tokenizer, log=lambda *_: None)
+        batches = fixed_batches(held_inst, special, pc)
+        ltr = rung.settings.get("objective") == "ltr"
+        nsp = rung.settings.get("nsp", True)
+        rows = held_out(model, batches, special.mask_id, ltr, nsp)
+        downstream = sst2(out, seed, ltr)
+        return {
+            "rung": rung.name,
+            "seed": seed,
+            "settings": rung.settings,
+            "steps": steps,
+            "pretrain_seconds": round(seconds, 1),
+            "cpu_seconds": round(time.process_time() - cpu0, 1),
+            "parameters": model.num_parameters(),
+            "held_out": rows,
+            "sst2": downstream,
+            "commit": subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+            ).stdout.strip(),
+            "cpu": _cpu_name(),
+            "date": datetime.date.today().isoformat(),
+        }
+
+
+def _cpu_name() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def result_path(rung: str, seed: int) -> Path:
+    return RESULTS / f"{rung.replace('+', '_')}-seed{seed}.json"
+
+
+def work(jobs: list[tuple[Rung, int]], steps: int) -> None:
+    for rung, seed in jobs:
+        path = result_path(rung.name, seed)
+        if path.exists():
+            continue
+        t0 = time.perf_counter()
+        result = run_one(rung, seed, steps)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result, separators=(",", ":")) + "\n")
+        os.replace(tmp, path)
+        print(f"{rung.name} seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+# ----------------------------------------------------------------------------------------
+# The report
+# ----------------------------------------------------------------------------------------
+def load_results() -> dict[str, dict[int, dict]]:
+    found: dict[str, dict[int, dict]] = {}
+    for path in sorted(RESULTS.glob("*.json")):
+        r = json.loads(path.read_text())
+        found.setdefault(r["rung"], {})[r["seed"]] = r
+    return found
+
+
+def bootstrap(a: list[tuple], b: list[tuple] | None = None, reps: int = 2000, seed: int = 0):
+    """(estimate, low, high) of a pooled accuracy sum(hits) / sum(counts), or of its difference
+    from b's, 95% percentile interval. a, b: per seed, (hits, counts) per sentence. Seeds and
+    sentences are both resampled (the same draws for a and b: the rungs share seeds and held-out
+    sentences, so the difference is paired)."""
+    import numpy as np
+
+    def arrays(x):
+        return np.array([h for h, _ in x], dtype=float), np.array([c for _, c in x], dtype=float)
+
+    ha, ca = arrays(a)
+    hb, cb = arrays(b) if b is not None else (None, None)
+    seeds = min(len(ha), len(hb)) if b is not None else len(ha)
+
+    def value(si, ti):
+        acc = ha[si][:, ti].sum() / ca[si][:, ti].sum()
+        return acc - hb[si][:, ti].sum() / cb[si][:, ti].sum() if b is not None else acc
+
+    rng = np.random.default_rng(seed)
+    n = ha.shape[1]
+    draws = [value(rng.integers(0, seeds, seeds), rng.integers(0, n, n)) for _ in range(reps)]
+    estimate = value(np.arange(seeds), np.arange(n))
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return float(estimate), float(low), float(high)
+
+
+def _series(results: dict[int, dict], what: str) -> list[tuple]:
+    """Per seed, (hits, counts) per sentence for one measure."""
+    out = []
+    for _, r in sorted(results.items()):
+        if what == "mlm":
+            out.append((r["held_out"]["hits"], r["held_out"]["counts"]))
+        elif what == "nsp":
+            out.append((r["held_out"]["nsp"], [1] * len(r["held_out"]["nsp"])))
+        else:
+            right = r["sst2"][what]
+            out.append((right, [1] * len(right)))
+    return out
+
+
+def _cell(interval) -> str:
+    e, lo, hi = interval
+    return f"{100 * e:.1f} ({100 * lo:.1f} to {100 * hi:.1f})"
+
+
+def _delta(interval) -> str:
+    e, lo, hi = interval
+    return f"{100 * e:+.1f} ({100 * lo:+.1f} to {100 * hi:+.1f})"
+
+
+def report(found: dict[str, dict[int, dict]]) -> str:
+    """The Markdown table and the sentences computed from it."""
+    lines = [
+        "| rung | change | seeds | MLM at [MASK] % | vs | difference, points | NSP % "
+        "| SST-2 frozen % | SST-2 fine-tuned % | min/run |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    sentences = []
+    for rung in rungs():
+        results = found.get(rung.name)
+        if not results:
+            continue
+        ltr = rung.settings.get("objective") == "ltr"
+        mlm = bootstrap(_series(results, "mlm"))
+        mlm_text = ("next token " if ltr else "") + _cell(mlm)
+        diff_text, against = "", rung.against or ""
+        if rung.against in found and not ltr:
+            d = bootstrap(_series(results, "mlm"), _series(found[rung.against], "mlm"))
+            diff_text = _delta(d)
+            verdict = "better than" if d[1] > 0 else "worse than" if d[2] < 0 else "not distinguishable from"
+            sentences.append(
+                f"- {rung.what} ({rung.source}): masked-LM accuracy at [MASK] {_delta(d)} points against "
+                f"`{rung.against}`: {verdict} it at this scale."
+            )
+        nsp = _cell(bootstrap(_series(results, "nsp"))) if rung.settings.get("nsp", True) else "-"
+        frozen = _cell(bootstrap(_series(results, "features")))
+        tuned = _cell(bootstrap(_series(results, "finetuned")))
+        minutes = sorted(r["pretrain_seconds"] / 60 for r in results.values())[len(results) // 2]
+        lines.append(
+            f"| `{rung.name}` | {rung.what} | {len(results)} | {mlm_text} | {against} | {diff_text} | {nsp} | "
+            f"{frozen} | {tuned} | {minutes:.1f} |"
+        )
+    return "\n".join(lines) + "\n\n" + "\n".join(sentences) + "\n"
+
+
+DOC = ROOT / "docs" / "pretraining.md"
+START, END = "<!-- ladder:start -->", "<!-- ladder:end -->"
+
+
+def write_docs(text: str) -> None:
+    doc = DOC.read_text()
+    head, rest = doc.split(START, 1)
+    _, tail = rest.split(END, 1)
+    DOC.write_text(head + START + "\n" + text + END + tail)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--rungs", nargs="+", help="only these rungs (default: all)")
+    ap.add_argument("--steps", type=int, default=STEPS)
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes, one thread each")
+    ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--list", action="store_true", help="print the rungs and stop")
+    ap.add_argument("--report", action="store_true", help="print the table of the results so far")
+    ap.add_argument("--write-docs", action="store_true", help="with --report: rewrite the table in docs/pretraining.md")
+    args = ap.parse_args(argv)
+    ladder = rungs()
+    if args.list:
+        for r in ladder:
+            print(f"{r.name:32} {r.what} [{r.source}] {json.dumps(r.settings)}")
+        return 0
+    if args.report:
+        text = report(load_results())
+        print(text)
+        if args.write_docs:
+            write_docs(text)
+        return 0
+    names = {r.name for r in ladder}
+    unknown = set(args.rungs or []) - names
+    if unknown:
+        ap.error(f"unknown rungs {sorted(unknown)}; --list shows them")
+    chosen = [r for r in ladder if not args.rungs or r.name in args.rungs]
+    jobs = [(r, s) for s in args.seeds for r in chosen]  # every rung at seed 0 first
+    if args.worker is not None:
+        torch.set_num_threads(1)
+        work(jobs[args.worker :: args.jobs], args.steps)
+        return 0
+    if args.jobs == 1:
+        work(jobs, args.steps)
+        return 0
+    base = [
+        sys.executable,
+        __file__,
+        "--steps",
+        str(args.steps),
+        "--jobs",
+        str(args.jobs),
+        "--seeds",
+        *map(str, args.seeds),
+    ]
+    if args.rungs:
+        base += ["--rungs", *args.rungs]
+    workers = [subprocess.Popen([*base, "--worker", str(k)]) for k in range(args.jobs)]
+    return max(w.wait() for w in workers)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
