@@ -32,7 +32,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -43,92 +42,15 @@ import lab  # noqa: E402
 from lab.data.directions import direction_mask  # noqa: E402
 from lab.data.instances import SpecialIds  # noqa: E402
 from lab.inspect.probing import fit_probe  # noqa: E402
+from lab.studies.ladder import RESULTS, Rung, load_results, report, rungs  # noqa: E402
 from lab.training import finetune as ft  # noqa: E402
 from lab.training.pretrain import PretrainConfig, fixed_batches, load_corpus, run_recipe  # noqa: E402
 from lab.training.train import train  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
-RESULTS = ROOT / "benchmarks" / "ladder"
 TOKENIZER = ROOT / "models" / "bert-lab-classroom"
 STEPS = 1500  # the budget of every rung: 20% at length 32 (batch 128), 80% at 128 (batch 32)
 SST2_TRAIN = 800
-
-
-@dataclass
-class Rung:
-    name: str
-    settings: dict  # PretrainConfig overrides
-    what: str  # the change, in words
-    source: str  # where the change comes from
-    against: str | None = None  # the rung its difference is measured from
-    group: str = ""
-
-
-MODERN_GROUP = "since BERT (no NSP, one change at a time)"
-CUMULATIVE = "since BERT (cumulative)"
-
-
-def rungs() -> list[Rung]:
-    """The ladder, in the order the report shows it."""
-    no_nsp = {"nsp": False}
-    out = [
-        Rung("bert", {}, "BERT: masked LM (15%, 80/10/10) + NSP", "BERT, Section 3.1", None, "BERT (Table 5)"),
-        Rung("no-nsp", no_nsp, "No NSP", "BERT, Table 5", "bert", "BERT (Table 5)"),
-        Rung(
-            "ltr-no-nsp",
-            {"nsp": False, "objective": "ltr"},
-            "LTR & No NSP: left-to-right LM",
-            "BERT, Table 5",
-            "no-nsp",
-            "BERT (Table 5)",
-        ),
-    ]
-    for mix in ("100/0/0", "80/0/20", "80/20/0", "0/20/80", "0/0/100"):
-        out.append(
-            Rung(
-                "mask-" + mix.replace("/", "-"),
-                {"masking": mix},
-                f"masking {mix}",
-                "BERT, Table 8",
-                "bert",
-                "masking (Table 8)",
-            )
-        )
-    out.append(
-        Rung(
-            "static", {"nsp": False, "mask_epochs": 1}, "No NSP, static masks", "RoBERTa, Table 1", "no-nsp", "RoBERTa"
-        )
-    )
-    changes = [
-        ("pre-norm", "pre-norm, a norm after the embeddings and at the end"),
-        ("geglu", "GeGLU feed-forward (same parameters)"),
-        ("rotary", "rotary positions"),
-        ("no-bias", "no biases"),
-        ("local", "local attention (window 64) in every second layer"),
-    ]
-    for name, what in changes:
-        out.append(Rung(name, {"nsp": False, "changes": name}, what, "ModernBERT", "no-nsp", MODERN_GROUP))
-    done, previous = [], "no-nsp"
-    for name, what in changes[:-1] + changes[-1:]:
-        done.append(name)
-        if len(done) == 1:
-            continue
-        rung_name = "+".join(done)
-        out.append(
-            Rung(rung_name, {"nsp": False, "changes": ",".join(done)}, "+ " + what, "ModernBERT", previous, CUMULATIVE)
-        )
-        previous = rung_name
-    out.append(
-        Rung(
-            "modern-30",
-            {"nsp": False, "changes": ",".join(done), "mlm_probability": 0.3, "max_predictions_per_seq": 39},
-            "+ 30% masking",
-            "ModernBERT (Section 2.2)",
-            previous,
-            CUMULATIVE,
-        )
-    )
-    return out
 
 
 # ----------------------------------------------------------------------------------------
@@ -144,7 +66,15 @@ def pretrain_rung(rung: Rung, seed: int, out: Path, steps: int) -> float:
             DATA / "novels",
             out,
             {**rung.settings, "seed": seed, "split_seed": 0},
-            {"steps": steps, "minutes": None, "seed": seed, "eval_every": 0, "ckpt_every": 0, "snapshots": 0, "log_every": 0},
+            {
+                "steps": steps,
+                "minutes": None,
+                "seed": seed,
+                "eval_every": 0,
+                "ckpt_every": 0,
+                "snapshots": 0,
+                "log_every": 0,
+            },
             tokenizer_dir=TOKENIZER,
             log=lambda *_: None,
         )
@@ -303,102 +233,6 @@ def work(jobs: list[tuple[Rung, int]], steps: int) -> None:
         tmp.write_text(json.dumps(result, separators=(",", ":")) + "\n")
         os.replace(tmp, path)
         print(f"{rung.name} seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
-
-
-# ----------------------------------------------------------------------------------------
-# The report
-# ----------------------------------------------------------------------------------------
-def load_results() -> dict[str, dict[int, dict]]:
-    found: dict[str, dict[int, dict]] = {}
-    for path in sorted(RESULTS.glob("*.json")):
-        r = json.loads(path.read_text())
-        found.setdefault(r["rung"], {})[r["seed"]] = r
-    return found
-
-
-def bootstrap(a: list[tuple], b: list[tuple] | None = None, reps: int = 2000, seed: int = 0):
-    """(estimate, low, high) of a pooled accuracy sum(hits) / sum(counts), or of its difference
-    from b's, 95% percentile interval. a, b: per seed, (hits, counts) per sentence. Seeds and
-    sentences are both resampled (the same draws for a and b: the rungs share seeds and held-out
-    sentences, so the difference is paired)."""
-    import numpy as np
-
-    def arrays(x):
-        return np.array([h for h, _ in x], dtype=float), np.array([c for _, c in x], dtype=float)
-
-    ha, ca = arrays(a)
-    hb, cb = arrays(b) if b is not None else (None, None)
-    seeds = min(len(ha), len(hb)) if b is not None else len(ha)
-
-    def value(si, ti):
-        acc = ha[si][:, ti].sum() / ca[si][:, ti].sum()
-        return acc - hb[si][:, ti].sum() / cb[si][:, ti].sum() if b is not None else acc
-
-    rng = np.random.default_rng(seed)
-    n = ha.shape[1]
-    draws = [value(rng.integers(0, seeds, seeds), rng.integers(0, n, n)) for _ in range(reps)]
-    estimate = value(np.arange(seeds), np.arange(n))
-    low, high = np.percentile(draws, [2.5, 97.5])
-    return float(estimate), float(low), float(high)
-
-
-def _series(results: dict[int, dict], what: str) -> list[tuple]:
-    """Per seed, (hits, counts) per sentence for one measure."""
-    out = []
-    for _, r in sorted(results.items()):
-        if what == "mlm":
-            out.append((r["held_out"]["hits"], r["held_out"]["counts"]))
-        elif what == "nsp":
-            out.append((r["held_out"]["nsp"], [1] * len(r["held_out"]["nsp"])))
-        else:
-            right = r["sst2"][what]
-            out.append((right, [1] * len(right)))
-    return out
-
-
-def _cell(interval) -> str:
-    e, lo, hi = interval
-    return f"{100 * e:.1f} ({100 * lo:.1f} to {100 * hi:.1f})"
-
-
-def _delta(interval) -> str:
-    e, lo, hi = interval
-    return f"{100 * e:+.1f} ({100 * lo:+.1f} to {100 * hi:+.1f})"
-
-
-def report(found: dict[str, dict[int, dict]]) -> str:
-    """The Markdown table and the sentences computed from it."""
-    lines = [
-        "| rung | change | seeds | MLM at [MASK] % | vs | difference, points | NSP % "
-        "| SST-2 frozen % | SST-2 fine-tuned % | min/run |",
-        "|---|---|---:|---:|---|---:|---:|---:|---:|---:|",
-    ]
-    sentences = []
-    for rung in rungs():
-        results = found.get(rung.name)
-        if not results:
-            continue
-        ltr = rung.settings.get("objective") == "ltr"
-        mlm = bootstrap(_series(results, "mlm"))
-        mlm_text = ("next token " if ltr else "") + _cell(mlm)
-        diff_text, against = "", rung.against or ""
-        if rung.against in found and not ltr:
-            d = bootstrap(_series(results, "mlm"), _series(found[rung.against], "mlm"))
-            diff_text = _delta(d)
-            verdict = "better than" if d[1] > 0 else "worse than" if d[2] < 0 else "not distinguishable from"
-            sentences.append(
-                f"- {rung.what} ({rung.source}): masked-LM accuracy at [MASK] {_delta(d)} points against "
-                f"`{rung.against}`: {verdict} it at this scale."
-            )
-        nsp = _cell(bootstrap(_series(results, "nsp"))) if rung.settings.get("nsp", True) else "-"
-        frozen = _cell(bootstrap(_series(results, "features")))
-        tuned = _cell(bootstrap(_series(results, "finetuned")))
-        minutes = sorted(r["pretrain_seconds"] / 60 for r in results.values())[len(results) // 2]
-        lines.append(
-            f"| `{rung.name}` | {rung.what} | {len(results)} | {mlm_text} | {against} | {diff_text} | {nsp} | "
-            f"{frozen} | {tuned} | {minutes:.1f} |"
-        )
-    return "\n".join(lines) + "\n\n" + "\n".join(sentences) + "\n"
 
 
 DOC = ROOT / "docs" / "pretraining.md"

@@ -21,6 +21,8 @@ RANKS = [
     ("lab.tokenizer", 2),
     ("lab.data", 3),
     ("lab.model", 4),
+    ("lab.modern", 4),  # the changes since BERT: pieces lab.model swaps in
+    ("lab.modernbert", 4),  # ModernBERT's config and tensor names <-> the lab's
     ("lab.hub", 4),
     ("lab.checkpoint", 5),
     ("lab.training", 6),
