@@ -316,3 +316,21 @@ def test_probing_and_snapshots_read_a_modernbert_shaped_model(modern, tmp_path):
         lab.save(model, tok, tmp_path / CHECKPOINTS_DIR / checkpoint_name(step))
     found = explore.checkpoint_predictions(tmp_path, "the [MASK] sat .")
     assert [step for step, _ in found] == [0, 10] and found[0][1][0] == found[1][1][0]
+
+
+def test_a_modernbert_checkpoint_fine_tunes_as_a_classifier(modern, tmp_path):
+    """finetune-cls reads a ModernBERT directory's config.json (converted) and trains a head on it."""
+    from lab.training.finetune import ClassificationConfig, finetune_classification
+    from lab.training.train import TrainConfig
+
+    _, _, directory = modern
+    rows = "sentence\tlabel\n" + "".join(f"{t}\t{i % 2}\n" for i, t in enumerate(TEXT.split(" . ") * 4))
+    (tmp_path / "train.tsv").write_text(rows)
+    task = ClassificationConfig(
+        model=str(directory), train=str(tmp_path / "train.tsv"), dev=str(tmp_path / "train.tsv")
+    )
+    tc = TrainConfig(out_dir=str(tmp_path / "run"), steps=2, batch_size=4, eval_every=2, log_every=0)
+    result = finetune_classification(task, tc, log=lambda *_: None)
+    assert 0.0 <= result["accuracy"] <= 1.0
+    tuned, _ = lab.load(tmp_path / "run")
+    assert type(tuned).__name__ == "BertForSequenceClassification" and tuned.config.norm_position == "pre"

@@ -33,6 +33,7 @@ from lab.device import Dist, init_distributed, pick_device
 from lab.files import TASK_CONFIG_NAME
 from lab.hub import resolve_model
 from lab.model import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
+from lab.modernbert import load_config
 from lab.tokenizer import Tokenizer
 from lab.training.runs import refuse_existing_run, write_json
 from lab.training.train import TrainConfig, train
@@ -401,7 +402,7 @@ def _start_model(
         }
     model_dir = resolve_model(model_dir, weights=not random_init)  # a Hub id -> its cached folder
     if random_init:
-        cfg = BertConfig.from_dict({**BertConfig.load(model_dir).to_dict(), **overrides})
+        cfg = BertConfig.from_dict({**load_config(model_dir).to_dict(), **overrides})
         model, tokenizer = cls(cfg), Tokenizer.load(model_dir)
         log(f"random initialisation with the shape of {model_dir}: {cfg.summary()}")
         return model, tokenizer
@@ -419,7 +420,7 @@ def finetune_classification(task: ClassificationConfig, tc: TrainConfig, resume:
         raise ValueError(f"mode must be 'finetune' or 'features', not {task.mode!r}")
     if task.feature_layers > 1 and task.mode != "features":
         raise ValueError("feature_layers > 1 is the feature-based approach: use it with mode 'features'")
-    layers = BertConfig.load(resolve_model(task.model, weights=False)).num_hidden_layers  # path or Hub id
+    layers = load_config(resolve_model(task.model, weights=False)).num_hidden_layers  # path or Hub id
     if not 1 <= task.feature_layers <= layers:
         raise ValueError(f"feature_layers must be between 1 and the model's {layers} layers, got {task.feature_layers}")
     if not resume:
