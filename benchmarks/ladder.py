@@ -5,8 +5,8 @@ masks, and what changed since (lab.modern), one rung at a time, several seeds a 
     nohup .venv/bin/python benchmarks/ladder.py --seeds 0 1 2 > ladder.log 2>&1 &
     .venv/bin/python benchmarks/ladder.py --report                    # the table (Markdown)
 
-Every rung pre-trains a BERT-Tiny shape on the ten novels with the classroom recipe (length 32,
-then 128) for the same number of steps, so the same number of tokens, with the bundled
+Every rung pre-trains a BERT-Tiny shape on the ten novels with the lesson recipe (the classroom
+recipe's two phases, length 32 then 128, 1,000 steps each): the same tokens for every rung, the bundled
 classroom model's vocabulary and the same held-out chapters. Each (rung, seed) then reports:
   - held-out masked-LM accuracy at [MASK] on fixed masks (the paper's 80/10/10 at 15%, whatever
     the rung trained with), per sequence, so intervals cover seeds and sentences;
@@ -49,7 +49,7 @@ from lab.training.train import train  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 TOKENIZER = ROOT / "models" / "bert-lab-classroom"
-STEPS = 1500  # the budget of every rung: 20% at length 32 (batch 128), 80% at 128 (batch 32)
+STEPS = 2000  # the budget of every rung: half at length 32 (batch 128), half at 128 (batch 32)
 SST2_TRAIN = 800
 
 
@@ -57,12 +57,12 @@ SST2_TRAIN = 800
 # One (rung, seed)
 # ----------------------------------------------------------------------------------------
 def pretrain_rung(rung: Rung, seed: int, out: Path, steps: int) -> float:
-    """Pre-train with the classroom recipe; returns the seconds it took."""
+    """Pre-train with the lesson recipe (the classroom's phases, half and half); returns the seconds."""
     t0 = time.perf_counter()
     quiet = io.StringIO()
     with contextlib.redirect_stdout(quiet):
         run_recipe(
-            "classroom",
+            "lesson",
             DATA / "novels",
             out,
             {**rung.settings, "seed": seed, "split_seed": 0},
