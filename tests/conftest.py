@@ -55,7 +55,7 @@ def tiny_config(**overrides):
 # sharing one server and browser as a plain `pytest` run does.
 # The executions are handed out longest first (their order in CI's --durations report), so that
 # the process that finishes the rest of the suite picks up the short ones at the end.
-LONGEST_FIRST = ("[02_", "[06_", "[07_", "[08_", "[4_fine_tuning", "[09_", "[04_", "[05_")
+LONGEST_FIRST = ("[02_", "[10_", "[06_", "[07_", "[08_", "[4_fine_tuning", "[09_", "[04_", "[05_")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -10,6 +10,7 @@ the claims each lesson makes (CHECKS).
 """
 
 import json
+import math
 import os
 import sys
 import time
@@ -32,6 +33,7 @@ EXPECTED = [
     "07_contextual_vectors_and_sentence_pairs",
     "08_tokens_get_labels",
     "09_inside_bert",
+    "10_what_changed_since_bert",
 ]
 NOTEBOOK_TIMEOUT = 1800  # seconds per notebook: `make test` runs them beside the rest of the suite on 2 cores
 CELL_TIMEOUT = 900  # seconds per cell: the training cells of 02, 04, 06 and 08 take minutes on one thread
@@ -49,6 +51,7 @@ QUICK = {
     "07_contextual_vectors_and_sentence_pairs": {},
     "08_tokens_get_labels": {},
     "09_inside_bert": {},
+    "10_what_changed_since_bert": {},
 }
 COMMON = dict(THREADS=1)
 # Without the real corpora (../shared/data, e.g. a fresh clone in CI) the notebooks read the small
@@ -64,6 +67,7 @@ SAMPLE_QUICK = {
     "06_bert_gpt_elmo": dict(STEPS=40, BATCH_SIZE=64, CLOZE_BLANKS=200),
     # QA_MODEL=None: the samples exercise the fine-tuning path (with the real data 05 runs the bundled models)
     "05_question_answering": dict(QA_MODEL=None, TRAIN_ARTICLES=1, EPOCHS=1, EVAL_QUESTIONS=40),
+    "10_what_changed_since_bert": dict(LIVE_STEPS=100),
 }
 # checks that hold on the samples too (07's accuracy checks need the real SQuAD, 08's measurements the real
 # UNER and UD files: _check_07 and _check_08 read "shared_data")
@@ -72,6 +76,7 @@ DATA_INDEPENDENT = {
     "07_contextual_vectors_and_sentence_pairs",
     "08_tokens_get_labels",
     "09_inside_bert",
+    "10_what_changed_since_bert",
 }
 
 # Values read from the kernel after the run (a Python dict expression evaluated in the notebook).
@@ -123,6 +128,16 @@ PROBES = {
         '{"shared_data": shared_data, "minilm": minilm is not None, "lens_gap": lens_gap, "masks": len(masks), '
         '"changed": changed, "repeated": repeated, "same_at_position": same_at_position, "median_rank": median_rank, '
         '"classifiers": per_model, "gxi_share": gxi_share, "qa": qa_summary, "probe": probe_numbers}'
+    ),
+    "10_what_changed_since_bert": (
+        '{"shared_data": shared_data, "counts": {n: [m.num_parameters(), configs[n].num_parameters()] '
+        'for n, m in models.items()}, "position_table": tensors["BERT"]["embeddings.position_embeddings.weight"], '
+        '"glu_gap": glu_gap, "norm_first": norm_first, "last_call": last_call, "same_tokens": same_tokens, '
+        '"rotary_gap": rotary_gap, "bert_gap": bert_gap, "local_outside": local_outside, '
+        '"global_outside": global_outside, "live": {n: [r["mlm_acc_masked"], r["mlm_loss"]] for n, r in live.items()}, '
+        '"ladder_rows": list(ladder_table["rung"]), '
+        '"ladder": {r["rung"]: [int(r["seeds"]), r["accuracy %"], r["low"], r["high"]] '
+        "for _, r in ladder_table.iterrows()}}"
     ),
 }
 
@@ -277,6 +292,37 @@ def _check_09(v):
         assert abs(full_tiny - full_majority) < 0.01 and full_tiny - full_majority < tiny - majority - 0.03, p
 
 
+def _check_10(v):
+    # section 1: every model's own parameter count is its configuration's formula; GeGLU keeps BERT's count within
+    # 1% (measured +84 of 1,527,680), rotary drops exactly the position table, pre-norm and local attention drop nothing
+    counts = v["counts"]
+    assert all(model == cfg for model, cfg in counts.values()), counts
+    bert = counts["BERT"][0]
+    assert abs(counts["GeGLU"][0] - bert) < 0.01 * bert, counts
+    assert bert - counts["rotary"][0] == math.prod(v["position_table"]), counts
+    assert counts["pre-norm"][0] == counts["local attention"][0] == bert > counts["no biases"][0], counts
+    # GeGLU's layer computes GELU(value) * gate of its two halves; pre-norm calls layer 1's attention norm before the
+    # attention (BERT after it) and ends with the final norm
+    assert v["glu_gap"] < 1e-6, v["glu_gap"]
+    assert v["norm_first"] == {"BERT": False, "pre-norm": True} and v["last_call"]["pre-norm"] == "final_norm", v
+    # rotary: moving the sentence right leaves layer 0's scores among its tokens as they were (measured 8e-7 at
+    # most), while BERT's move (by 1.2 at least); local: no attention beyond the window in the local layer
+    assert v["same_tokens"] and v["rotary_gap"] < 1e-4 and v["bert_gap"] > 1e-2, v
+    assert v["local_outside"] == 0.0 and v["global_outside"] > 0, v
+    # section 2: both live runs were scored on the held-out data
+    assert sorted(v["live"]) == ["BERT", "all changes"], v["live"]
+    for name, (accuracy, loss) in v["live"].items():
+        assert 0 < accuracy < 1 and math.isfinite(loss), (name, accuracy, loss)
+    # section 3: one row per rung with committed results, in the ladder's order, each with its seeds and an interval
+    # around its estimate
+    from lab.studies import ladder
+
+    committed = ladder.load_results()
+    assert v["ladder_rows"] == [r.name for r in ladder.rungs() if committed.get(r.name)], v["ladder_rows"]
+    for name, (seeds, estimate, low, high) in v["ladder"].items():
+        assert seeds == len(committed[name]) and low <= estimate <= high, (name, seeds, estimate, low, high)
+
+
 CHECKS = {
     "01_tokens_and_input_embeddings": _check_01,
     "02_pretraining_mlm_and_nsp": _check_02,
@@ -287,6 +333,7 @@ CHECKS = {
     "07_contextual_vectors_and_sentence_pairs": _check_07,
     "08_tokens_get_labels": _check_08,
     "09_inside_bert": _check_09,
+    "10_what_changed_since_bert": _check_10,
 }
 
 

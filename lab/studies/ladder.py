@@ -79,7 +79,7 @@ def rungs() -> list[Rung]:
     ]
     for name, what in changes:
         out.append(Rung(name, {"nsp": False, "changes": name}, what, "ModernBERT", "no-nsp", MODERN_GROUP))
-    done, previous = [], "no-nsp"
+    done, previous = [], changes[0][0]  # the chain starts from the first change alone
     for name, what in changes[:-1] + changes[-1:]:
         done.append(name)
         if len(done) == 1:
