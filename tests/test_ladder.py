@@ -17,6 +17,7 @@ def fake_result(rung: str, seed: int, p_mask: float, n: int = 300, nsp: bool = T
         "rung": rung,
         "seed": seed,
         "pretrain_seconds": 180.0 + seed,
+        "cpu_seconds": 300.0 + seed,
         "held_out": {
             "hits": [sum(rng.random() < p_mask for _ in range(c)) for c in counts],
             "counts": counts,
@@ -56,6 +57,8 @@ def test_the_report_says_what_the_intervals_support(results):
     row = next(line for line in text.splitlines() if line.startswith("| `no-nsp`"))
     assert "| - |" in row  # no NSP score for a rung without NSP
     assert "mask-100-0-0" not in text  # rungs without results are left out
+    assert text.startswith(f"Measured: 3 of {len(ladder.rungs())} rungs, 9 runs, 3 seed(s) a rung.")
+    assert "| 5.0 |" in row  # the median CPU minutes of a run
 
 
 def test_every_rung_is_a_recipe_the_lab_can_run():
@@ -66,3 +69,13 @@ def test_every_rung_is_a_recipe_the_lab_can_run():
     for rung in ladder.rungs():
         PretrainConfig(**rung.settings)  # valid settings
         assert rung.against is None or rung.against in names[: names.index(rung.name)]
+
+
+def test_the_docs_show_the_committed_results():
+    """docs/pretraining.md's ladder table is `benchmarks/ladder.py --report --write-docs` of the
+    committed results, to the character."""
+    from tests.conftest import ROOT
+
+    doc = (ROOT / "docs" / "pretraining.md").read_text()
+    block = doc.split("<!-- ladder:start -->\n", 1)[1].split("<!-- ladder:end -->", 1)[0]
+    assert block == ladder.report(ladder.load_results())
