@@ -8,6 +8,7 @@
     python -m lab eval --model runs/classroom --corpus novels --split held-out
     python -m lab fill-mask --model runs/classroom "she [MASK] the letter twice ."
     python -m lab plot runs/classroom --out curves.png
+    python -m lab export-web --out site --models bert-lab-classroom minilm-sst2
 
 Every command prints its configuration at start. The training options are generated from the
 settings dataclasses (one flag per field, its help the field's `setting`): declared once, there.
@@ -53,6 +54,8 @@ from lab.training.pretrain import (
     run_recipe,
 )
 from lab.training.train import TrainConfig
+from lab.web.export import PRECISIONS as WEB_PRECISIONS
+from lab.web.export import export_site, site_sizes, size_report
 
 # Fields whose values come from a fixed set (the modules that use them define the sets).
 CHOICES = {
@@ -243,6 +246,14 @@ def cmd_plot(args) -> int:
     return 0
 
 
+def cmd_export_web(args) -> int:
+    manifest = export_site(args.out, args.models, args.models_dir, precision=args.precision, log=_log)
+    print(f"wrote {args.out}: {len(manifest['models'])} model(s)")
+    for line in size_report(manifest, site_sizes(args.out)):
+        print(line)
+    return 0
+
+
 def _log(msg: str) -> None:
     if int(os.environ.get("RANK", 0)) == 0:
         print(msg, flush=True)
@@ -344,13 +355,30 @@ def add_plot(sub) -> None:
     p.set_defaults(func=cmd_plot)
 
 
+def add_export_web(sub) -> None:
+    p = sub.add_parser(
+        "export-web", help="the models for the browser edition: ONNX graphs, tokenizers and manifest.json"
+    )
+    p.add_argument("--out", required=True, help="the site folder to write (created): manifest.json, models/NAME/")
+    p.add_argument("--models", nargs="+", metavar="NAME", help="the models to export (default: every one)")
+    p.add_argument("--models-dir", help="the folder the models are in (default: the repository's models/)")
+    p.add_argument(
+        "--precision",
+        choices=WEB_PRECISIONS,
+        default="auto",
+        help="how the weights are stored: auto = fp16 where that is lossless, int8 for a graph still over "
+        "25 MB, computing in fp32 (int8-dynamic quantizes the activations too) (default: auto)",
+    )
+    p.set_defaults(func=cmd_export_web)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command, in the order `--help` lists them."""
     parser = argparse.ArgumentParser(
         prog="python -m lab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (add_prepare, add_pretrain, add_finetune, add_eval, add_fill_mask, add_plot):
+    for add in (add_prepare, add_pretrain, add_finetune, add_eval, add_fill_mask, add_plot, add_export_web):
         add(sub)
     return parser
 
@@ -359,7 +387,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError, FileExistsError) as e:
+    except (FileNotFoundError, ValueError, FileExistsError, ModuleNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -38,6 +38,12 @@ layouts below are the whole truth about what is where. This module imports nothi
 #     sentences.npy                 SENTENCES_NAME         sentence offsets into tokens.bin
 #     documents.npy                 DOCUMENTS_NAME         document offsets into sentences.npy
 #     meta.json                     META_NAME              sizes, dtype, vocabulary hash, source
+#
+# A browser site (lab.web.export writes it, the page in web/ reads it):
+#
+#     manifest.json                 MANIFEST_NAME          the models: views, files, settings
+#     models/<name>/model.onnx      ONNX_NAME              the model as an ONNX graph
+#     models/<name>/tokenizer.json  TOKENIZER_NAME         its tokenizer
 
 from __future__ import annotations
 
@@ -73,6 +79,11 @@ TOKENS_NAME = "tokens.bin"
 SENTENCES_NAME = "sentences.npy"
 DOCUMENTS_NAME = "documents.npy"
 META_NAME = "meta.json"
+
+# -- a browser site -------------------------------------------------------------------------
+MANIFEST_NAME = "manifest.json"
+SITE_MODELS_DIR = "models"
+ONNX_NAME = "model.onnx"
 
 
 def checkpoint_name(step: int) -> str:

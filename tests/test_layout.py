@@ -27,6 +27,7 @@ RANKS = [
     ("lab.checkpoint", 5),
     ("lab.training", 6),
     ("lab.inspect", 7),
+    ("lab.web", 8),  # the browser edition's export: the models as explore reads them
     ("lab.studies", 8),
     ("lab.figures", 9),
     ("lab.exercises", 10),

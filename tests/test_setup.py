@@ -38,7 +38,7 @@ def test_the_core_does_not_need_the_extras():
         "lab.training.pretrain, lab.training.finetune, lab.training.runs, "
         "lab.device, lab.data.datasets, lab.__main__\n"
         "extras = {'gradio', 'bertviz', 'transformers', 'jupyterlab', 'pandas', 'pytest', "
-        "'huggingface_hub', 'plotly', 'mpld3', 'xstatic'}\n"
+        "'huggingface_hub', 'plotly', 'mpld3', 'xstatic', 'onnx', 'onnxruntime', 'onnxscript'}\n"
         "print(sorted(extras & {m.split('.')[0] for m in sys.modules}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
