@@ -30,8 +30,8 @@ def _adapted_layer(cls):
     if getattr(cls, "_lab_adapted", False):
         return cls
 
-    def forward(self, x, mask=None, head_mask=None, output_attentions=False):
-        if head_mask is not None or output_attentions:
+    def forward(self, x, mask=None, head_mask=None, output_attentions=False, rope=None):
+        if head_mask is not None or output_attentions or rope is not None:
             raise ValueError("a model assembled from your layers gives no attention maps and takes no head_mask")
         B, T = x.shape[:2]
         if mask is None:  # the lab passes None when no token is padding
@@ -65,6 +65,8 @@ def assemble(embeddings=None, layer=None, config=None, model_class=None):
         config = BertConfig.load(config)
     if not isinstance(config, BertConfig):
         raise TypeError(f"config must be a lab.BertConfig or a model directory, not {type(config).__name__}")
+    if not config.is_bert:
+        raise ValueError("assemble builds BERT as in 2018 from your pieces; this config has changes of lab.modern")
     model_class = model_class or BertModel
     if isinstance(model_class, str):
         if model_class not in MODEL_CLASSES:
