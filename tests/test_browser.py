@@ -84,7 +84,25 @@ def shots(tmp_path_factory):
 
 
 def open_tab(page, name):
-    page.get_by_role("tab", name=name).click()
+    """Select the tab and wait until it is shown. A click can land while the page scrolls (a view
+    just computed is brought into view, dashboard.room) and miss the tab: it is clicked again."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    tab = page.get_by_role("tab", name=name)
+    for _ in range(3):
+        tab.click()
+        try:
+            page.wait_for_function(
+                "(name) => [...document.querySelectorAll('button[role=tab]')]"
+                ".some(b => b.innerText.trim() === name && b.getAttribute('aria-selected') === 'true')",
+                arg=name,
+                timeout=10_000,
+            )
+            return
+        except Timeout:  # click once more
+            continue
+    selected = page.locator("button[role=tab][aria-selected=true]").all_inner_texts()
+    raise AssertionError(f"the tab {name!r} did not open after 3 clicks; selected: {selected}")
 
 
 def screenshot(page, path):
