@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: demo test quick venv venv-dev lab notebooks models browser clean
+.PHONY: demo test quick venv venv-dev lab notebooks models browser web web-page serve-web clean
 
 demo: $(VENV)/.installed-app       ## install the library + dashboard into .venv and start the dashboard
 	$(PY) app.py
@@ -59,8 +59,19 @@ browser:                           ## Debian's chromium for the real-browser tes
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 	chromium --version
 
+# The browser edition (docs/deploy.md): the page built by Node from web/ (npm packages through
+# web/package-lock.json), then the site exported into site/ and served to a classroom.
+web-page:                          ## build the browser page (web/dist) with npm
+	cd web && npm ci --no-audit --no-fund && npm run build
+
+web: $(VENV)/.installed-dev web-page ## the static site in site/: the page and every bundled model as ONNX
+	$(PY) -m lab export-web --out site
+
+serve-web: $(VENV)/.installed-dev  ## serve site/ to a classroom (students type the printed address)
+	$(PY) -m lab serve-web site --host 0.0.0.0
+
 models: $(VENV)/.installed-dev     ## retrain the bundled models (hours on a laptop CPU)
 	bash scripts/make_models.sh
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info web/dist web/node_modules

@@ -9,6 +9,7 @@
     python -m lab fill-mask --model runs/classroom "she [MASK] the letter twice ."
     python -m lab plot runs/classroom --out curves.png
     python -m lab export-web --out site --models bert-lab-classroom minilm-sst2
+    python -m lab serve-web site --host 0.0.0.0
 
 Every command prints its configuration at start. The training options are generated from the
 settings dataclasses (one flag per field, its help the field's `setting`): declared once, there.
@@ -56,6 +57,7 @@ from lab.training.pretrain import (
 from lab.training.train import TrainConfig
 from lab.web.export import PRECISIONS as WEB_PRECISIONS
 from lab.web.export import export_site, site_sizes, size_report
+from lab.web.serve import serve
 
 # Fields whose values come from a fixed set (the modules that use them define the sets).
 CHOICES = {
@@ -247,10 +249,17 @@ def cmd_plot(args) -> int:
 
 
 def cmd_export_web(args) -> int:
-    manifest = export_site(args.out, args.models, args.models_dir, precision=args.precision, log=_log)
+    manifest = export_site(
+        args.out, args.models, args.models_dir, precision=args.precision, log=_log, page=not args.models_only
+    )
     print(f"wrote {args.out}: {len(manifest['models'])} model(s)")
     for line in size_report(manifest, site_sizes(args.out)):
         print(line)
+    return 0
+
+
+def cmd_serve_web(args) -> int:
+    serve(args.site, args.host, args.port)
     return 0
 
 
@@ -369,7 +378,27 @@ def add_export_web(sub) -> None:
         help="how the weights are stored: auto = fp16 where that is lossless, int8 for a graph still over "
         "25 MB, computing in fp32 (int8-dynamic quantizes the activations too) (default: auto)",
     )
+    p.add_argument(
+        "--models-only",
+        action="store_true",
+        help="write the models and manifest.json only, not the page (which needs Node.js to build)",
+    )
     p.set_defaults(func=cmd_export_web)
+
+
+def add_serve_web(sub) -> None:
+    p = sub.add_parser(
+        "serve-web", help="serve an exported site (export-web) from this computer, e.g. to a classroom without internet"
+    )
+    p.add_argument("site", help="the folder export-web wrote (it has manifest.json)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="interface to bind: 127.0.0.1 = this computer only; 0.0.0.0 = every IPv4 interface, the "
+        "classroom's network; :: = every IPv6 one (default: 127.0.0.1)",
+    )
+    p.add_argument("--port", type=int, default=8000, help="port to serve on (default: 8000)")
+    p.set_defaults(func=cmd_serve_web)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -378,7 +407,16 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m lab", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (add_prepare, add_pretrain, add_finetune, add_eval, add_fill_mask, add_plot, add_export_web):
+    for add in (
+        add_prepare,
+        add_pretrain,
+        add_finetune,
+        add_eval,
+        add_fill_mask,
+        add_plot,
+        add_export_web,
+        add_serve_web,
+    ):
         add(sub)
     return parser
 

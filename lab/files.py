@@ -82,6 +82,7 @@ META_NAME = "meta.json"
 
 # -- a browser site -------------------------------------------------------------------------
 MANIFEST_NAME = "manifest.json"
+OPENINGS_NAME = "openings.json"  # the browser edition's opening examples, computed by the lab
 SITE_MODELS_DIR = "models"
 ONNX_NAME = "model.onnx"
 

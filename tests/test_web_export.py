@@ -57,7 +57,7 @@ def site(tmp_path_factory):
         lab.save(model, tok, models / name, dtype=torch.float16 if name == "tiny-pretraining" else None)
     (models / "tiny-pretraining" / "README.md").write_text(CARD)
     out = tmp_path_factory.mktemp("site")
-    manifest = export_site(out, models_dir=models, log=lambda _: None)
+    manifest = export_site(out, models_dir=models, log=lambda _: None, page=False)
     loaded = {name: lab.load(models / name) for name in made}  # the weights the graph was made from
     return out, manifest, loaded
 
@@ -255,7 +255,7 @@ def wide(site, tmp_path_factory):
     models = tmp_path_factory.mktemp("wide")
     lab.save(model, tok, models / "wide-ner")
     out = tmp_path_factory.mktemp("wide-site")
-    manifest = export_site(out, models_dir=models, precision="fp32", log=lambda _: None)
+    manifest = export_site(out, models_dir=models, precision="fp32", log=lambda _: None, page=False)
     return models, out / manifest["models"][0]["files"]["model"], lab.load(models / "wide-ner")
 
 
@@ -263,7 +263,7 @@ def wide(site, tmp_path_factory):
 def test_int8_graphs_run_and_stay_small(tmp_path, wide, precision, op):
     """How close int8 comes is measured by benchmarks/web_quantization.py on real data, not here."""
     models, fp32, (model, tok) = wide
-    int8 = export_site(tmp_path, models_dir=models, precision=precision, log=lambda _: None)
+    int8 = export_site(tmp_path, models_dir=models, precision=precision, log=lambda _: None, page=False)
     m = int8["models"][0]
     assert m["precision"] == precision
     path = tmp_path / m["files"]["model"]
@@ -304,8 +304,15 @@ def test_the_bundled_classroom_model_fits_the_first_views_page_weight(tmp_path, 
     assert m["title"] == "bert-lab-classroom" and len(m["card"]) == 2
     sizes = site_sizes(tmp_path)
     assert sizes.first_model == "bert-lab-classroom" and sizes.first_view <= PAGE_WEIGHT_TARGET
-    (tmp_path / "index.html").write_text("<html></html>")  # the page's own files count toward the first view
-    assert site_sizes(tmp_path).first_view == sizes.first_view + len("<html></html>")
+    for page_file in ("index.html", "app.js", "style.css", "openings.json"):  # the page, drawn at once
+        assert (tmp_path / page_file).is_file()
+    (tmp_path / "extra.css").write_text("p {}")  # the page's own files count toward the first view
+    assert site_sizes(tmp_path).first_view == sizes.first_view + len("p {}")
+    # computing in the browser also needs the runtime (ort/) and the first model's files
+    runtime = sum(n for f, n in sizes.files.items() if f.startswith("ort/"))
+    assert runtime > 0 and sizes.computing == sizes.first_view + runtime + m["bytes"]
+    assert 0 < sizes.computing_gzip < sizes.computing
+    assert "page weight until the first view is drawn" in printed and "gzip-compressed" in printed
     model, tok = lab.load(ROOT / "models" / "bert-lab-classroom")
     graph = OnnxModel(tmp_path / m["files"]["model"], model.config)
     for T in (9, 40):
