@@ -18,10 +18,9 @@ Target: 1,000 students within a minute, p95 <= 2 s until every file is loaded, a
 from __future__ import annotations
 
 import argparse
-import http.client
+import asyncio
 import json
 import multiprocessing
-import queue
 import random
 import re
 import resource
@@ -68,66 +67,60 @@ class Tally:
             self.raw += raw
 
 
-def fetch(conn: http.client.HTTPConnection, path: str, size: int, buffer: bytearray, verify: bool) -> tuple[int, int]:
-    """GET one file over `conn` as a browser does: (bytes received, bytes unpacked). With
-    `verify`, the body is decompressed and must have the file's size; else its unpacked size is
-    taken from the site's listing (the students' machines unpack, not the teacher's)."""
-    conn.request("GET", "/" + quote(path), headers={"Accept-Encoding": ACCEPT})
-    response = conn.getresponse()
-    if response.status != 200:
-        response.read()
-        raise RuntimeError(f"{path}: HTTP {response.status}")
-    gzipped = response.getheader("Content-Encoding") == "gzip"
-    inflate = zlib.decompressobj(wbits=31) if verify and gzipped else None
+async def fetch(conn, path: str, size: int, verify: bool) -> tuple[int, int]:
+    """GET one file over `conn` (an open (reader, writer) pair, kept alive) as a browser does:
+    (bytes received, bytes unpacked). With `verify`, the body is decompressed and must have the
+    file's size; else its unpacked size is taken from the site's listing (the students' machines
+    unpack, not the teacher's)."""
+    reader, writer = conn
+    writer.write(f"GET /{quote(path)} HTTP/1.1\r\nHost: class\r\nAccept-Encoding: {ACCEPT}\r\n\r\n".encode())
+    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+    status = int(head[0].split()[1])
+    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:] if line)}
+    length = int(fields.get("content-length", 0))
+    inflate = zlib.decompressobj(wbits=31) if verify and fields.get("content-encoding") == "gzip" else None
     received = unpacked = 0
-    view = memoryview(buffer)
-    while n := response.readinto(buffer):
-        received += n
-        unpacked += len(inflate.decompress(view[:n])) if inflate else n
+    while received < length:
+        chunk = await reader.read(min(CHUNK, length - received))
+        if not chunk:
+            raise ConnectionError(f"{path}: the server closed the connection after {received} of {length} bytes")
+        received += len(chunk)
+        unpacked += len(inflate.decompress(chunk)) if inflate else len(chunk)
+    if status != 200:
+        raise RuntimeError(f"{path}: HTTP {status}")
     if verify and unpacked != size:
         raise RuntimeError(f"{path}: {unpacked} bytes unpacked, the file has {size}")
     return received, (unpacked if verify else size)
 
 
-def student(host: str, port: int, phases: list[dict[str, int]], arrived: float, tally: Tally, verify, timeout):
+async def student(host: str, port: int, phases: list[dict[str, int]], tally: Tally, verify, timeout):
     """One student's browser: each phase's files ({path: bytes}) in turn, the page (index.html)
     first over one connection, the rest over up to CONNECTIONS kept open; a time per phase."""
-    got, errors, times = [], [], []  # got: (sent, unpacked) per file; list.append is atomic across threads
-    most = max(len(files) for files in phases)
-    conns = [http.client.HTTPConnection(host, port, timeout=timeout) for _ in range(min(CONNECTIONS, most))]
+    arrived = time.perf_counter()
+    got, errors, times, conns = [], [], [], {}  # conns: connection number -> (reader, writer)
 
-    def load(conn, files: dict[str, int], rest: queue.SimpleQueue, first: list[str]) -> None:
-        """`first`, then files from the phase's queue until it is empty, over `conn`."""
-        buffer = bytearray(CHUNK)
-        try:
-            for path in first:
-                got.append(fetch(conn, path, files[path], buffer, verify))
-            while True:
-                try:
-                    path = rest.get_nowait()
-                except queue.Empty:
-                    return
-                got.append(fetch(conn, path, files[path], buffer, verify))
-        except (OSError, http.client.HTTPException, RuntimeError) as e:
-            errors.append(f"{type(e).__name__}: {e}")
+    async def load(k: int, files: dict[str, int], rest: list[str]) -> None:
+        while rest:
+            path = rest.pop()
+            if k not in conns:
+                conns[k] = await asyncio.open_connection(host, port, limit=CHUNK)
+            got.append(await fetch(conns[k], path, files[path], verify))
 
-    for files in phases:
-        rest = queue.SimpleQueue()
-        for path in files:
-            if path != "index.html":
-                rest.put(path)
-        load(conns[0], files, queue.SimpleQueue(), [p for p in files if p == "index.html"])  # it names the rest
-        workers = [threading.Thread(target=load, args=(conn, files, rest, [])) for conn in conns[1:]]
-        for w in workers:
-            w.start()
-        load(conns[0], files, rest, [])  # the page's connection is one of the browser's six
-        for w in workers:
-            w.join()
-        if errors:
-            break
-        times.append(time.perf_counter() - arrived)
-    for conn in conns:
-        conn.close()
+    async def phases_in_turn() -> None:
+        for files in phases:
+            first = [p for p in files if p == "index.html"]
+            await load(0, files, first)  # it names the rest
+            rest = [p for p in reversed(list(files)) if p != "index.html"]
+            await asyncio.gather(*(load(k, files, rest) for k in range(min(CONNECTIONS, max(1, len(rest))))))
+            times.append(time.perf_counter() - arrived)
+
+    try:
+        await asyncio.wait_for(phases_in_turn(), timeout)
+    except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, RuntimeError, asyncio.TimeoutError) as e:
+        errors.append(f"{type(e).__name__}: {e}")
+    finally:
+        for _, writer in conns.values():
+            writer.close()
     tally.add([] if errors else times, sum(g[0] for g in got), sum(g[1] for g in got), errors)
 
 
@@ -138,17 +131,19 @@ def summary(times: list[float]) -> dict:
 
 
 def arrive(host: str, port: int, phases: list[dict[str, int]], moments: list[float], start: float, verify, timeout):
-    """The students arriving at `moments` seconds after `start` (time.time()), one thread each:
-    their Tally's fields, and the CPU seconds this process used meanwhile."""
-    tally, threads, cpu = Tally(len(phases)), [], time.process_time()
-    for moment in moments:
-        time.sleep(max(0.0, start + moment - time.time()))
-        at = time.perf_counter() - (time.time() - (start + moment))  # the arrival on this process's clock
-        t = threading.Thread(target=student, args=(host, port, phases, at, tally, verify, timeout))
-        t.start()
-        threads.append(t)
-    for t in threads:
-        t.join()
+    """The students arriving at `moments` seconds after `start` (time.time()), each a coroutine of
+    this process's event loop (one thread: no GIL shared by a thousand threads): their Tally's
+    fields, and the CPU seconds this process used meanwhile."""
+    tally, cpu = Tally(len(phases)), time.process_time()
+
+    async def class_arrives():
+        tasks = []
+        for moment in moments:
+            await asyncio.sleep(max(0.0, start + moment - time.time()))
+            tasks.append(asyncio.create_task(student(host, port, phases, tally, verify, timeout)))
+        await asyncio.gather(*tasks)
+
+    asyncio.run(class_arrives())
     return tally.times, tally.errors, tally.sent, tally.raw, time.process_time() - cpu
 
 

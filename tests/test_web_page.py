@@ -272,6 +272,10 @@ def test_bad_input_gets_a_message(page):
     assert "no model called" in unknown and "bert-lab-classroom" in unknown
     wrong = page.evaluate("bertLab.answer('who?', 'me.', {model: 'bert-lab-classroom'}).catch(e => e.message)")
     assert "cannot do answer" in wrong and "bert-lab-squad" in wrong
+    misspelt = page.evaluate("bertLab.answer('who?', 'me.', {model: 'bert-lab-squad', top_k: 1}).catch(e => e.message)")
+    assert "unknown option top_k" in misspelt and "topK" in misspelt
+    text_k = page.evaluate("bertLab.fillMask('a [MASK] .', {topK: '2'}).catch(e => e.message)")
+    assert "not text" in text_k and '"2"' in text_k
     assert dialogs == [] and OUTSIDE == []
 
 

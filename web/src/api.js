@@ -97,7 +97,29 @@ export function load(name) {
   return loaded.get(name);
 }
 
+// Each call's options, by view: a misspelt one (top_k for topK) is an error, not ignored.
+const OPTIONS = {
+  "fill-mask": ["model", "topK"],
+  "next-sentence": ["model"],
+  attention: ["model"],
+  answer: ["model", "topK"],
+  classify: ["model"],
+  tag: ["model"],
+};
+
+function checkOptions(view, options) {
+  if (options === null || typeof options !== "object" || Array.isArray(options)) {
+    throw new Error(`options must be an object such as {model: "bert-lab-classroom"}, got ${JSON.stringify(options)}`);
+  }
+  const unknown = Object.keys(options).filter((k) => !OPTIONS[view].includes(k));
+  if (unknown.length) throw new Error(`unknown option ${unknown.join(", ")}: ${view} takes ${OPTIONS[view].join(", ")}`);
+  if ("topK" in options && !Number.isInteger(options.topK)) {
+    throw new Error(`topK must be a whole number (a number, not text), got ${JSON.stringify(options.topK)}`);
+  }
+}
+
 async function modelFor(view, options = {}) {
+  checkOptions(view, options);
   const name = options.model ?? (await modelsFor(view))[0]?.name;
   if (!name) throw new Error(`no model on this site serves ${view}`);
   const model = await load(name);
