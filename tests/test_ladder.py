@@ -56,7 +56,7 @@ def test_the_report_says_what_the_intervals_support(results):
     assert "masked-LM accuracy at [MASK]" in text and "better than it at this scale" in text
     row = next(line for line in text.splitlines() if line.startswith("| `no-nsp`"))
     assert "| - |" in row  # no NSP score for a rung without NSP
-    assert "mask-100-0-0" not in text  # rungs without results are left out
+    assert "mask-100-0-0" not in text.split("### The papers")[0]  # rungs without results are left out
     assert text.startswith(f"Measured: 3 of {len(ladder.rungs())} rungs, 9 runs, 3 seed(s) a rung.")
     assert "| 5.0 |" in row  # the median CPU minutes of a run
 
@@ -79,3 +79,116 @@ def test_the_docs_show_the_committed_results():
     doc = (ROOT / "docs" / "pretraining.md").read_text()
     block = doc.split("<!-- ladder:start -->\n", 1)[1].split("<!-- ladder:end -->", 1)[0]
     assert block == ladder.report(ladder.load_results())
+
+
+def test_every_finding_speaks_to_a_rung_of_the_ladder():
+    rungs = {r.name: r for r in ladder.rungs()}
+    assert ladder.papers(), "the papers' table is empty"
+    for f in ladder.papers():
+        assert f.rung in rungs, f.rung
+        assert f.direction is None or f.direction in ladder.DIRECTIONS, f
+        assert f.measure in ("mlm", "finetuned", "features"), f
+        assert f.direction is None or rungs[f.rung].against, f"{f.rung} has no rung to be compared with"
+    assert {f.paper for f in ladder.papers()} == {"BERT", "RoBERTa", "Cramming", "ModernBERT", "NeoBERT"}
+
+
+@pytest.mark.parametrize(
+    "interval, direction, expected",
+    [
+        ((0.05, 0.02, 0.08), "better", "holds"),
+        ((0.05, 0.02, 0.08), "worse", "does not hold"),
+        ((0.05, 0.02, 0.08), "same", "does not hold"),
+        ((0.05, 0.02, 0.08), "not worse", "holds"),
+        ((0.05, 0.02, 0.08), "not better", "does not hold"),
+        ((-0.05, -0.08, -0.02), "better", "does not hold"),
+        ((-0.05, -0.08, -0.02), "worse", "holds"),
+        ((-0.05, -0.08, -0.02), "not worse", "does not hold"),
+        ((-0.05, -0.08, -0.02), "not better", "holds"),
+        ((0.01, -0.02, 0.04), "better", "not shown"),
+        ((0.01, -0.02, 0.04), "worse", "not shown"),
+        ((0.01, -0.02, 0.04), "same", "holds"),
+        ((0.01, -0.02, 0.04), "not worse", "holds"),
+    ],
+)
+def test_an_outcome_follows_from_the_interval_and_the_papers_direction(interval, direction, expected):
+    assert ladder.outcome(interval, direction) == expected
+
+
+def expected_words(low: float, high: float, direction: str) -> str:
+    """The outcome written out independently of lab.studies.ladder: the interval's side of 0 against
+    the sides the paper's direction allows."""
+    side = "above" if low > 0 else "below" if high < 0 else "across"
+    allowed = {
+        "better": {"above"},
+        "worse": {"below"},
+        "same": {"across"},
+        "not worse": {"above", "across"},
+        "not better": {"below", "across"},
+    }[direction]
+    if side in allowed:
+        return "its pattern holds at this scale"
+    if side == "across":
+        return "not distinguishable here, so neither confirmed nor contradicted"
+    return "its pattern does not hold at this scale"
+
+
+@pytest.fixture
+def above_below_across(tmp_path):
+    """no-nsp far above bert, geglu far below no-nsp, rotary exactly no-nsp (its difference is 0)."""
+    for seed in range(2):
+        files = {"bert": fake_result("bert", seed, 0.20), "no-nsp": fake_result("no-nsp", seed, 0.45, nsp=False)}
+        files["geglu"] = fake_result("geglu", seed, 0.15, nsp=False)
+        files["rotary"] = {**files["no-nsp"], "rung": "rotary"}
+        for rung, result in files.items():
+            (tmp_path / f"{rung}-seed{seed}.json").write_text(json.dumps(result))
+    return ladder.load_results(tmp_path)
+
+
+def test_every_verdict_in_the_report_follows_from_the_numbers(above_below_across):
+    found = above_below_across
+    text = ladder.report(found)
+    against = {r.name: r.against for r in ladder.rungs()}
+    checked = set()
+    for f in ladder.papers():
+        if not (f.direction and f.rung in found and against[f.rung] in found):
+            assert f.direction is None or f"`{f.rung}` against" not in text
+            continue
+        _, low, high = ladder.accuracy(found[f.rung], f.measure, found[against[f.rung]])
+        assert f"{f.paper} ({f.where}) found it" in text
+        sentence = next(
+            line for line in text.splitlines() if line.startswith("- **") and f"`{f.rung}` against" in line
+            and ladder._MEASURE_WORDS[f.measure] in line
+        )  # fmt: skip
+        assert (
+            f"{f.paper} ({f.where}) found it {ladder._DIRECTION_WORDS[f.direction]}: "
+            + expected_words(low, high, f.direction)
+            in sentence
+        ), sentence
+        checked.add((f.rung, f.measure))
+    assert ("no-nsp", "mlm") in checked and ("geglu", "mlm") in checked and ("rotary", "mlm") in checked
+    assert "BERT (Table 5, Section 5.1) found it worse: its pattern does not hold at this scale." in text
+    assert "RoBERTa (Section 4.2, Table 2) found it no worse: its pattern holds at this scale." in text
+    assert "ModernBERT (Section 2.1.1) found it better: its pattern does not hold at this scale." in text  # geglu
+    assert "Cramming (Section 4.2, Attention Block) found it better: not distinguishable here" in text  # rotary
+    holds, not_held, not_shown = (text.count(w) for w in _OUTCOMES)
+    assert (
+        f"Of {holds + not_held + not_shown} comparisons with a paper's direction, {holds} hold at this scale, " in text
+    )
+    assert f"{not_held} do not, and {not_shown} are not distinguishable here." in text
+
+
+_OUTCOMES = (
+    "its pattern holds at this scale",
+    "its pattern does not hold at this scale",
+    "not distinguishable here, so neither confirmed nor contradicted",
+)
+
+
+def test_the_report_works_with_any_subset_of_the_ladder(results):
+    assert "No rung with a paper's direction has results yet." in ladder.report({})
+    only_bert = ladder.report({"bert": {0: results["bert"][0]}})
+    assert only_bert.startswith("Measured: 1 of") and "| `bert` |" in only_bert
+    assert "CPU minutes per run" not in only_bert  # no `no-nsp` to measure the cost from
+    two = ladder.report({"bert": results["bert"], "no-nsp": {1: results["no-nsp"][1]}})
+    assert "(`no-nsp` against `bert`, masked-LM accuracy at [MASK], 1 seed)" in two
+    assert "CPU minutes per run (median) on the ladder's CPU: `no-nsp` 5.0." in two

@@ -6,6 +6,10 @@ benchmarks/ladder.py) say about it, with 95% intervals over seeds and sentences.
     found = ladder.load_results()            # {rung: {seed: result}}
     print(ladder.report(found))              # the Markdown table and the sentences it supports
     ladder.accuracy(found["bert"], "mlm")    # (estimate, low, high)
+    ladder.papers()                          # what BERT, RoBERTa, Cramming, ModernBERT, NeoBERT reported
+
+report() ends with the papers beside the rungs (papers_report): for each paper's direction, whether
+it holds at this scale, computed from the ladder's interval (outcome), never typed.
 
 A rung changes one thing against the rung named in `against`; the difference of their held-out
 masked-LM accuracies at [MASK] is bootstrapped with the same draws of seeds and sentences for
@@ -171,7 +175,8 @@ def _delta(interval) -> str:
 
 
 def report(found: dict[str, dict[int, dict]]) -> str:
-    """The Markdown table and the sentences computed from it."""
+    """The Markdown table and the sentences computed from it, then the papers beside the rungs
+    (`papers_report`)."""
     lines = [
         "| rung | change | seeds | MLM at [MASK] % | vs | difference, points | NSP % "
         "| SST-2 frozen % | SST-2 fine-tuned % | CPU min/run |",
@@ -189,20 +194,33 @@ def report(found: dict[str, dict[int, dict]]) -> str:
         if rung.against in found and not ltr:
             d = bootstrap(_series(results, "mlm"), _series(found[rung.against], "mlm"))
             diff_text = _delta(d)
-            verdict = "better than" if d[1] > 0 else "worse than" if d[2] < 0 else "not distinguishable from"
             sentences.append(
                 f"- {rung.what} ({rung.source}): masked-LM accuracy at [MASK] {_delta(d)} points against "
-                f"`{rung.against}`: {verdict} it at this scale."
+                f"`{rung.against}`: {_HERE_WORDS[_here(d)]} it at this scale."
             )
         nsp = _cell(bootstrap(_series(results, "nsp"))) if rung.settings.get("nsp", True) else "-"
         frozen = _cell(bootstrap(_series(results, "features")))
         tuned = _cell(bootstrap(_series(results, "finetuned")))
-        minutes = sorted(r["cpu_seconds"] / 60 for r in results.values())[len(results) // 2]  # the median
         lines.append(
             f"| `{rung.name}` | {rung.what} | {len(results)} | {mlm_text} | {against} | {diff_text} | {nsp} | "
-            f"{frozen} | {tuned} | {minutes:.1f} |"
+            f"{frozen} | {tuned} | {minutes(results):.1f} |"
         )
-    return status(found) + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join(sentences) + "\n"
+    table = status(found) + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join(sentences) + "\n"
+    return table + "\n" + papers_report(found)
+
+
+def minutes(results: dict[int, dict]) -> float:
+    """The median CPU minutes of a rung's runs (the upper middle one for an even count)."""
+    return sorted(r["cpu_seconds"] / 60 for r in results.values())[len(results) // 2]
+
+
+def _here(interval) -> str:
+    """What an interval of a difference says: "better" (above 0), "worse" (below 0) or "same" (across 0)."""
+    _, low, high = interval
+    return "better" if low > 0 else "worse" if high < 0 else "same"
+
+
+_HERE_WORDS = {"better": "better than", "worse": "worse than", "same": "not distinguishable from"}
 
 
 def status(found: dict[str, dict[int, dict]]) -> str:
@@ -220,3 +238,360 @@ def status(found: dict[str, dict[int, dict]]) -> str:
             " sentences, not the seeds."
         )
     return text
+
+
+# ----------------------------------------------------------------------------------------
+# The papers beside the rungs
+# ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Finding:
+    """What one paper reported about one rung's change, measured against that rung's `against`."""
+
+    rung: str
+    paper: str
+    where: str  # section or table
+    reported: str  # its numbers and words, quoted from its text or copied from its table
+    direction: str | None  # its finding for the change: a key of DIRECTIONS, or None where it states none
+    measure: str = "mlm"  # the ladder's measure it is compared with ("mlm", "finetuned", "features")
+
+
+# the outcomes here each of the papers' directions agrees with
+DIRECTIONS = {
+    "better": {"better"},
+    "worse": {"worse"},
+    "same": {"same"},
+    "not worse": {"same", "better"},
+    "not better": {"same", "worse"},
+}
+_DIRECTION_WORDS = {
+    "better": "better",
+    "worse": "worse",
+    "same": "about the same",
+    "not worse": "no worse",
+    "not better": "no better",
+}
+_MEASURE_WORDS = {
+    "mlm": "masked-LM accuracy at [MASK]",
+    "finetuned": "SST-2 dev accuracy, fine-tuned",
+    "features": "SST-2 dev accuracy, frozen features",
+}
+_TABLE8 = "Table 8, Appendix C.2"
+_ROBUST = '"fine-tuning is surprisingly robust to different masking strategies"'
+
+
+def _table8(rung: str, mnli: str, ner: str, feature: str, claim: str | None) -> list[Finding]:
+    """Table 8's row for one mix against 80/10/10 (MNLI 84.2, NER fine-tune 95.4, feature-based 94.9)."""
+    return [
+        Finding(
+            rung,
+            "BERT",
+            _TABLE8,
+            f"MNLI fine-tune 84.2 -> {mnli}, NER fine-tune 95.4 -> {ner}; {_ROBUST}",
+            "same",
+            "finetuned",
+        ),
+        Finding(
+            rung,
+            "BERT",
+            _TABLE8,
+            f"NER feature-based 94.9 -> {feature}" + (f"; {claim}" if claim else ""),
+            "worse" if claim else None,
+            "features",
+        ),
+    ]
+
+
+# Every finding, in the ladder's order: the paper's numbers from its tables, its words in quotes.
+PAPERS: list[Finding] = [
+    Finding(
+        "bert",
+        "BERT",
+        "Table 5",
+        "BERT-BASE, dev: MNLI-m 84.4, QNLI 88.4, MRPC 86.7, SST-2 92.7, SQuAD F1 88.5",
+        None,
+    ),
+    Finding(
+        "no-nsp",
+        "BERT",
+        "Table 5, Section 5.1",
+        "MNLI-m 84.4 -> 83.9, QNLI 88.4 -> 84.9, MRPC 86.7 -> 86.5, SST-2 92.7 -> 92.6, SQuAD F1 88.5 -> 87.9; "
+        '"removing NSP hurts performance significantly on QNLI, MNLI, and SQuAD 1.1"',
+        "worse",
+    ),
+    Finding(
+        "no-nsp",
+        "RoBERTa",
+        "Section 4.2, Table 2",
+        "with NSP (SEGMENT-PAIR) MNLI-m 84.0, SST-2 92.9; without (DOC-SENTENCES) 84.7, 92.7; "
+        '"removing the NSP loss matches or slightly improves downstream task performance, in contrast to '
+        'Devlin et al. (2019)"',
+        "not worse",
+    ),
+    Finding(
+        "no-nsp",
+        "RoBERTa",
+        "Section 4.2, Table 2",
+        "SST-2 92.9 (SEGMENT-PAIR, with NSP) -> 92.7 (DOC-SENTENCES, without)",
+        "not worse",
+        "finetuned",
+    ),
+    Finding(
+        "no-nsp",
+        "ModernBERT",
+        "Section 2.2.2",
+        '"We remove the Next-Sentence Prediction objective which introduces noticeable overhead for no '
+        'performance improvement"',
+        "not worse",
+    ),
+    Finding(
+        "ltr-no-nsp",
+        "BERT",
+        "Table 5, Section 5.1",
+        "against No NSP: MNLI-m 83.9 -> 82.1, QNLI 84.9 -> 84.3, MRPC 86.5 -> 77.5, SST-2 92.6 -> 92.1, "
+        'SQuAD F1 87.9 -> 77.8; "The LTR model performs worse than the MLM model on all tasks, with large '
+        'drops on MRPC and SQuAD" (it kept the left-only attention when fine-tuning; the ladder fine-tunes in '
+        "both directions)",
+        "worse",
+        "finetuned",
+    ),
+    *_table8(
+        "mask-100-0-0",
+        "84.3",
+        "94.9",
+        "94.0",
+        '"using only the MASK strategy was problematic when applying the feature-based approach to NER"',
+    ),
+    *_table8("mask-80-0-20", "84.1", "95.2", "94.6", None),
+    *_table8("mask-80-20-0", "84.4", "95.2", "94.7", None),
+    *_table8("mask-0-20-80", "83.7", "94.8", "94.6", None),
+    *_table8(
+        "mask-0-0-100",
+        "83.6",
+        "94.9",
+        "94.6",
+        '"using only the RND strategy performs much worse than our strategy as well"',
+    ),
+    Finding(
+        "static",
+        "RoBERTa",
+        "Section 4.1, Table 1",
+        "static against dynamic (medians of 5 seeds): SQuAD 2.0 F1 78.3 vs 78.7, MNLI-m 84.3 vs 84.0, "
+        'SST-2 92.5 vs 92.9; "dynamic masking is comparable or slightly better than static masking"',
+        "not better",
+    ),
+    Finding(
+        "static",
+        "RoBERTa",
+        "Section 4.1, Table 1",
+        "SST-2 92.9 (dynamic) -> 92.5 (static)",
+        "not better",
+        "finetuned",
+    ),
+    Finding(
+        "pre-norm",
+        "Cramming",
+        "Section 4.2, Layer Structure",
+        '"pre-normalization with Layer Norms is beneficial over post Layer Norms"; "the key effect of '
+        "pre-normalization is to stabilize training and enable larger learning rates and reduced warmup, and "
+        'we see limited benefits from including it by itself"',
+        "not worse",
+    ),
+    Finding(
+        "pre-norm",
+        "ModernBERT",
+        "Section 2.1.1",
+        'a pre-normalization block, "which is known to help stabilize training", and a LayerNorm after the embeddings',
+        None,
+    ),
+    Finding(
+        "geglu",
+        "Cramming",
+        "Section 4.2, Feedforward Block",
+        '"We do see small improvements from re-ordering the block into a gated linear unit" (with the hidden '
+        "size halved by the gate, not restored: the ladder keeps BERT's parameter count)",
+        "better",
+    ),
+    Finding(
+        "geglu",
+        "ModernBERT",
+        "Section 2.1.1",
+        'GeGLU, "in line with recent work showing consistent empirical improvements when using GLU variants"',
+        "better",
+    ),
+    Finding(
+        "rotary",
+        "Cramming",
+        "Section 4.2, Attention Block",
+        '"We find rotary embeddings [...] to provide small benefits, but these are evened out by the drop in '
+        'speed, so we ultimately decide against these"',
+        "better",
+    ),
+    Finding(
+        "rotary",
+        "ModernBERT",
+        "Section 2.1.1",
+        'RoPE "instead of absolute positional embeddings", "motivated by the proven performance of RoPE in '
+        'short- and long-context language models"',
+        "better",
+    ),
+    Finding(
+        "no-bias",
+        "Cramming",
+        "Section 4.2, Feedforward Block",
+        '"We find empirical gains from disabling all linear layer biases": "we get higher throughput without '
+        'compromising the rate at which the model improves" (a gain per second; per step, no loss)',
+        "not worse",
+    ),
+    Finding(
+        "no-bias",
+        "ModernBERT",
+        "Section 2.1.1",
+        "no biases in the linear layers (but the decoder's) nor in the LayerNorms: \"These two changes allow "
+        'us to spend more of our parameter budget in linear layers"',
+        None,
+    ),
+    Finding(
+        "no-bias",
+        "NeoBERT",
+        "Section 3, Efficiency",
+        '"removing biases to simplify computations without sacrificing performance"',
+        "not worse",
+    ),
+    Finding(
+        "local",
+        "ModernBERT",
+        "Section 2.1.2 (efficiency improvements)",
+        '"every third layer employs global attention [...] and the remaining layers use a 128 token, local '
+        'sliding window attention"; the text states no effect on accuracy',
+        None,
+    ),
+    Finding(
+        "pre-norm+geglu+rotary",
+        "NeoBERT",
+        "Section 4, Table 2, Figure 1",
+        "M1 turns on RoPE, SwiGLU and RMSNorm at once on a pre-LN BERT without NSP; its GLUE score is drawn "
+        "in Figure 1 only, and the text gives no number for it",
+        None,
+    ),
+    Finding(
+        "modern-30",
+        "ModernBERT",
+        "Section 2.2.2",
+        '"use a masking rate of 30 percent, as the original rate of 15 percent has since been shown to be sub-optimal"',
+        "better",
+    ),
+    Finding(
+        "modern-30",
+        "Cramming",
+        "Section 4.3, Objective",
+        '"We see no improvement from masking at larger rates, e.g. at 40%"',
+        "not better",
+    ),
+    Finding(
+        "modern-30",
+        "NeoBERT",
+        "Section 4, M5",
+        '15% (80/10/10) -> 20% (all [MASK]), GLUE: "increasing the masking ratio from 15% to 20% in M5 '
+        'decreases performance by -0.7%"',
+        "worse",
+    ),
+]
+
+
+def papers() -> list[Finding]:
+    """Every finding (PAPERS), in the ladder's order."""
+    return list(PAPERS)
+
+
+def outcome(interval, direction: str) -> str:
+    """Whether a paper's direction shows here: "holds" (the interval agrees with it), "does not hold"
+    (the interval is on the side the paper rules out) or "not shown" (the paper found a difference
+    of one sign and the interval spans 0)."""
+    here = _here(interval)
+    if here in DIRECTIONS[direction]:
+        return "holds"
+    return "not shown" if here == "same" else "does not hold"
+
+
+_OUTCOME_WORDS = {
+    "holds": "its pattern holds at this scale",
+    "does not hold": "its pattern does not hold at this scale",
+    "not shown": "not distinguishable here, so neither confirmed nor contradicted",
+}
+
+
+def papers_report(found: dict[str, dict[int, dict]]) -> str:
+    """The papers' findings beside the rungs, and one sentence per compared rung and measure saying
+    which of them hold at this scale, computed from the ladder's interval and the paper's direction."""
+    names = {r.name: r for r in rungs()}
+    lines = [
+        "### The papers beside the rungs",
+        "",
+        "The papers measured downstream dev scores (GLUE, SQuAD, NER) after days of pre-training on billions of "
+        "words; the ladder measures held-out masked-LM accuracy at `[MASK]` after 2,000 steps on ten novels, so "
+        "only the direction of a finding can be compared, never its size. Where a paper's claim is about "
+        "fine-tuning or frozen features, the ladder's SST-2 columns are used instead.",
+        "",
+        "| rung | paper | where | what it reported | its direction for the change | compared here on |",
+        "|---|---|---|---|---|---|",
+    ]
+    for f in papers():
+        direction = _DIRECTION_WORDS[f.direction] if f.direction else "none stated"
+        compared = _MEASURE_WORDS[f.measure] if f.direction else "-"
+        lines.append(f"| `{f.rung}` | {f.paper} | {f.where} | {f.reported} | {direction} | {compared} |")
+    sentences, counts = _comparisons(found, names)
+    lines += ["", *sentences] if sentences else ["", "No rung with a paper's direction has results yet."]
+    if sentences:
+        lines += ["", _tally(counts)]
+    cost = cpu_cost(found)
+    return "\n".join(lines) + ("\n\n" + cost if cost else "") + "\n"
+
+
+def _comparisons(found, names) -> tuple[list[str], dict[str, int]]:
+    """One sentence per (rung, measure) with a paper's direction and results for the rung and its
+    reference; the count of each outcome."""
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f in papers():
+        if f.direction:
+            groups.setdefault((f.rung, f.measure), []).append(f)
+    sentences, counts = [], {"holds": 0, "does not hold": 0, "not shown": 0}
+    for (name, measure), findings in groups.items():
+        rung = names[name]
+        if not (found.get(name) and found.get(rung.against)):
+            continue
+        d = bootstrap(_series(found[name], measure), _series(found[rung.against], measure))
+        seeds = min(len(found[name]), len(found[rung.against]))
+        text = (
+            f"- **{rung.what}** (`{name}` against `{rung.against}`, {_MEASURE_WORDS[measure]}, {seeds} "
+            f"seed{'s' if seeds > 1 else ''}): {_delta(d)} points, {_HERE_WORDS[_here(d)]} `{rung.against}` here."
+        )
+        for f in findings:
+            result = outcome(d, f.direction)
+            counts[result] += 1
+            text += f" {f.paper} ({f.where}) found it {_DIRECTION_WORDS[f.direction]}: {_OUTCOME_WORDS[result]}."
+        sentences.append(text)
+    return sentences, counts
+
+
+def _tally(counts: dict[str, int]) -> str:
+    """One sentence: how many of the papers' directions hold here."""
+    total = sum(counts.values())
+    return (
+        f"Of {total} comparisons with a paper's direction, {counts['holds']} hold at this scale, "
+        f"{counts['does not hold']} do not, and {counts['not shown']} are not distinguishable here."
+    )
+
+
+def cpu_cost(found: dict[str, dict[int, dict]]) -> str:
+    """One sentence: the median CPU minutes of a run of `no-nsp` and of each later change, alone and
+    all together, on the ladder's CPU ("" without `no-nsp`'s results)."""
+    if not found.get("no-nsp"):
+        return ""
+    base = minutes(found["no-nsp"])
+    later = [r for r in rungs() if r.group in (MODERN_GROUP, CUMULATIVE) and found.get(r.name)]
+    parts = [f"`{r.name}` {minutes(found[r.name]):.1f} ({minutes(found[r.name]) / base - 1:+.0%})" for r in later]
+    return (
+        f"CPU minutes per run (median) on the ladder's CPU: `no-nsp` {base:.1f}"
+        + ("; " + ", ".join(parts) if parts else "")
+        + ". These are the costs of the changes on a CPU, where ModernBERT's GPU kernels do not run."
+    )
