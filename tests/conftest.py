@@ -163,6 +163,15 @@ def app_url(dash):
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
+def need_node() -> None:
+    """Node.js and npm build the browser edition's page (lab.web.page): skip without them, except
+    under CI (BERT_LAB_REQUIRE_BROWSER=1), where it fails."""
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        if os.environ.get("BERT_LAB_REQUIRE_BROWSER") == "1":
+            pytest.fail("Node.js and npm are required here (BERT_LAB_REQUIRE_BROWSER=1): the page is built by npm")
+        pytest.skip("Node.js / npm not installed: the browser edition's page cannot be built")
+
+
 @contextlib.contextmanager
 def chromium_browser():
     """A headless chromium; the test is skipped when chromium is absent, except under CI

@@ -24,7 +24,7 @@ from lab.web.export import (
     site_sizes,
     store_int8_weights,
 )
-from tests.conftest import ROOT, tiny_config
+from tests.conftest import ROOT, need_node, tiny_config
 
 TOL = 1e-4
 NER = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
@@ -296,6 +296,7 @@ def test_int8_weights_are_each_within_half_a_step_of_the_weights(tmp_path, wide)
 # The bundled classroom model: the page's first view
 # ----------------------------------------------------------------------------------------
 def test_the_bundled_classroom_model_fits_the_first_views_page_weight(tmp_path, capsys):
+    need_node()  # the whole site: the page too
     assert main(["export-web", "--out", str(tmp_path), "--models", "bert-lab-classroom"]) == 0
     printed = capsys.readouterr().out
     assert "bert-lab-classroom" in printed and "site total" in printed and "page weight" in printed

@@ -21,7 +21,6 @@ import functools
 import json
 import os
 import random
-import shutil
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -32,7 +31,7 @@ import torch
 
 import lab
 from lab.web import results
-from tests.conftest import ROOT, chromium_browser, tiny_config
+from tests.conftest import ROOT, chromium_browser, need_node, tiny_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -43,17 +42,10 @@ SIZES = {"1024": {"width": 1024, "height": 768}, "390": {"width": 390, "height":
 OUTSIDE: list[str] = []
 
 
-def need_tools():
-    if shutil.which("npm") is None or shutil.which("node") is None:
-        if os.environ.get("BERT_LAB_REQUIRE_BROWSER") == "1":
-            pytest.fail("Node.js and npm are required here (BERT_LAB_REQUIRE_BROWSER=1): the page is built by npm")
-        pytest.skip("Node.js / npm not installed: the page cannot be built")
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The exported site: the three tiny bundled models and a tiny tagger with random weights."""
-    need_tools()
+    need_node()
     from lab.web.export import export_site
 
     models = tmp_path_factory.mktemp("models")
