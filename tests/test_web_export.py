@@ -2,6 +2,7 @@
 the PyTorch model's numbers (and explore's) on padded batches at two lengths; the manifest and the
 files follow the contract; the bundled classroom model fits the first view's page weight."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -15,7 +16,9 @@ from onnx import numpy_helper
 import lab
 from lab import explore
 from lab.__main__ import main
+from lab.config import BertConfig
 from lab.data.squad import Example, make_features
+from lab.modern import CHANGES, changed
 from lab.web.export import (
     MAX_MODEL_BYTES,
     PAGE_WEIGHT_TARGET,
@@ -290,6 +293,29 @@ def test_int8_weights_are_each_within_half_a_step_of_the_weights(tmp_path, wide)
         w = before[node.output[0]]
         step = np.expand_dims(scale, 1 - axis)  # broadcast over the other axis
         assert q.dtype == np.int8 and np.abs(q.astype(np.float32) * step - w).max() <= step.max() / 2 + 1e-7
+
+
+def test_a_model_with_every_change_since_bert_exports_with_its_numbers(tmp_path):
+    """Pre-norm, GeGLU, rotary positions, no biases and local attention (lab.modern): the graph
+    gives the PyTorch model's probabilities and attention maps, past the local window too."""
+    _, tok = lab.load(ROOT / "models" / "bert-lab-classroom")
+    base = tiny_config(vocab_size=tok.vocab_size)
+    values = {f.name: getattr(base, f.name) for f in dataclasses.fields(base)}
+    cfg = BertConfig(**changed(values, list(CHANGES), local_window=8, global_every=2))
+    torch.manual_seed(0)
+    model = lab.BertForMaskedLM(cfg).eval()
+    lab.save(model, tok, tmp_path / "models" / "tiny-modern")
+    manifest = export_site(tmp_path / "site", models_dir=tmp_path / "models", log=lambda _: None, page=False)
+    (entry,) = manifest["models"]
+    assert entry["views"] == ["fill-mask", "attention"]
+    graph = OnnxModel(tmp_path / "site" / entry["files"]["model"], cfg)
+    for T in (7, 23):  # 23: longer than the local window of 8
+        ids, types, mask = padded_pair(tok.vocab_size, T, seed=T)
+        with torch.no_grad():
+            ref = model(ids, types, mask, output_attentions=True)
+        got = graph(ids, types, mask)
+        close(ref.mlm_logits.softmax(-1), got.mlm_logits.softmax(-1).numpy())
+        close(torch.stack(ref.attentions), torch.stack(got.attentions).numpy())
 
 
 # ----------------------------------------------------------------------------------------
