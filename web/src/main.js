@@ -301,7 +301,7 @@ function drawAttention(view, r, out) {
     drawAttention(view, r, out);
   };
   const row = el("div", { class: "maps" });
-  const one = el("div", { class: "one" });
+  const one = el("div", { class: "one scroll" }); // a phone scrolls the map sideways: its tokens stay readable
   one.append(heatmap(r.tokens, r.attentions[layer][head], { title: `layer ${layer}, head ${head}: rows attend to columns`, selected: s.selected ?? -1, onPick: selectToken }));
   const all = el("div", { class: "all" });
   all.append(el("p", { class: "figtitle" }, `all ${heads} heads of layer ${layer} (click one)`), headGrid(r.attentions[layer], { current: head, onPick: pick }));
