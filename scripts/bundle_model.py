@@ -11,6 +11,7 @@ its held-out metrics, as scripts/make_models.sh does for every bundled model.
 DST/metrics.json, which tests/test_bundled.py re-checks. --snapshots: pre-training runs whose
 checkpoints become DST/checkpoints/step-N (fp16 weights, no optimizer state; later runs' steps
 continue after earlier ones), so the dashboard's "watch BERT learn" works on the bundled model.
+A run pre-trained without NSP is bundled as BertForMaskedLM: its NSP head was never trained.
 """
 
 from __future__ import annotations
@@ -45,6 +46,16 @@ from lab.training.runs import checkpoints, merge_histories, phases  # noqa: E402
 SIDE_FILES = (PRETRAIN_CONFIG_NAME, TASK_CONFIG_NAME, METRICS_NAME)
 
 
+def masked_lm_only(src: Path) -> str | None:
+    """The class "BertForMaskedLM" for a run pre-trained without NSP (pretrain_config.json's nsp false): its
+    NSP head was never trained, so the bundled model leaves it out and no view offers NSP on it."""
+    saved = src / PRETRAIN_CONFIG_NAME
+    if saved.is_file() and json.loads(saved.read_text()).get("nsp", True) is False:
+        print(f"{src} was pre-trained without NSP: bundled as BertForMaskedLM, without the untrained NSP head")
+        return "BertForMaskedLM"
+    return None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("src", type=Path)
@@ -64,7 +75,8 @@ def main() -> None:
             "--eval uses DATA, but there is no data folder: set BERT_LAB_DATA or put one at ../shared/data"
         )
 
-    model, tokenizer = lab.load(args.src)
+    head = masked_lm_only(args.src)
+    model, tokenizer = lab.load(args.src, head)
     if args.label_names:
         if len(args.label_names) != model.config.num_labels:
             raise SystemExit(f"{len(args.label_names)} label names for {model.config.num_labels} labels")
@@ -83,7 +95,7 @@ def main() -> None:
     kept = []
     for global_step, directory in checkpoints(parts):  # later parts continue earlier ones
         if args.keep_steps is None or global_step in args.keep_steps:
-            snap, _ = lab.load(directory)
+            snap, _ = lab.load(directory, head)
             lab.save(snap, None, tmp / CHECKPOINTS_DIR / checkpoint_name(global_step), dtype=torch.float16)
             kept.append(global_step)
     if kept:

@@ -15,7 +15,7 @@ from lab.data.masking import mask_tokens, parse_mix
 from lab.figures.numbers import training_curves
 from lab.model import BertForPreTraining
 from lab.training.pretrain import PretrainConfig, left_to_right, next_token_batch
-from tests.conftest import tiny_config
+from tests.conftest import ROOT, tiny_config
 from tests.test_instances import CLS, MASK, SEP, make_docs, make_special, random_rows
 from tests.test_train import SMALL, make_sentences
 
@@ -89,18 +89,49 @@ def test_static_masks_repeat_the_first_epochs_and_dynamic_ones_do_not():
     assert same(twice.batch(3), twice.batch(3 + 2 * e)) and not same(twice.batch(3), twice.batch(3 + e))
 
 
-def test_pretrain_without_nsp_on_the_command_line(tmp_path, capsys):
-    """--no-nsp --masking 100/0/0 --mask-epochs 1: the run trains the masked LM alone (no NSP loss
-    or score in its metrics), records its settings, and leaves the frozen NSP head as it began."""
-    from lab import BertForPreTraining, load
-
+def no_nsp_run(tmp_path):
+    """(corpus, run): 4 steps of --no-nsp --masking 100/0/0 --mask-epochs 1 on test_train's corpus."""
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n\n".join("\n".join(doc) for doc in make_sentences()) + "\n")  # test_train's corpus
+    corpus.write_text("\n\n".join("\n".join(doc) for doc in make_sentences()) + "\n")
     run = tmp_path / "run"
     argv = ["pretrain", "--corpus", str(corpus), "--out", str(run), *SMALL, "--vocab-size", "120"]
     argv += ["--batch-size", "4", "--steps", "4", "--eval-every", "2", "--no-nsp", "--masking", "100/0/0"]
     argv += ["--mask-epochs", "1", "--seed", "0"]
     assert main(argv) == 0
+    return corpus, run
+
+
+def test_a_run_without_nsp_is_bundled_without_its_untrained_nsp_head(tmp_path, capsys, monkeypatch):
+    """scripts/bundle_model.py stores a --no-nsp run as BertForMaskedLM (so no view offers its
+    untrained NSP head), and `lab eval` scores the bundled copy as it scored the run."""
+    import importlib.util
+
+    from lab.checkpoint import read_state_dict, saved_model_class
+
+    corpus, run = no_nsp_run(tmp_path)
+    spec = importlib.util.spec_from_file_location("bundle_model", ROOT / "scripts" / "bundle_model.py")
+    bundle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bundle)
+    monkeypatch.setattr("sys.argv", ["bundle_model.py", str(run), str(tmp_path / "bundled")])
+    bundle.main()
+    assert saved_model_class(tmp_path / "bundled") == "BertForMaskedLM"
+    assert not any(k.startswith("cls.seq_relationship") for k in read_state_dict(tmp_path / "bundled"))
+    capsys.readouterr()
+    scores = []
+    for model in (run, tmp_path / "bundled"):
+        assert main(["eval", "--model", str(model), "--corpus", str(corpus)]) == 0
+        scores.append(json.loads(capsys.readouterr().out))
+    assert "nsp_acc" not in scores[1]
+    assert scores[1]["mlm_acc_masked"] == pytest.approx(scores[0]["mlm_acc_masked"], abs=0.02)  # fp16 copy
+    assert scores[1]["predictions"] == scores[0]["predictions"]
+
+
+def test_pretrain_without_nsp_on_the_command_line(tmp_path, capsys):
+    """--no-nsp --masking 100/0/0 --mask-epochs 1: the run trains the masked LM alone (no NSP loss
+    or score in its metrics), records its settings, and leaves the frozen NSP head as it began."""
+    from lab import BertForPreTraining, load
+
+    corpus, run = no_nsp_run(tmp_path)
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert records and not any("nsp_acc" in r or "nsp_loss" in r for r in records)
     assert any("mlm_acc_masked" in r for r in records if r.get("split") == "eval")

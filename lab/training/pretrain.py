@@ -34,7 +34,7 @@ from lab.data.prepare import PreparedCorpus, is_prepared, prepared
 from lab.device import init_distributed, pick_device
 from lab.files import CHECKPOINTS_DIR, PRETRAIN_CONFIG_NAME, VOCAB_NAME
 from lab.hub import resolve_model
-from lab.model import BertForPreTraining
+from lab.model import BertForMaskedLM, BertForPreTraining
 from lab.modern import changed, parse_changes
 from lab.tokenizer import Tokenizer
 from lab.training.runs import is_complete, phase_dirs, refuse_existing_run, write_json
@@ -153,7 +153,7 @@ def evaluate_batches(model, batches: list[Batch], mask_id: int, nsp: bool = True
     rows = [b.rows(slice(i, i + 16)) for b in batches for i in range(0, len(b), 16)]
     for batch in rows:  # 16 sequences at a time: the vocabulary logits of 64 would take 100+ MB
         batch = batch.to(device)
-        out = model(**batch)
+        out = model(**{k: v for k, v in batch.items() if k != "nsp_label" or k in model.label_names})
         picked = batch.mlm_labels != -100
         labels = batch.mlm_labels[picked]
         hit = out.mlm_logits.argmax(-1) == labels
@@ -557,26 +557,35 @@ def run_recipe(
     return result
 
 
-def evaluate_model(
-    model_dir, corpus, split: str = "all", limit: int | None = None, pc: PretrainConfig | None = None
-) -> dict:
-    """MLM/NSP metrics of a saved model on a corpus, with fixed masks (repeatable); for a
-    left-to-right model (objective "ltr" in its pretrain_config.json) next-token loss and accuracy.
+@dataclasses.dataclass
+class Evaluation:
+    """What evaluate_model scores: the model, its pre-training settings and the fixed batches."""
 
-    split="all": every document of the corpus is evaluation data (e.g. WikiText, out of domain);
-    split="held-out": only the documents the model's pre-training run held out, found from the
-    run's pretrain_config.json (held_out share and seed) next to the model.
-    """
+    model: BertForPreTraining | BertForMaskedLM
+    pc: PretrainConfig
+    documents: int
+    instances: int
+    batches: list[Batch]
+    mask_id: int
+
+
+def saved_pretrain_config(model_dir) -> PretrainConfig:
+    """The pretrain_config.json next to a model (its known fields), else the defaults."""
+    saved = Path(model_dir) / PRETRAIN_CONFIG_NAME
+    names = {f.name for f in dataclasses.fields(PretrainConfig)}
+    if not saved.is_file():
+        return PretrainConfig()
+    return PretrainConfig(**{k: v for k, v in json.loads(saved.read_text()).items() if k in names})
+
+
+def evaluation(
+    model_dir, corpus, split: str = "all", limit: int | None = None, pc: PretrainConfig | None = None
+) -> Evaluation:
+    """The model and the fixed held-out batches evaluate_model scores (see there)."""
     model_dir = Path(model_dir)
-    if pc is None:
-        saved = model_dir / PRETRAIN_CONFIG_NAME
-        names = {f.name for f in dataclasses.fields(PretrainConfig)}
-        pc = (
-            PretrainConfig(**{k: v for k, v in json.loads(saved.read_text()).items() if k in names})
-            if saved.is_file()
-            else PretrainConfig()
-        )
-    model, tokenizer = load(model_dir, BertForPreTraining)
+    pc = pc or saved_pretrain_config(model_dir)
+    # a model pre-trained without NSP may be stored without its (untrained) NSP head
+    model, tokenizer = load(model_dir, BertForPreTraining if pc.nsp else BertForMaskedLM)
     special = SpecialIds.from_vocab(tokenizer.vocab)
     docs = read_documents(resolve_corpus(corpus))
     if split == "held-out":
@@ -592,8 +601,22 @@ def evaluate_model(
     )
     pc = dataclasses.replace(pc, eval_instances=limit or len(inst))
     batches = fixed_batches(inst, special, pc)
-    if pc.objective == "ltr":
-        result = evaluate_next_token(model, [next_token_batch(b) for b in batches])
-    else:
-        result = evaluate_batches(model, batches, special.mask_id, nsp=pc.nsp)  # no NSP head trained: no score
-    return {"documents": len(docs), "instances": min(len(inst), pc.eval_instances), **result}
+    return Evaluation(model, pc, len(docs), min(len(inst), pc.eval_instances), batches, special.mask_id)
+
+
+def evaluate_model(
+    model_dir, corpus, split: str = "all", limit: int | None = None, pc: PretrainConfig | None = None
+) -> dict:
+    """MLM/NSP metrics of a saved model on a corpus, with fixed masks (repeatable); for a
+    left-to-right model (objective "ltr" in its pretrain_config.json) next-token loss and accuracy.
+
+    split="all": every document of the corpus is evaluation data (e.g. WikiText, out of domain);
+    split="held-out": only the documents the model's pre-training run held out, found from the
+    run's pretrain_config.json (held_out share and seed) next to the model.
+    """
+    ev = evaluation(model_dir, corpus, split, limit, pc)
+    if ev.pc.objective == "ltr":
+        result = evaluate_next_token(ev.model, [next_token_batch(b) for b in ev.batches])
+    else:  # no NSP head trained: no score
+        result = evaluate_batches(ev.model, ev.batches, ev.mask_id, nsp=ev.pc.nsp)
+    return {"documents": ev.documents, "instances": ev.instances, **result}
