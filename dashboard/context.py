@@ -100,6 +100,7 @@ class Context:
             label=label,
             allow_custom_value=True,
             scale=2,
+            elem_classes=["bl-model-menu"],  # a phone: the whole width (room.py), so long names stay readable
         )
         self.menus.append((menu, task))
         menu.focus(functools.partial(self.menu_choices, task), None, menu, api_visibility="private", queue=False)

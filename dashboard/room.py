@@ -115,6 +115,8 @@ ROOM_CSS = """
 #bl-header {flex-wrap:wrap !important}  /* a phone: the folded sentence goes under the title */
 @media (max-width: 500px) {  /* a phone: titles of 48 characters a line fit at this size */
   .js-plotly-plot .gtitle {font-size:12px !important}
+  /* a model menu on a line of its own: bert-lab-classroom and bert-lab-classroom-modern both readable */
+  .bl-model-menu {flex-basis:100% !important; min-width:100% !important}
 }
 .bl-intro > summary {cursor:pointer; font-weight:600; list-style-position:inside}
 .bl-intro[open] > summary {margin-bottom:var(--spacing-sm)}

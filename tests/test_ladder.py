@@ -61,6 +61,25 @@ def test_the_report_says_what_the_intervals_support(results):
     assert "| 5.0 |" in row  # the median CPU minutes of a run
 
 
+def test_a_runs_settings_name_its_rung_and_the_report_ranks_it(results, tmp_path):
+    """rung_of reads a pre-training run's settings (changes in any order, defaults left out) back to
+    its rung; choice says whether the model's rung is the best one or how far behind it is."""
+    assert ladder.rung_of({}).name == "bert"
+    assert ladder.rung_of({"nsp": False, "changes": "rotary,pre-norm,geglu"}).name == "pre-norm+geglu+rotary"
+    assert ladder.rung_of({"nsp": False, "objective": "ltr", "seed": 3}).name == "ltr-no-nsp"
+    assert ladder.rung_of({"nsp": False, "changes": "flash"}) is None
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "pretrain_config.json").write_text(json.dumps({"nsp": False, "changes": "pre-norm", "seed": 0}))
+    assert "It is the ladder's best rung" in ladder.choice(results, model)
+    (model / "pretrain_config.json").write_text(json.dumps({"nsp": False}))
+    text = ladder.choice(results, model)
+    assert "rung `no-nsp` (3 seed(s) here)" in text and "best rung by held-out" in text
+    assert "is `pre-norm` (3 seed(s))" in text and "worse than it at this scale" in text
+    (model / "pretrain_config.json").write_text(json.dumps({"nsp": False, "masking": "100/0/0"}))  # no such rung
+    assert ladder.choice(results, model) == "" and ladder.choice(results, tmp_path / "absent") == ""
+
+
 def test_every_rung_is_a_recipe_the_lab_can_run():
     from lab.training.pretrain import PretrainConfig
 

@@ -206,6 +206,8 @@ def report(found: dict[str, dict[int, dict]]) -> str:
             f"{frozen} | {tuned} | {minutes(results):.1f} |"
         )
     table = status(found) + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join(sentences) + "\n"
+    chosen = choice(found)
+    table += f"\n**The modern classroom model's rung.** {chosen}\n" if chosen else ""
     return table + "\n" + papers_report(found)
 
 
@@ -579,6 +581,49 @@ def _tally(counts: dict[str, int]) -> str:
     return (
         f"Of {total} comparisons with a paper's direction, {counts['holds']} hold at this scale, "
         f"{counts['does not hold']} do not, and {counts['not shown']} are not distinguishable here."
+    )
+
+
+# the PretrainConfig settings a rung may change, with their defaults (a run's pretrain_config.json
+# names its rung by these)
+RUNG_KEYS = {"objective": "mlm", "nsp": True, "masking": "80/10/10", "mlm_probability": 0.15, "mask_epochs": 0}
+MODERN_MODEL = REPOSITORY / "models" / "bert-lab-classroom-modern"
+
+
+def rung_of(settings: dict) -> Rung | None:
+    """The rung whose recipe a pre-training run used (its pretrain_config.json), None if none."""
+
+    def key(values: dict) -> tuple:
+        changes = ",".join(sorted(c for c in str(values.get("changes") or "").split(",") if c))
+        return (changes, *(values.get(k, default) for k, default in RUNG_KEYS.items()))
+
+    return next((r for r in rungs() if key(r.settings) == key(settings)), None)
+
+
+def choice(found: dict[str, dict[int, dict]], model_dir=MODERN_MODEL) -> str:
+    """Sentences: which rung a model was pre-trained as (default: the bundled modern classroom model),
+    the best rung by held-out masked-LM accuracy at [MASK] (the left-to-right rung aside), the
+    model's rung's paired difference from it, and what each costs on a CPU ("" without the model or
+    its rung's results)."""
+    saved = Path(model_dir) / "pretrain_config.json"
+    mine = rung_of(json.loads(saved.read_text())) if saved.is_file() else None
+    if mine is None or not found.get(mine.name):
+        return ""
+    masked = [r.name for r in rungs() if found.get(r.name) and r.settings.get("objective") != "ltr"]
+    scores = {n: bootstrap(_series(found[n], "mlm")) for n in masked}
+    best = max(scores, key=lambda n: scores[n][0])
+    text = (
+        f"`{Path(model_dir).name}` was pre-trained as the rung `{mine.name}` "
+        f"({len(found[mine.name])} seed(s) here): {_cell(scores[mine.name])} at [MASK], "
+        f"{minutes(found[mine.name]):.1f} CPU minutes per run."
+    )
+    if best == mine.name:
+        return text + " It is the ladder's best rung by held-out masked-LM accuracy at [MASK]."
+    d = bootstrap(_series(found[mine.name], "mlm"), _series(found[best], "mlm"))
+    return text + (
+        f" The ladder's best rung by held-out masked-LM accuracy at [MASK] is `{best}` "
+        f"({len(found[best])} seed(s)): {_cell(scores[best])}, {minutes(found[best]):.1f} CPU minutes per run; "
+        f"`{mine.name}` against it: {_delta(d)} points, {_HERE_WORDS[_here(d)]} it at this scale."
     )
 
 
