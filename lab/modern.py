@@ -157,3 +157,16 @@ def changed(values: dict, names, local_window: int = 64, global_every: int = 2) 
         elif name == "local":
             values["local_attention"], values["global_attn_every_n_layers"] = local_window, global_every
     return values
+
+
+def changes_of(config) -> list[str]:
+    """The named changes a BertConfig has on, in CHANGES order ([] for BERT as in 2018): the
+    inverse of `changed`, for saying what a saved model is (the dashboard's Model tab)."""
+    on = {
+        "pre-norm": config.norm_position == "pre",
+        "geglu": config.feed_forward == "glu",
+        "rotary": config.position_embedding_type == "rotary",
+        "no-bias": not config.bias,
+        "local": bool(config.local_attention),
+    }
+    return [name for name in CHANGES if on[name]]

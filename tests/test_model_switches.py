@@ -51,6 +51,17 @@ def test_each_switch_and_combination_builds_trains_and_counts(names):
     assert lab.BertModel(cfg, add_pooling_layer=False).num_parameters() == cfg.num_parameters(pooler=False)
 
 
+def test_a_config_says_which_changes_it_has():
+    """modern.changes_of is changed's inverse, for every combination of the recipe's names."""
+    from lab.modern import CHANGES, changed, changes_of
+
+    shape = dict(vocab_size=99, hidden_size=32, num_hidden_layers=3, num_attention_heads=4, intermediate_size=48)
+    assert changes_of(BertConfig(**shape)) == []
+    for n in range(1, len(CHANGES) + 1):
+        for names in itertools.combinations(CHANGES, n):
+            assert changes_of(BertConfig(**changed(shape, names, local_window=4))) == list(names), names
+
+
 def test_the_default_is_the_paper_s_model_with_the_same_names():
     """No switch: the tensors and names transformers' BertModel has, and config.json says 'bert'."""
     cfg = switched([])

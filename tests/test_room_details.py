@@ -53,6 +53,21 @@ def test_the_model_tab_and_card_say_the_models_own_parameter_count(dash, path):
         assert float(stated) == round(total / 1e6, 1), (path.name, stated, total)
 
 
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: p.name)
+def test_the_model_tab_says_what_changed_since_bert(dash, path):
+    """bert-lab-classroom and bert-lab-classroom-modern side by side in the Model tab: which
+    architecture each has (lab.modern.changes_of), so a class sees why their maps differ."""
+    from lab.modern import changes_of
+
+    changes = changes_of(lab.load(path)[0].config)
+    info = dash.tab("model").model_info(f"models/{path.name}")[0]
+    if changes:
+        assert f"- changed since BERT: {', '.join(changes)}\n" in info, info
+    else:
+        assert "- architecture: BERT's of 2018 (post-norm, GELU, learned positions)" in info, info
+    assert (path.name == "bert-lab-classroom-modern") == (changes == ["pre-norm", "geglu", "rotary"]), changes
+
+
 def test_a_model_without_a_pooler_counts_no_pooler():
     from tests.conftest import tiny_config
 

@@ -10,6 +10,7 @@ from collections import OrderedDict
 
 import gradio as gr
 
+from lab import modern
 from lab.figures import plotly_figures
 from lab.files import MODEL_CARD_NAME
 from lab.inspect import explore, probing
@@ -80,6 +81,16 @@ def probe_plain(result, data) -> str:
     )
 
 
+def architecture_line(cfg) -> str:
+    """What the layers are: BERT's of 2018, or which changes since (lab.modern) they have on."""
+    changes = modern.changes_of(cfg)
+    if not changes:
+        return "architecture: BERT's of 2018 (post-norm, GELU, learned positions)"
+    n = cfg.global_attn_every_n_layers
+    window = f" (window {cfg.local_attention}; layer 0 and every {n}-th after it global)"
+    return "changed since BERT: " + ", ".join(c + (window if c == "local" else "") for c in changes)
+
+
 class Model:
     name, id = "Model", "model"
 
@@ -103,6 +114,7 @@ class Model:
             f"- parameters: {parameters_line(model)}\n"
             f"- layers L = {cfg.num_hidden_layers}, hidden H = {cfg.hidden_size}, heads A = "
             f"{cfg.num_attention_heads}, vocabulary {cfg.vocab_size:,}, max length {cfg.max_position_embeddings}\n"
+            f"- {architecture_line(cfg)}\n"
             f"- serves: {', '.join(tasks)}\n"
         )
         card_text = (
