@@ -42,7 +42,7 @@ import lab  # noqa: E402
 from lab.data.directions import direction_mask  # noqa: E402
 from lab.data.instances import SpecialIds  # noqa: E402
 from lab.inspect.probing import fit_probe  # noqa: E402
-from lab.studies.ladder import RESULTS, Rung, load_results, report, rungs  # noqa: E402
+from lab.studies.ladder import RESULTS, Rung, load_results, report, rungs, steps_for  # noqa: E402
 from lab.training import finetune as ft  # noqa: E402
 from lab.training.pretrain import PretrainConfig, fixed_batches, load_corpus, run_recipe  # noqa: E402
 from lab.training.train import train  # noqa: E402
@@ -226,8 +226,12 @@ def work(jobs: list[tuple[Rung, int]], steps: int) -> None:
         path = result_path(rung.name, seed)
         if path.exists():
             continue
+        own = steps_for(rung, load_results(), steps)
+        if own is None:
+            print(f"{rung.name} seed {seed}: waits for the results of {' and '.join(rung.same_time)}", flush=True)
+            continue
         t0 = time.perf_counter()
-        result = run_one(rung, seed, steps)
+        result = run_one(rung, seed, own)
         RESULTS.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(result, separators=(",", ":")) + "\n")

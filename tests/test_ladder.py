@@ -80,6 +80,30 @@ def test_a_runs_settings_name_its_rung_and_the_report_ranks_it(results, tmp_path
     assert ladder.choice(results, model) == "" and ladder.choice(results, tmp_path / "absent") == ""
 
 
+def test_a_rung_timed_against_another_trains_the_steps_that_fit_and_is_reported(tmp_path):
+    """modern-30-same-time trains the share of the steps that takes its reference rung's CPU time at
+    modern-30's cost per step; choice compares the model's rung with it when the best rung costs more."""
+    timed = next(r for r in ladder.rungs() if r.same_time)
+    full, other = timed.same_time
+    assert (timed.name, full) == ("modern-30-same-time", "modern-30") and timed.settings == ladder.rungs()[-2].settings
+    found = {
+        other: {s: fake_result(other, s, 0.25, nsp=False) | {"cpu_seconds": 300.0} for s in range(3)},
+        full: {s: fake_result(full, s, 0.32, nsp=False) | {"cpu_seconds": 600.0} for s in range(3)},
+    }
+    assert ladder.steps_for(timed, {other: found[other]}, 2000) is None  # waits for both rungs' runs
+    assert ladder.steps_for(timed, found, 2000) == 1000 and ladder.steps_for(ladder.rungs()[0], found, 2000) == 2000
+    mine = "pre-norm+geglu+rotary"
+    found[mine] = {s: fake_result(mine, s, 0.25, nsp=False) for s in range(3)}
+    found[timed.name] = {s: fake_result(timed.name, s, 0.18, nsp=False) | {"steps": 1000} for s in range(3)}
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "pretrain_config.json").write_text(json.dumps({"nsp": False, "changes": "pre-norm,geglu,rotary"}))
+    text = ladder.choice(found, model)
+    assert f"best rung by held-out masked-LM accuracy at [MASK] is `{full}`" in text  # not the timed rung
+    assert f"In the CPU time of `{other}` (`{timed.name}`, 1,000 steps)" in text
+    assert text.endswith("better than it at this scale."), text
+
+
 def test_every_rung_is_a_recipe_the_lab_can_run():
     from lab.training.pretrain import PretrainConfig
 

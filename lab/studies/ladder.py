@@ -37,6 +37,9 @@ class Rung:
     source: str  # where the change comes from
     against: str | None = None  # the rung its difference is measured from
     group: str = ""
+    # trains only the share of the ladder's steps that takes this rung's CPU time: the settings'
+    # full-length rung (its name) against the rung named here (see steps_for)
+    same_time: tuple[str, str] | None = None
 
 
 MODERN_GROUP = "since BERT (no NSP, one change at a time)"
@@ -103,7 +106,31 @@ def rungs() -> list[Rung]:
             CUMULATIVE,
         )
     )
+    out.append(
+        Rung(
+            "modern-30-same-time",
+            out[-1].settings,
+            f"+ 30% masking in the CPU time of `{previous}` (fewer steps)",
+            "ModernBERT (Section 2.2), at equal CPU time",
+            previous,
+            CUMULATIVE,
+            same_time=("modern-30", previous),
+        )
+    )
     return out
+
+
+def steps_for(rung: Rung, found: dict[str, dict[int, dict]], steps: int) -> int | None:
+    """The steps a rung trains: the ladder's, or for a rung timed against another (same_time =
+    (its full-length rung, the other rung)) the share of them that takes the other rung's median
+    CPU minutes at the full-length rung's cost per step, rounded to an even count (the lesson
+    recipe's two phases take half each); None until both rungs have results."""
+    if rung.same_time is None:
+        return steps
+    full, other = rung.same_time
+    if not (found.get(full) and found.get(other)):
+        return None
+    return 2 * round(steps * minutes(found[other]) / minutes(found[full]) / 2)
 
 
 # ----------------------------------------------------------------------------------------
@@ -609,8 +636,8 @@ def choice(found: dict[str, dict[int, dict]], model_dir=MODERN_MODEL) -> str:
     mine = rung_of(json.loads(saved.read_text())) if saved.is_file() else None
     if mine is None or not found.get(mine.name):
         return ""
-    masked = [r.name for r in rungs() if found.get(r.name) and r.settings.get("objective") != "ltr"]
-    scores = {n: bootstrap(_series(found[n], "mlm")) for n in masked}
+    every = [r for r in rungs() if found.get(r.name) and r.settings.get("objective") != "ltr"]
+    scores = {r.name: bootstrap(_series(found[r.name], "mlm")) for r in every if r.same_time is None}
     best = max(scores, key=lambda n: scores[n][0])
     text = (
         f"`{Path(model_dir).name}` was pre-trained as the rung `{mine.name}` "
@@ -620,10 +647,20 @@ def choice(found: dict[str, dict[int, dict]], model_dir=MODERN_MODEL) -> str:
     if best == mine.name:
         return text + " It is the ladder's best rung by held-out masked-LM accuracy at [MASK]."
     d = bootstrap(_series(found[mine.name], "mlm"), _series(found[best], "mlm"))
-    return text + (
+    text += (
         f" The ladder's best rung by held-out masked-LM accuracy at [MASK] is `{best}` "
         f"({len(found[best])} seed(s)): {_cell(scores[best])}, {minutes(found[best]):.1f} CPU minutes per run; "
         f"`{mine.name}` against it: {_delta(d)} points, {_HERE_WORDS[_here(d)]} it at this scale."
+    )
+    timed = next((r for r in every if r.same_time and r.same_time[0] == best), None)
+    if timed is None:
+        return text
+    d = bootstrap(_series(found[mine.name], "mlm"), _series(found[timed.name], "mlm"))
+    steps = next(iter(found[timed.name].values())).get("steps")
+    return text + (
+        f" In the CPU time of `{timed.same_time[1]}` (`{timed.name}`, {steps:,} steps) `{best}` reaches "
+        f"{_cell(bootstrap(_series(found[timed.name], 'mlm')))}; `{mine.name}` against it: {_delta(d)} points, "
+        f"{_HERE_WORDS[_here(d)]} it at this scale."
     )
 
 
