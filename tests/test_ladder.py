@@ -92,6 +92,7 @@ def test_a_rung_timed_against_another_trains_the_steps_that_fit_and_is_reported(
     }
     assert ladder.steps_for(timed, {other: found[other]}, 2000) is None  # waits for both rungs' runs
     assert ladder.steps_for(timed, found, 2000) == 1000 and ladder.steps_for(ladder.rungs()[0], found, 2000) == 2000
+    assert ladder.steps_for(timed, found | {timed.name: {0: {"steps": 998}}}, 2000) == 998  # as its first run
     mine = "pre-norm+geglu+rotary"
     found[mine] = {s: fake_result(mine, s, 0.25, nsp=False) for s in range(3)}
     found[timed.name] = {s: fake_result(timed.name, s, 0.18, nsp=False) | {"steps": 1000} for s in range(3)}

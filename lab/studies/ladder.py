@@ -124,9 +124,12 @@ def steps_for(rung: Rung, found: dict[str, dict[int, dict]], steps: int) -> int 
     """The steps a rung trains: the ladder's, or for a rung timed against another (same_time =
     (its full-length rung, the other rung)) the share of them that takes the other rung's median
     CPU minutes at the full-length rung's cost per step, rounded to an even count (the lesson
-    recipe's two phases take half each); None until both rungs have results."""
+    recipe's two phases take half each), fixed by its first run so that every seed trains as many;
+    None until both rungs have results."""
     if rung.same_time is None:
         return steps
+    if found.get(rung.name):
+        return min(r["steps"] for r in found[rung.name].values())
     full, other = rung.same_time
     if not (found.get(full) and found.get(other)):
         return None
