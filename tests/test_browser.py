@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import chromium_browser
+from tests.conftest import BUNDLED, chromium_browser
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -530,6 +530,21 @@ def test_model_menus_list_only_the_tabs_models_at_1024(narrow, dash):
     assert mlm and set(mlm) <= set(dash.store.models_for("fill_mask")), mlm
     assert "models/bert-lab-classroom" in mlm and "models/bert-lab-squad" not in mlm, mlm
     print(f"\nQA menu: {qa}\nMasked LM menu: {mlm}")
+    assert OUTSIDE == [], OUTSIDE
+
+
+def test_a_model_menu_has_its_own_line_on_a_phone(browser, app_url):
+    """At 390 px the Masked LM tab's model menu takes the whole width of its row, so a long model
+    name is read whole, not cut to half beside the sliders."""
+    page = offline_page(browser, app_url, {"width": 390, "height": 844})
+    page.goto(app_url)
+    page.wait_for_selector("#mlm-text textarea")
+    menu = page.locator(".bl-model-menu:visible").first
+    box, row = menu.bounding_box(), menu.locator("xpath=..").bounding_box()
+    value = menu.locator("input").input_value()
+    page.close()
+    assert value == BUNDLED, value
+    assert box["width"] >= 0.95 * row["width"], (box, row)
     assert OUTSIDE == [], OUTSIDE
 
 
