@@ -262,7 +262,7 @@ def status(found: dict[str, dict[int, dict]]) -> str:
     seeds = sorted({len(found[n]) for n in measured})
     text = (
         f"Measured: {len(measured)} of {len(names)} rungs, {sum(len(found[n]) for n in measured)} runs, "
-        f"{' to '.join(map(str, seeds)) if seeds else 'no'} seed(s) a rung."
+        f"{(str(seeds[0]) if len(seeds) == 1 else f'{seeds[0]} to {seeds[-1]}') if seeds else 'no'} seed(s) a rung."
     )
     if not seeds or seeds[0] < 3:
         text += (
