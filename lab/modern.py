@@ -1,26 +1,9 @@
-"""What changed in the encoder since BERT: the pieces `lab.model` swaps in when a BertConfig asks.
+"""What changed in the encoder since BERT: the pieces `lab.model` swaps in when a BertConfig asks
+(pre-norm, GeGLU, rotary positions, no biases, local attention). Each works alone; all together
+they are ModernBERT's encoder, which is why its checkpoints load (lab.modernbert). BERT's choices
+stay the defaults; docs/pretraining.md ("What changed since BERT") describes each switch.
 
-    cfg = BertConfig.preset("tiny", norm_position="pre", feed_forward="glu", position_embedding_type="rotary",
-                            bias=False, local_attention=64, global_attn_every_n_layers=2)
-    model = BertForMaskedLM(cfg)            # the same classes; config.json records the switches
-
-Each switch works alone; all of them together (with ModernBERT's sizes) are ModernBERT's encoder
-(Warner et al. 2024), which is why a ModernBERT checkpoint loads (lab.modernbert). BERT's own
-choices stay the defaults, and lab.model stays the paper's model with one small hook per switch:
-
-  norm_position "pre"      x = x + f(LN(x)) instead of LN(x + f(x)): PreNormLayer, below. The
-                           embeddings' LayerNorm serves layer 0, and a final norm follows the
-                           last layer (the residual stream itself is never normalised).
-  feed_forward "glu"       GeGLU (Shazeer 2020): the first matrix makes two halves, value and
-                           gate, and the layer passes act(value) * gate (BertIntermediate).
-  position "rotary"        RoPE (Su et al. 2021): no position table; q and k of every head are
-                           turned by an angle proportional to the position, so q.k depends on
-                           the distance between the two tokens only (Rotary, below).
-  bias False               linear and LayerNorm layers without their additive terms (the masked
-                           LM's per-word bias stays, as in ModernBERT).
-  local_attention W        layers that are not global see only the tokens within W/2 of
-                           themselves (local_mask); layer i is global when i % N == 0 for
-                           N = global_attn_every_n_layers (ModernBERT: W = 128, N = 3).
+    model = BertForMaskedLM(BertConfig.preset("tiny", norm_position="pre", position_embedding_type="rotary"))
 """
 
 from __future__ import annotations

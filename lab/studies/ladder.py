@@ -1,19 +1,9 @@
-"""The pre-training ladder's rungs and its report: which change each rung makes, and what the
-committed results (benchmarks/ladder/, one JSON file per rung and seed, written by
-benchmarks/ladder.py) say about it, with 95% intervals over seeds and sentences.
+"""The pre-training ladder's rungs (one change each, measured against the rung in `against`) and
+its report: what the committed results of benchmarks/ladder.py say, with paired 95% bootstrap
+intervals over seeds and held-out sentences, and the papers' findings beside them.
 
-    from lab.studies import ladder
     found = ladder.load_results()            # {rung: {seed: result}}
     print(ladder.report(found))              # the Markdown table and the sentences it supports
-    ladder.accuracy(found["bert"], "mlm")    # (estimate, low, high)
-    ladder.papers()                          # what BERT, RoBERTa, Cramming, ModernBERT, NeoBERT reported
-
-report() ends with the papers beside the rungs (papers_report): for each paper's direction, whether
-it holds at this scale, computed from the ladder's interval (outcome), never typed.
-
-A rung changes one thing against the rung named in `against`; the difference of their held-out
-masked-LM accuracies at [MASK] is bootstrapped with the same draws of seeds and sentences for
-both (the rungs share seeds and held-out sentences: a paired comparison).
 """
 
 from __future__ import annotations
