@@ -587,6 +587,28 @@ def test_view_draws_inside_a_sandboxed_srcdoc_iframe(browser, result, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
+def test_model_view_in_a_hidden_frame_draws_when_shown(browser, result, tmp_path):
+    """A frame filled while hidden (a closed tab) is 0 px wide: the model view, which sizes its
+    thumbnails from the frame's width, waits for a width rather than drawing them negative."""
+    page_html = bertviz_offline.model_view_html(result.attentions, result.tokens, result.sentence_b_start)
+    host = tmp_path / "host.html"
+    frame_html = bertviz_offline.iframe(page_html, 600)
+    host.write_text(f'<!DOCTYPE html><html><body><div id="tab" style="display:none">{frame_html}</div></body></html>')
+    page, aborted, errors, dialogs = offline_page(browser)
+    page.goto(host.as_uri())
+    frame = page.frame_locator("iframe")
+    page.wait_for_timeout(500)  # the frame's scripts have run while hidden
+    assert frame.locator("rect.attn_background").count() == 0
+    page.evaluate("document.getElementById('tab').style.display = 'block'")
+    frame.locator("rect.attn_background").first.wait_for(state="visible")
+    widths = frame.locator("rect.attn_background").evaluate_all("rs => rs.map(r => +r.getAttribute('width'))")
+    assert len(widths) == len(result.attentions) * result.attentions[0].shape[1] and min(widths) > 0, widths
+    assert aborted == [] and errors == [] and dialogs == []
+    page.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
 def test_bertviz_own_page_is_blank_offline(browser, result, tmp_path):
     """The control: bertviz's own page, under the same blocking, asks the CDN and draws nothing
     (so the tests above see the network blocked, and the offline page is what makes it draw)."""

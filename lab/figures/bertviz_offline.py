@@ -56,7 +56,14 @@ _REQUIRE_SHIM = """
       if (!modules[name]) { throw new Error("bertviz offline: no module " + name); }
       return modules[name];
     });
-    if (callback) { callback.apply(window, found); }
+    if (!callback) { return; }
+    // a frame drawn while hidden (a closed tab, a frame not laid out yet) is 0 px wide, and the
+    // model view sizes itself from that width: draw once the frame has one
+    var draw = function () { callback.apply(window, found); };
+    if (document.documentElement.clientWidth > 0) { draw(); return; }
+    var wait = setInterval(function () {
+      if (document.documentElement.clientWidth > 0) { clearInterval(wait); draw(); }
+    }, 50);
   }
   require.config = function () {};
   window.require = window.requirejs = require;
