@@ -36,6 +36,25 @@ $PY scripts/bundle_model.py runs/classroom-decay models/bert-lab-classroom \
     --eval "--corpus DATA/novels --split held-out" \
     --eval "--corpus DATA/wikitext-2-raw/wiki.test.raw"
 
+# 1b. bert-lab-classroom-modern: the pre-training ladder's best rung (pre-norm, GeGLU, rotary positions;
+#     no NSP) with bert-lab-classroom's vocabulary, held-out chapters and tokens: its phases' steps,
+#     batch sizes and lengths (1,532 at 32 x 128, 5,752 at 128 x 32, 19,221 at 128 x 64); ~4 hours
+#     on one thread beside other work. Then both classroom models on the same held-out masks.
+MODERN=(--corpus "$DATA/novels" --changes pre-norm,geglu,rotary --no-nsp --dropout 0 --threads 1)
+$PY -m lab pretrain "${MODERN[@]}" --out runs/modern-len32 --tokenizer models/bert-lab-classroom \
+    --preset tiny --vocab-size 8192 --max-seq-length 32 --eval-seq-length 128 --batch-size 128 --lr 2e-3 \
+    --warmup 0.05 --steps 1532 --eval-every 500 --ckpt-every 500
+$PY -m lab pretrain "${MODERN[@]}" --out runs/modern-len128 --init-from runs/modern-len32 \
+    --max-seq-length 128 --eval-seq-length 128 --batch-size 32 --lr 1e-3 --warmup 0.05 \
+    --steps 5752 --eval-every 1000 --ckpt-every 1000
+$PY -m lab pretrain "${MODERN[@]}" --out runs/modern-long --init-from runs/modern-len128 \
+    --max-seq-length 128 --batch-size 64 --lr 1e-3 --warmup 0.02 --steps 19221 --eval-every 2000 --ckpt-every 1000
+$PY scripts/bundle_model.py runs/modern-long models/bert-lab-classroom-modern \
+    --snapshots runs/modern-len32 runs/modern-len128 runs/modern-long --keep-steps 0 306 1532 7284 26505 \
+    --eval "--corpus DATA/novels --split held-out" \
+    --eval "--corpus DATA/wikitext-2-raw/wiki.test.raw"
+$PY benchmarks/classroom_models.py
+
 # 2. bert-lab-sst2: the classroom model fine-tuned on SST-2 (all 67,349 training sentences)
 $PY -m lab finetune-cls --model models/bert-lab-classroom --train "$DATA/sst2/train.tsv" \
     --dev "$DATA/sst2/dev.tsv" --out runs/sst2 --epochs 2 --lr 2e-4 --eval-every 1000 --threads 1

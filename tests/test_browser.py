@@ -529,6 +529,7 @@ def test_model_menus_list_only_the_tabs_models_at_1024(narrow, dash):
     mlm = menu_options(page)
     assert mlm and set(mlm) <= set(dash.store.models_for("fill_mask")), mlm
     assert "models/bert-lab-classroom" in mlm and "models/bert-lab-squad" not in mlm, mlm
+    assert "models/bert-lab-classroom-modern" in mlm and "models/bert-lab-classroom-modern" not in qa
     print(f"\nQA menu: {qa}\nMasked LM menu: {mlm}")
     assert OUTSIDE == [], OUTSIDE
 

@@ -15,7 +15,8 @@ from lab.__main__ import main
 from tests.conftest import ROOT, SHARED_DATA
 
 MODELS = sorted(p for p in (ROOT / "models").iterdir() if (p / "config.json").is_file())
-EXPECTED_CLASS = {
+EXPECTED_CLASS = {  # the first key in a model's name
+    "classroom-modern": lab.BertForMaskedLM,  # pre-trained without NSP: no NSP head
     "classroom": lab.BertForPreTraining,
     "sst2": lab.BertForSequenceClassification,
     "squad": lab.BertForQuestionAnswering,
@@ -27,6 +28,7 @@ def test_the_bundled_models_are_there_and_small():
     names = {p.name for p in MODELS}
     assert {
         "bert-lab-classroom",
+        "bert-lab-classroom-modern",
         "bert-lab-sst2",
         "bert-lab-squad",
         "minilm-squad",
@@ -94,3 +96,30 @@ def test_the_real_encoder_task_models_meet_their_targets():
     for text in negations:
         assert next(iter(explore.classify(*big, text))) == "positive", text
         assert next(iter(explore.classify(*tiny, text))) == "negative", text
+
+
+def test_the_modern_classroom_model_meets_its_target():
+    """Issue 35's target, as recorded when it was bundled (its held-out figure is re-measured
+    above): held-out masked-LM at [MASK] >= 35%, above the 2018 classroom model's with the
+    paired 95% interval of the difference above 0 (benchmarks/classroom_models.py, whose
+    accuracies are the ones `lab eval` recorded for both models)."""
+
+    def at_mask(name):
+        return json.loads((ROOT / "models" / name / "metrics.json").read_text())["evaluations"][0]["metrics"]
+
+    compared = json.loads((ROOT / "benchmarks" / "classroom_models.json").read_text())
+    for name in ("bert-lab-classroom", "bert-lab-classroom-modern"):
+        assert compared["models"][name]["at_mask"][0] == pytest.approx(at_mask(name)["mlm_acc_masked"], abs=1e-4)
+    assert at_mask("bert-lab-classroom-modern")["mlm_acc_masked"] >= 0.35
+    _, low, _ = compared["difference"]["at_mask"]
+    assert compared["difference"]["of"] == "bert-lab-classroom-modern - bert-lab-classroom" and low > 0
+    # the docs, the README and the card quote these figures
+    e, lo, hi = compared["difference"]["at_mask"]
+    delta = f"{100 * e:+.1f} points ({100 * lo:+.1f} to {100 * hi:+.1f})"
+    texts = {f: (ROOT / f).read_text() for f in ("docs/pretraining.md", "README.md")}
+    texts["card"] = (ROOT / "models" / "bert-lab-classroom-modern" / "README.md").read_text()
+    for where, text in texts.items():
+        assert delta in text.replace("paired 95% interval ", ""), (where, delta)
+    for name in ("bert-lab-classroom", "bert-lab-classroom-modern"):
+        e, lo, hi = compared["models"][name]["at_mask"]
+        assert f"{100 * e:.1f}% ({100 * lo:.1f} to {100 * hi:.1f})" in texts["docs/pretraining.md"], name

@@ -60,6 +60,10 @@ def test_menus_list_only_the_models_that_serve_their_tab(dash, app_models_root):
     assert store.display(app_models_root / "broken") in store.list_models()
     assert store.display(app_models_root / "broken") not in store.models_for("fill_mask")  # cannot load: serves nothing
     assert store.models_for(None) == store.list_models()
+    modern = "models/bert-lab-classroom-modern"  # a class compares the two classroom models on one sentence
+    for task in ("fill_mask", "attention"):
+        assert {BUNDLED, modern} <= set(store.models_for(task)), task
+    assert modern not in store.models_for("next_sentence")  # pre-trained without NSP: stored without the head
 
 
 def test_adding_a_model_confirms_and_a_mistyped_folder_says_so(client):
