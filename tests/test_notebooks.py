@@ -137,7 +137,12 @@ PROBES = {
         '"global_outside": global_outside, "live": {n: [r["mlm_acc_masked"], r["mlm_loss"]] for n, r in live.items()}, '
         '"ladder_rows": list(ladder_table["rung"]), '
         '"ladder": {r["rung"]: [int(r["seeds"]), r["accuracy %"], r["low"], r["high"]] '
-        "for _, r in ladder_table.iterrows()}}"
+        "for _, r in ladder_table.iterrows()}, "
+        '"side": {"classes": {n: type(m).__name__ for n, (m, _) in classroom.items()}, '
+        '"parameters": {n: m.num_parameters() for n, (m, _) in classroom.items()}, "top": side_top, '
+        '"agree": agree, "distance": side_distance, "tokens": {n: len(a.tokens) for n, a in side_att.items()}, '
+        '"gone": list(gone), '
+        '"difference": [d, d_low, d_high], "verdict": verdict}}'
     ),
 }
 
@@ -321,6 +326,20 @@ def _check_10(v):
     assert v["ladder_rows"] == [r.name for r in ladder.rungs() if committed.get(r.name)], v["ladder_rows"]
     for name, (seeds, estimate, low, high) in v["ladder"].items():
         assert seeds == len(committed[name]) and low <= estimate <= high, (name, seeds, estimate, low, high)
+    # section 4: the 2018 classroom model keeps its NSP head, the modern one (trained without NSP) has none and no
+    # position table; both guess a word for every sentence; the difference is benchmarks/classroom_models.py's,
+    # and its verdict follows from the interval: the modern model guesses better on the held-out chapters
+    side = v["side"]
+    assert side["classes"] == {"2018": "BertForPreTraining", "modern": "BertForMaskedLM"}, side["classes"]
+    assert {"bert.embeddings.position_embeddings.weight", "cls.seq_relationship.weight"} <= set(side["gone"])
+    assert side["parameters"]["2018"] - side["parameters"]["modern"] >= math.prod(v["position_table"])
+    assert all(w.isalpha() for words in side["top"].values() for w in words), side["top"]
+    assert side["agree"] == sum(a == b for a, b in zip(side["top"]["2018"], side["top"]["modern"]))
+    for name, distances in side["distance"].items():
+        assert all(0 <= d <= side["tokens"][name] for d in distances), (name, distances)
+    compared = json.loads((ROOT / "benchmarks" / "classroom_models.json").read_text())
+    assert side["difference"] == pytest.approx(compared["difference"]["at_mask"]), side["difference"]
+    assert side["verdict"] == "better than the 2018 model" and side["difference"][1] > 0, side
 
 
 CHECKS = {
