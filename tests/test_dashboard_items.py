@@ -41,6 +41,8 @@ def test_every_tab_opens_with_its_view_computed(dash):
     assert "answer:" in component(demo, elem_id="qa-status").value
     assert component(demo, elem_id="training-curves").value
     table = component(demo, elem_id="training-watch").value
+    # of the two bundled models with snapshots, the 2018 one first (not the newest folder)
+    assert component(demo, label="Run").value == BUNDLED
     assert table["headers"][:2] == ["step", "[MASK] 1"] and len(table["data"]) > 2
     labels = [b for b in demo.blocks.values() if type(b).__name__ == "Label"]
     assert len(labels) == 2 and all(b.value and b.value.get("confidences") for b in labels)  # NSP, Classify

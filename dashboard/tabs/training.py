@@ -85,12 +85,13 @@ class Training:
         )
 
     def default_run(self) -> str | None:
-        """A bundled model with checkpoints first: it keeps snapshots of its training."""
+        """A bundled model with checkpoints first: it keeps snapshots of its training (of several,
+        the first by name, bert-lab-classroom before its modern twin, whatever the files' times)."""
         names = self.store.list_runs()
-        return next(
-            (r for r in names if r.startswith("models/") and self.store.snapshots(self.store.resolve(r, "run"))),
-            names[0] if names else None,
+        bundled = sorted(
+            r for r in names if r.startswith("models/") and self.store.snapshots(self.store.resolve(r, "run"))
         )
+        return bundled[0] if bundled else (names[0] if names else None)
 
     def build(self):
         ctx, Q = self.ctx, self.ctx.queue
