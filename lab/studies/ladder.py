@@ -216,7 +216,7 @@ def report(found: dict[str, dict[int, dict]]) -> str:
             diff_text = _delta(d)
             sentences.append(
                 f"- {rung.what} ({rung.source}): masked-LM accuracy at [MASK] {_delta(d)} points against "
-                f"`{rung.against}`: {_HERE_WORDS[_here(d)]} it at this scale."
+                f"`{rung.against}`: {compared_to(d)} it at this scale."
             )
         nsp = _cell(bootstrap(_series(results, "nsp"))) if rung.settings.get("nsp", True) else "-"
         frozen = _cell(bootstrap(_series(results, "features")))
@@ -245,14 +245,21 @@ def _here(interval) -> str:
 _HERE_WORDS = {"better": "better than", "worse": "worse than", "same": "not distinguishable from"}
 
 
+def compared_to(interval) -> str:
+    """The words for an interval of a difference: "better than", "worse than" or "not
+    distinguishable from" (what follows is the thing compared with)."""
+    return _HERE_WORDS[_here(interval)]
+
+
 def status(found: dict[str, dict[int, dict]]) -> str:
     """One sentence: how much of the ladder the results cover."""
     names = [r.name for r in rungs()]
     measured = [n for n in names if found.get(n)]
     seeds = sorted({len(found[n]) for n in measured})
+    span = "no" if not seeds else f"{seeds[0]}" if seeds[0] == seeds[-1] else f"{seeds[0]} to {seeds[-1]}"
     text = (
         f"Measured: {len(measured)} of {len(names)} rungs, {sum(len(found[n]) for n in measured)} runs, "
-        f"{(str(seeds[0]) if len(seeds) == 1 else f'{seeds[0]} to {seeds[-1]}') if seeds else 'no'} seed(s) a rung."
+        f"{span} seed(s) a rung."
     )
     if not seeds or seeds[0] < 3:
         text += (
@@ -585,7 +592,7 @@ def _comparisons(found, names) -> tuple[list[str], dict[str, int]]:
         seeds = min(len(found[name]), len(found[rung.against]))
         text = (
             f"- **{rung.what}** (`{name}` against `{rung.against}`, {_MEASURE_WORDS[measure]}, {seeds} "
-            f"seed{'s' if seeds > 1 else ''}): {_delta(d)} points, {_HERE_WORDS[_here(d)]} `{rung.against}` here."
+            f"seed{'s' if seeds > 1 else ''}): {_delta(d)} points, {compared_to(d)} `{rung.against}` here."
         )
         for f in findings:
             result = outcome(d, f.direction)
@@ -643,7 +650,7 @@ def choice(found: dict[str, dict[int, dict]], model_dir=MODERN_MODEL) -> str:
     text += (
         f" The ladder's best rung by held-out masked-LM accuracy at [MASK] is `{best}` "
         f"({len(found[best])} seed(s)): {_cell(scores[best])}, {minutes(found[best]):.1f} CPU minutes per run; "
-        f"`{mine.name}` against it: {_delta(d)} points, {_HERE_WORDS[_here(d)]} it at this scale."
+        f"`{mine.name}` against it: {_delta(d)} points, {compared_to(d)} it at this scale."
     )
     timed = next((r for r in every if r.same_time and r.same_time[0] == best), None)
     if timed is None:
@@ -653,7 +660,7 @@ def choice(found: dict[str, dict[int, dict]], model_dir=MODERN_MODEL) -> str:
     return text + (
         f" In the CPU time of `{timed.same_time[1]}` (`{timed.name}`, {steps:,} steps) `{best}` reaches "
         f"{_cell(bootstrap(_series(found[timed.name], 'mlm')))}; `{mine.name}` against it: {_delta(d)} points, "
-        f"{_HERE_WORDS[_here(d)]} it at this scale."
+        f"{compared_to(d)} it at this scale."
     )
 
 
