@@ -1,5 +1,5 @@
 """The two bundled classroom models on the same held-out masks: the 2018 recipe
-(models/bert-lab-classroom) and the ladder's best rung (models/bert-lab-classroom-modern).
+(models/bert-lab-classroom) and the modern one (models/bert-lab-classroom-modern).
 
     .venv/bin/python benchmarks/classroom_models.py             # prints the table, writes the JSON
 
