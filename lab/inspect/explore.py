@@ -8,6 +8,8 @@ What lives here, in the order of the paper:
     corruption_preview(tokenizer, text)      what pre-training feeds the model: 15%, 80/10/10
     corruption_tally(tokenizer, text)        ... and the 80/10/10 split over many draws of it
     embeddings(model, tokenizer, a, b)       input = token + segment + position (Figure 2)
+    trace(model, tokenizer, a, b)            one forward pass as its ordered steps, each with its
+                                             values, formula and section (lab.inspect.trace)
     fill_mask(model, tokenizer, text)        masked-LM predictions at each [MASK]
     logit_lens(model, tokenizer, text)       the same head applied to every layer's vector at each
                                              [MASK]: the guess at every layer (a logit lens)
@@ -66,6 +68,7 @@ from lab.inspect.encoding import (
     use_bf16,
 )
 from lab.inspect.probing import probe_layers  # what each layer knows
+from lab.inspect.trace import TraceResult, TraceStep, trace  # one forward pass, every operation
 from lab.inspect.results import (
     AblationResult,
     AnswerResult,
@@ -87,6 +90,7 @@ __all__ = [  # the views, their results, and which views a model can serve
     "corruption_preview",
     "corruption_tally",
     "embeddings",
+    "trace",
     "fill_mask",
     "logit_lens",
     "next_sentence",
@@ -118,6 +122,8 @@ __all__ = [  # the views, their results, and which views a model can serve
     "QueryKeyResult",
     "TagResult",
     "TaggedWord",
+    "TraceResult",
+    "TraceStep",
 ]
 
 
