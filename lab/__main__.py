@@ -7,6 +7,7 @@
     python -m lab finetune-tag --model models/minilm-squad --train ner/dev.iob2 --eval ner/test.iob2 --out runs/ner
     python -m lab eval --model runs/classroom --corpus novels --split held-out
     python -m lab fill-mask --model runs/classroom "she [MASK] the letter twice ."
+    python -m lab trace --model models/bert-lab-classroom "the cat sat on the [MASK] ." "it was happy ."
     python -m lab plot runs/classroom --out curves.png
     python -m lab export-web --out site --models bert-lab-classroom minilm-sst2
     python -m lab serve-web site --host 0.0.0.0
@@ -24,6 +25,7 @@ import os
 import sys
 import types
 import typing
+from pathlib import Path
 
 from lab.checkpoint import load, saved_model_class
 from lab.config import PRESETS
@@ -241,6 +243,22 @@ def cmd_fill_mask(args) -> int:
     return 0
 
 
+def cmd_trace(args) -> int:
+    model, tokenizer = load(args.model)
+    result = explore.trace(model, tokenizer, args.text_a, args.text_b)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result.to_json()))
+        print(f"wrote {args.json}: {len(result.steps)} steps")
+        return 0
+    print(" ".join(result.tokens))
+    for step in result.steps:
+        shape = "×".join(map(str, step.shape))
+        print(f"{step.name:<52} {shape:>10}  {step.formula}")
+    if result.truncated:
+        print(f"(the text was cut: {result.truncated} token(s) past the model's limit were left out)")
+    return 0
+
+
 def cmd_plot(args) -> int:
     fig = training_curves(args.run, x=args.x, title=args.title)
     fig.savefig(args.out, dpi=120)
@@ -355,6 +373,15 @@ def add_fill_mask(sub) -> None:
     p.set_defaults(func=cmd_fill_mask)
 
 
+def add_trace(sub) -> None:
+    p = sub.add_parser("trace", help="one forward pass, every operation: each step's name, shape and formula")
+    p.add_argument("--model", required=True, help="HF-layout model directory (any head)")
+    p.add_argument("--json", metavar="FILE", help="write every step with its values as JSON (explore.trace's to_json)")
+    p.add_argument("text_a", help='the text, e.g. "the cat sat on the [MASK] ."')
+    p.add_argument("text_b", nargs="?", help="an optional second segment (sentence B, or a QA model's paragraph)")
+    p.set_defaults(func=cmd_trace)
+
+
 def add_plot(sub) -> None:
     p = sub.add_parser("plot", help="training curves of a run (metrics.jsonl) as a PNG")
     p.add_argument("run", help="run directory or metrics.jsonl")
@@ -413,6 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
         add_finetune,
         add_eval,
         add_fill_mask,
+        add_trace,
         add_plot,
         add_export_web,
         add_serve_web,

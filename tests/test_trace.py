@@ -9,6 +9,7 @@ tag); it works on every bundled model, on a transformers-saved BERT, and on ever
 from __future__ import annotations
 
 import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -337,3 +338,19 @@ def test_a_modernbert_saved_by_transformers_traces_to_its_own_logits(tmp_path, c
     with torch.no_grad():
         logits = theirs(input_ids=torch.tensor([t.input_ids])).logits[0, t.predicted_positions]
     torch.testing.assert_close(t.step("cls.predictions.decoder").values, logits, **TOL)
+
+
+def test_the_command_line_lists_the_steps_and_writes_json(tmp_path, capsys):
+    from lab.__main__ import main
+
+    model = str(ROOT / "models" / "bert-lab-classroom")
+    assert main(["trace", "--model", model, "the cat sat on the [MASK] .", "it was happy ."]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("[CLS] the cat sat on the [MASK] . [SEP]")
+    assert out[-1].split()[0] == "cls.seq_relationship.softmax"
+    assert any("S_h = Q_h K_hᵀ / √64" in line for line in out)
+    assert main(["trace", "--model", model, "a cat .", "--json", str(tmp_path / "t.json")]) == 0
+    steps = json.loads((tmp_path / "t.json").read_text())["steps"]
+    assert steps[0]["name"] == "bert.embeddings.word_embeddings" and len(steps[0]["values"]) == 5 * 128
+    assert main(["trace", "--model", model, "   "]) == 2  # a message, not a traceback
+    assert "error:" in capsys.readouterr().err
