@@ -11,7 +11,8 @@ The folders follow the data, and an import only ever points up this list:
     data/                            documents -> NSP pairs, 80/10/10 masks -> Batch; SQuAD, tagged files
     model, checkpoint, hub           Batch -> encoder -> heads -> logits; Hugging Face's layout on disk
     training/                        the one training loop; pre-training and fine-tuning plug into it
-    inspect/                         explore: what a trained model does, and what it rests on
+    inspect/                         explore: what a trained model does, how (trace: every operation),
+                                     and what it rests on
     studies/                         the notebooks' experiments (Table 7, BERT vs GPT vs ELMo, ...)
     figures/                         each figure's numbers once, drawn by plotly and by matplotlib
     exercises/, __main__             build-it-yourself checks; the command line
