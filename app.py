@@ -89,6 +89,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--class-size", type=int, default=200, help="students who may join the class rounds at once")
     p.add_argument(
+        "--web-site",
+        default=None,
+        help="the browser edition's exported site to serve at /web/ (its Step by step view opens from the "
+        "Model tab); default: site/ when `make web` wrote it",
+    )
+    p.add_argument(
         "--precision",
         choices=["auto", "bf16", "fp32"],
         default="auto",
@@ -235,6 +241,7 @@ def main(argv: list[str] | None = None) -> None:
     from dashboard import LAUNCH_OPTIONS, Dashboard, Settings
     from dashboard.context import LOCAL_HOSTS
     from dashboard.page_cache import PageCache
+    from dashboard.web_edition import routes as web_routes
     from lab.inspect import explore
 
     # process-wide settings, made only when app.py is the program (not when a test builds the page)
@@ -254,7 +261,10 @@ def main(argv: list[str] | None = None) -> None:
         prevent_thread_lock=True,
         state_session_capacity=args.sessions,
         # the pages built once, not per student: the dashboard and the class rounds' student page
-        app_kwargs={"middleware": [Middleware(PageCache, paths=("/", "/play"))]},
+        app_kwargs={
+            "middleware": [Middleware(PageCache, paths=("/", "/play"))],
+            "routes": web_routes(settings.web_site),  # the browser edition at /web/, when there is a site
+        },
         **LAUNCH_OPTIONS,
     )
     print(

@@ -18,6 +18,7 @@ from .common import AttributionCache, FigureDownloads
 from .current import Current
 from .links import Links
 from .rounds.deck import DEFAULT_DECK
+from .web_edition import find_site
 
 REPO = Path(__file__).resolve().parents[1]  # the repository: names are shown relative to it
 REPO_ROOTS = (REPO / "models", REPO / "runs")  # models roots always served
@@ -37,6 +38,7 @@ class Settings:
     deck: Path = DEFAULT_DECK  # --deck: the class rounds' deck (dashboard.rounds)
     class_size: int = 200  # --class-size: students who may join the rounds
     teacher_key: str | None = None  # BERT_LAB_TEACHER_KEY, else a new one printed at start-up
+    web_site: Path | None = None  # --web-site, else site/ when `make web` wrote it: served at /web/
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Settings:
@@ -55,6 +57,7 @@ class Settings:
             deck=Path(args.deck).expanduser() if args.deck else DEFAULT_DECK,
             class_size=args.class_size,
             teacher_key=os.environ.get("BERT_LAB_TEACHER_KEY") or None,
+            web_site=find_site(getattr(args, "web_site", None)),
         )
 
     def store(self) -> ModelStore:

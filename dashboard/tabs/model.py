@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 
 import gradio as gr
 
@@ -31,6 +32,7 @@ from ..common import (
 from ..current import submit
 from ..help import HELP
 from ..room import intro
+from ..web_edition import step_by_step_line
 
 TOKENIZE_EXAMPLE = "The playing children were unbelievably happy."
 PROBE_TRAIN_WORDS = 8000  # the probe's subset: the first whole UD EWT dev sentences up to this many words
@@ -251,6 +253,7 @@ class Model:
         emb_btn = gr.Button("Input embeddings: token + segment + position")
         emb_plot = plot("input embedding components", emb0[0])
         emb_csv = self.ctx.csv.box(emb0[1])
+        gr.Markdown(step_by_step_line(ctx.settings.web_site, Path(str(menu.value)).name), elem_id="model-steps")
         tok_run = (self.tokenize, [menu, text], Q)
         tok_done = [tok_btn.click(*tok_run[:2], [tokens, status], api_name="tokenize", **Q)]
         tok_done += submit([text], *tok_run[:2], [tokens, status], Q)
