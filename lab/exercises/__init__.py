@@ -4,9 +4,11 @@
     exercises.check("attention", attention)   # -> CheckResult(passed, message, details)
     exercises.hint("attention"); exercises.solution("attention"); exercises.names()
     model = exercises.assemble(embeddings=MyEmbeddings, layer=MyLayer, config=cfg)
+    exercises.check_step(trace, "bert.embeddings.sum", my_sum, model=model)   # notebook 11, BERT by hand
 
 One module per exercise holds its reference solution (its signature and docstring are the stub the
 notebook hands out), its checker, its hint and one `EXERCISE`; EXERCISES registers them in order.
+by_hand checks the steps of a forward pass computed by hand (no stub: not in the registry).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from . import (
     wordpiece,
 )
 from .assembly import assemble, from_notebook
+from .by_hand import StepChecker, check_step
 from .capstone_sst2 import CapstoneResult, capstone
 from .core import CheckResult, Exercise
 
@@ -109,4 +112,6 @@ __all__ = [
     "assemble",
     "capstone",
     "from_notebook",
+    "check_step",
+    "StepChecker",
 ]
