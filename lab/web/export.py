@@ -21,7 +21,13 @@ What it writes is the contract the page (web/, onnxruntime-web) reads; a change 
          class, precision, bytes (this model's files), files {model, tokenizer} (paths in DIR),
          config {layers, heads, hidden, vocab_size, max_length}, labels (names in id order, or null),
          special {cls, sep, mask, pad, unk} ids, lowercase, task (what a view reads text with:
-         QA windows and span limits, a tagger's windows, decoding and scheme, see browser_task)
+         QA windows and span limits, a tagger's windows, decoding and scheme, see browser_task),
+         trace: what window.bertLab.trace computes the forward pass from, step by step
+         (lab.web.trace_export; its own bytes, neither loaded by the first view nor in `bytes`):
+           {weights "models/<name>/weights.safetensors" (the state_dict, each tensor once, under the
+            lab's module paths; F16 where fp16 holds a tensor exactly, else F32), bytes, dtypes
+            {F16: n, F32: n}, config {class, the BertConfig fields the pass reads, labels},
+            max_masks, catalogue {kind: {formula, section, what}} (lab.inspect.trace.catalogue)}
 Precision: every graph computes in fp32; its weights are stored as "fp32"; as "fp16-weights", the
 weights fp16 holds exactly (all of a checkpoint saved in fp16, as the bundled ones are) in fp16, cast
 to fp32 inside the graph: the same numbers in half the bytes; or as "int8-weights", each large
@@ -66,6 +72,7 @@ from lab.model import ModelOutput
 from lab.web.page import copy_page
 from lab.web.results import OPENINGS, run_view
 from lab.web.space import SPACE_FILES, write_space_files
+from lab.web.trace_export import trace_entry
 
 VERSION = 1  # the manifest's format
 OPSET = 18  # onnxruntime-web 1.30 runs it; LayerNormalization needs >= 17
@@ -436,7 +443,8 @@ def manifest_entry(name: str, model, tokenizer, model_dir, precision: str, files
 
 
 def export_model(model_dir, out, name: str | None = None, precision: str = "auto") -> dict:
-    """One model directory -> out/models/<name>/{model.onnx, tokenizer.json}; returns its manifest entry."""
+    """One model directory -> out/models/<name>/{model.onnx, tokenizer.json, weights.safetensors};
+    returns its manifest entry."""
     model_dir = Path(model_dir)
     name = name or model_dir.name
     model, tokenizer = load(model_dir)  # fp32 in memory, whatever the checkpoint's dtype
@@ -455,7 +463,9 @@ def export_model(model_dir, out, name: str | None = None, precision: str = "auto
         "tokenizer": f"{SITE_MODELS_DIR}/{name}/{TOKENIZER_NAME}",
     }
     size = sum((Path(out) / f).stat().st_size for f in files.values())
-    return manifest_entry(name, model, tokenizer, model_dir, chosen, files, size)
+    entry = manifest_entry(name, model, tokenizer, model_dir, chosen, files, size)
+    entry["trace"] = trace_entry(model, name, out)  # its own bytes: the first view never loads them
+    return entry
 
 
 # ----------------------------------------------------------------------------------------

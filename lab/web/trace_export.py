@@ -1,0 +1,100 @@
+"""What the browser edition needs to trace a model step by step (window.bertLab.trace, web/src/trace.js).
+
+    python -m lab export-web --out site     # writes models/<name>/weights.safetensors beside each graph
+
+The page computes explore.trace's forward pass itself, one operation at a time in plain JavaScript,
+so it needs the weights as numbers rather than an ONNX graph: the lab model's state_dict(), each
+tensor once (the masked-LM decoder's weight is the word embedding matrix, stored under
+`bert.embeddings.word_embeddings.weight` only, as lab.checkpoint stores it), under the lab's module
+paths. A tensor that fp16 holds exactly (every tensor of a checkpoint saved in fp16, as the bundled
+ones are) is stored in fp16, any other in fp32: the same numbers, half the bytes where possible.
+The manifest entry's `trace` object (trace_entry) says where the file is, its bytes (apart from
+the entry's `bytes`, which the menus show), the settings the forward pass needs and the step
+texts of lab.inspect.trace.catalogue, so the page says what the lab says. The first view never
+loads the weights: the page fetches them on the first trace call.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from lab.checkpoint import aliases
+from lab.files import SITE_MODELS_DIR
+from lab.inspect.encoding import MAX_MASKS
+from lab.inspect.trace import catalogue
+
+WEIGHTS_FILE = "weights.safetensors"  # models/<name>/ in the site
+# the BertConfig fields the page's forward pass reads (web/src/trace.js), under their config.json names
+CONFIG_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_act",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "layer_norm_eps",
+    "classifier_layers",
+    "norm_position",
+    "feed_forward",
+    "position_embedding_type",
+    "rope_theta",
+    "local_rope_theta",
+    "bias",
+    "local_attention",
+    "global_attn_every_n_layers",
+)
+
+
+def trace_tensors(model) -> dict[str, torch.Tensor]:
+    """The model's state_dict for the page: each tensor once, under its first name, fp16 where
+    fp16 holds every value exactly, fp32 otherwise (contiguous, on the CPU).
+
+    Example: a checkpoint saved in fp16 and loaded in fp32 -> every tensor back in fp16 (the
+    values are fp16 numbers); a weight with 0.1 (not an fp16 number) stays fp32."""
+    tied = aliases(model)  # {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight", ...}
+    out = {}
+    for name, t in model.state_dict().items():
+        if name in tied or not t.is_floating_point():
+            continue
+        t = t.detach().to("cpu", torch.float32)
+        half = t.half()
+        out[name] = (half if torch.equal(half.float(), t) else t).contiguous().clone()
+    return out
+
+
+def trace_config(model) -> dict:
+    """The settings the page's forward pass needs: CONFIG_FIELDS, the model class and its labels."""
+    cfg = model.config
+    return {
+        "class": type(model).__name__,
+        **{name: getattr(cfg, name) for name in CONFIG_FIELDS},
+        "labels": [cfg.id2label[i] for i in range(cfg.num_labels)],
+    }
+
+
+def trace_entry(model, name: str, out) -> dict:
+    """Write the weights of `model` into out/models/<name>/ and return the manifest entry's
+    `trace` object: {weights (path in the site), bytes, dtypes ({"F16": n, "F32": n} tensors),
+    config (trace_config), max_masks, catalogue (kind -> formula, section, what; {T}, {M} and
+    {last} left for the input, as lab.inspect.trace.fill sets them)}."""
+    path = f"{SITE_MODELS_DIR}/{name}/{WEIGHTS_FILE}"
+    tensors = trace_tensors(model)
+    target = Path(out) / path
+    save_file(tensors, str(target), metadata={"format": "pt"})
+    dtypes: dict[str, int] = {}
+    for t in tensors.values():
+        key = "F16" if t.dtype == torch.float16 else "F32"
+        dtypes[key] = dtypes.get(key, 0) + 1
+    return {
+        "weights": path,
+        "bytes": target.stat().st_size,
+        "dtypes": dtypes,
+        "config": trace_config(model),
+        "max_masks": MAX_MASKS,
+        "catalogue": catalogue(model.config),
+    }
