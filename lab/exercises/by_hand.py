@@ -141,11 +141,13 @@ def _check(trace_result, index: int, values, model) -> tuple[str, dict]:
     err = relative_difference(mine, want)
     if err <= TOLERANCE:
         largest = max_diff(mine, want)
-        return (
-            f"Your step matches the trace to {err:.1e} (largest difference {largest:.1e} on values up to "
-            f"{float(want.abs().max()):.3g}; float32 rounding, within {TOLERANCE:g}). {step.what}",
-            {"relative_difference": err, "largest_difference": largest},
+        how = (
+            "Your step equals the trace's, number for number."
+            if largest == 0
+            else f"Your step matches the trace to {err:.1e} of its largest value (largest difference {largest:.1e} "
+            f"on values up to {float(want.abs().max()):.3g}; float32 rounding allows {TOLERANCE:g})."
         )
+        return f"{how} {step.what}", {"relative_difference": err, "largest_difference": largest}
     raise _diagnosis(StepContext(trace_result, step, index, mine, want, model), err)
 
 
@@ -298,8 +300,9 @@ def _generic(ctx: StepContext) -> tuple[str, str] | None:
     if step.kind in ("mask", "mask_local"):
         why = (
             f"every score is off by the same number, {offset:+.4g}: the mask was added to every key. M is 0 where a "
-            "key may be seen (every key of one text) and −∞ only at [PAD]. The softmax cannot tell, since a number "
-            "added to a whole row cancels, but with padding such a mask hides the real tokens"
+            "key may be seen (every key of one text) and a large negative number (−∞, or −10000 in Google's code) "
+            "only at [PAD]. The softmax barely notices, since a number added to a whole row cancels (up to "
+            "rounding), but in a padded batch such a mask hides the real tokens and shows the [PAD]s"
         )
     else:
         why = f"every value is off by the same number, {offset:+.4g}: a constant added or left out"

@@ -121,6 +121,9 @@ def _segment_variants(ctx) -> list[tuple[str, torch.Tensor | None, str]]:
     def rows(ids):  # (T,) segment ids -> (T, H), None when the table lacks a row
         return torch.stack([table[int(s)] for s in ids]) if all(int(s) in table for s in ids) else None
 
+    if int(types.max()) == 0:  # one text: sentence A throughout
+        why = "every token has segment B's vector; one text is sentence A, segment 0 throughout (E_A in Figure 2)"
+        return [("segments_swapped", rows(1 - types), why)]
     seps = [i for i, tok in enumerate(ctx.trace.tokens) if tok == "[SEP]"]
     out = [
         (
@@ -132,7 +135,7 @@ def _segment_variants(ctx) -> list[tuple[str, torch.Tensor | None, str]]:
         ),
         (
             "one_segment",
-            rows(torch.zeros_like(types)) if int(types.max()) == 1 else None,
+            rows(torch.zeros_like(types)),
             "every token has segment A's vector: sentence B (after the first [SEP], up to the last) is segment 1",
         ),
     ]
