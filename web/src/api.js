@@ -6,9 +6,11 @@
 // The graphs, tokenizers and settings come from the site's manifest.json (python -m lab
 // export-web); docs/web.md documents the calls for people who build on them.
 import * as ort from "onnxruntime-web/wasm";
-import { TextEncoder, cleanText, maskPositions } from "./text.js";
+import { MAX_MASKS, TextEncoder, cleanText, maskPositions } from "./text.js";
 import { answerSpans, qaFeatures, softmax } from "./qa.js";
 import { decodeTags, tagFeatures } from "./tag.js";
+import { readSafetensors } from "./safetensors.js";
+import { Weights, forwardSteps } from "./trace.js";
 
 // The runtime's own files sit beside the page (ort/), never on a CDN: the page works offline.
 ort.env.wasm.wasmPaths = new URL("ort/", document.baseURI).href;
@@ -18,6 +20,8 @@ ort.env.wasm.numThreads = self.crossOriginIsolated ? Math.min(4, navigator.hardw
 const MANIFEST = "manifest.json";
 let manifest = null;
 const loaded = new Map(); // model name -> Promise<{entry, session, encoder}>
+const encoders = new Map(); // model name -> Promise<TextEncoder>, shared by the graph and the trace
+const traced = new Map(); // model name -> Promise<{entry, encoder, weights}>: what trace() computes from
 const listeners = new Set(); // progress callbacks: ({model, loaded, total, done})
 
 /** The site's manifest (fetched once): {version, models: [entry, ...]}. */
@@ -38,10 +42,13 @@ export async function modelEntry(name) {
   return entry;
 }
 
-/** The models that serve a view ("fill-mask", "next-sentence", "attention", "answer", "classify", "tag"). */
+/**
+ * The models that serve a view ("fill-mask", "next-sentence", "attention", "answer", "classify", "tag"),
+ * or that can be traced step by step ("trace": every model exported with its weights).
+ */
 export async function modelsFor(view) {
   const { models } = await getManifest();
-  return models.filter((m) => m.views.includes(view));
+  return models.filter((m) => (view === "trace" ? Boolean(m.trace) : m.views.includes(view)));
 }
 
 /** Be told how a model's files are coming along: fn({model, loaded, total, done}). */
@@ -74,27 +81,55 @@ async function fetchBytes(path, model) {
   return bytes;
 }
 
+/** A promise kept in `cache` under `name`, made by make() on first use; a failed one can be tried again. */
+function once(cache, name, make) {
+  if (!cache.has(name)) {
+    const promise = make();
+    promise.catch(() => cache.delete(name));
+    cache.set(name, promise);
+  }
+  return cache.get(name);
+}
+
+/** A model's tokenizer (its tokenizer.json), loaded once. */
+function encoderFor(name) {
+  return once(encoders, name, async () => {
+    const entry = await modelEntry(name);
+    const response = await fetch(entry.files.tokenizer);
+    if (!response.ok) {
+      throw new Error(`could not load ${entry.files.tokenizer} (${response.status}): is the site complete?`);
+    }
+    return new TextEncoder(await response.json(), entry);
+  });
+}
+
 /** Load a model once (its graph and tokenizer): later calls share it. */
 export function load(name) {
-  if (!loaded.has(name)) {
-    const promise = (async () => {
-      const entry = await modelEntry(name);
-      const [graph, tokenizerJson] = await Promise.all([
-        fetchBytes(entry.files.model, name),
-        fetch(entry.files.tokenizer).then((r) => r.json()),
-      ]);
-      const session = await ort.InferenceSession.create(graph, {
-        executionProviders: ["wasm"],
-        graphOptimizationLevel: "all",
-      });
-      const encoder = new TextEncoder(tokenizerJson, entry);
-      listeners.forEach((fn) => fn({ model: name, loaded: 1, total: 1, done: true }));
-      return { entry, session, encoder };
-    })();
-    promise.catch(() => loaded.delete(name)); // a failed load can be tried again
-    loaded.set(name, promise);
-  }
-  return loaded.get(name);
+  return once(loaded, name, async () => {
+    const entry = await modelEntry(name);
+    const [graph, encoder] = await Promise.all([fetchBytes(entry.files.model, name), encoderFor(name)]);
+    const session = await ort.InferenceSession.create(graph, {
+      executionProviders: ["wasm"],
+      graphOptimizationLevel: "all",
+    });
+    listeners.forEach((fn) => fn({ model: name, loaded: 1, total: 1, done: true }));
+    return { entry, session, encoder };
+  });
+}
+
+/** Load what trace() computes a model from, once: its weights (entry.trace.weights) and tokenizer. */
+export function loadTrace(name) {
+  return once(traced, name, async () => {
+    const entry = await modelEntry(name);
+    if (!entry.trace) {
+      throw new Error(`${name} was exported without its weights, so it cannot be traced: export the site again`);
+    }
+    const [bytes, encoder] = await Promise.all([fetchBytes(entry.trace.weights, name), encoderFor(name)]);
+    const weights = new Weights(readSafetensors(bytes, entry.trace.weights));
+    const size = bytes.length;
+    listeners.forEach((fn) => fn({ model: name, file: entry.trace.weights, loaded: size, total: size, done: true }));
+    return { entry, encoder, weights };
+  });
 }
 
 // Each call's options, by view: a misspelt one (top_k for topK) is an error, not ignored.
@@ -105,6 +140,7 @@ const OPTIONS = {
   answer: ["model", "topK"],
   classify: ["model"],
   tag: ["model"],
+  trace: ["model", "onLayer"],
 };
 
 function checkOptions(view, options) {
@@ -112,9 +148,14 @@ function checkOptions(view, options) {
     throw new Error(`options must be an object such as {model: "bert-lab-classroom"}, got ${JSON.stringify(options)}`);
   }
   const unknown = Object.keys(options).filter((k) => !OPTIONS[view].includes(k));
-  if (unknown.length) throw new Error(`unknown option ${unknown.join(", ")}: ${view} takes ${OPTIONS[view].join(", ")}`);
+  if (unknown.length) {
+    throw new Error(`unknown option ${unknown.join(", ")}: ${view} takes ${OPTIONS[view].join(", ")}`);
+  }
   if ("topK" in options && !Number.isInteger(options.topK)) {
     throw new Error(`topK must be a whole number (a number, not text), got ${JSON.stringify(options.topK)}`);
+  }
+  if (options.onLayer !== undefined && options.onLayer !== null && typeof options.onLayer !== "function") {
+    throw new Error(`onLayer must be a function (layerIndex, stepsSoFar) => ..., got ${typeof options.onLayer}`);
   }
 }
 
@@ -199,12 +240,20 @@ export async function attention(a, b = null, options = {}) {
     const heads = [];
     for (let h = 0; h < A; h++) {
       const rows = [];
-      for (let i = 0; i < T; i++) rows.push(Array.from(data.subarray(((l * A + h) * T + i) * T, ((l * A + h) * T + i + 1) * T)));
+      for (let i = 0; i < T; i++) {
+        const from = ((l * A + h) * T + i) * T; // row i of head h of layer l: (L, 1, A, T, T)
+        rows.push(Array.from(data.subarray(from, from + T)));
+      }
       heads.push(rows);
     }
     attentions.push(heads);
   }
-  return { tokens: enc.tokens, attentions, sentence_b_start: textB === null ? null : enc.sentenceBStart, truncated: enc.truncated };
+  return {
+    tokens: enc.tokens,
+    attentions,
+    sentence_b_start: textB === null ? null : enc.sentenceBStart,
+    truncated: enc.truncated,
+  };
 }
 
 /** A classifier's probability for each label, best first: {label: probability}. */
@@ -264,4 +313,47 @@ export async function tag(text, options = {}) {
   };
 }
 
-export const bertLab = { getManifest, modelsFor, load, onProgress, fillMask, nextSentence, attention, classify, answer, tag };
+/**
+ * BERT, step by step (explore.trace): one forward pass on a (and b) as its ordered steps, computed
+ * on this device from the model's weights. Resolves to {tokens, input_ids, token_type_ids,
+ * predicted_positions, truncated, steps: [{name, kind, shape, axes, formula, section, what, module,
+ * layer, values: Float32Array}]}; onLayer(layerIndex, stepsSoFar) is awaited after each encoder layer.
+ */
+export async function trace(a, b = null, options = {}) {
+  checkOptions("trace", options);
+  const textA = cleanText(a, "text_a"); // bad input is answered before any weights are fetched
+  const textB = b === null || b === undefined || b === "" ? null : cleanText(b, "text_b");
+  const name = options.model ?? (await modelsFor("trace"))[0]?.name;
+  if (!name) throw new Error("no model on this site can be traced: export it again with python -m lab export-web");
+  const { entry, encoder, weights } = await loadTrace(name);
+  const enc = encoder.encode(textA, textB);
+  const masks = [];
+  enc.ids.forEach((id, i) => id === entry.special.mask && masks.push(i));
+  const limit = entry.trace.max_masks ?? MAX_MASKS;
+  if (masks.length > limit) throw new Error(`${masks.length} [MASK] tokens: at most ${limit} per text`);
+  const positions = masks.length ? masks : Array.from(enc.ids.keys()); // else every token
+  const input = { ids: enc.ids, typeIds: enc.typeIds, positions };
+  const steps = await forwardSteps(weights, entry.trace.config, entry.trace.catalogue, input, options.onLayer);
+  return {
+    tokens: enc.tokens,
+    input_ids: enc.ids,
+    token_type_ids: enc.typeIds,
+    predicted_positions: positions,
+    truncated: enc.truncated,
+    steps,
+  };
+}
+
+export const bertLab = {
+  getManifest,
+  modelsFor,
+  load,
+  onProgress,
+  fillMask,
+  nextSentence,
+  attention,
+  classify,
+  answer,
+  tag,
+  trace,
+};
