@@ -74,26 +74,37 @@ export function add(a, b) {
 
 /**
  * A linear layer: x (rows, K) · Wᵀ + b with W (N, K) as nn.Linear stores it -> (rows, N).
- * bias may be undefined (a model without biases).
+ * bias may be undefined (a model without biases). Four input rows share each pass over a weight
+ * row, so a large weight matrix is read from memory a quarter as often.
  */
 export function linear(x, rows, weight, bias) {
   const [N, K] = weight.shape;
   const W = weight.values;
   const b = bias?.values;
   const out = new Float32Array(rows * N);
-  for (let t = 0; t < rows; t++) {
-    const xo = t * K;
+  for (let t = 0; t < rows; t += 4) {
+    const n4 = Math.min(4, rows - t); // rows t … t + n4 - 1
+    // the rows' offsets in x; a block shorter than 4 reads its last row again (and stores it once)
+    const [x0, x1, x2, x3] = [0, 1, 2, 3].map((r) => (t + Math.min(r, n4 - 1)) * K);
     for (let n = 0; n < N; n++) {
       const wo = n * K;
       let s0 = 0;
       let s1 = 0;
-      let k = 0;
-      for (; k + 1 < K; k += 2) {
-        s0 += x[xo + k] * W[wo + k];
-        s1 += x[xo + k + 1] * W[wo + k + 1];
+      let s2 = 0;
+      let s3 = 0;
+      for (let k = 0; k < K; k++) {
+        const wk = W[wo + k];
+        s0 += x[x0 + k] * wk;
+        s1 += x[x1 + k] * wk;
+        s2 += x[x2 + k] * wk;
+        s3 += x[x3 + k] * wk;
       }
-      if (k < K) s0 += x[xo + k] * W[wo + k];
-      out[t * N + n] = b ? s0 + s1 + b[n] : s0 + s1;
+      const add = b ? b[n] : 0;
+      const o = t * N + n;
+      out[o] = s0 + add;
+      if (n4 > 1) out[o + N] = s1 + add;
+      if (n4 > 2) out[o + 2 * N] = s2 + add;
+      if (n4 > 3) out[o + 3 * N] = s3 + add;
     }
   }
   return out;
