@@ -15,6 +15,7 @@ import { attention } from "./attention.js";
 const TOKEN_HIDDEN = ["token", "hidden"];
 const PREDICTED = ["predicted token", "hidden"];
 const WORDS = ["predicted token", "word"];
+const UNITS = ["token", "unit"];
 const ACTIVATION_KINDS = { gelu: "gelu", gelu_new: "gelu_tanh", relu: "relu" }; // config name -> step kind
 
 /** A catalogue text with this input's sizes (lab.inspect.trace.fill): {T}, {M}, {last} = T - 1. */
@@ -40,7 +41,7 @@ export class Recorder {
   }
 }
 
-/** The model's weights by module path: need(name) throws when the file lacks it, has(name) may be undefined. */
+/** The model's weights by module path: need(name) throws when the file lacks it, optional(name) is undefined then. */
 export class Weights {
   constructor(tensors) {
     this.tensors = tensors;
@@ -52,18 +53,18 @@ export class Weights {
     return t;
   }
 
-  has(name) {
+  optional(name) {
     return this.tensors.get(name);
   }
 
   /** A linear layer's output: x (rows, in) -> (rows, out); its bias only when the model has one. */
   linear(prefix, x, rows) {
-    return linear(x, rows, this.need(`${prefix}.weight`), this.has(`${prefix}.bias`));
+    return linear(x, rows, this.need(`${prefix}.weight`), this.optional(`${prefix}.bias`));
   }
 
   /** A LayerNorm over rows of `width` numbers (no β in a model without biases). */
   norm(prefix, x, rows, width, eps) {
-    return layerNorm(x, rows, width, this.need(`${prefix}.weight`), this.has(`${prefix}.bias`), eps);
+    return layerNorm(x, rows, width, this.need(`${prefix}.weight`), this.optional(`${prefix}.bias`), eps);
   }
 }
 
@@ -206,17 +207,9 @@ function feedForward(rec, w, cfg, at, x) {
   const f = ACTIVATIONS[cfg.hidden_act];
   if (!f) throw new Error(`hidden_act ${cfg.hidden_act} is not one of ${Object.keys(ACTIVATIONS).join(", ")}`);
   const width = glu ? 2 * I : I;
-  const dense = w.linear(`${p}.intermediate.dense`, x, T); // (T, I), or (T, 2I) gated
-  const kindIn = glu ? "ffn_in_glu" : "ffn_in";
-  const wide = rec.add(
-    `${p}.intermediate.dense`,
-    kindIn,
-    dense,
-    [T, width],
-    ["token", "unit"],
-    `${p}.intermediate.dense`,
-    i,
-  );
+  const name = `${p}.intermediate.dense`;
+  const dense = w.linear(name, x, T); // (T, I), or (T, 2I) gated
+  const wide = rec.add(name, glu ? "ffn_in_glu" : "ffn_in", dense, [T, width], UNITS, name, i);
   let act;
   if (glu) {
     // (T, 2I): columns 0 … I-1 are the value, I … 2I-1 the gate; act(value) ⊙ gate -> (T, I)
@@ -228,7 +221,7 @@ function feedForward(rec, w, cfg, at, x) {
     act = map(wide, f);
   }
   const kind = glu ? "geglu" : ACTIVATION_KINDS[cfg.hidden_act];
-  rec.add(`${p}.intermediate.activation`, kind, act, [T, I], ["token", "unit"], `${p}.intermediate`, i);
+  rec.add(`${p}.intermediate.activation`, kind, act, [T, I], UNITS, `${p}.intermediate`, i);
   const out = w.linear(`${p}.output.dense`, act, T);
   return rec.add(`${p}.output.dense`, "ffn_out", out, [T, H], TOKEN_HIDDEN, `${p}.output.dense`, i);
 }
@@ -237,14 +230,14 @@ function feedForward(rec, w, cfg, at, x) {
 function heads(rec, w, cfg, x, T, positions) {
   const H = cfg.hidden_size;
   let pooled = null;
-  if (w.has("bert.pooler.dense.weight")) {
+  if (w.optional("bert.pooler.dense.weight")) {
     const dense = w.linear("bert.pooler.dense", x.subarray(0, H), 1); // [CLS]: (H,)
     rec.add("bert.pooler.dense", "pooler_dense", dense, [H], ["hidden"], "bert.pooler.dense");
     pooled = rec.add("bert.pooler.activation", "tanh", map(dense, Math.tanh), [H], ["hidden"], "bert.pooler");
   }
-  if (w.has("cls.predictions.transform.dense.weight")) {
+  if (w.optional("cls.predictions.transform.dense.weight")) {
     mlmHead(rec, w, cfg, gatherRows(x, H, positions), positions.length);
-    if (w.has("cls.seq_relationship.weight")) {
+    if (w.optional("cls.seq_relationship.weight")) {
       const logits = w.linear("cls.seq_relationship", pooled, 1);
       rec.add("cls.seq_relationship", "nsp_logits", logits, [2], ["IsNext/NotNext"], "cls.seq_relationship");
       rec.add("cls.seq_relationship.softmax", "nsp_softmax", softmaxRows(logits, 1, 2), [2], ["IsNext/NotNext"]);
@@ -256,29 +249,15 @@ function heads(rec, w, cfg, x, T, positions) {
 /** Masked LM at the M predicted positions h (M, H): dense -> GELU -> LayerNorm -> tied decoder -> softmax. */
 function mlmHead(rec, w, cfg, h, M) {
   const [H, V, p] = [cfg.hidden_size, cfg.vocab_size, "cls.predictions"];
-  const step = (name, kind, values, axes, module) =>
-    rec.add(name, kind, values, [M, axes === WORDS ? V : H], axes, module);
-  const dense = step(
-    `${p}.transform.dense`,
-    "mlm_dense",
-    w.linear(`${p}.transform.dense`, h, M),
-    PREDICTED,
-    `${p}.transform.dense`,
-  );
-  const act = step(
-    `${p}.transform.activation`,
-    "mlm_activation",
-    map(dense, ACTIVATIONS[cfg.hidden_act]),
-    PREDICTED,
-    null,
-  );
-  const normed = w.norm(`${p}.transform.LayerNorm`, act, M, H, cfg.layer_norm_eps);
-  const norm = step(`${p}.transform.LayerNorm`, "layer_norm", normed, PREDICTED, `${p}.transform.LayerNorm`);
+  const [dense, act, norm] = [`${p}.transform.dense`, `${p}.transform.activation`, `${p}.transform.LayerNorm`];
+  const d = rec.add(dense, "mlm_dense", w.linear(dense, h, M), [M, H], PREDICTED, dense); // (M, H)
+  const a = rec.add(act, "mlm_activation", map(d, ACTIVATIONS[cfg.hidden_act]), [M, H], PREDICTED);
+  const n = rec.add(norm, "layer_norm", w.norm(norm, a, M, H, cfg.layer_norm_eps), [M, H], PREDICTED, norm);
   // the decoder's weight is the word embedding matrix (V, H), tied; its bias is cls.predictions.bias
   const table = w.need("bert.embeddings.word_embeddings.weight");
-  const bias = w.has(`${p}.bias`) ?? w.need(`${p}.decoder.bias`);
-  const logits = step(`${p}.decoder`, "decoder", linear(norm, M, table, bias), WORDS, `${p}.decoder`); // (M, V)
-  step(`${p}.softmax`, "mlm_softmax", softmaxRows(logits, M, V), WORDS, null);
+  const bias = w.optional(`${p}.bias`) ?? w.need(`${p}.decoder.bias`);
+  const logits = rec.add(`${p}.decoder`, "decoder", linear(n, M, table, bias), [M, V], WORDS, `${p}.decoder`);
+  rec.add(`${p}.softmax`, "mlm_softmax", softmaxRows(logits, M, V), [M, V], WORDS); // (M, V)
 }
 
 /** Fine-tuning's one layer: a classifier on the pooled [CLS], a tagger or start/end scores on every token. */
