@@ -107,7 +107,7 @@ def test_readme_has_no_development_diary():
 
 def test_readme_names_all_notebooks_with_links():
     text = README.read_text()
-    assert len(NOTEBOOKS) == 10, [p.name for p in NOTEBOOKS]
+    assert len(NOTEBOOKS) == 11, [p.name for p in NOTEBOOKS]
     for nb in NOTEBOOKS:
         assert f"notebooks/{nb.name}" in text, f"README.md does not link to notebooks/{nb.name}"
 

@@ -34,6 +34,7 @@ EXPECTED = [
     "08_tokens_get_labels",
     "09_inside_bert",
     "10_what_changed_since_bert",
+    "11_bert_by_hand",
 ]
 NOTEBOOK_TIMEOUT = 1800  # seconds per notebook: `make test` runs them beside the rest of the suite on 2 cores
 CELL_TIMEOUT = 900  # seconds per cell: the training cells of 02, 04, 06 and 08 take minutes on one thread
@@ -52,6 +53,7 @@ QUICK = {
     "08_tokens_get_labels": {},
     "09_inside_bert": {},
     "10_what_changed_since_bert": {},
+    "11_bert_by_hand": {},
 }
 COMMON = dict(THREADS=1)
 # Without the real corpora (../shared/data, e.g. a fresh clone in CI) the notebooks read the small
@@ -77,6 +79,7 @@ DATA_INDEPENDENT = {
     "08_tokens_get_labels",
     "09_inside_bert",
     "10_what_changed_since_bert",
+    "11_bert_by_hand",
 }
 
 # Values read from the kernel after the run (a Python dict expression evaluated in the notebook).
@@ -143,6 +146,11 @@ PROBES = {
         '"agree": agree, "distance": side_distance, "tokens": {n: len(a.tokens) for n, a in side_att.items()}, '
         '"gone": list(gone), '
         '"difference": [d, d_low, d_high], "verdict": verdict}}'
+    ),
+    "11_bert_by_hand": (
+        '{"names": t.names(), "matched": check.matched, '
+        '"mistakes": {k: [r.name, r.passed, r.details.get("mistake")] for k, r in mistakes.items()}, '
+        '"nsp_gap": nsp_gap, "fill_gap": fill_gap, "fill_same": fill_same}'
     ),
 }
 
@@ -342,6 +350,27 @@ def _check_10(v):
     assert side["verdict"] == "better than the 2018 model" and side["difference"][1] > 0, side
 
 
+def _check_11(v):
+    # every step of the trace was computed by hand in the notebook and matched (to float32 rounding)
+    assert v["matched"] == v["names"] and len(v["names"]) >= 40, v["matched"]
+    # each deliberate mistake was caught, each with the diagnosis of its own mistake
+    diagnoses = {label: code for label, (_, passed, code) in v["mistakes"].items() if not passed}
+    assert diagnoses == {
+        "segments swapped": "segments_swapped",
+        "LayerNorm's eps": "layer_norm_eps",
+        "unbiased variance": "unbiased_variance",
+        "transposed": "transposed",
+        "one matrix for all heads": "shape_heads",
+        "forgot the sqrt(d)": "no_sqrt_d",
+        "mask on every key": "constant",
+        "softmax over the wrong axis": "softmax_axis",
+        "GELU's tanh form": "gelu_tanh",
+        "decoder's bias left out": "decoder_bias",
+    }, v["mistakes"]
+    # the hand-computed probabilities are explore.next_sentence's and explore.fill_mask's
+    assert v["nsp_gap"] < 1e-5 and v["fill_same"] and v["fill_gap"] < 1e-5, v
+
+
 CHECKS = {
     "01_tokens_and_input_embeddings": _check_01,
     "02_pretraining_mlm_and_nsp": _check_02,
@@ -353,6 +382,7 @@ CHECKS = {
     "08_tokens_get_labels": _check_08,
     "09_inside_bert": _check_09,
     "10_what_changed_since_bert": _check_10,
+    "11_bert_by_hand": _check_11,
 }
 
 
