@@ -68,7 +68,6 @@ from lab.inspect.encoding import (
     use_bf16,
 )
 from lab.inspect.probing import probe_layers  # what each layer knows
-from lab.inspect.trace import TraceResult, TraceStep, trace  # one forward pass, every operation
 from lab.inspect.results import (
     AblationResult,
     AnswerResult,
@@ -81,6 +80,7 @@ from lab.inspect.results import (
     TaggedWord,
     TagResult,
 )
+from lab.inspect.trace import TraceResult, TraceStep, trace  # one forward pass, every operation
 from lab.model import BertSelfAttention
 from lab.modern import apply_rotary
 from lab.tokenizer import Tokenizer, clean_text
