@@ -354,3 +354,13 @@ def test_the_command_line_lists_the_steps_and_writes_json(tmp_path, capsys):
     assert steps[0]["name"] == "bert.embeddings.word_embeddings" and len(steps[0]["values"]) == 5 * 128
     assert main(["trace", "--model", model, "   "]) == 2  # a message, not a traceback
     assert "error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("act", "written"), [("gelu", "GELU(x) = x Φ(x)"), ("gelu_new", "tanh"), ("relu", "ReLU")])
+def test_the_heads_activation_is_written_as_the_model_computes_it(classroom, act, written):
+    _, tokenizer = classroom
+    cfg = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=4)
+    cfg.hidden_act = act
+    t = explore.trace(lab.BertForMaskedLM(cfg), tokenizer, "the cat sat on the [MASK] .")
+    assert written in t.step("cls.predictions.transform.activation").formula
+    assert t.step("bert.encoder.layer.0.intermediate.activation").kind == {"gelu_new": "gelu_tanh"}.get(act, act)

@@ -191,7 +191,7 @@ STEPS: dict[str, tuple[str, str, str]] = {
         "The masked-LM head first transforms the final vector of each [MASK].",
     ),
     "mlm_activation": (
-        "GELU(x), element-wise  ({M}×{H})",
+        "{act}, element-wise  ({M}×{H})",
         "3.1, Task #1 (Masked LM)",
         "The head's activation.",
     ),
@@ -277,6 +277,9 @@ STEP_NAMES = {
 # the kinds whose "+ b" (or LayerNorm's "+ β") a model without biases (BertConfig.bias False) lacks
 NO_BIAS_KINDS = {"query", "key", "value", "attention_output", "ffn_in", "ffn_in_glu", "ffn_out", "pooler_dense"}
 NO_BIAS_KINDS |= {"mlm_dense", "layer_norm"}
+
+# the masked-LM head's activation (BertConfig.hidden_act), as its formula writes it
+MLM_ACTIVATIONS = {"gelu": "GELU(x) = x Φ(x)", "gelu_new": "GELU(x) in its tanh form", "relu": "ReLU(x) = max(0, x)"}
 
 # what the axes of a step's values are, by kind (the page labels its heatmaps with them)
 AXES = {
@@ -373,6 +376,7 @@ def catalogue(cfg) -> dict[str, dict[str, str]]:
         "half": (cfg.local_attention or 0) // 2,
         "theta": _number(cfg.rope_theta),
         **{name: "{" + name + "}" for name in INPUT_SIZES},  # left for fill()
+        "act": MLM_ACTIVATIONS[cfg.hidden_act],  # the masked-LM head's activation is the model's
     }
     kinds = dict(STEPS, rotary_local=STEPS["rotary"])
     out = {}
