@@ -1,8 +1,10 @@
 // The page: one panel per view, each with its model menu, its inputs and a button. A view's
 // inputs live in the address (?view=answer&question=...), so a link opens one example; the
-// view named there (or the first) is computed as soon as the page opens.
+// view named there (or the first) is computed as soon as the page opens. The last tab, Step by step,
+// is a view of its own (steps.js): one input through every operation of a model.
 import { bertLab, getManifest, modelsFor, onProgress } from "./api.js";
 import { bars, el, headGrid, heatmap, percent } from "./plots.js";
+import { buildSteps } from "./steps.js";
 
 window.bertLab = bertLab;
 
@@ -81,7 +83,8 @@ const VIEWS = [
   },
 ];
 
-const state = {}; // view id -> {panel, fields, menu, status, out, result}
+const STEPS = { id: "steps", title: "Step by step" }; // ?view=steps
+const state = {}; // view id -> {panel, fields, menu, status, out, result}; "steps" -> {panel, show}
 let openings = {}; // openings.json: {view: {model, inputs, result}}, computed by the lab at export
 
 // A view still on its opening example and model draws the lab's numbers at once (no runtime yet).
@@ -95,7 +98,7 @@ function opening(view) {
 
 function readAddress() {
   const query = new URLSearchParams(location.search);
-  const view = VIEWS.find((v) => v.id === query.get("view")) ?? VIEWS[0];
+  const view = [...VIEWS, STEPS].find((v) => v.id === query.get("view")) ?? VIEWS[0];
   return { view, query };
 }
 
@@ -143,7 +146,9 @@ async function compute(view, first = false) {
     s.out.replaceChildren();
     view.draw(view, result, s.out);
     const ms = performance.now() - started;
-    const cut = result.truncated ? ` The text was cut: ${result.truncated} token(s) past the model's limit were left out.` : "";
+    const cut = result.truncated
+      ? ` The text was cut: ${result.truncated} token(s) past the model's limit were left out.`
+      : "";
     say(view, `done in ${ms.toFixed(0)} ms with ${s.menu.value}.${cut}`, result.truncated ? "warn" : "ok");
     s.panel.dataset.computed = String(Number(s.panel.dataset.computed || 0) + 1);
     // the result comes into view (a projector shows 768 px): as little scrolling as shows its top
@@ -198,9 +203,11 @@ async function build() {
     const tab = el("button", { role: "tab", id: `tab-${view.id}`, "aria-controls": `panel-${view.id}` }, view.title);
     const panel = el("section", { role: "tabpanel", id: `panel-${view.id}`, "aria-labelledby": `tab-${view.id}` });
     const menu = el("select", { id: `${view.id}-model`, "aria-label": "model" });
-    for (const m of models) menu.append(el("option", { value: m.name }, `${m.name} (${(m.bytes / 1e6).toFixed(1)} MB)`));
+    for (const m of models)
+      menu.append(el("option", { value: m.name }, `${m.name} (${(m.bytes / 1e6).toFixed(1)} MB)`));
     const mine = view === opening;
-    if (mine && query.get("model") && models.some((m) => m.name === query.get("model"))) menu.value = query.get("model");
+    if (mine && query.get("model") && models.some((m) => m.name === query.get("model")))
+      menu.value = query.get("model");
     const card = el("p", { class: "card" });
     const showCard = () => (card.textContent = models.find((m) => m.name === menu.value)?.card?.join(" ") ?? "");
     menu.addEventListener("change", () => {
@@ -228,16 +235,28 @@ async function build() {
     state[view.id] = { panel, fields, menu, status, out, result: null };
     tab.addEventListener("click", () => select(view, true));
   }
+  await buildStepsTab(nav, panels, query);
   select(state[opening.id] ? opening : VIEWS.find((v) => state[v.id]), false);
 }
 
+async function buildStepsTab(nav, panels, query) {
+  const tab = el("button", { role: "tab", id: "tab-steps", "aria-controls": "panel-steps" }, STEPS.title);
+  const panel = el("section", { role: "tabpanel", id: "panel-steps", "aria-labelledby": "tab-steps" });
+  panel.hidden = true;
+  panels.append(panel);
+  nav.append(tab);
+  state.steps = { panel, ...(await buildSteps(panel, query)) };
+  tab.addEventListener("click", () => select(STEPS, true));
+}
+
 function select(view, byHand) {
-  for (const v of VIEWS) {
+  for (const v of [...VIEWS, STEPS]) {
     if (!state[v.id]) continue;
     const on = v === view;
     document.getElementById(`tab-${v.id}`).setAttribute("aria-selected", String(on));
     state[v.id].panel.hidden = !on;
   }
+  if (view === STEPS) return state.steps.show();
   if (byHand) writeAddress(view);
   if (!state[view.id].result) compute(view, true); // each view drawn the first time it is shown
 }
@@ -250,14 +269,22 @@ function drawFillMask(view, r, out) {
   r.tokens.forEach((tok, i) => {
     if (tok === "[CLS]" || tok === "[SEP]") return;
     const at = r.mask_positions.indexOf(i);
-    const word = el("button", { class: at >= 0 ? "word filled" : "word", title: at >= 0 ? "the best guess" : "click to hide this word" });
+    const word = el("button", {
+      class: at >= 0 ? "word filled" : "word",
+      title: at >= 0 ? "the best guess" : "click to hide this word",
+    });
     word.textContent = at >= 0 ? r.predictions[at][0][0] : tok;
     if (at < 0) word.addEventListener("click", () => maskWord(view, r, i));
     sentence.append(word, " ");
   });
   out.append(sentence);
   r.predictions.forEach((guesses, m) => {
-    out.append(bars(guesses.map(([label, value]) => ({ label, value })), { title: `[MASK] ${m + 1}: top ${guesses.length}`, highlight: 0 }));
+    out.append(
+      bars(
+        guesses.map(([label, value]) => ({ label, value })),
+        { title: `[MASK] ${m + 1}: top ${guesses.length}`, highlight: 0 },
+      ),
+    );
   });
 }
 
@@ -277,7 +304,13 @@ function drawNextSentence(view, r, out) {
       { title: "Does B follow A?", highlight: r.is_next >= 0.5 ? 0 : 1 },
     ),
   );
-  out.append(el("p", { class: "verdict" }, `P(IsNext) = ${percent(r.is_next)}: the model thinks B ${r.is_next >= 0.5 ? "follows" : "does not follow"} A.`));
+  out.append(
+    el(
+      "p",
+      { class: "verdict" },
+      `P(IsNext) = ${percent(r.is_next)}: the model thinks B ${r.is_next >= 0.5 ? "follows" : "does not follow"} A.`,
+    ),
+  );
 }
 
 function drawAttention(view, r, out) {
@@ -302,11 +335,27 @@ function drawAttention(view, r, out) {
   };
   const row = el("div", { class: "maps" });
   const one = el("div", { class: "one scroll" }); // a phone scrolls the map sideways: its tokens stay readable
-  one.append(heatmap(r.tokens, r.attentions[layer][head], { title: `layer ${layer}, head ${head}: rows attend to columns`, selected: s.selected ?? -1, onPick: selectToken }));
+  one.append(
+    heatmap(r.tokens, r.attentions[layer][head], {
+      title: `layer ${layer}, head ${head}: rows attend to columns`,
+      selected: s.selected ?? -1,
+      onPick: selectToken,
+    }),
+  );
   const all = el("div", { class: "all" });
-  all.append(el("p", { class: "figtitle" }, `all ${heads} heads of layer ${layer} (click one)`), headGrid(r.attentions[layer], { current: head, onPick: pick }));
+  all.append(
+    el("p", { class: "figtitle" }, `all ${heads} heads of layer ${layer} (click one)`),
+    headGrid(r.attentions[layer], { current: head, onPick: pick }),
+  );
   row.append(one, all);
-  out.append(el("p", { class: "note" }, `${layers} layers x ${heads} heads; click a token in the map to outline its row and column.`), row);
+  out.append(
+    el(
+      "p",
+      { class: "note" },
+      `${layers} layers x ${heads} heads; click a token in the map to outline its row and column.`,
+    ),
+    row,
+  );
 }
 
 function drawAnswer(view, r, out) {
@@ -314,7 +363,11 @@ function drawAnswer(view, r, out) {
   const best = r.spans[0];
   const para = el("p", { class: "context" });
   if (best && best.text) {
-    para.append(context.slice(0, best.start), el("mark", {}, context.slice(best.start, best.end)), context.slice(best.end));
+    para.append(
+      context.slice(0, best.start),
+      el("mark", {}, context.slice(best.start, best.end)),
+      context.slice(best.end),
+    );
   } else para.textContent = context;
   out.append(el("p", { class: "verdict" }, best ? `answer: “${best.text}”` : "no answer found"), para);
   const table = el("table", { class: "nbest" });
@@ -332,24 +385,39 @@ function drawAnswer(view, r, out) {
       .sort((a, b) => b.value - a.value)
       .slice(0, 6);
   const row = el("div", { class: "maps" });
-  row.append(bars(top(r.start_probs), { title: "P(start) at its best tokens" }), bars(top(r.end_probs), { title: "P(end) at its best tokens" }));
+  row.append(
+    bars(top(r.start_probs), { title: "P(start) at its best tokens" }),
+    bars(top(r.end_probs), { title: "P(end) at its best tokens" }),
+  );
   out.append(row);
-  if (r.num_windows > 1) out.append(el("p", { class: "note" }, `read in ${r.num_windows} windows; the best span is in window ${r.window_index + 1}.`));
+  if (r.num_windows > 1)
+    out.append(
+      el("p", { class: "note" }, `read in ${r.num_windows} windows; the best span is in window ${r.window_index + 1}.`),
+    );
 }
 
 function drawClassify(view, r, out) {
-  out.append(bars(r.labels.map((label) => ({ label, value: r.probabilities[label] })), { title: "probability of each label", highlight: 0 }));
+  out.append(
+    bars(
+      r.labels.map((label) => ({ label, value: r.probabilities[label] })),
+      { title: "probability of each label", highlight: 0 },
+    ),
+  );
 }
 
 function drawTag(view, r, out) {
   const line = el("p", { class: "tags" });
   for (const w of r.words) {
-    const chip = el("span", { class: w.tag === "O" ? "chip o" : "chip", title: `${w.tag} ${percent(w.probability)}; runner-up ${w.runner_up} ${percent(w.runner_up_probability)}` });
+    const chip = el("span", {
+      class: w.tag === "O" ? "chip o" : "chip",
+      title: `${w.tag} ${percent(w.probability)}; runner-up ${w.runner_up} ${percent(w.runner_up_probability)}`,
+    });
     chip.append(el("span", { class: "w" }, w.word), el("span", { class: "t" }, w.tag));
     line.append(chip, " ");
   }
   out.append(line);
-  if (r.num_windows > 1) out.append(el("p", { class: "note" }, `read in ${r.num_windows} windows of ${r.max_seq_length} tokens.`));
+  if (r.num_windows > 1)
+    out.append(el("p", { class: "note" }, `read in ${r.num_windows} windows of ${r.max_seq_length} tokens.`));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -358,13 +426,20 @@ function drawTag(view, r, out) {
 onProgress(({ model, loaded, total, done }) => {
   const box = document.getElementById("loading");
   box.hidden = done;
-  document.getElementById("loading-text").textContent = `loading ${model}: ${(loaded / 1e6).toFixed(1)} MB${total ? ` of ${(total / 1e6).toFixed(1)} MB` : ""}`;
+  document.getElementById("loading-text").textContent =
+    `loading ${model}: ${(loaded / 1e6).toFixed(1)} MB${total ? ` of ${(total / 1e6).toFixed(1)} MB` : ""}`;
   const bar = document.getElementById("loading-bar");
   if (total) bar.value = loaded / total;
   else bar.removeAttribute("value");
 });
 
-Promise.all([getManifest(), fetch("openings.json").then((r) => (r.ok ? r.json() : {}), () => ({}))])
+Promise.all([
+  getManifest(),
+  fetch("openings.json").then(
+    (r) => (r.ok ? r.json() : {}),
+    () => ({}),
+  ),
+])
   .then(([, given]) => {
     openings = given;
     return build();
