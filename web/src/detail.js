@@ -154,8 +154,33 @@ export function drawDetail(box, trace, block, ctx, was = null) {
     box.append(article);
     matrices.push(m);
   }
+  drawNearView(box, matrices, width);
+}
+
+const watching = new WeakMap(); // the detail box -> the observer drawing its matrices as they come near
+
+// The matrices on screen (or within a screen of it) are drawn now, the others when they come near:
+// a block of nine T x 384 matrices costs one screenful of drawing, not nine.
+function drawNearView(box, matrices, width) {
+  watching.get(box)?.disconnect();
   for (const m of matrices) {
     m.width = width;
-    m.redraw();
+    m.place();
+  }
+  const margin = window.innerHeight;
+  const observer = new IntersectionObserver(
+    (entries) => {
+      for (const e of entries.filter((x) => x.isIntersecting)) {
+        observer.unobserve(e.target);
+        matrices.find((m) => m.box === e.target)?.redraw();
+      }
+    },
+    { rootMargin: `${margin}px 0px` },
+  );
+  watching.set(box, observer);
+  for (const m of matrices) {
+    const r = m.box.getBoundingClientRect();
+    if (r.bottom > -margin && r.top < 2 * margin) m.redraw();
+    else observer.observe(m.box);
   }
 }

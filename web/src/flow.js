@@ -110,22 +110,33 @@ function followedRow(trace, block, follow) {
   return null;
 }
 
-function blockButton(trace, block, { follow, open, headline, onOpen }) {
+// What a block button shows under its title: the head's answer, or the followed token's vector.
+function fillButton(button, trace, block, { follow, open, headline }) {
   const on = open === block.key;
+  button.classList.toggle("open", on);
+  button.setAttribute("aria-expanded", String(on));
+  const said = headline(block);
+  const row = said ? null : followedRow(trace, block, follow);
+  const [now] = button.getElementsByClassName(said ? "block-says" : "strip");
+  if (said && now) now.textContent = said;
+  else if (said) button.append(el("span", { class: "block-says" }, said));
+  else if (row) {
+    const strip = stripCanvas(row, false, now);
+    if (strip !== now) button.append(strip);
+  }
+}
+
+function blockButton(trace, block, options) {
   const button = el("button", {
     type: "button",
-    class: on ? "block open" : "block",
+    class: "block",
     "data-block": block.key,
-    "aria-expanded": String(on),
     "aria-controls": "steps-detail",
   });
   button.append(el("span", { class: "block-title" }, TITLES[block.role] ?? block.role));
-  const row = followedRow(trace, block, follow);
-  const said = headline(block);
   if (block.layer !== null) button.setAttribute("aria-label", blockName(block)); // "Attention, layer 0"
-  if (said) button.append(el("span", { class: "block-says" }, said));
-  else if (row) button.append(stripCanvas(row));
-  button.addEventListener("click", () => onOpen(block.key));
+  fillButton(button, trace, block, options);
+  button.addEventListener("click", () => options.onOpen(block.key));
   return button;
 }
 
@@ -138,11 +149,17 @@ function flowRow(name, cls = "") {
 }
 
 /**
- * The flow as a list of rows (input, one per layer, heads) of block buttons. options: {follow (token
- * index), open (block key), headline(block) -> text or "", onOpen(key)}; a trace still being computed
+ * Draws the flow into `box`: a list of rows (input, one per layer, heads) of block buttons. options:
+ * {follow (token index), open (block key), headline(block) -> text or "", onOpen(key)}. The same
+ * blocks as last time are filled again in place (their canvases kept); a trace still being computed
  * (its first layers only) draws the blocks it has.
  */
-export function drawFlow(trace, blocks, options) {
+export function drawFlow(box, trace, blocks, options) {
+  const buttons = [...box.querySelectorAll("button.block")];
+  if (buttons.length === blocks.length && buttons.every((b, i) => b.dataset.block === blocks[i].key)) {
+    buttons.forEach((button, i) => fillButton(button, trace, blocks[i], options));
+    return;
+  }
   const list = el("ol", { class: "flow-rows", "aria-label": "the model, operation by operation" });
   const rows = new Map();
   for (const block of blocks) {
@@ -155,5 +172,5 @@ export function drawFlow(trace, blocks, options) {
     }
     rows.get(rowKey).append(blockButton(trace, block, options));
   }
-  return list;
+  box.replaceChildren(list);
 }

@@ -150,6 +150,13 @@ export function sized(canvas, w, h) {
   return ctx;
 }
 
+/** Gives the canvas its size on the page without drawing it (a matrix drawn later takes its room now). */
+function place(m) {
+  m.g = geometry(m, m.width || m.box.clientWidth || 600);
+  m.canvas.style.width = `${m.g.w}px`;
+  m.canvas.style.height = `${m.g.h}px`;
+}
+
 /** Draws the matrix again: cells, labels, the followed row and the cursor. */
 function draw(m) {
   const width = m.width || m.box.clientWidth || 600;
@@ -237,12 +244,14 @@ function onPointer(m, e) {
   moveTo(m, r, c);
 }
 
-/** A vector as a strip of colours, one pixel a value, stretched by CSS (class "strip"). */
-export function stripCanvas(row, prob = false) {
-  const canvas = el("canvas", { class: "strip", "aria-hidden": "true", width: String(row.length), height: "1" });
-  canvas
-    .getContext("2d")
-    .putImageData(paint({ rows: 1, cols: row.length, data: row, ...colourScale(row, prob) }), 0, 0);
+/** A vector as a strip of colours, one pixel a value, stretched by CSS (class "strip"): drawn into
+ * `canvas` when it has the vector's width, else into a new one. */
+export function stripCanvas(row, prob = false, canvas = null) {
+  if (canvas?.width !== row.length) {
+    canvas = el("canvas", { class: "strip", "aria-hidden": "true", width: String(row.length), height: "1" });
+  }
+  const image = paint({ rows: 1, cols: row.length, data: row, ...colourScale(row, prob) });
+  canvas.getContext("2d").putImageData(image, 0, 0);
   return canvas;
 }
 
@@ -293,5 +302,6 @@ export function matrix(spec) {
   figure.append(...tableOf(m));
   m.figure = figure;
   m.redraw = () => draw(m);
+  m.place = () => place(m);
   return m;
 }

@@ -16,7 +16,7 @@ const OPENING = {
   a: "the captain of the [MASK] looked at me and smiled .",
   b: "he had seen the storm coming .",
 };
-const PAINT_EVERY_MS = 30; // a trace that takes longer than this shows its layers as they finish
+const PAINT_EVERY_MS = 100; // a trace slower than this shows its layers as they finish (a paint costs a frame)
 
 class Stale extends Error {}
 
@@ -112,7 +112,7 @@ function drawAll(s) {
   const trace = s.trace;
   drawControls(s);
   s.words.replaceChildren(...maskWords(trace, s.hidden, (a, b, hidden) => remask(s, a, b, hidden)));
-  s.flow.replaceChildren(drawFlow(trace, s.blocks, flowOptions(s, trace)));
+  drawFlow(s.flow, trace, s.blocks, flowOptions(s, trace));
   drawOpen(s, was);
   focusAgain(s, was);
   s.tour.refresh();
@@ -171,7 +171,7 @@ async function vocabulary(s, name) {
 
 function drawPartial(s, steps, tokens) {
   const partial = { steps, tokens };
-  s.flow.replaceChildren(drawFlow(partial, blocksOf(partial, config(s)), flowOptions(s, partial)));
+  drawFlow(s.flow, partial, blocksOf(partial, config(s)), flowOptions(s, partial));
 }
 
 /** Trace the input on the device and draw it; a newer input makes an older run stop. */
