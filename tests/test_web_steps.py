@@ -218,8 +218,8 @@ def test_a_block_shows_its_formulas_and_the_traces_values(page, classroom):
     cols, rows, cells = table_numbers(page, "m-bert-encoder-layer-0-attention-self-probs")
     assert rows[1] == "“the” (token 1)" and cols[4] == "“the” (token 4)" and len(cells) == len(ref.tokens)
     assert all(near(cells[i][j], float(probs[i, j])) for i in range(len(cells)) for j in range(len(cells))), cells[0]
-    caption = page.inner_text("#m-bert-encoder-layer-0-attention-self-probs-table caption")
-    assert "rows: query token, columns: key token" in caption
+    layout = page.inner_text("#m-bert-encoder-layer-0-attention-self-probs-layout")
+    assert layout == "21 × 21; rows: query token, columns: key token."
 
 
 def test_a_wide_matrix_is_a_turned_table_page_by_page(page, classroom):
@@ -229,12 +229,12 @@ def test_a_wide_matrix_is_a_turned_table_page_by_page(page, classroom):
     open_block(page, "layer.1.ffn.1")
     box = "m-bert-encoder-layer-1-intermediate-dense"
     cols, rows, cells = table_numbers(page, box)
-    assert "turned on its side" in page.inner_text(f"#{box}-table caption")
+    assert "turned on its side" in page.inner_text(f"#{box}-layout")
     assert len(cols) == ref.shape[0] and rows[:2] == ["0", "1"] and len(rows) == 64
     assert all(near(cells[u][t], float(ref[t, u])) for u in range(64) for t in range(ref.shape[0]))
     page.click(f"#{box}-table .pager button:has-text('Next 64')")
     assert page.locator(f"#{box}-table tbody th").first.inner_text() == "64"
-    assert "Rows 65–128 of 512" in page.inner_text(f"#{box}-table caption")
+    assert "Rows 65–128 of 512" in page.inner_text(f"#{box}-layout")
     assert page.evaluate("document.activeElement.textContent") == "Next 64"  # focus stays on the pager
 
 
@@ -397,8 +397,12 @@ def test_the_view_and_the_tour_fit_and_axe_finds_nothing(browser, url, size):
     page.click("#m-bert-encoder-layer-0-attention-self-probs ~ .table-toggle")
     assert page.evaluate("document.documentElement.scrollWidth - innerWidth") <= 0
     assert axe_violations(page) == []
-    page.locator("article[data-step$='.probs']").scroll_into_view_if_needed()
-    page.evaluate("window.scrollBy(0, -120)")
+    probs = "#m-bert-encoder-layer-0-attention-self-probs"
+    page.focus(probs)
+    for key in ("Control+Home", "ArrowDown", "ArrowRight", "ArrowRight"):
+        page.keyboard.press(key)  # the read-out says a value
+    article = "article[data-step$='.probs']"  # its heading and formula at the top of the screen
+    page.evaluate("(s) => window.scrollTo(0, document.querySelector(s).getBoundingClientRect().top + scrollY)", article)
     shot(page, size)
     page.click("#steps-tour-start")
     for i in range(len(TOUR)):

@@ -82,11 +82,11 @@ export function staged(image) {
 // Where things go in CSS pixels: labels left and top, cells of cw x ch.
 function geometry(m, width) {
   const labelW = m.rowLabel ? 92 : 8;
-  const tokenCols = m.colTokens && width / m.cols >= 14;
+  const tokenCols = m.colTokens && width / m.cols >= 6; // else too many tokens to name: numbers instead
   const top = tokenCols ? 62 : 20;
   const avail = Math.max(40, width - labelW - (tokenCols ? 40 : 6)); // turned labels reach to the right
   const cw = Math.min(m.square ? 24 : 28, avail / m.cols);
-  const ch = m.square ? Math.max(cw, 6) : m.rows > 48 ? 8 : 16;
+  const ch = m.square ? Math.max(cw, 13) : m.rows > 48 ? 8 : 16; // 13 px: every row keeps its label
   const w = labelW + cw * m.cols + (tokenCols ? 40 : 4);
   return { labelW, top, cw, ch, tokenCols, w, h: top + ch * m.rows + 4 };
 }
@@ -121,7 +121,7 @@ function drawLabels(ctx, m, g) {
 
 function drawTokenColumns(ctx, m, g) {
   ctx.textAlign = "left";
-  for (let c = 0; c < m.cols; c++) {
+  for (let c = 0; c < m.cols; c += every(g.cw, 13)) {
     ctx.save();
     ctx.translate(g.labelW + (c + 0.5) * g.cw + 3, g.top - 4);
     ctx.rotate(-Math.PI / 3);

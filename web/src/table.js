@@ -45,17 +45,20 @@ function turned(m, table, start) {
   }
 }
 
-function caption(m, start) {
-  const size = `${m.title}: ${m.rows} × ${m.cols}`;
+// How the table is laid out, in a sentence above it (the caption stays short: it scrolls with the table).
+function layout(m, start) {
+  const size = `${m.rows} × ${m.cols}`;
   if (m.cols <= WIDE) return `${size}; rows: ${m.rowAxis}, columns: ${m.colAxis}.`;
   const end = Math.min(m.cols, start + PAGE);
-  return `${size}, too wide to read across, so the table is turned on its side: one row per ${m.colAxis} \
-(a column of the matrix), one column per ${m.rowAxis}. Rows ${start + 1}–${end} of ${m.cols}.`;
+  return (
+    `${size}, too wide to read across, so the table is turned on its side: one row per ${m.colAxis} ` +
+    `(a column of the matrix), one column per ${m.rowAxis}. Rows ${start + 1}–${end} of ${m.cols}.`
+  );
 }
 
 function render(m, box, start) {
-  const table = el("table", { class: "numbers" });
-  table.append(el("caption", {}, caption(m, start)));
+  const table = el("table", { class: "numbers", "aria-describedby": `${m.id}-layout` });
+  table.append(el("caption", {}, m.head === undefined ? m.title : `${m.title}, head ${m.head}`));
   if (m.cols <= WIDE) plain(m, table);
   else turned(m, table, start);
   const scroll = el("div", {
@@ -65,7 +68,7 @@ function render(m, box, start) {
     "aria-label": `${m.title}, numbers`,
   });
   scroll.append(table);
-  box.replaceChildren(scroll);
+  box.replaceChildren(el("p", { class: "table-layout", id: `${m.id}-layout` }, layout(m, start)), scroll);
   if (m.cols > WIDE) box.append(pager(m, box, start));
 }
 
