@@ -14,7 +14,13 @@ const ROWS = [
   ["sum", "= Input", () => ""],
   ["LayerNorm", "LayerNorm", () => ""],
 ];
-const NAMES = { Token: "token embedding", "+ Segment": "segment embedding", "+ Position": "position embedding" };
+const NAMES = {
+  Token: "token embedding",
+  "+ Segment": "segment embedding",
+  "+ Position": "position embedding",
+  "= Input": "their sum",
+  LayerNorm: "after LayerNorm",
+};
 const LABEL_W = 84;
 const ROW_H = 64;
 const STRIP_H = 38;
@@ -39,9 +45,7 @@ export function figure2Summary(trace, follow) {
   const rows = rowsOf(trace);
   const H = rows[0].step.shape[1];
   const token = tokenLabel(trace, follow);
-  const parts = rows.map(
-    (r) => `${NAMES[r.title] ?? r.title.replace("= ", "")} ${fmt(norm(r.step.values, follow, H))}`,
-  );
+  const parts = rows.map((r) => `${NAMES[r.title]} ${fmt(norm(r.step.values, follow, H))}`);
   return (
     `Figure 2 with this input's real vectors: ${trace.tokens.length} tokens, one column each, every vector ` +
     `${H} numbers drawn top to bottom (orange negative, blue positive). For ${token} the lengths are: ` +
