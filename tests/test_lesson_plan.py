@@ -204,3 +204,30 @@ def test_the_tiny_qa_model_runs_on_to_the_end_of_the_paragraph():
     right = context.index("Captain Nemo")
     assert right <= best.start <= right + len("Captain "), best  # the right place
     assert context[best.end :].strip() in ("", "."), best  # to the end of the paragraph
+
+
+def test_the_step_by_step_segment(classroom):
+    """The 10-minute Step by step segment: its sentence pair, sizes and answers, computed by
+    explore.trace (what the browser edition's view computes, tests/test_web_trace.py), and the
+    view's own opening example is that pair."""
+    model, tok = classroom
+    said = stated(r"The view opens on the Masked LM tab's sentence, `([^`]+)`, with sentence B `([^`]+)`: (\d+) tokens")
+    t = explore.trace(model, tok, said[1], said[2])
+    assert len(t.tokens) == int(said[3])
+    steps = (ROOT / "web" / "src" / "steps.js").read_text(encoding="utf-8")
+    assert f'a: "{said[1]}"' in steps and f'b: "{said[2]}"' in steps
+    probs = t.step("cls.predictions.softmax").values[0]
+    word, p = stated(r'the Masked LM block: "(\w+)" at ([\d.]+)%').groups()
+    assert tok.convert_ids_to_tokens(int(probs.argmax())) == word and f"{100 * float(probs.max()):.1f}" == p
+    is_next = float(t.step("cls.seq_relationship.softmax").values[0])
+    assert f"{100 * is_next:.1f}" == stated(r"P\(IsNext\) ([\d.]+)%")[1]
+    scores = t.step("bert.encoder.layer.0.attention.self.scores")
+    d = model.config.head_size
+    found = stated(r"Q Kᵀ / √(\d+) = Q Kᵀ / (\d+) for each of (\d+) heads, a (\d+) × (\d+) map")
+    assert [int(x) for x in found.groups()] == [d, int(d**0.5), *scores.shape]
+    widen = stated(r"widens each token from (\d+) to (\d+) numbers")
+    wide = t.step("bert.encoder.layer.0.intermediate.dense").shape[1]
+    assert (int(widen[1]), int(widen[2])) == (t.step("bert.encoder.layer.0.attention.self.query").shape[1], wide)
+    assert stated(r"scores all ([\d,]+) words")[1] == f"{model.config.vocab_size:,}"
+    stops = (ROOT / "web" / "src" / "tour_stops.js").read_text(encoding="utf-8").count("title:")
+    assert stated(r"Take the tour\*\*: (\w+) stops")[1] == {12: "twelve", 13: "thirteen", 14: "fourteen"}[stops]

@@ -12,9 +12,9 @@ import { headline, resultSentence } from "./describe.js";
 import { maskWords } from "./words.js";
 import { createTour } from "./tour.js";
 
-const OPENING = {
-  a: "the captain of the [MASK] looked at me and smiled .",
-  b: "he had seen the storm coming .",
+const OPENING = { // the lesson plan's sentence (docs/teaching/lesson-plan.md, the Step by step segment)
+  a: "he opened the [MASK] and walked into the garden .",
+  b: "the roses were in bloom .",
 };
 const PAINT_EVERY_MS = 100; // a trace slower than this shows its layers as they finish (a paint costs a frame)
 
