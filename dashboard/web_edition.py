@@ -15,6 +15,9 @@ import mimetypes
 from pathlib import Path
 from urllib.parse import urlencode
 
+from starlette.routing import Mount  # Gradio's server is Starlette's (FastAPI)
+from starlette.staticfiles import StaticFiles
+
 from lab.files import MANIFEST_NAME
 
 PATH = "/web"  # where the site is served
@@ -39,9 +42,6 @@ def routes(site: Path | None) -> list:
     JavaScript, which not every system's MIME table says."""
     if site is None:
         return []
-    from starlette.routing import Mount  # Gradio's server is Starlette's (FastAPI)
-    from starlette.staticfiles import StaticFiles
-
     mimetypes.add_type("text/javascript", ".mjs")
     mimetypes.add_type("application/wasm", ".wasm")
     return [Mount(PATH, app=StaticFiles(directory=site, html=True), name="web")]
