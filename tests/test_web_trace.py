@@ -23,6 +23,7 @@ import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
+import onnx
 import pytest
 import torch
 from safetensors.torch import save_file
@@ -202,8 +203,36 @@ def test_every_model_can_be_traced_and_the_manifest_says_how(page, site):
         assert t["bytes"] == (out / t["weights"]).stat().st_size
         assert m["bytes"] == sum((out / f).stat().st_size for f in m["files"].values())  # the menus' number
         assert t["config"]["class"] == m["class"] and t["max_masks"] == 20
+        assert t["linear"] == "models/trace_linear.onnx"  # one graph for every model
+    graph = onnx.load(str(out / "models" / "trace_linear.onnx"))
+    assert [(n.op_type, list(n.input)) for n in graph.graph.node] == [("Gemm", ["X", "W", "B"])]
+    assert graph.opset_import[0].version == 18 and (out / "models" / "trace_linear.onnx").stat().st_size < 1000
     classroom = next(m for m in manifest["models"] if m["name"] == "bert-lab-classroom")
     assert classroom["trace"]["dtypes"] == {"F16": 46}  # saved in fp16: every tensor stays fp16, tied ones once
+
+
+def test_a_large_model_computes_its_linear_layers_in_the_runtime(browser, url, site):
+    """minilm-ner (hidden 384) computes every linear layer with onnxruntime-web's Gemm
+    (models/trace_linear.onnx); the classroom model (hidden 128) with tensor.js's loops, without
+    fetching that graph. The values of both are checked in test_every_step_agrees_with_the_lab."""
+    page = open_page(browser, url)
+    try:
+        calls = """async (model) => {
+          await bertLab.trace("the [MASK] sat on the mat .", null, {model});
+          return bertLab.linearCalls;
+        }"""
+        graph = lambda: [u for u in page.requested if u.endswith("/trace_linear.onnx")]  # noqa: E731
+        before = page.evaluate("() => bertLab.linearCalls")
+        small = page.evaluate(calls, "bert-lab-classroom")
+        assert small["runtime"] == before["runtime"] and small["script"] > before["script"]
+        assert graph() == [], "the classroom model's trace fetched the runtime's graph"
+        large = page.evaluate(calls, "minilm-ner")
+        layers = lab.load(site[1] / "minilm-ner")[0].config.num_hidden_layers
+        assert large["script"] == small["script"], "a MiniLM linear layer went through the loops"
+        assert large["runtime"] - small["runtime"] >= 6 * layers  # q, k, v, output, and the feed-forward's two
+        assert len(graph()) == 1
+    finally:
+        page.close()
 
 
 def test_on_layer_is_awaited_after_each_layer(page):

@@ -26,8 +26,11 @@ What it writes is the contract the page (web/, onnxruntime-web) reads; a change 
          (lab.web.trace_export; its own bytes, neither loaded by the first view nor in `bytes`):
            {weights "models/<name>/weights.safetensors" (the state_dict, each tensor once, under the
             lab's module paths; F16 where fp16 holds a tensor exactly, else F32), bytes, dtypes
-            {F16: n, F32: n}, config {class, the BertConfig fields the pass reads, labels},
-            max_masks, catalogue {kind: {formula, section, what}} (lab.inspect.trace.catalogue)}
+            {F16: n, F32: n}, linear "models/trace_linear.onnx" (one graph for every model, opset
+            18: inputs X float [N, K], W float [M, K], B float [M], all sizes dynamic; output
+            Y = Gemm(X, W, B, transB=1) [N, M]: a large model's linear layers in onnxruntime-web),
+            config {class, the BertConfig fields the pass reads, labels}, max_masks, catalogue
+            {kind: {formula, section, what}} (lab.inspect.trace.catalogue)}
 Precision: every graph computes in fp32; its weights are stored as "fp32"; as "fp16-weights", the
 weights fp16 holds exactly (all of a checkpoint saved in fp16, as the bundled ones are) in fp16, cast
 to fp32 inside the graph: the same numbers in half the bytes; or as "int8-weights", each large

@@ -12,13 +12,20 @@ The manifest entry's `trace` object (trace_entry) says where the file is, its by
 the entry's `bytes`, which the menus show), the settings the forward pass needs and the step
 texts of lab.inspect.trace.catalogue, so the page says what the lab says. The first view never
 loads the weights: the page fetches them on the first trace call.
+
+One graph serves every model: models/trace_linear.onnx (write_linear_graph, a few hundred bytes),
+Y = X Wᵀ + b with every size dynamic, through which the page computes a large model's linear layers
+with onnxruntime-web's WebAssembly kernels instead of JavaScript loops (web/src/trace.js says which
+models); the entry's `trace.linear` gives its path.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import onnx
 import torch
+from onnx import TensorProto, helper
 from safetensors.torch import save_file
 
 from lab.checkpoint import aliases
@@ -27,6 +34,8 @@ from lab.inspect.encoding import MAX_MASKS
 from lab.inspect.trace import catalogue
 
 WEIGHTS_FILE = "weights.safetensors"  # models/<name>/ in the site
+LINEAR_FILE = "trace_linear.onnx"  # models/ in the site: one graph for every model
+LINEAR_OPSET = 18
 # the BertConfig fields the page's forward pass reads (web/src/trace.js), under their config.json names
 CONFIG_FIELDS = (
     "vocab_size",
@@ -67,6 +76,33 @@ def trace_tensors(model) -> dict[str, torch.Tensor]:
     return out
 
 
+def linear_graph() -> onnx.ModelProto:
+    """Y = Gemm(X, W, B, transB=1): X float [N, K], W float [M, K] (nn.Linear's layout), B float
+    [M] -> Y [N, M], every size dynamic; opset 18, no weights of its own."""
+    inputs = [
+        helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", "K"]),
+        helper.make_tensor_value_info("W", TensorProto.FLOAT, ["M", "K"]),
+        helper.make_tensor_value_info("B", TensorProto.FLOAT, ["M"]),
+    ]
+    output = helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", "M"])
+    node = helper.make_node("Gemm", ["X", "W", "B"], ["Y"], transB=1)
+    graph = helper.make_graph([node], "trace_linear", inputs, [output])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", LINEAR_OPSET)], producer_name="bert-lab")
+    model.ir_version = 8  # opset 18's own IR version: read by every onnxruntime since 1.14
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def write_linear_graph(out) -> str:
+    """Write linear_graph() into out/models/ (once per site; the same bytes each time) and return
+    its path in the site."""
+    path = f"{SITE_MODELS_DIR}/{LINEAR_FILE}"
+    target = Path(out) / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(linear_graph().SerializeToString())
+    return path
+
+
 def trace_config(model) -> dict:
     """The settings the page's forward pass needs: CONFIG_FIELDS, the model class and its labels."""
     cfg = model.config
@@ -80,8 +116,9 @@ def trace_config(model) -> dict:
 def trace_entry(model, name: str, out) -> dict:
     """Write the weights of `model` into out/models/<name>/ and return the manifest entry's
     `trace` object: {weights (path in the site), bytes, dtypes ({"F16": n, "F32": n} tensors),
-    config (trace_config), max_masks, catalogue (kind -> formula, section, what; {T}, {M} and
-    {last} left for the input, as lab.inspect.trace.fill sets them)}."""
+    linear (the path of write_linear_graph's graph, shared by every model), config (trace_config),
+    max_masks, catalogue (kind -> formula, section, what; {T}, {M} and {last} left for the input,
+    as lab.inspect.trace.fill sets them)}."""
     path = f"{SITE_MODELS_DIR}/{name}/{WEIGHTS_FILE}"
     tensors = trace_tensors(model)
     target = Path(out) / path
@@ -94,6 +131,7 @@ def trace_entry(model, name: str, out) -> dict:
         "weights": path,
         "bytes": target.stat().st_size,
         "dtypes": dtypes,
+        "linear": write_linear_graph(out),
         "config": trace_config(model),
         "max_masks": MAX_MASKS,
         "catalogue": catalogue(model.config),

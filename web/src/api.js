@@ -10,7 +10,7 @@ import { MAX_MASKS, TextEncoder, cleanText, maskPositions } from "./text.js";
 import { answerSpans, qaFeatures, softmax } from "./qa.js";
 import { decodeTags, tagFeatures } from "./tag.js";
 import { readSafetensors } from "./safetensors.js";
-import { Weights, forwardSteps } from "./trace.js";
+import { Weights, forwardSteps, linearCalls, scriptProduct, usesRuntime } from "./trace.js";
 
 // The runtime's own files sit beside the page (ort/), never on a CDN: the page works offline.
 ort.env.wasm.wasmPaths = new URL("ort/", document.baseURI).href;
@@ -23,6 +23,7 @@ const loaded = new Map(); // model name -> Promise<{entry, session, encoder}>
 const encoders = new Map(); // model name -> Promise<TextEncoder>, shared by the graph and the trace
 const traced = new Map(); // model name -> Promise<{entry, encoder, weights}>: what trace() computes from
 const listeners = new Set(); // progress callbacks: ({model, loaded, total, done})
+const linearSessions = new Map(); // path of the site's trace_linear.onnx -> Promise<session or null>
 
 /** The site's manifest (fetched once): {version, models: [entry, ...]}. */
 export async function getManifest() {
@@ -117,6 +118,45 @@ export function load(name) {
   });
 }
 
+/** One session of the site's one-Gemm graph (Y = X Wᵀ + B), shared by every model; null if it cannot be made. */
+function linearSession(path) {
+  return once(linearSessions, path, async () => {
+    try {
+      const response = await fetch(path); // a few hundred bytes: no progress to report
+      if (!response.ok) return null;
+      const graph = new Uint8Array(await response.arrayBuffer());
+      return await ort.InferenceSession.create(graph, { executionProviders: ["wasm"], graphOptimizationLevel: "all" });
+    } catch {
+      return null; // the loops of tensor.js compute the same numbers, only slower
+    }
+  });
+}
+
+/**
+ * trace.js's x Wᵀ + b for a model: onnxruntime-web's Gemm where trace.js's usesRuntime says so and
+ * its session can be made, else tensor.js's loops (each run that fails falls back to them too).
+ */
+async function linearFor(entry) {
+  const runtime = usesRuntime(entry.trace.config) && entry.trace.linear;
+  const session = runtime ? await linearSession(entry.trace.linear) : null;
+  if (!session) return scriptProduct;
+  return async (x, rows, weight, bias) => {
+    const [N, K] = weight.shape;
+    const feeds = {
+      X: new ort.Tensor("float32", x, [rows, K]),
+      W: new ort.Tensor("float32", weight.values, [N, K]),
+      B: new ort.Tensor("float32", bias?.values ?? new Float32Array(N), [N]),
+    };
+    try {
+      const { Y } = await session.run(feeds);
+      linearCalls.runtime++;
+      return Y.data;
+    } catch {
+      return scriptProduct(x, rows, weight, bias);
+    }
+  };
+}
+
 /** Load what trace() computes a model from, once: its weights (entry.trace.weights) and tokenizer. */
 export function loadTrace(name) {
   return once(traced, name, async () => {
@@ -124,8 +164,12 @@ export function loadTrace(name) {
     if (!entry.trace) {
       throw new Error(`${name} was exported without its weights, so it cannot be traced: export the site again`);
     }
-    const [bytes, encoder] = await Promise.all([fetchBytes(entry.trace.weights, name), encoderFor(name)]);
-    const weights = new Weights(readSafetensors(bytes, entry.trace.weights));
+    const [bytes, encoder, product] = await Promise.all([
+      fetchBytes(entry.trace.weights, name),
+      encoderFor(name),
+      linearFor(entry),
+    ]);
+    const weights = new Weights(readSafetensors(bytes, entry.trace.weights), product);
     const size = bytes.length;
     listeners.forEach((fn) => fn({ model: name, file: entry.trace.weights, loaded: size, total: size, done: true }));
     return { entry, encoder, weights };
@@ -356,4 +400,5 @@ export const bertLab = {
   answer,
   tag,
   trace,
+  linearCalls, // {runtime, script}: the trace's linear layers so far by path (tests read it)
 };

@@ -95,21 +95,22 @@ export function context(probs, v, A, T, d) {
 }
 
 /**
- * Self-attention of layer at.i on x (T, H), recorded step by step; returns the concatenated heads (T, H).
+ * Self-attention of layer at.i on x (T, H), recorded step by step; resolves to the concatenated heads
+ * (T, H). Its q, k and v projections are awaited (w.linear may be onnxruntime-web's, trace.js).
  * at: {i, T, prefix, window (0: every key), rope (cos and sin tables, or null)}.
  */
-export function attention(rec, w, cfg, at, x) {
+export async function attention(rec, w, cfg, at, x) {
   const [T, H, A] = [at.T, cfg.hidden_size, cfg.num_attention_heads];
   const d = H / A;
   const [p, i] = [`${at.prefix}.attention.self`, at.i];
   const step = (name, kind, values, shape, axes, module = null) => rec.add(name, kind, values, shape, axes, module, i);
-  const project = (name) => {
-    const values = w.linear(`${p}.${name}`, x, T); // (T, H)
+  const project = async (name) => {
+    const values = await w.linear(`${p}.${name}`, x, T); // (T, H)
     return step(`${p}.${name}`, name, values, [T, H], ["token", "hidden"], `${p}.${name}`);
   };
-  let q = splitHeads(project("query"), T, A, d); // (A, T, d)
-  let k = splitHeads(project("key"), T, A, d);
-  const v = splitHeads(project("value"), T, A, d);
+  let q = splitHeads(await project("query"), T, A, d); // (A, T, d)
+  let k = splitHeads(await project("key"), T, A, d);
+  const v = splitHeads(await project("value"), T, A, d);
   if (at.rope) {
     const kind = at.window ? "rotary_local" : "rotary"; // local layers have their own base
     q = step(`${p}.rotary_query`, kind, rotate(q, A, T, at.rope), [A, T, d], HEAD_TOKEN_DIM);

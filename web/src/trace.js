@@ -9,6 +9,10 @@
 // section, what, module, layer, values}, values a Float32Array, row-major. Shapes: T tokens,
 // H hidden, A heads, d = H / A head size, I feed-forward width, M predicted positions, V words,
 // K labels.
+//
+// A large model's linear layers (usesRuntime) are computed by onnxruntime-web instead of the loops
+// of tensor.js: api.js gives Weights a `product` that runs the site's one-Gemm graph, so the pass
+// awaits each linear layer; every other operation stays here.
 import { ACTIVATIONS, add, column, gatherRows, layerNorm, linear, map, softmaxRows } from "./tensor.js";
 import { attention } from "./attention.js";
 
@@ -41,10 +45,37 @@ export class Recorder {
   }
 }
 
-/** The model's weights by module path: need(name) throws when the file lacks it, optional(name) is undefined then. */
+// A model with hidden_size >= 256 computes its linear layers with onnxruntime-web (the site's
+// trace_linear.onnx, its wasm SIMD kernels), a smaller one with tensor.js's loops. Measured in
+// chromium on one thread (benchmarks/web_steps.py's 2-core machine, a 52-token pair): minilm-squad
+// (384 -> 384, 384 <-> 1536) 898 ms -> 115 ms a trace; the classroom model (128 -> 128, 128 <-> 512)
+// 48 -> 34 ms, but its first trace then waits for the runtime's 14 MB (235 -> 1,173 ms) and the
+// runtime's time per run is a larger part of so small a product: it stays in JavaScript.
+export const RUNTIME_FROM_HIDDEN = 256;
+
+/** Does this model's trace compute its linear layers with onnxruntime-web? */
+export function usesRuntime(config) {
+  return config.hidden_size >= RUNTIME_FROM_HIDDEN;
+}
+
+// How many linear layers each path has computed since the page opened, for tests: {runtime, script}.
+export const linearCalls = { runtime: 0, script: 0 };
+
+/** tensor.js's linear, counted. */
+export function scriptProduct(x, rows, weight, bias) {
+  linearCalls.script++;
+  return linear(x, rows, weight, bias);
+}
+
+/**
+ * The model's weights by module path: need(name) throws when the file lacks it, optional(name) is
+ * undefined then. product(x, rows, weight, bias) computes x Wᵀ + b: tensor.js's loops, or a runtime's
+ * (a Float32Array or a promise of one).
+ */
 export class Weights {
-  constructor(tensors) {
+  constructor(tensors, product = scriptProduct) {
     this.tensors = tensors;
+    this.product = product;
   }
 
   need(name) {
@@ -59,7 +90,7 @@ export class Weights {
 
   /** A linear layer's output: x (rows, in) -> (rows, out); its bias only when the model has one. */
   linear(prefix, x, rows) {
-    return linear(x, rows, this.need(`${prefix}.weight`), this.optional(`${prefix}.bias`));
+    return this.product(x, rows, this.need(`${prefix}.weight`), this.optional(`${prefix}.bias`));
   }
 
   /** A LayerNorm over rows of `width` numbers (no β in a model without biases). */
@@ -76,7 +107,7 @@ export async function forwardSteps(weights, config, catalogue, { ids, typeIds, p
   const rec = new Recorder(catalogue, ids.length, positions.length);
   let x = embeddings(rec, weights, config, ids, typeIds);
   x = await encoder(rec, weights, config, x, ids.length, onLayer);
-  heads(rec, weights, config, x, ids.length, positions);
+  await heads(rec, weights, config, x, ids.length, positions);
   return rec.steps;
 }
 
@@ -127,7 +158,7 @@ async function encoder(rec, w, cfg, x, T, onLayer) {
       window: global ? 0 : cfg.local_attention, // 0: sees every key
       rope: rope && (global ? rope.global : rope.local),
     };
-    x = cfg.norm_position === "pre" ? preNormLayer(rec, w, cfg, at, x) : postNormLayer(rec, w, cfg, at, x);
+    x = await (cfg.norm_position === "pre" ? preNormLayer : postNormLayer)(rec, w, cfg, at, x);
     if (onLayer) await onLayer(i, rec.steps.slice());
   }
   if (cfg.norm_position === "pre") {
@@ -163,9 +194,10 @@ export function rotaryTables(cfg, T) {
 }
 
 /** The attention block's output projection: the heads' concatenation (T, H) -> (T, H). */
-function attentionOutput(rec, w, cfg, at, ctx) {
+async function attentionOutput(rec, w, cfg, at, ctx) {
   const p = `${at.prefix}.attention.output.dense`;
-  return rec.add(p, "attention_output", w.linear(p, ctx, at.T), [at.T, cfg.hidden_size], TOKEN_HIDDEN, p, at.i);
+  const out = await w.linear(p, ctx, at.T);
+  return rec.add(p, "attention_output", out, [at.T, cfg.hidden_size], TOKEN_HIDDEN, p, at.i);
 }
 
 /** A LayerNorm step of layer at.i named `name` (its module path). */
@@ -181,34 +213,34 @@ function residualStep(rec, cfg, at, name, x, y) {
 }
 
 /** BERT's layer: x = LN(x + Attn(x)); x = LN(x + FFN(x)). */
-function postNormLayer(rec, w, cfg, at, x) {
+async function postNormLayer(rec, w, cfg, at, x) {
   const p = at.prefix;
-  const dense = attentionOutput(rec, w, cfg, at, attention(rec, w, cfg, at, x));
+  const dense = await attentionOutput(rec, w, cfg, at, await attention(rec, w, cfg, at, x));
   const res = residualStep(rec, cfg, at, `${p}.attention.output.residual`, x, dense);
   x = layerNormStep(rec, w, cfg, at, `${p}.attention.output.LayerNorm`, res);
-  const res2 = residualStep(rec, cfg, at, `${p}.output.residual`, x, feedForward(rec, w, cfg, at, x));
+  const res2 = residualStep(rec, cfg, at, `${p}.output.residual`, x, await feedForward(rec, w, cfg, at, x));
   return layerNormStep(rec, w, cfg, at, `${p}.output.LayerNorm`, res2);
 }
 
 /** lab.modern.PreNormLayer: x = x + Attn(LN1(x)); x = x + FFN(LN2(x)); layer 0 has no LN1. */
-function preNormLayer(rec, w, cfg, at, x) {
+async function preNormLayer(rec, w, cfg, at, x) {
   const p = at.prefix;
   const h = at.i === 0 ? x : layerNormStep(rec, w, cfg, at, `${p}.attention.output.LayerNorm`, x);
-  const dense = attentionOutput(rec, w, cfg, at, attention(rec, w, cfg, at, h));
+  const dense = await attentionOutput(rec, w, cfg, at, await attention(rec, w, cfg, at, h));
   x = residualStep(rec, cfg, at, `${p}.attention.output.residual`, x, dense);
   const h2 = layerNormStep(rec, w, cfg, at, `${p}.output.LayerNorm`, x);
-  return residualStep(rec, cfg, at, `${p}.output.residual`, x, feedForward(rec, w, cfg, at, h2));
+  return residualStep(rec, cfg, at, `${p}.output.residual`, x, await feedForward(rec, w, cfg, at, h2));
 }
 
 /** H -> I -> activation -> H, each token on its own (before the residual): (T, H). */
-function feedForward(rec, w, cfg, at, x) {
+async function feedForward(rec, w, cfg, at, x) {
   const [T, H, I, p, i] = [at.T, cfg.hidden_size, cfg.intermediate_size, at.prefix, at.i];
   const glu = cfg.feed_forward === "glu";
   const f = ACTIVATIONS[cfg.hidden_act];
   if (!f) throw new Error(`hidden_act ${cfg.hidden_act} is not one of ${Object.keys(ACTIVATIONS).join(", ")}`);
   const width = glu ? 2 * I : I;
   const name = `${p}.intermediate.dense`;
-  const dense = w.linear(name, x, T); // (T, I), or (T, 2I) gated
+  const dense = await w.linear(name, x, T); // (T, I), or (T, 2I) gated
   const wide = rec.add(name, glu ? "ffn_in_glu" : "ffn_in", dense, [T, width], UNITS, name, i);
   let act;
   if (glu) {
@@ -222,62 +254,63 @@ function feedForward(rec, w, cfg, at, x) {
   }
   const kind = glu ? "geglu" : ACTIVATION_KINDS[cfg.hidden_act];
   rec.add(`${p}.intermediate.activation`, kind, act, [T, I], UNITS, `${p}.intermediate`, i);
-  const out = w.linear(`${p}.output.dense`, act, T);
+  const out = await w.linear(`${p}.output.dense`, act, T);
   return rec.add(`${p}.output.dense`, "ffn_out", out, [T, H], TOKEN_HIDDEN, `${p}.output.dense`, i);
 }
 
 /** The pooler and whatever heads the model has, in the paper's order (3.1, then 3.2). */
-function heads(rec, w, cfg, x, T, positions) {
+async function heads(rec, w, cfg, x, T, positions) {
   const H = cfg.hidden_size;
   let pooled = null;
   if (w.optional("bert.pooler.dense.weight")) {
-    const dense = w.linear("bert.pooler.dense", x.subarray(0, H), 1); // [CLS]: (H,)
+    const dense = await w.linear("bert.pooler.dense", x.subarray(0, H), 1); // [CLS]: (H,)
     rec.add("bert.pooler.dense", "pooler_dense", dense, [H], ["hidden"], "bert.pooler.dense");
     pooled = rec.add("bert.pooler.activation", "tanh", map(dense, Math.tanh), [H], ["hidden"], "bert.pooler");
   }
   if (w.optional("cls.predictions.transform.dense.weight")) {
-    mlmHead(rec, w, cfg, gatherRows(x, H, positions), positions.length);
+    await mlmHead(rec, w, cfg, gatherRows(x, H, positions), positions.length);
     if (w.optional("cls.seq_relationship.weight")) {
-      const logits = w.linear("cls.seq_relationship", pooled, 1);
+      const logits = await w.linear("cls.seq_relationship", pooled, 1);
       rec.add("cls.seq_relationship", "nsp_logits", logits, [2], ["IsNext/NotNext"], "cls.seq_relationship");
       rec.add("cls.seq_relationship.softmax", "nsp_softmax", softmaxRows(logits, 1, 2), [2], ["IsNext/NotNext"]);
     }
   }
-  fineTuningHead(rec, w, cfg, x, T, pooled);
+  await fineTuningHead(rec, w, cfg, x, T, pooled);
 }
 
 /** Masked LM at the M predicted positions h (M, H): dense -> GELU -> LayerNorm -> tied decoder -> softmax. */
-function mlmHead(rec, w, cfg, h, M) {
+async function mlmHead(rec, w, cfg, h, M) {
   const [H, V, p] = [cfg.hidden_size, cfg.vocab_size, "cls.predictions"];
   const [dense, act, norm] = [`${p}.transform.dense`, `${p}.transform.activation`, `${p}.transform.LayerNorm`];
-  const d = rec.add(dense, "mlm_dense", w.linear(dense, h, M), [M, H], PREDICTED, dense); // (M, H)
+  const d = rec.add(dense, "mlm_dense", await w.linear(dense, h, M), [M, H], PREDICTED, dense); // (M, H)
   const a = rec.add(act, "mlm_activation", map(d, ACTIVATIONS[cfg.hidden_act]), [M, H], PREDICTED);
   const n = rec.add(norm, "layer_norm", w.norm(norm, a, M, H, cfg.layer_norm_eps), [M, H], PREDICTED, norm);
   // the decoder's weight is the word embedding matrix (V, H), tied; its bias is cls.predictions.bias
   const table = w.need("bert.embeddings.word_embeddings.weight");
   const bias = w.optional(`${p}.bias`) ?? w.need(`${p}.decoder.bias`);
-  const logits = rec.add(`${p}.decoder`, "decoder", linear(n, M, table, bias), [M, V], WORDS, `${p}.decoder`);
+  const logits = rec.add(`${p}.decoder`, "decoder", await w.product(n, M, table, bias), [M, V], WORDS, `${p}.decoder`);
   rec.add(`${p}.softmax`, "mlm_softmax", softmaxRows(logits, M, V), [M, V], WORDS); // (M, V)
 }
 
 /** Fine-tuning's one layer: a classifier on the pooled [CLS], a tagger or start/end scores on every token. */
-function fineTuningHead(rec, w, cfg, x, T, pooled) {
+async function fineTuningHead(rec, w, cfg, x, T, pooled) {
   const [kind, K] = [cfg.class, cfg.labels.length];
   if (kind === "BertForSequenceClassification") {
     if (cfg.classifier_layers !== 1) {
       throw new Error("trace follows a classifier that reads the pooled [CLS] (classifier_layers = 1)");
     }
-    const logits = rec.add("classifier", "classifier", w.linear("classifier", pooled, 1), [K], ["label"], "classifier");
+    const logits = await w.linear("classifier", pooled, 1);
+    rec.add("classifier", "classifier", logits, [K], ["label"], "classifier");
     rec.add("classifier.softmax", "classifier_softmax", softmaxRows(logits, 1, K), [K], ["label"]);
   } else if (kind === "BertForTokenClassification") {
     if (cfg.classifier_layers !== 1) {
       throw new Error("trace follows a tagger that reads the last layer only (classifier_layers = 1)");
     }
     const axes = ["token", "label"];
-    const logits = rec.add("classifier", "tagger", w.linear("classifier", x, T), [T, K], axes, "classifier");
+    const logits = rec.add("classifier", "tagger", await w.linear("classifier", x, T), [T, K], axes, "classifier");
     rec.add("classifier.softmax", "tagger_softmax", softmaxRows(logits, T, K), [T, K], axes);
   } else if (kind === "BertForQuestionAnswering") {
-    const scores = w.linear("qa_outputs", x, T); // (T, 2): start, end
+    const scores = await w.linear("qa_outputs", x, T); // (T, 2): start, end
     const logits = rec.add("qa_outputs", "span_logits", scores, [T, 2], ["token", "start/end"], "qa_outputs");
     rec.add("qa_outputs.start_softmax", "start_softmax", softmaxRows(column(logits, T, 2, 0), 1, T), [T], ["token"]);
     rec.add("qa_outputs.end_softmax", "end_softmax", softmaxRows(column(logits, T, 2, 1), 1, T), [T], ["token"]);
