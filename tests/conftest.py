@@ -172,6 +172,18 @@ def need_node() -> None:
         pytest.skip("Node.js / npm not installed: the browser edition's page cannot be built")
 
 
+def site_models(tmp_path_factory, bundled) -> tuple[Path, object]:
+    """A models folder for a test site of the browser edition: the named bundled models linked in
+    (not copied), and the classroom model's tokenizer, for tiny models the test saves beside them."""
+    import lab
+
+    models = tmp_path_factory.mktemp("models")
+    for name in bundled:
+        (models / name).symlink_to(ROOT / "models" / name)
+    _, tok = lab.load(ROOT / BUNDLED)
+    return models, tok
+
+
 @contextlib.contextmanager
 def chromium_browser():
     """A headless chromium; the test is skipped when chromium is absent, except under CI

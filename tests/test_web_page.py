@@ -31,7 +31,7 @@ import torch
 
 import lab
 from lab.web import results
-from tests.conftest import ROOT, chromium_browser, need_node, tiny_config
+from tests.conftest import chromium_browser, need_node, site_models, tiny_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -48,10 +48,7 @@ def site(tmp_path_factory):
     need_node()
     from lab.web.export import export_site
 
-    models = tmp_path_factory.mktemp("models")
-    for name in TINY:
-        (models / name).symlink_to(ROOT / "models" / name)
-    _, tok = lab.load(ROOT / "models" / "bert-lab-classroom")
+    models, tok = site_models(tmp_path_factory, TINY)
     torch.manual_seed(0)
     cfg = tiny_config(vocab_size=tok.vocab_size, id2label=dict(enumerate(TAGS)))
     lab.save(lab.BertForTokenClassification(cfg), tok, models / "tiny-ner")

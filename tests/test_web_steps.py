@@ -32,7 +32,7 @@ import torch
 import lab
 from lab.inspect import explore
 from lab.modern import changed
-from tests.conftest import ROOT, chromium_browser, need_node, tiny_config
+from tests.conftest import ROOT, chromium_browser, need_node, site_models, tiny_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -67,10 +67,7 @@ def site(tmp_path_factory):
     need_node()
     from lab.web.export import export_site
 
-    models = tmp_path_factory.mktemp("models")
-    for name in MODELS:
-        (models / name).symlink_to(ROOT / "models" / name)
-    _, tok = lab.load(ROOT / "models" / "bert-lab-classroom")
+    models, tok = site_models(tmp_path_factory, MODELS)
     torch.manual_seed(0)
     values = changed(dict(vocab_size=tok.vocab_size, num_hidden_layers=2), ["pre-norm", "local"], local_window=4)
     lab.save(lab.BertForMaskedLM(tiny_config(**values)), tok, models / TINY)

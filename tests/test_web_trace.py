@@ -31,7 +31,7 @@ from safetensors.torch import save_file
 import lab
 from lab.inspect import explore
 from lab.modern import CHANGES, changed
-from tests.conftest import ROOT, chromium_browser, need_node, tiny_config
+from tests.conftest import ROOT, chromium_browser, need_node, site_models, tiny_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -102,10 +102,7 @@ def site(tmp_path_factory):
     from lab.web.export import export_site
     from lab.web.page import copy_page
 
-    models = tmp_path_factory.mktemp("models")
-    for name in BUNDLED:
-        (models / name).symlink_to(ROOT / "models" / name)
-    _, tok = lab.load(ROOT / "models" / "bert-lab-classroom")
+    models, tok = site_models(tmp_path_factory, BUNDLED)
     for name, model in tiny_models(tok).items():
         lab.save(model, tok, models / name)
     out = tmp_path_factory.mktemp("site")

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnx
 import torch
-from onnx import TensorProto, helper
 from safetensors.torch import save_file
 
 from lab.checkpoint import aliases
+from lab.config import SWITCHES
 from lab.files import SITE_MODELS_DIR
 from lab.inspect.encoding import MAX_MASKS
 from lab.inspect.trace import catalogue
@@ -48,14 +47,7 @@ CONFIG_FIELDS = (
     "type_vocab_size",
     "layer_norm_eps",
     "classifier_layers",
-    "norm_position",
-    "feed_forward",
-    "position_embedding_type",
-    "rope_theta",
-    "local_rope_theta",
-    "bias",
-    "local_attention",
-    "global_attn_every_n_layers",
+    *SWITCHES,  # what changed since BERT: norm_position, feed_forward, rotary, bias, local attention
 )
 
 
@@ -76,9 +68,13 @@ def trace_tensors(model) -> dict[str, torch.Tensor]:
     return out
 
 
-def linear_graph() -> onnx.ModelProto:
+def linear_graph():
     """Y = Gemm(X, W, B, transB=1): X float [N, K], W float [M, K] (nn.Linear's layout), B float
-    [M] -> Y [N, M], every size dynamic; opset 18, no weights of its own."""
+    [M] -> Y [N, M], every size dynamic; opset 18, no weights of its own. An onnx.ModelProto."""
+    # optional dependency (the [web] extra): `import lab` and the command line work without it
+    import onnx
+    from onnx import TensorProto, helper
+
     inputs = [
         helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", "K"]),
         helper.make_tensor_value_info("W", TensorProto.FLOAT, ["M", "K"]),
