@@ -1,14 +1,15 @@
 """The browser edition's Step by step view measured in chromium on this CPU: how long from a change
 of the input to the whole trace computed and drawn, and what the view adds to the page's weight.
 
-    python benchmarks/web_steps.py --site site                  # a site exported with both models
+    python benchmarks/web_steps.py --site site                  # a site exported with --trace all
     python benchmarks/web_steps.py                              # exports one into a temporary folder
     python benchmarks/web_steps.py --site site --changes 40 --json web_steps.json
 
-The site (python -m lab export-web; without --site, bert-lab-classroom and minilm-squad are
-exported into a temporary folder) is served by the standard library's static server: no
-cross-origin isolation, so onnxruntime-web and the page run on one thread, as on most static hosts.
-The page is opened in Debian's headless chromium (playwright) on ?view=steps.
+The site (python -m lab export-web --trace all: a MiniLM model's weights are left out by default;
+without --site, bert-lab-classroom and minilm-squad are exported into a temporary folder) is
+served by the standard library's static server: no cross-origin isolation, so onnxruntime-web and
+the page run on one thread, as on most static hosts. The page is opened in Debian's headless
+chromium (playwright) on ?view=steps.
 
 1. Speed. For each model, --changes inputs (default 24) are typed into Sentence A and B and traced
    with Enter, one after the other; each is timed inside the page with performance.now() from the
@@ -227,7 +228,7 @@ def the_site(given: Path | None, models_dir: Path):
     with tempfile.TemporaryDirectory(prefix="web-steps-site-") as tmp:
         print(f"exporting {', '.join(MODELS)} into {tmp} ...", file=sys.stderr, flush=True)
         log = lambda line: print(line, file=sys.stderr)  # noqa: E731
-        export_site(tmp, names=list(MODELS), models_dir=models_dir, log=log)
+        export_site(tmp, names=list(MODELS), models_dir=models_dir, log=log, trace="all")  # MiniLM too
         yield Path(tmp)
 
 
@@ -253,10 +254,13 @@ def run(args) -> dict:
     result: dict = {"command": shlex.join(["python", *sys.argv])}
     rows = inputs(args.data, args.changes)
     with the_site(args.site, args.models_dir) as site, served(site) as url, chromium(args.chromium) as b:
-        names = [m["name"] for m in json.loads((site / "manifest.json").read_text())["models"]]
+        names = [m["name"] for m in json.loads((site / "manifest.json").read_text())["models"] if m.get("trace")]
         missing = [m for m in MODELS if m not in names]
         if missing:
-            raise SystemExit(f"error: the site lacks {', '.join(missing)}: export them with python -m lab export-web")
+            raise SystemExit(
+                f"error: the site cannot trace {', '.join(missing)}: "
+                "export them with python -m lab export-web --trace all"
+            )
         result["browser"] = b.version
         result["speed"] = measure_speed(b, url, rows, list(MODELS))
         result["weight"] = measure_weight(args.baseline or default_baseline(), site)

@@ -60,6 +60,7 @@ from lab.training.train import TrainConfig
 from lab.web.export import PRECISIONS as WEB_PRECISIONS
 from lab.web.export import export_site, site_sizes, size_report
 from lab.web.serve import serve
+from lab.web.trace_export import TRACES
 
 # Fields whose values come from a fixed set (the modules that use them define the sets).
 CHOICES = {
@@ -268,7 +269,13 @@ def cmd_plot(args) -> int:
 
 def cmd_export_web(args) -> int:
     manifest = export_site(
-        args.out, args.models, args.models_dir, precision=args.precision, log=_log, page=not args.models_only
+        args.out,
+        args.models,
+        args.models_dir,
+        precision=args.precision,
+        log=_log,
+        page=not args.models_only,
+        trace=args.trace,
     )
     print(f"wrote {args.out}: {len(manifest['models'])} model(s)")
     for line in size_report(manifest, site_sizes(args.out)):
@@ -404,6 +411,14 @@ def add_export_web(sub) -> None:
         default="auto",
         help="how the weights are stored: auto = fp16 where that is lossless, int8 for a graph still over "
         "25 MB, computing in fp32 (int8-dynamic quantizes the activations too) (default: auto)",
+    )
+    p.add_argument(
+        "--trace",
+        choices=TRACES,
+        default="small",
+        help="which models get their weights for the Step by step view: small = those of at most 10 MB (the "
+        "tiny ones; the site stays within its size target), all = every model (a MiniLM adds 45 MB), none "
+        "(default: small)",
     )
     p.add_argument(
         "--models-only",

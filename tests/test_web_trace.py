@@ -106,7 +106,8 @@ def site(tmp_path_factory):
     for name, model in tiny_models(tok).items():
         lab.save(model, tok, models / name)
     out = tmp_path_factory.mktemp("site")
-    manifest = export_site(out, models_dir=models, log=lambda _: None, page=False)  # no openings.json: not needed
+    # every model with its weights (MiniLM too); no openings.json: not needed
+    manifest = export_site(out, models_dir=models, log=lambda _: None, page=False, trace="all")
     copy_page(out)
     return out, models, manifest
 
@@ -341,3 +342,25 @@ def test_fp16_bf16_and_fp32_tensors_are_read_exactly(tmp_path):
     assert np.array_equal(np.isnan(page), np.isnan(every)) and np.array_equal(
         page[~np.isnan(page)], every[~np.isnan(every)]
     )
+
+
+def test_a_default_site_leaves_out_the_large_models_weights(tmp_path_factory):
+    """export-web --trace small (the default) writes the tiny models' weights and not a MiniLM's
+    45 MB, so a site of every bundled model keeps its size target; all and none do what they say;
+    a model without weights has trace null, which the page's modelsFor("trace") leaves out."""
+    from lab.web.export import export_site
+    from lab.web.trace_export import SMALL_BYTES, traced
+
+    small, _ = lab.load(ROOT / "models" / "bert-lab-classroom")
+    large, _ = lab.load(ROOT / "models" / "minilm-ner")
+    assert traced(small, "small") and not traced(large, "small") and traced(large, "all")
+    assert not traced(small, "none")
+    with pytest.raises(ValueError, match="trace must be one of small, all, none"):
+        traced(small, "some")
+    assert (ROOT / "models" / "minilm-ner" / "model.safetensors").stat().st_size > SMALL_BYTES
+    models, _ = site_models(tmp_path_factory, ["bert-lab-classroom"])
+    out = tmp_path_factory.mktemp("site")
+    manifest = export_site(out, models_dir=models, log=lambda _: None, page=False, trace="none")
+    assert manifest["models"][0]["trace"] is None
+    assert not list(out.rglob("weights.safetensors"))
+    assert '(view === "trace" ? Boolean(m.trace)' in (ROOT / "web" / "src" / "api.js").read_text()

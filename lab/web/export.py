@@ -30,7 +30,9 @@ What it writes is the contract the page (web/, onnxruntime-web) reads; a change 
             18: inputs X float [N, K], W float [M, K], B float [M], all sizes dynamic; output
             Y = Gemm(X, W, B, transB=1) [N, M]: a large model's linear layers in onnxruntime-web),
             config {class, the BertConfig fields the pass reads, labels}, max_masks, catalogue
-            {kind: {formula, section, what}} (lab.inspect.trace.catalogue)}
+            {kind: {formula, section, what}} (lab.inspect.trace.catalogue)}; null for a model
+            exported without them (--trace small, the default, leaves out weights over 10 MB: the
+            MiniLM models; --trace all writes every model's; --trace none, none)
 Precision: every graph computes in fp32; its weights are stored as "fp32"; as "fp16-weights", the
 weights fp16 holds exactly (all of a checkpoint saved in fp16, as the bundled ones are) in fp16, cast
 to fp32 inside the graph: the same numbers in half the bytes; or as "int8-weights", each large
@@ -75,7 +77,7 @@ from lab.model import ModelOutput
 from lab.web.page import copy_page
 from lab.web.results import OPENINGS, run_view
 from lab.web.space import SPACE_FILES, write_space_files
-from lab.web.trace_export import trace_entry
+from lab.web.trace_export import TRACES, trace_entry, traced
 
 VERSION = 1  # the manifest's format
 OPSET = 18  # onnxruntime-web 1.30 runs it; LayerNormalization needs >= 17
@@ -445,9 +447,10 @@ def manifest_entry(name: str, model, tokenizer, model_dir, precision: str, files
     }
 
 
-def export_model(model_dir, out, name: str | None = None, precision: str = "auto") -> dict:
+def export_model(model_dir, out, name: str | None = None, precision: str = "auto", trace: str = "small") -> dict:
     """One model directory -> out/models/<name>/{model.onnx, tokenizer.json, weights.safetensors};
-    returns its manifest entry."""
+    returns its manifest entry. trace: which models get weights for the page's trace
+    (lab.web.trace_export.traced); one without has `"trace": null` and no weights file."""
     model_dir = Path(model_dir)
     name = name or model_dir.name
     model, tokenizer = load(model_dir)  # fp32 in memory, whatever the checkpoint's dtype
@@ -467,7 +470,8 @@ def export_model(model_dir, out, name: str | None = None, precision: str = "auto
     }
     size = sum((Path(out) / f).stat().st_size for f in files.values())
     entry = manifest_entry(name, model, tokenizer, model_dir, chosen, files, size)
-    entry["trace"] = trace_entry(model, name, out)  # its own bytes: the first view never loads them
+    # its own bytes, which the first view never loads
+    entry["trace"] = trace_entry(model, name, out) if traced(model, trace) else None
     return entry
 
 
@@ -504,15 +508,20 @@ def first_view_order(entry: dict) -> tuple[int, str]:
     return min(VIEWS.index(v) for v in entry["views"]), entry["name"]
 
 
-def export_site(out, names=None, models_dir=None, precision: str = "auto", log=print, page: bool = True) -> dict:
+def export_site(
+    out, names=None, models_dir=None, precision: str = "auto", log=print, page: bool = True, trace: str = "small"
+) -> dict:
     """Export the models (all of models_dir, or `names`) into `out` and write its manifest.json;
     returns the manifest. The manifest lists this export's models. page: also the page itself
-    (lab.web.page: built from web/ by Node when needed) and the files a static Space needs."""
+    (lab.web.page: built from web/ by Node when needed) and the files a static Space needs.
+    trace: the models whose weights the Step by step view gets ("small", "all", "none")."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"--out {out} is a file: give a folder (it is created if missing)")
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if trace not in TRACES:
+        raise ValueError(f"trace must be one of {', '.join(TRACES)}, not {trace!r}")
     directories = chosen_models(names, models_dir)
     require_web_packages()
     try:
@@ -522,7 +531,7 @@ def export_site(out, names=None, models_dir=None, precision: str = "auto", log=p
     entries = []
     for directory in directories:
         log(f"exporting {directory.name} ...")
-        entries.append(export_model(directory, out, precision=precision))
+        entries.append(export_model(directory, out, precision=precision, trace=trace))
     manifest = {"version": VERSION, "models": sorted(entries, key=first_view_order)}
     (out / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     if page:

@@ -33,6 +33,8 @@ from lab.inspect.encoding import MAX_MASKS
 from lab.inspect.trace import catalogue
 
 WEIGHTS_FILE = "weights.safetensors"  # models/<name>/ in the site
+TRACES = ("small", "all", "none")  # which models export-web writes weights for (--trace)
+SMALL_BYTES = 10_000_000  # "small": a model whose weights file is at most this (the tiny models, not MiniLM)
 LINEAR_FILE = "trace_linear.onnx"  # models/ in the site: one graph for every model
 LINEAR_OPSET = 18
 # the BertConfig fields the page's forward pass reads (web/src/trace.js), under their config.json names
@@ -97,6 +99,17 @@ def write_linear_graph(out) -> str:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(linear_graph().SerializeToString())
     return path
+
+
+def traced(model, which: str) -> bool:
+    """Whether export-web writes `model`'s weights for the page's trace: which = "all", "none", or
+    "small" (the default: weights of at most SMALL_BYTES, so a site of every bundled model stays
+    within its size target; a MiniLM model's are 45 MB)."""
+    if which not in TRACES:
+        raise ValueError(f"trace must be one of {', '.join(TRACES)}, not {which!r}")
+    if which != "small":
+        return which == "all"
+    return sum(t.numel() * t.element_size() for t in trace_tensors(model).values()) <= SMALL_BYTES
 
 
 def trace_config(model) -> dict:
