@@ -422,6 +422,10 @@ class _Recorder:
         )
         return values
 
+    def module(self, path, kind, values, axes, layer=None):
+        """A step that is the output of the module at `path` (its name is that path)."""
+        return self.add(path, kind, values, axes, path, layer)
+
 
 def _number(x: float) -> str:
     """1e-12 -> "1e-12", 10000.0 -> "10000", 0.5 -> "0.5": as a formula writes them."""
@@ -470,25 +474,13 @@ def _embeddings(rec: _Recorder, emb, ids, types):
     """Figure 2: token + segment + position, then LayerNorm. x (1, T, H) -> (1, T, H)."""
     th = AXES["token_hidden"]
     p = "bert.embeddings"
-    x = rec.add(f"{p}.word_embeddings", "word_embeddings", emb.word_embeddings(ids)[0], th, f"{p}.word_embeddings")
+    x = rec.module(f"{p}.word_embeddings", "word_embeddings", emb.word_embeddings(ids)[0], th)
     if emb.token_type_embeddings is not None:
-        seg = rec.add(
-            f"{p}.token_type_embeddings",
-            "token_type_embeddings",
-            emb.token_type_embeddings(types)[0],
-            th,
-            f"{p}.token_type_embeddings",
-        )
+        seg = rec.module(f"{p}.token_type_embeddings", "token_type_embeddings", emb.token_type_embeddings(types)[0], th)
         x = x + seg
     if emb.position_embeddings is not None:
         positions = torch.arange(ids.shape[1], device=ids.device)  # (T,)
-        pos = rec.add(
-            f"{p}.position_embeddings",
-            "position_embeddings",
-            emb.position_embeddings(positions),
-            th,
-            f"{p}.position_embeddings",
-        )
+        pos = rec.module(f"{p}.position_embeddings", "position_embeddings", emb.position_embeddings(positions), th)
         x = x + pos
     segments, table = emb.token_type_embeddings is not None, emb.position_embeddings is not None
     if segments or table:  # else E = E_tok
@@ -500,7 +492,7 @@ def _embeddings(rec: _Recorder, emb, ids, types):
             else "embedding_sum_no_segment"
         )
         rec.add(f"{p}.sum", kind, x, th)
-    x = rec.add(f"{p}.LayerNorm", "layer_norm", emb.LayerNorm(x), th, f"{p}.LayerNorm")
+    x = rec.module(f"{p}.LayerNorm", "layer_norm", emb.LayerNorm(x), th)
     return x[None]  # (1, T, H)
 
 
@@ -518,9 +510,7 @@ def _encoder(rec: _Recorder, encoder, cfg, x):
             x = _post_norm_layer(rec, layer, i, x, window, tables)
     if encoder.final_norm is not None:
         th = AXES["token_hidden"]
-        x = rec.add("bert.encoder.final_norm", "layer_norm", encoder.final_norm(x)[0], th, "bert.encoder.final_norm")[
-            None
-        ]
+        x = rec.module("bert.encoder.final_norm", "layer_norm", encoder.final_norm(x)[0], th)[None]
     return x  # (1, T, H)
 
 
@@ -534,9 +524,9 @@ def _attention(rec: _Recorder, att, prefix: str, i: int, x, window: int, rope):
     def heads(t):  # (1, T, H) -> (1, A, T, d): each head works on its own d-slice
         return t.view(B, T, A, d).transpose(1, 2)
 
-    q = heads(rec.add(f"{p}.query", "query", s.query(x)[0], th, f"{p}.query", i)[None])
-    k = heads(rec.add(f"{p}.key", "key", s.key(x)[0], th, f"{p}.key", i)[None])
-    v = heads(rec.add(f"{p}.value", "value", s.value(x)[0], th, f"{p}.value", i)[None])
+    q = heads(rec.module(f"{p}.query", "query", s.query(x)[0], th, i)[None])
+    k = heads(rec.module(f"{p}.key", "key", s.key(x)[0], th, i)[None])
+    v = heads(rec.module(f"{p}.value", "value", s.value(x)[0], th, i)[None])
     if rope is not None:
         q, k = apply_rotary(q, k, *rope)
         kind = "rotary_local" if window else "rotary"  # local layers have their own base
@@ -551,20 +541,15 @@ def _attention(rec: _Recorder, att, prefix: str, i: int, x, window: int, rope):
     probs = rec.add(f"{p}.probs", "softmax", scores.softmax(dim=-1), htt, None, i)  # rows sum to 1
     ctx = rec.add(f"{p}.context", "context", probs @ v[0], htd, None, i)  # (A, T, d)
     ctx = ctx.transpose(0, 1).reshape(T, H)  # (A, T, d) -> (T, A*d): heads side by side
-    return rec.add(p, "concat", ctx, th, p, i)[None]  # (1, T, H)
+    return rec.module(p, "concat", ctx, th, i)[None]  # (1, T, H)
 
 
 def _feed_forward(rec: _Recorder, layer, prefix: str, i: int, x):
     """H -> I -> activation -> H, each token on its own. x (1, T, H) -> (1, T, H) (before the residual)."""
     th = AXES["token_hidden"]
     inter = layer.intermediate
-    wide = rec.add(
-        f"{prefix}.intermediate.dense",
-        "ffn_in_glu" if inter.glu else "ffn_in",
-        inter.dense(x)[0],
-        ("token", "unit"),
-        f"{prefix}.intermediate.dense",
-        i,
+    wide = rec.module(
+        f"{prefix}.intermediate.dense", "ffn_in_glu" if inter.glu else "ffn_in", inter.dense(x)[0], ("token", "unit"), i
     )
     if inter.glu:
         value, gate = wide.chunk(2, dim=-1)  # (T, I) each
@@ -573,9 +558,7 @@ def _feed_forward(rec: _Recorder, layer, prefix: str, i: int, x):
         act = inter.act(wide)
         kind = {"gelu": "gelu", "gelu_new": "gelu_tanh", "relu": "relu"}[layer_act_name(inter)]
     a = rec.add(f"{prefix}.intermediate.activation", kind, act, ("token", "unit"), f"{prefix}.intermediate", i)
-    return rec.add(
-        f"{prefix}.output.dense", "ffn_out", layer.output.dense(a[None])[0], th, f"{prefix}.output.dense", i
-    )[None]
+    return rec.module(f"{prefix}.output.dense", "ffn_out", layer.output.dense(a[None])[0], th, i)[None]
 
 
 def layer_act_name(intermediate) -> str:
@@ -591,18 +574,12 @@ def _post_norm_layer(rec: _Recorder, layer, i: int, x, window: int, rope):
     th, p = AXES["token_hidden"], f"bert.encoder.layer.{i}"
     out = layer.attention.output
     ctx = _attention(rec, layer.attention, p, i, x, window, rope)
-    dense = rec.add(
-        f"{p}.attention.output.dense", "attention_output", out.dense(ctx)[0], th, f"{p}.attention.output.dense", i
-    )
+    dense = rec.module(f"{p}.attention.output.dense", "attention_output", out.dense(ctx)[0], th, i)
     res = rec.add(f"{p}.attention.output.residual", "residual", x[0] + dense, th, None, i)
-    x = rec.add(
-        f"{p}.attention.output.LayerNorm", "layer_norm", out.LayerNorm(res), th, f"{p}.attention.output.LayerNorm", i
-    )
+    x = rec.module(f"{p}.attention.output.LayerNorm", "layer_norm", out.LayerNorm(res), th, i)
     ffn = _feed_forward(rec, layer, p, i, x[None])[0]
     res = rec.add(f"{p}.output.residual", "residual", x + ffn, th, None, i)
-    return rec.add(f"{p}.output.LayerNorm", "layer_norm", layer.output.LayerNorm(res), th, f"{p}.output.LayerNorm", i)[
-        None
-    ]
+    return rec.module(f"{p}.output.LayerNorm", "layer_norm", layer.output.LayerNorm(res), th, i)[None]
 
 
 def _pre_norm_layer(rec: _Recorder, layer, i: int, x, window: int, rope):
@@ -611,22 +588,11 @@ def _pre_norm_layer(rec: _Recorder, layer, i: int, x, window: int, rope):
     out = layer.attention.output
     h = x
     if not isinstance(out.LayerNorm, torch.nn.Identity):
-        h = rec.add(
-            f"{p}.attention.output.LayerNorm",
-            "layer_norm",
-            out.LayerNorm(x)[0],
-            th,
-            f"{p}.attention.output.LayerNorm",
-            i,
-        )[None]
+        h = rec.module(f"{p}.attention.output.LayerNorm", "layer_norm", out.LayerNorm(x)[0], th, i)[None]
     ctx = _attention(rec, layer.attention, p, i, h, window, rope)
-    dense = rec.add(
-        f"{p}.attention.output.dense", "attention_output", out.dense(ctx)[0], th, f"{p}.attention.output.dense", i
-    )
+    dense = rec.module(f"{p}.attention.output.dense", "attention_output", out.dense(ctx)[0], th, i)
     x = rec.add(f"{p}.attention.output.residual", "residual", x[0] + dense, th, None, i)[None]
-    h = rec.add(f"{p}.output.LayerNorm", "layer_norm", layer.output.LayerNorm(x)[0], th, f"{p}.output.LayerNorm", i)[
-        None
-    ]
+    h = rec.module(f"{p}.output.LayerNorm", "layer_norm", layer.output.LayerNorm(x)[0], th, i)[None]
     ffn = _feed_forward(rec, layer, p, i, h)[0]
     return rec.add(f"{p}.output.residual", "residual", x[0] + ffn, th, None, i)[None]
 
@@ -637,20 +603,14 @@ def _heads(rec: _Recorder, model, body, x, positions: list[int]):
     h = x[0]  # (T, H)
     pooled = None
     if getattr(body, "pooler", None) is not None:
-        dense = rec.add(
-            "bert.pooler.dense", "pooler_dense", body.pooler.dense(h[:1])[0], ("hidden",), "bert.pooler.dense"
-        )
+        dense = rec.module("bert.pooler.dense", "pooler_dense", body.pooler.dense(h[:1])[0], ("hidden",))
         pooled = rec.add("bert.pooler.activation", "tanh", torch.tanh(dense), ("hidden",), "bert.pooler")
     cls = getattr(model, "cls", None)
     if cls is not None:
         _mlm_head(rec, cls.predictions, h[positions])
         if cls.seq_relationship is not None:
-            logits = rec.add(
-                "cls.seq_relationship",
-                "nsp_logits",
-                cls.seq_relationship(pooled[None])[0],
-                ("IsNext/NotNext",),
-                "cls.seq_relationship",
+            logits = rec.module(
+                "cls.seq_relationship", "nsp_logits", cls.seq_relationship(pooled[None])[0], ("IsNext/NotNext",)
             )
             rec.add("cls.seq_relationship.softmax", "nsp_softmax", logits.softmax(-1), ("IsNext/NotNext",))
     if name == "BertForSequenceClassification":
@@ -658,10 +618,10 @@ def _heads(rec: _Recorder, model, body, x, positions: list[int]):
     elif name == "BertForTokenClassification":
         if model.config.classifier_layers != 1:
             raise ValueError("trace follows a tagger that reads the last layer only (classifier_layers = 1)")
-        logits = rec.add("classifier", "tagger", model.classifier(h), ("token", "label"), "classifier")
+        logits = rec.module("classifier", "tagger", model.classifier(h), ("token", "label"))
         rec.add("classifier.softmax", "tagger_softmax", logits.softmax(-1), ("token", "label"))
     elif name == "BertForQuestionAnswering":
-        logits = rec.add("qa_outputs", "span_logits", model.qa_outputs(h), ("token", "start/end"), "qa_outputs")
+        logits = rec.module("qa_outputs", "span_logits", model.qa_outputs(h), ("token", "start/end"))
         rec.add("qa_outputs.start_softmax", "start_softmax", logits[:, 0].softmax(-1), ("token",))
         rec.add("qa_outputs.end_softmax", "end_softmax", logits[:, 1].softmax(-1), ("token",))
 
@@ -670,10 +630,10 @@ def _mlm_head(rec: _Recorder, head, h):
     """Masked LM at the predicted positions: dense -> GELU -> LayerNorm -> tied decoder -> softmax."""
     t, mh = head.transform, ("predicted token", "hidden")
     p = "cls.predictions"
-    dense = rec.add(f"{p}.transform.dense", "mlm_dense", t.dense(h), mh, f"{p}.transform.dense")
+    dense = rec.module(f"{p}.transform.dense", "mlm_dense", t.dense(h), mh)
     act = rec.add(f"{p}.transform.activation", "mlm_activation", t.act(dense), mh)
-    norm = rec.add(f"{p}.transform.LayerNorm", "layer_norm", t.LayerNorm(act), mh, f"{p}.transform.LayerNorm")
-    logits = rec.add(f"{p}.decoder", "decoder", head.decoder(norm), ("predicted token", "word"), f"{p}.decoder")
+    norm = rec.module(f"{p}.transform.LayerNorm", "layer_norm", t.LayerNorm(act), mh)
+    logits = rec.module(f"{p}.decoder", "decoder", head.decoder(norm), ("predicted token", "word"))
     rec.add(f"{p}.softmax", "mlm_softmax", F.softmax(logits, dim=-1), ("predicted token", "word"))
 
 
@@ -681,5 +641,5 @@ def _classifier(rec: _Recorder, model, pooled):
     """Sequence classification from the pooled [CLS] (or the last N layers' [CLS], concatenated)."""
     if model.config.classifier_layers != 1:
         raise ValueError("trace follows a classifier that reads the pooled [CLS] (classifier_layers = 1)")
-    logits = rec.add("classifier", "classifier", model.classifier(pooled[None])[0], ("label",), "classifier")
+    logits = rec.module("classifier", "classifier", model.classifier(pooled[None])[0], ("label",))
     rec.add("classifier.softmax", "classifier_softmax", logits.softmax(-1), ("label",))
