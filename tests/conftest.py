@@ -204,3 +204,24 @@ def chromium_browser():
             yield browser
         finally:
             browser.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# axe-core (web/package-lock.json pins it; `make web-page` installs it): WCAG 2.1 A and AA.
+# ----------------------------------------------------------------------------------------------
+AXE = ROOT / "web" / "node_modules" / "axe-core" / "axe.min.js"
+WCAG = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+def axe_violations(page, context: str = "document") -> list:
+    """axe-core's WCAG 2.1 A/AA violations on the page as it is now (`context`: a JS expression for
+    the part to check): (rule, help, the first three nodes) for each rule broken, [] when none."""
+    if not AXE.exists():
+        pytest.fail(f"{AXE} is missing: `make web-page` installs the page's packages (axe-core among them)")
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    result = page.evaluate(
+        f"(tags) => axe.run({context}, {{runOnly: {{type: 'tag', values: tags}}}})",
+        WCAG,
+    )
+    return [(v["id"], v["help"], [n["target"] for n in v["nodes"]][:3]) for v in result["violations"]]

@@ -32,7 +32,7 @@ import torch
 import lab
 from lab.inspect import explore
 from lab.modern import changed
-from tests.conftest import ROOT, chromium_browser, need_node, site_models, tiny_config
+from tests.conftest import axe_violations, chromium_browser, need_node, site_models, tiny_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -41,8 +41,6 @@ TINY = "tiny-local"  # pre-norm, a 4-token local window every other layer: maske
 SIZES = {"1024": {"width": 1024, "height": 768}, "390": {"width": 390, "height": 844}}
 A = "he opened the [MASK] and walked into the garden ."  # the view's opening pair (web/src/steps.js)
 B = "the roses were in bloom ."
-AXE = ROOT / "web" / "node_modules" / "axe-core" / "axe.min.js"
-WCAG = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 SUB = re.compile(r"([A-Za-zα-ωΦθ])_(\[CLS\]|[A-Za-z0-9]+)")  # how the page sets a formula's subscripts
 # the block each stop of the tour lights (web/src/tour_stops.js), and the step inside it
 TOUR = [
@@ -344,15 +342,6 @@ TOO_WIDE_JS = """() => [...document.querySelectorAll('body *')].filter((e) => {
   }
   return true;
 }).map((e) => `${e.tagName}#${e.id}.${e.className}`)"""
-
-
-def axe_violations(page) -> list:
-    if not AXE.exists():
-        pytest.fail(f"{AXE} is missing: `make web-page` installs the page's packages (axe-core among them)")
-    if not page.evaluate("typeof axe !== 'undefined'"):
-        page.add_script_tag(path=str(AXE))
-    result = page.evaluate("(tags) => axe.run(document, {runOnly: {type: 'tag', values: tags}})", WCAG)
-    return [(v["id"], v["help"], [n["target"] for n in v["nodes"]][:3]) for v in result["violations"]]
 
 
 def shot(page, name: str) -> None:
