@@ -3,7 +3,9 @@
 // view named there (or the first) is computed as soon as the page opens. The last tab, Step by step,
 // is a view of its own (steps.js): one input through every operation of a model.
 import { bertLab, getManifest, modelsFor, onProgress } from "./api.js";
-import { bars, el, headGrid, heatmap, percent } from "./plots.js";
+import { drawAnswer, drawAttention, drawClassify, drawFillMask, drawNextSentence, drawTag } from "./draw.js";
+import { redrawKeeping } from "./figure.js";
+import { el } from "./plots.js";
 import { buildSteps } from "./steps.js";
 
 window.bertLab = bertLab;
@@ -36,7 +38,7 @@ const VIEWS = [
   {
     id: "attention",
     title: "Attention",
-    intro: "Where each token looks: one head's map, and every head of the layer (click one).",
+    intro: "Where each token looks: one head's map, and every head of the layer (pick one).",
     inputs: [
       { key: "a", label: "Sentence A", kind: "textarea" },
       { key: "b", label: "Sentence B (optional)", kind: "textarea" },
@@ -124,15 +126,23 @@ function say(view, text, kind = "") {
   status.className = `status ${kind}`;
 }
 
+// The view's result drawn (keeping the focused control and the open tables); its summary sentence.
+function draw(view, result) {
+  const s = state[view.id];
+  let said = "";
+  redrawKeeping(s.out, () => (said = view.draw(s.ctx, result, s.out)));
+  return said;
+}
+
 async function compute(view, first = false) {
   const s = state[view.id];
   writeAddress(view);
   const given = first ? opening(view) : null;
   if (given) {
     s.result = given;
-    s.out.replaceChildren();
-    view.draw(view, given, s.out);
-    say(view, `the opening example, computed by the lab; press ${view.button} to compute on this device.`, "ok");
+    const said = draw(view, given);
+    const how = `The opening example, computed by the lab; press ${view.button} to compute on this device.`;
+    say(view, `${said} (${how})`, "ok");
     s.panel.dataset.computed = "0";
     bertLab.load(s.menu.value).catch(() => {}); // the runtime and the model come meanwhile
     return;
@@ -143,13 +153,12 @@ async function compute(view, first = false) {
   try {
     const result = await view.run(values(view), s.menu.value);
     s.result = result;
-    s.out.replaceChildren();
-    view.draw(view, result, s.out);
+    const said = draw(view, result);
     const ms = performance.now() - started;
     const cut = result.truncated
       ? ` The text was cut: ${result.truncated} token(s) past the model's limit were left out.`
       : "";
-    say(view, `done in ${ms.toFixed(0)} ms with ${s.menu.value}.${cut}`, result.truncated ? "warn" : "ok");
+    say(view, `${said} (done in ${ms.toFixed(0)} ms with ${s.menu.value}.)${cut}`, result.truncated ? "warn" : "ok");
     s.panel.dataset.computed = String(Number(s.panel.dataset.computed || 0) + 1);
     // the result comes into view (a projector shows 768 px): as little scrolling as shows its top
     const top = s.status.getBoundingClientRect().top;
@@ -187,10 +196,8 @@ function field(view, input, given) {
 function redraw(view) {
   const s = state[view.id];
   writeAddress(view);
-  if (s.result && view.id === "attention") {
-    s.out.replaceChildren();
-    view.draw(view, s.result, s.out);
-  } else compute(view);
+  if (s.result && view.id === "attention") say(view, draw(view, s.result), "ok");
+  else compute(view);
 }
 
 async function build() {
@@ -225,14 +232,22 @@ async function build() {
     }
     const button = el("button", { class: "run", id: `${view.id}-run` }, view.button);
     button.addEventListener("click", () => compute(view));
-    const status = el("p", { class: "status", id: `${view.id}-status`, "aria-live": "polite" });
+    const status = el("p", { class: "status", id: `${view.id}-status`, role: "status", "aria-live": "polite" });
     const out = el("div", { class: "out", id: `${view.id}-out` });
     const top = el("div", { class: "model" });
     top.append(el("label", { for: menu.id }, "Model"), menu);
-    panel.append(el("p", { class: "intro" }, view.intro), top, card, form, button, status, out);
+    const heading = el("h2", { class: "sr-only" }, view.title);
+    panel.append(heading, el("p", { class: "intro" }, view.intro), top, card, form, button, status, out);
     panels.append(panel);
     nav.append(tab);
     state[view.id] = { panel, fields, menu, status, out, result: null };
+    state[view.id].ctx = {
+      id: view.id,
+      s: state[view.id],
+      redraw: () => redraw(view),
+      compute: () => compute(view),
+      say: (text) => say(view, text, "ok"),
+    };
     tab.addEventListener("click", () => select(view, true));
   }
   await buildStepsTab(nav, panels, query);
@@ -259,165 +274,6 @@ function select(view, byHand) {
   if (view === STEPS) return state.steps.show();
   if (byHand) writeAddress(view);
   if (!state[view.id].result) compute(view, true); // each view drawn the first time it is shown
-}
-
-// ---------------------------------------------------------------------------------------------
-// What each view draws
-// ---------------------------------------------------------------------------------------------
-function drawFillMask(view, r, out) {
-  const sentence = el("p", { class: "words" });
-  r.tokens.forEach((tok, i) => {
-    if (tok === "[CLS]" || tok === "[SEP]") return;
-    const at = r.mask_positions.indexOf(i);
-    const word = el("button", {
-      class: at >= 0 ? "word filled" : "word",
-      title: at >= 0 ? "the best guess" : "click to hide this word",
-    });
-    word.textContent = at >= 0 ? r.predictions[at][0][0] : tok;
-    if (at < 0) word.addEventListener("click", () => maskWord(view, r, i));
-    sentence.append(word, " ");
-  });
-  out.append(sentence);
-  r.predictions.forEach((guesses, m) => {
-    out.append(
-      bars(
-        guesses.map(([label, value]) => ({ label, value })),
-        { title: `[MASK] ${m + 1}: top ${guesses.length}`, highlight: 0 },
-      ),
-    );
-  });
-}
-
-function maskWord(view, r, i) {
-  const tokens = r.tokens.slice(1, -1).map((t, j) => (j + 1 === i ? "[MASK]" : t));
-  state[view.id].fields.text.value = tokens.join(" ").replace(/ ##/g, "");
-  compute(view);
-}
-
-function drawNextSentence(view, r, out) {
-  out.append(
-    bars(
-      [
-        { label: "IsNext", value: r.is_next },
-        { label: "NotNext", value: 1 - r.is_next },
-      ],
-      { title: "Does B follow A?", highlight: r.is_next >= 0.5 ? 0 : 1 },
-    ),
-  );
-  out.append(
-    el(
-      "p",
-      { class: "verdict" },
-      `P(IsNext) = ${percent(r.is_next)}: the model thinks B ${r.is_next >= 0.5 ? "follows" : "does not follow"} A.`,
-    ),
-  );
-}
-
-function drawAttention(view, r, out) {
-  const s = state[view.id];
-  const layers = r.attentions.length;
-  const heads = r.attentions[0].length;
-  const { layer: lf, head: hf } = s.fields;
-  lf.max = layers - 1;
-  hf.max = heads - 1;
-  const layer = Math.min(layers - 1, Math.max(0, Number(lf.value) || 0));
-  const head = Math.min(heads - 1, Math.max(0, Number(hf.value) || 0));
-  lf.value = layer;
-  hf.value = head;
-  const pick = (h) => {
-    hf.value = h;
-    redraw(view);
-  };
-  const selectToken = (i) => {
-    s.selected = s.selected === i ? -1 : i;
-    out.replaceChildren();
-    drawAttention(view, r, out);
-  };
-  const row = el("div", { class: "maps" });
-  const one = el("div", { class: "one scroll" }); // a phone scrolls the map sideways: its tokens stay readable
-  one.append(
-    heatmap(r.tokens, r.attentions[layer][head], {
-      title: `layer ${layer}, head ${head}: rows attend to columns`,
-      selected: s.selected ?? -1,
-      onPick: selectToken,
-    }),
-  );
-  const all = el("div", { class: "all" });
-  all.append(
-    el("p", { class: "figtitle" }, `all ${heads} heads of layer ${layer} (click one)`),
-    headGrid(r.attentions[layer], { current: head, onPick: pick }),
-  );
-  row.append(one, all);
-  out.append(
-    el(
-      "p",
-      { class: "note" },
-      `${layers} layers x ${heads} heads; click a token in the map to outline its row and column.`,
-    ),
-    row,
-  );
-}
-
-function drawAnswer(view, r, out) {
-  const context = state[view.id].fields.context.value;
-  const best = r.spans[0];
-  const para = el("p", { class: "context" });
-  if (best && best.text) {
-    para.append(
-      context.slice(0, best.start),
-      el("mark", {}, context.slice(best.start, best.end)),
-      context.slice(best.end),
-    );
-  } else para.textContent = context;
-  out.append(el("p", { class: "verdict" }, best ? `answer: “${best.text}”` : "no answer found"), para);
-  const table = el("table", { class: "nbest" });
-  table.append(el("tr", {}), el("caption", {}, "the best spans (n-best)"));
-  table.firstChild.append(el("th", {}, "#"), el("th", {}, "span"), el("th", {}, "score"));
-  r.spans.forEach((span, i) => {
-    const tr = el("tr");
-    tr.append(el("td", {}, String(i + 1)), el("td", {}, span.text), el("td", {}, span.score.toFixed(2)));
-    table.append(tr);
-  });
-  out.append(table);
-  const top = (probs) =>
-    probs
-      .map((value, i) => ({ label: `${r.tokens[i]} (${i})`, value }))
-      .sort((a, b) => b.value - a.value)
-      .slice(0, 6);
-  const row = el("div", { class: "maps" });
-  row.append(
-    bars(top(r.start_probs), { title: "P(start) at its best tokens" }),
-    bars(top(r.end_probs), { title: "P(end) at its best tokens" }),
-  );
-  out.append(row);
-  if (r.num_windows > 1)
-    out.append(
-      el("p", { class: "note" }, `read in ${r.num_windows} windows; the best span is in window ${r.window_index + 1}.`),
-    );
-}
-
-function drawClassify(view, r, out) {
-  out.append(
-    bars(
-      r.labels.map((label) => ({ label, value: r.probabilities[label] })),
-      { title: "probability of each label", highlight: 0 },
-    ),
-  );
-}
-
-function drawTag(view, r, out) {
-  const line = el("p", { class: "tags" });
-  for (const w of r.words) {
-    const chip = el("span", {
-      class: w.tag === "O" ? "chip o" : "chip",
-      title: `${w.tag} ${percent(w.probability)}; runner-up ${w.runner_up} ${percent(w.runner_up_probability)}`,
-    });
-    chip.append(el("span", { class: "w" }, w.word), el("span", { class: "t" }, w.tag));
-    line.append(chip, " ");
-  }
-  out.append(line);
-  if (r.num_windows > 1)
-    out.append(el("p", { class: "note" }, `read in ${r.num_windows} windows of ${r.max_seq_length} tokens.`));
 }
 
 // ---------------------------------------------------------------------------------------------

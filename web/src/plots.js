@@ -20,13 +20,13 @@ export function percent(p) {
   return "<0.01%";
 }
 
-/** Horizontal bars, one a row: rows = [{label, value in [0, 1]}], best first as given. */
-export function bars(rows, { title = "", highlight = -1 } = {}) {
+/** Horizontal bars, one a row: rows = [{label, value in [0, 1]}], best first as given; name: its summary. */
+export function bars(rows, { title = "", highlight = -1, name = "" } = {}) {
   const rowH = 26;
   const labelW = 150;
   const width = 460;
   const height = rows.length * rowH + (title ? 24 : 4);
-  const figure = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "bars", role: "img" });
+  const figure = svg("svg", { viewBox: `0 0 ${width} ${height}`, class: "bars", role: "img", "aria-label": name });
   if (title) figure.append(svg("text", { x: 0, y: 16, class: "title" }, title));
   const top = title ? 24 : 4;
   rows.forEach((row, i) => {
@@ -47,8 +47,8 @@ function colour(v) {
   return `hsl(222, 70%, ${light}%)`;
 }
 
-/** One head's attention: rows attend (from) to columns (to); tokens readable on both axes. */
-export function heatmap(tokens, matrix, { title = "", selected = -1, onPick = null } = {}) {
+/** One head's attention: rows attend (from) to columns (to); tokens readable on both axes; name: its summary. */
+export function heatmap(tokens, matrix, { title = "", selected = -1, onPick = null, name = "" } = {}) {
   const n = tokens.length;
   const cell = Math.max(10, Math.min(28, Math.floor(520 / Math.max(n, 1))));
   const labelW = 90;
@@ -57,6 +57,7 @@ export function heatmap(tokens, matrix, { title = "", selected = -1, onPick = nu
     viewBox: `0 0 ${labelW + size + 8} ${labelW + size + 30}`,
     class: "heatmap",
     role: "img",
+    "aria-label": name,
   });
   if (title) figure.append(svg("text", { x: 0, y: 16, class: "title" }, title));
   const top = 24 + labelW;
@@ -83,19 +84,21 @@ export function heatmap(tokens, matrix, { title = "", selected = -1, onPick = nu
   return figure;
 }
 
-/** All heads of a layer, small: a click picks the head. */
+/** All heads of a layer, small, each a button (its map a picture inside): a click or Enter picks the head. */
 export function headGrid(heads, { current = 0, onPick = null } = {}) {
-  const box = el("div", { class: "grid" });
+  const box = el("div", { class: "grid", role: "group", "aria-label": "pick a head" });
   heads.forEach((matrix, h) => {
     const n = matrix.length;
     const cell = Math.max(1, Math.floor(96 / Math.max(n, 1)));
-    const figure = svg("svg", { viewBox: `0 0 ${n * cell} ${n * cell + 14}`, class: h === current ? "head sel" : "head", role: "button" });
+    const button = el("button", { type: "button", class: "head", "data-focus": `head-${h}` });
+    button.setAttribute("aria-pressed", String(h === current));
+    const figure = svg("svg", { viewBox: `0 0 ${n * cell} ${n * cell + 14}`, "aria-hidden": "true" });
     figure.append(svg("text", { x: 0, y: n * cell + 12, class: "label" }, `head ${h}`));
-    matrix.forEach((row, i) =>
-      row.forEach((v, j) => figure.append(svg("rect", { x: j * cell, y: i * cell, width: cell, height: cell, fill: colour(v) }))),
-    );
-    if (onPick) figure.addEventListener("click", () => onPick(h));
-    box.append(figure);
+    const square = (i, j, v) => svg("rect", { x: j * cell, y: i * cell, width: cell, height: cell, fill: colour(v) });
+    matrix.forEach((row, i) => row.forEach((v, j) => figure.append(square(i, j, v))));
+    button.append(figure, el("span", { class: "sr-only" }, `head ${h}`));
+    if (onPick) button.addEventListener("click", () => onPick(h));
+    box.append(button);
   });
   return box;
 }
