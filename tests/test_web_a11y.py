@@ -11,7 +11,8 @@ Tag words, Step by step) is checked with its result shown:
   sentences are written here from the numbers bertLab returns for the same input;
 - keyboard alone: each view's tab, its text typed and Enter, its button; an attention map's token
   picked with the arrow keys and announced, a head picked; every control focused by Tab shows an
-  outline of at least 3:1 against what is behind it, and Tab leaves every view (no trap);
+  outline of at least 3:1 against what is behind it (a text field's edge too), and Tab leaves every
+  view (no trap);
 - reflow at 320 px: no sideways page scroll, nothing past the page's edge outside a box that scrolls;
 - screenshots web_a11y_<view>_<size>.png in BERT_LAB_A11Y_SHOTS when it is set.
 BERT_LAB_WEB_SITE=<folder> checks an exported site instead of the one made here (test_web_page's fixtures).
@@ -356,9 +357,11 @@ FOCUS_JS = """() => {
     if (c.length === 3 || c[3] > 0) { behind = c.slice(0, 3); break; }
   }
   const s = getComputedStyle(e);
-  const [a, b] = [lum(rgb(s.outlineColor)), lum(behind)];
+  const ratio = (x, y) => (Math.max(lum(x), lum(y)) + 0.05) / (Math.min(lum(x), lum(y)) + 0.05);
+  const field = e.matches('input, select, textarea');
   return {id: `${e.tagName}#${e.id}.${e.className?.baseVal ?? e.className}`, style: s.outlineStyle,
-    width: parseFloat(s.outlineWidth), ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)};
+    width: parseFloat(s.outlineWidth), ratio: ratio(rgb(s.outlineColor), behind),
+    edge: field ? ratio(rgb(s.borderTopColor), behind) : null};
 }"""
 
 
@@ -376,6 +379,7 @@ def test_every_control_shows_its_focus_and_tab_leaves_the_view(browser, url, vie
         f = page.evaluate(FOCUS_JS)
         seen.append(f["id"])
         assert f["style"] != "none" and f["width"] >= 2 and f["ratio"] >= 3, f
+        assert f["edge"] is None or f["edge"] >= 3, f  # a field's own edge, seen without the focus too
         page.keyboard.press("Tab")
     else:
         raise AssertionError(f"Tab stayed inside {view}: {seen[-5:]}")
