@@ -4,7 +4,7 @@
 // Everything is set as text (el), never as markup.
 import { el } from "./plots.js";
 
-const NUMBER = /^[<−-]?[\d.]+%?$/; // a cell right-aligned as a number; words align left
+const NUMBER = /^[<−-]?\d*\.?\d+%?$/; // a cell right-aligned as a number; words align left
 
 /**
  * The numbers as a table, shown on demand: a <details> holding a scrolling region (focusable, so a
