@@ -115,18 +115,18 @@ def bars(page, selector: str) -> dict[str, int]:
     return {k: v for k, v in out.items() if v}
 
 
-def word_counts(page, selector: str, answered: int) -> list[dict[int, int]]:
-    """The class's counts in an attention or answer_span reveal, from its bars' heights (share of
-    the answers): one {word number: students} per row of bars (answer_span: first word, last word)."""
-    heights = page.locator(f"{selector} .bl-w").evaluate_all(
-        "ws => ws.map(w => [...w.querySelectorAll('.bl-pair')].map("
-        "p => parseFloat(p.querySelector('.bl-v.class').style.height)))"
+def word_counts(page, selector: str) -> list[dict[int, int]]:
+    """The class's counts in an attention or answer_span reveal, as written on its bars: one
+    {word number: students} per pair of bars under a word (answer_span: first word, last word)."""
+    labels = page.locator(f"{selector} .bl-w").evaluate_all(
+        "ws => ws.map(w => [...w.querySelectorAll('.bl-pair')]"
+        ".map(p => p.querySelector('.bl-v.class .bl-n').textContent))"
     )
-    out = [{} for _ in heights[0]]
-    for i, word in enumerate(heights):
-        for j, h in enumerate(word):
-            if round(h * answered / 100):
-                out[j][i] = round(h * answered / 100)
+    out = [{} for _ in labels[0]]
+    for i, word in enumerate(labels):
+        for j, label in enumerate(word):
+            if label:
+                out[j][i] = int(label)
     return out
 
 
@@ -244,7 +244,7 @@ def attention(c: Class, ada, bob, cy) -> dict:
     c.reveal()
     for s, i in taps.items():
         check_reveal(s, words[i], model)
-    assert word_counts(c.teacher, "#teach-result", 3) == [{1: 2, 3: 1}]
+    assert word_counts(c.teacher, "#teach-result") == [{1: 2, 3: 1}]
     said(c.teacher, "#teach-result", model, sum(str(i) == live.model.answer for i in taps.values()))
     # after the reveal the words are no longer offered, and an answer sent anyway is refused
     assert not bob.locator("#play-words").is_visible()
@@ -269,7 +269,7 @@ def answer_span(c: Class, ada, bob, cy) -> dict:
     c.reveal()
     for s in c.students:
         check_reveal(s, shown[s], model)
-    starts, ends = word_counts(c.teacher, "#teach-result", 3)
+    starts, ends = word_counts(c.teacher, "#teach-result")
     assert starts == {1: 1, 2: 1, 0: 1} and ends == {2: 2, 3: 1}
     said(c.teacher, "#teach-result", model, sum(f"{a}-{b}" == live.model.answer for a, b in spans.values()))
     c.snap(cy, "answer_span")

@@ -4,6 +4,7 @@ memory bounded by the class, the export CSV), the model's side of each kind on t
 models, the reveal's HTML escaped, and the API endpoints over HTTP."""
 
 import csv
+import html
 import io
 import json
 import re
@@ -13,7 +14,17 @@ import pytest
 
 from dashboard.rounds import DEFAULT_DECK, ClassError, Classroom, DeckError, load_deck
 from dashboard.rounds.deck import make_round
-from dashboard.rounds.kinds import AnswerError, ModelAnswer, Tally, normalize, reveal_html, round_words
+from dashboard.rounds.kinds import (
+    AnswerError,
+    ModelAnswer,
+    Tally,
+    answer_words,
+    normalize,
+    question_text,
+    reveal_html,
+    reveal_summary,
+    round_words,
+)
 from tests.conftest import ROOT
 
 
@@ -257,3 +268,75 @@ def test_the_reveal_shows_the_models_top_5_and_the_classs_three_commonest_other_
     rows = re.findall(r"<tr><th>(.*?)</th>", shown)[1:]  # (the header row first)
     assert rows == ["cat", "dog", "man", "boy", "girl", "owl", "fox", "bee", "2 other guesses"]
     assert "4 of 12 gave the model's answer" in shown
+
+
+# ----------------------------------------------------------------------------------------------
+# The reveal in words (issue 43): its summary, its numbers as a table, the round said in short
+# ----------------------------------------------------------------------------------------------
+def reveal_of(kind, answers, options, ends=None, text="the cat sat on the mat ."):
+    """A round of `kind`, the model's side (`options`: answer -> probability) and the class's tally."""
+    fields = {"masked_word": {}, "next_sentence": {"next": "b ."}, "answer_span": {"question": "who?"}}
+    fields = fields.get(kind, {"word": "sat", "layer": 0, "head": 0})
+    rnd = make_round({"kind": kind, "text": "the [MASK] sat ." if kind == "masked_word" else text, **fields})
+    words = round_words(rnd)
+    best = max(options, key=options.get)
+    answer = f"{best}-{max(ends, key=ends.get)}" if ends else best
+    model = ModelAnswer(options, answer, answer_words(rnd, words, answer), ends=ends)
+    return rnd, words, model, Tally.of(rnd, model, answers)
+
+
+def test_the_reveal_summary_says_the_classs_commonest_answer_and_the_models_from_the_numbers():
+    masked = reveal_of("masked_word", ["door"] * 12 + ["gate"] * 10 + ["wall"] * 6, {"door": 0.526, "gate": 0.3})
+    assert reveal_summary(*masked) == "The class's top answer: door, 12 of 28; the model's: door, 53%."
+    nsp = reveal_of("next_sentence", ["NotNext", "IsNext", "NotNext"], {"IsNext": 0.871, "NotNext": 0.129})
+    assert reveal_summary(*nsp) == "The class's top answer: NotNext, 2 of 3; the model's: IsNext, 87%."
+    att = reveal_of("attention", ["1", "1", "4"], {"0": 0.1, "1": 0.2, "3": 0.41, "4": 0.05})
+    assert reveal_summary(*att) == "The class's top word: cat, 2 of 3; the model's: on, 41% of the head's attention."
+    span = reveal_of("answer_span", ["1-2", "1-1", "0-2"], {"0": 0.3, "1": 0.6}, ends={"1": 0.25, "2": 0.55})
+    assert reveal_summary(*span) == (
+        "The class's commonest first word: cat, 2 of 3; last word: sat, 2 of 3; the model's answer: cat sat "
+        "(as the first word 60%, as the last word 55%)."
+    )
+
+
+def test_the_reveal_summary_names_a_tie_and_no_answers():
+    tie = reveal_of("masked_word", ["door", "gate", "door", "gate"], {"door": 0.5})
+    assert reveal_summary(*tie).startswith("The class's top answer: door and gate, 2 of 4 each;")
+    many = reveal_of("masked_word", ["a", "b", "c", "d"], {"door": 0.5})
+    assert reveal_summary(*many).startswith("The class's top answer: 4 answers tie, 1 of 4 each;")
+    assert reveal_summary(*reveal_of("masked_word", [], {"door": 0.5})).startswith(
+        "The class's top answer: no answers;"
+    )
+
+
+def test_the_reveal_figure_is_named_by_its_summary_and_its_numbers_are_a_table():
+    rnd, words, model, tally = reveal_of("masked_word", ['"><b>x</b>', "door", "door"], {"door": 0.526})
+    shown = reveal_html(rnd, words, model, tally)
+    summary = html.escape(reveal_summary(rnd, words, model, tally), quote=True)
+    assert f'role="img" aria-label="{summary}"' in shown and "<b>x</b>" not in shown  # every text escaped
+    table = re.search(r'<details class="bl-numbers"><summary>the numbers as a table</summary>(.*)</details>', shown)[1]
+    assert "<caption>" in table and table.count('scope="col"') == 3
+    rows = dict(re.findall(r'<tr><th scope="row">(.*?)</th><td>(.*?)</td>', table))
+    assert rows == {"door": "2", "&quot;&gt;&lt;b&gt;x&lt;/b&gt;": "1"}
+    span = reveal_html(*reveal_of("answer_span", ["1-2"], {"1": 0.6}, ends={"2": 0.55}))
+    assert re.findall(r'<th scope="col">(.*?)</th>', span) == [
+        "word", "first word: students", "first word: model", "last word: students", "last word: model",
+    ]  # fmt: skip
+    assert '<tr><th scope="row">2. cat</th><td>1</td><td>60%</td><td>0</td><td>0%</td></tr>' in span
+
+
+def test_the_word_bars_are_labelled_with_their_numbers_and_their_side_in_words():
+    shown = reveal_html(*reveal_of("answer_span", ["1-2", "1-2"], {"1": 0.6}, ends={"2": 0.55}))
+    cells = {re.search(r'class="bl-t">(.*?)<', c)[1]: c for c in shown.split('<span class="bl-w')[1:]}
+    assert re.findall(r'<span class="bl-n">(.*?)</span>', cells["cat"]) == ["2", "60%", "", ""]  # first; last
+    assert re.findall(r'<span class="bl-side">(.*?)</span>', cells["cat"]) == ["first"]  # the last pair is nought
+    assert re.findall(r'<span class="bl-side">(.*?)</span>', cells["sat"]) == ["last"]
+    assert re.findall(r'<span class="bl-n">(.*?)</span>', cells["on"]) == ["", "", "", ""]
+    assert "the class: how many students" in shown and "the model: its probability (striped)" in shown
+
+
+def test_the_round_in_short_for_the_live_region():
+    rnd = make_round({"kind": "masked_word", "text": "he opened the [MASK] and walked into the garden ."})
+    assert question_text(rnd) == "Which word is hidden? he opened the blank and walked into the garden ."
+    long = make_round({"kind": "answer_span", "text": "a b", "question": "why " * 40 + "?"})
+    assert question_text(long).endswith("… Tap the first word of the answer, then its last word.")

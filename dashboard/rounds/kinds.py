@@ -188,6 +188,61 @@ def question_html(rnd: Round, picked: set[int] = frozenset()) -> str:
     )
 
 
+def question_text(rnd: Round) -> str:
+    """The round's question in plain words, short: what a screen reader says when the round starts."""
+    if rnd.kind == "masked_word":
+        return f"Which word is hidden? {short(rnd.text.replace('[MASK]', 'blank'))}"
+    if rnd.kind == "next_sentence":
+        return f"Does sentence B follow sentence A? A: {short(rnd.text)} B: {short(rnd.get('next'))}"
+    if rnd.kind == "answer_span":
+        return f"{short(rnd.get('question'))} Tap the first word of the answer, then its last word."
+    return f"In layer {rnd.get('layer')}, head {rnd.get('head')}: which word does {rnd.get('word')} look at most?"
+
+
+def short(text, n: int = 90) -> str:
+    """A text on one line, cut at a word to at most `n` characters (an ellipsis says it was cut)."""
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= n else text[: n - 1].rsplit(" ", 1)[0] + " …"
+
+
+def _percent(p) -> str:
+    return "" if p is None else f"{p:.0%}"
+
+
+def _commonest(counts, name, answered: int) -> str:
+    """The class's commonest answer and how many gave it ("door, 2 of 3"; a tie names each)."""
+    if not answered or not counts:
+        return "no answers"
+    top = max(counts.values())
+    tied = [name(a) for a, c in counts.most_common() if c == top]
+    if len(tied) > 3:
+        return f"{len(tied)} answers tie, {top} of {answered} each"
+    shown = tied[0] if len(tied) == 1 else ", ".join(tied[:-1]) + " and " + tied[-1]
+    return f"{shown}, {top} of {answered}" + (" each" if len(tied) > 1 else "")
+
+
+def reveal_summary(rnd: Round, words: list[str], model: ModelAnswer, tally: Tally) -> str:
+    """The reveal's figure in one sentence, from its numbers: the class's commonest answer, the
+    model's answer and its probability (the figure's accessible name and the page's announcement)."""
+
+    def word(k: str) -> str:  # a word's number (the tally's key) as the word
+        return words[int(k)]
+
+    if rnd.kind == "answer_span":
+        first, last = model.answer.split("-")
+        return (
+            f"The class's commonest first word: {_commonest(tally.counts, word, tally.answered)}; "
+            f"last word: {_commonest(tally.ends, word, tally.answered)}; the model's answer: {model.words} "
+            f"(as the first word {_percent(model.options.get(first, 0.0))}, "
+            f"as the last word {_percent((model.ends or {}).get(last, 0.0))})."
+        )
+    p = _percent(model.options.get(model.answer, 0.0))
+    if rnd.kind == "attention":
+        theirs = _commonest(tally.counts, word, tally.answered)
+        return f"The class's top word: {theirs}; the model's: {model.words}, {p} of the head's attention."
+    return f"The class's top answer: {_commonest(tally.counts, str, tally.answered)}; the model's: {model.words}, {p}."
+
+
 def _bar(share: float, cls: str, label: str) -> str:
     width = max(0.0, min(1.0, share)) * 100
     return (
@@ -196,13 +251,11 @@ def _bar(share: float, cls: str, label: str) -> str:
     )
 
 
-def _percent(p) -> str:
-    return "" if p is None else f"{p:.0%}"
-
-
 def reveal_html(rnd: Round, words: list[str], model: ModelAnswer, tally: Tally, mine: str | None = None) -> str:
     """The reveal: the class's answers beside the model's probabilities, the truth, the note.
-    `mine`: a student's own answer (their page says it)."""
+    `mine`: a student's own answer (their page says it). The figure (legend and bars, every bar
+    labelled with its number) is an image named by its summary sentence, and its numbers are a
+    table one click away."""
     n = max(tally.answered, 1)
     said = f"{tally.agreed} of {tally.answered} gave the model's answer" if tally.answered else "no answers"
     head = f'<p class="bl-said">The model says <b>{esc(model.words)}</b> · {said}</p>'
@@ -211,18 +264,16 @@ def reveal_html(rnd: Round, words: list[str], model: ModelAnswer, tally: Tally, 
     if rnd.truth:
         head += f'<p class="bl-truth">The right answer: <b>{esc(rnd.truth)}</b></p>'
     legend = (
-        '<p class="bl-legend"><span class="bl-key class"></span> the class '
-        '<span class="bl-key model"></span> the model</p>'
+        '<p class="bl-legend"><span class="bl-key class"></span> the class: how many students '
+        '<span class="bl-key model"></span> the model: its probability (striped)</p>'
     )
     if rnd.kind in ("masked_word", "next_sentence"):
-        theirs = [a for a, _ in tally.counts.most_common() if a not in model.options]
-        options = list(model.options) + theirs[:MORE_GUESSES]
+        options, rest = _options(model, tally)
         rows = "".join(
             f"<tr><th>{esc(o)}</th><td>{_bar(tally.counts[o] / n, 'class', str(tally.counts[o]))}</td>"
             f"<td>{_bar(model.options.get(o, 0.0), 'model', _percent(model.options.get(o)))}</td></tr>"
             for o in options
         )
-        rest = theirs[MORE_GUESSES:]
         if rest:  # a row for the guesses left out, so that the class's column still adds up
             others = sum(tally.counts[a] for a in rest)
             rows += (
@@ -231,38 +282,91 @@ def reveal_html(rnd: Round, words: list[str], model: ModelAnswer, tally: Tally, 
         body = f'<table class="bl-bars"><tr><th></th><th>the class</th><th>the model</th></tr>{rows}</table>'
     else:
         body = _word_bars(words, model, tally, n)
+    summary = esc(reveal_summary(rnd, words, model, tally))
+    figure = (
+        f'<div class="bl-figure" role="img" aria-label="{summary}"><div aria-hidden="true">{legend}{body}</div></div>'
+    )
     note = f'<p class="bl-note">{esc(rnd.note)}</p>' if rnd.note else ""
-    return f'<div class="bl-reveal">{head}{legend}{body}{note}</div>'
+    return f'<div class="bl-reveal">{head}{figure}{numbers_table(rnd, words, model, tally)}{note}</div>'
+
+
+def _options(model: ModelAnswer, tally: Tally) -> tuple[list[str], list[str]]:
+    """A masked_word or next_sentence reveal's rows: the model's options and the class's commonest
+    other guesses; and the class's guesses left out (counted in one row)."""
+    theirs = [a for a, _ in tally.counts.most_common() if a not in model.options]
+    return list(model.options) + theirs[:MORE_GUESSES], theirs[MORE_GUESSES:]
+
+
+def numbers_table(rnd: Round, words: list[str], model: ModelAnswer, tally: Tally) -> str:
+    """The reveal's numbers as a table (a caption, headers with their scope), in a <details>: what
+    the bars draw, for a screen reader or whoever wants the exact numbers."""
+    if rnd.kind in ("masked_word", "next_sentence"):
+        options, rest = _options(model, tally)
+        heads = ("answer", "the class: students", "the model: probability")
+        rows = [(o, [tally.counts[o], _percent(model.options.get(o, 0.0))]) for o in options]
+        rows += [(f"{len(rest)} other guesses", [sum(tally.counts[a] for a in rest), ""])] if rest else []
+    else:
+        ends = model.ends is not None
+        heads = ("word", *(("first word: students", "first word: model", "last word: students", "last word: model")
+                           if ends else ("the class: students", "the model: attention")))  # fmt: skip
+        rows = []
+        for i, w in enumerate(words):
+            k = str(i)
+            cells = [tally.counts.get(k, 0), _percent(model.options.get(k, 0.0))]
+            if ends:
+                cells += [tally.ends.get(k, 0), _percent(model.ends.get(k, 0.0))]
+            rows.append((f"{i + 1}. {w}", cells))
+    head = "".join(f'<th scope="col">{esc(h)}</th>' for h in heads)
+    body = "".join(
+        f'<tr><th scope="row">{esc(name)}</th>{"".join(f"<td>{esc(c)}</td>" for c in cells)}</tr>'
+        for name, cells in rows
+    )
+    caption = f"{esc(rnd.title)}: the class's answers ({tally.answered} students) beside the model's"
+    return (
+        '<details class="bl-numbers"><summary>the numbers as a table</summary>'
+        f"<table><caption>{caption}</caption><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>"
+    )
 
 
 def _word_bars(words, model: ModelAnswer, tally: Tally, n: int) -> str:
-    """The text itself, each word under small bars: the class's share and the model's probability
-    (answer_span: as start, then as end)."""
-    rows = (
-        [("start", tally.counts, model.options), ("end", tally.ends, model.ends)]
+    """The text itself, each word under small bars labelled with their numbers: how many students
+    chose it and the model's probability (answer_span: as the first word, then as the last)."""
+    sides = (
+        [("first", tally.counts, model.options), ("last", tally.ends, model.ends)]
         if model.ends
         else [("", tally.counts, model.options)]
     )
     cells = []
     for i, w in enumerate(words):
         k = str(i)
-        bars = "".join(
-            f'<span class="bl-pair" title="{esc(name)}">'
-            f'<span class="bl-v class" style="height:{100 * counts[k] / n:.0f}%"></span>'
-            f'<span class="bl-v model" style="height:{100 * probs.get(k, 0):.0f}%"></span></span>'
-            for name, counts, probs in rows
-        )
+        pairs = "".join(_pair(side, counts.get(k, 0), n, probs.get(k, 0.0)) for side, counts, probs in sides)
         hit = " bl-hit" if k in model.answer.split("-") else ""
         cells.append(
-            f'<span class="bl-w{hit}"><span class="bl-vs">{bars}</span><span class="bl-t">{esc(w)}</span></span>'
+            f'<span class="bl-w{hit}"><span class="bl-vs">{pairs}</span><span class="bl-t">{esc(w)}</span></span>'
         )
     what = (
-        "chosen as the first word (left bars) and as the last word (right bars)"
+        "chosen as the answer's first word (left pair, marked first) and as its last word (right pair, marked last)"
         if model.ends
         else "tapped by the class, and how much the head looks at it"
     )
     other = f" · {model.other:.0%} of its attention is on [CLS], [SEP] or words cut off" if model.other >= 0.005 else ""
     return f'<p class="bl-hint">How often each word was {what}{other}</p><div class="bl-flow">{"".join(cells)}</div>'
+
+
+def _pair(side: str, count: int, n: int, p: float) -> str:
+    """A word's two bars, the class's (students) and the model's (its probability), each under its
+    number (none where it is nought); `side` ("first", "last") written under the pair."""
+
+    def bar(cls: str, share: float, label: str) -> str:
+        return (
+            f'<span class="bl-v {cls}"><span class="bl-n">{label}</span>'
+            f'<span class="bl-track"><span class="bl-fill" style="height:{100 * share:.0f}%"></span></span></span>'
+        )
+
+    shown = count or round(p, 2)
+    said = f'<span class="bl-side">{side}</span>' if side and shown else ""
+    bars = bar("class", count / n, str(count) if count else "") + bar("model", p, _percent(p) if round(p, 2) else "")
+    return f'<span class="bl-pair"><span class="bl-two">{bars}</span>{said}</span>'
 
 
 # The reveal's look, for the projector (large) and a phone (the same rules, narrower). The first
@@ -271,16 +375,18 @@ def _word_bars(words, model: ModelAnswer, tally: Tally, n: int) -> str:
 # the room (tests/test_browser_rounds.py looks for the link)
 ROUNDS_CSS = """
 .nav-holder {display:none !important}
-.bl-round .bl-kind {margin:0; font-size:var(--text-md); color:var(--body-text-color-subdued)}
+.bl-round .bl-kind {margin:0; font-size:var(--text-md); color:var(--body-text-color)}
 .bl-ask {font-size:1.25em; font-weight:600; margin:.2em 0}
-.bl-text {font-size:1.2em; line-height:1.5; margin:.3em 0}
-.bl-mask {color:var(--color-accent)}
-.bl-hint, .bl-legend {color:var(--body-text-color-subdued); margin:.2em 0}
-.bl-said {font-size:1.2em; margin:.2em 0}
-.bl-truth, .bl-mine {margin:.2em 0}
+.bl-text {font-size:1.2em; line-height:1.5; margin:.3em 0; overflow-wrap:anywhere}
+.bl-mask {color:#9a3412; text-decoration:underline}
+.dark .bl-mask {color:#fdba74}
+.bl-hint, .bl-legend {color:var(--body-text-color); margin:.2em 0}
+.bl-said {font-size:1.2em; margin:.2em 0; overflow-wrap:anywhere}
+.bl-truth, .bl-mine {margin:.2em 0; overflow-wrap:anywhere}
 .bl-key {display:inline-block; width:.9em; height:.9em; border-radius:2px; vertical-align:middle}
-.bl-key.class, .bl-bar.class span, .bl-v.class {background:#e4791b}
-.bl-key.model, .bl-bar.model span, .bl-v.model {background:#3b6fd8}
+.bl-key.class, .bl-bar.class span, .bl-v.class .bl-fill {background:#e4791b}
+.bl-key.model, .bl-bar.model span, .bl-v.model .bl-fill {background:#3b6fd8;
+  background-image:repeating-linear-gradient(135deg, transparent 0 3px, rgba(255,255,255,.45) 3px 5px)}
 table.bl-bars {border-collapse:collapse; border:0 !important; width:100%; max-width:760px}
 table.bl-bars th, table.bl-bars td {border:0 !important; background:none !important; padding:3px 6px;
   text-align:left; white-space:nowrap}
@@ -293,11 +399,25 @@ table.bl-bars td {width:36%}
 .bl-flow {display:flex; flex-wrap:wrap; gap:6px 4px; align-items:flex-end}
 .bl-w {display:inline-flex; flex-direction:column; align-items:center}
 .bl-w.bl-hit .bl-t {font-weight:700; text-decoration:underline}
-.bl-vs {display:flex; gap:3px; height:4.5em; align-items:flex-end}
-.bl-pair {display:flex; gap:1px; height:100%; align-items:flex-end}
-.bl-v {display:block; width:9px}
+.bl-vs {display:flex; gap:4px; align-items:flex-end}
+.bl-pair {display:flex; flex-direction:column; align-items:center}
+.bl-two {display:flex; gap:3px; align-items:flex-end}
+.bl-v {display:flex; flex-direction:column; align-items:center; min-width:9px}
+.bl-n {font-size:.8em; line-height:1.2; font-variant-numeric:tabular-nums}
+.bl-track {display:flex; align-items:flex-end; height:3.5em; width:100%}
+.bl-fill {display:block; width:100%}
+.bl-side {font-size:.8em; line-height:1.1}
 .bl-t {font-size:1.1em}
 .bl-note {font-style:italic; margin:.4em 0}
+.bl-numbers {margin:.3em 0}
+.bl-numbers summary {cursor:pointer; text-decoration:underline}
+.bl-numbers summary:focus-visible {outline:3px solid var(--body-text-color); outline-offset:2px}
+.bl-numbers table {border-collapse:collapse; font-size:.85em; margin-top:.3em}
+.bl-numbers caption {text-align:left; font-weight:600}
+.bl-numbers th, .bl-numbers td {padding:2px 8px; text-align:left; overflow-wrap:anywhere}
+.bl-sr {position:absolute; width:1px; height:1px; margin:-1px; overflow:hidden; clip:rect(0 0 0 0);
+  white-space:nowrap; border:0}
+#play-say, #teach-say {display:none !important}
 .bl-join {display:flex; gap:16px; align-items:center}
 .bl-join svg {display:block; width:110px; height:auto; background:#fff}
 .bl-join p {margin:.1em 0; font-size:1.1em}
@@ -306,8 +426,15 @@ table.bl-bars td {width:36%}
 .bl-live {font-size:1.6em; margin:0}
 .bl-title {margin:0; font-weight:700; font-size:1.1em}
 #teach-question, #teach-result {font-size:1.3em}
-@media (max-width: 500px) {.bl-vs {height:3em}}
+@media (max-width: 500px) {.bl-track {height:2.5em}}
+@media (max-width: 400px) {table.bl-bars th, table.bl-bars td {padding:2px 3px}
+  table.bl-bars th:first-child {font-size:1em; overflow-wrap:normal}
+  .bl-num {width:2.7em} .bl-bar {width:calc(100% - 2.9em)}}
 :where(.bl-ask-row) {display:none}
 body.bl-teacher .bl-ask-row {display:flex !important}
+#play-words .token.highlighted {background-color:#fed7aa !important; color:#000 !important;
+  text-decoration:underline; text-decoration-thickness:2px}
+.dark #play-words .token.highlighted {background-color:#9a3412 !important; color:#fff !important}
+#play-words .token:focus-visible {outline:3px solid var(--body-text-color); outline-offset:2px}
 #play-isnext button, #play-notnext button, #play-isnext, #play-notnext {min-height:3em}
 """
