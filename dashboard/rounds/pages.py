@@ -21,11 +21,63 @@ from ..common import said, status_html
 from ..qr import is_address, svg
 from .classroom import ClassError, Classroom
 from .deck import Round, make_round
-from .kinds import AnswerError, ModelAnswer, model_answer, question_html, reveal_html
+from .kinds import (
+    AnswerError,
+    ModelAnswer,
+    esc,
+    model_answer,
+    question_html,
+    question_text,
+    reveal_html,
+    reveal_summary,
+    short,
+)
 
 POLL_S = 1.0  # how often a page asks whether the round changed: the reveal reaches it within this
 KEY_STORE = "bert-lab-teacher-key"  # the teacher's browser keeps the key here (localStorage)
 FAILS = (ClassError, AnswerError, ValueError)
+# A page's polite live region (role=status), made once by the page's script outside Gradio's
+# components (a region must be there before what it says changes), saying the new text of the
+# watched boxes: the round or the reveal (a hidden box's data-say), an action's status line (unless
+# that line is a live region itself: dashboard.access makes every status line one). A text
+# already said is not said again (the poll redraws nothing unless the round changed), and texts
+# changing together are said together.
+LIVE_JS = """(watched) => {
+  if (document.getElementById('bl-live')) return;
+  const live = document.createElement('div');
+  live.id = 'bl-live';
+  live.className = 'bl-sr';
+  live.setAttribute('role', 'status');
+  live.setAttribute('aria-live', 'polite');
+  document.body.appendChild(live);
+  const last = {}, pending = [];
+  let timer = 0;
+  const read = (el) => {
+    const say = el.querySelector('[data-say]');
+    if (say) return say.dataset.say;
+    const copy = el.cloneNode(true);
+    copy.querySelectorAll('[data-testid=status-tracker], details').forEach((x) => x.remove());
+    return copy.textContent.replace(/\\s+/g, ' ').trim();
+  };
+  const heard = (sel, el) => {
+    if (el.querySelector('[aria-live=polite], [aria-live=assertive]')) return;  // a status line that speaks itself
+    const text = read(el);
+    if (text === (last[sel] || '')) return;
+    last[sel] = text;
+    if (!text) return;
+    pending.push(text);
+    clearTimeout(timer);
+    timer = setTimeout(() => { live.textContent = pending.splice(0).join(' '); }, 150);
+  };
+  const watch = (sel, tries) => {
+    const el = document.querySelector(sel);
+    if (!el) return tries > 0 && setTimeout(() => watch(sel, tries - 1), 250);
+    last[sel] = read(el);
+    const all = {subtree: true, childList: true, characterData: true, attributes: true};
+    new MutationObserver(() => heard(sel, el)).observe(el, all);
+  };
+  watched.forEach((sel) => watch(sel, 40));
+}"""
 
 
 class Rounds:
@@ -95,6 +147,20 @@ class Rounds:
             words = f'<p class="bl-text">{html.escape(rnd.text)}</p>'
         head = f'<p class="bl-kind">Round {live.number} · {rnd.title} · {html.escape(live.model_name)}</p>'
         return f'<div class="bl-round">{head}{question_html(rnd)}{words}</div>'
+
+    def announcement(self) -> str:
+        """What the pages' live regions say of the round: its number, kind and question in short
+        when it starts; the reveal's summary when it is revealed."""
+        live = self.room.live
+        if live is None:
+            return ""
+        if live.revealed:
+            return f"Round {live.number} revealed. {reveal_summary(live.round, live.words, live.model, live.tally)}"
+        return f"Round {live.number}, {live.round.title}: {question_text(live.round)}"
+
+    def say(self) -> str:
+        """The hidden box the page's live region reads (LIVE_JS): the announcement as data-say."""
+        return f'<span data-say="{esc(self.announcement())}"></span>'
 
     def reveal(self, token: str | None = None) -> str:
         live = self.room.live
@@ -203,7 +269,7 @@ class Rounds:
             card = gr.HTML(self.join_card(""), elem_id="teach-join", scale=3)
             live = gr.HTML(elem_id="teach-live", scale=1)
         with gr.Row(elem_id="teach-controls"):
-            labels = [f"{n}. {r.title}: {_short(r.get('question') or r.text)}" for n, r in enumerate(room.deck, 1)]
+            labels = [f"{n}. {r.title}: {short(r.get('question') or r.text, 60)}" for n, r in enumerate(room.deck, 1)]
             pick = gr.Dropdown(
                 list(zip(labels, range(1, len(labels) + 1))), value=1, label="Round of the deck", scale=3
             )
@@ -212,6 +278,7 @@ class Rounds:
             nxt = gr.Button("Next round", scale=0, min_width=120, elem_id="teach-next")
             export = gr.Button("Export CSV", scale=0, min_width=110)
         status = gr.HTML(elem_id="teach-status", elem_classes="bl-status")
+        say = gr.HTML(self.say(), elem_id="teach-say")
         question = gr.HTML(self.teacher_question(), elem_id="teach-question")
         result = gr.HTML(elem_id="teach-result")
         file = gr.File(label="the class's rounds and answers (CSV)", visible=False, elem_id="teach-file")
@@ -225,10 +292,10 @@ class Rounds:
             try:
                 line = action(*args)
             except FAILS as e:
-                return status_html(f"⚠️ {e}"), gr.skip(), gr.skip()
-            return status_html(line), self.teacher_question(), self.reveal()
+                return status_html(f"⚠️ {e}"), gr.skip(), gr.skip(), gr.skip()
+            return status_html(line), self.teacher_question(), self.reveal(), self.say()
 
-        shown = [status, question, result]
+        shown = [status, question, result, say]
         start.click(lambda k, n: act(room.start, k, n), [key, pick], shown, queue=False, api_visibility="private")
         reveal.click(lambda k: act(room.reveal, k), key, shown, queue=False, api_visibility="private")
         nxt.click(lambda k: act(room.next, k), key, shown, queue=False, api_visibility="private")
@@ -248,10 +315,10 @@ class Rounds:
                 f'<p class="bl-live"><b>{joined}</b> joined · <b>{answered}</b> answered</p>'
             )
             if version == room.version:
-                return line, gr.skip(), gr.skip(), version
-            return line, self.teacher_question(), self.reveal(), room.version
+                return line, gr.skip(), gr.skip(), gr.skip(), version
+            return line, self.teacher_question(), self.reveal(), self.say(), room.version
 
-        gr.Timer(POLL_S).tick(tick, seen, [live, question, result, seen], queue=False, api_visibility="private")
+        gr.Timer(POLL_S).tick(tick, seen, [live, question, result, say, seen], queue=False, api_visibility="private")
         # the key from the terminal's link (?key=...), kept in this browser for the tabs' "Ask the
         # class" rows, then taken out of the address bar: the projector must not show it
         js = f"""() => {{
@@ -265,6 +332,7 @@ class Rounds:
           return [k, window.location.origin];
         }}"""
         page.load(None, None, [key, origin], js=js, queue=False)
+        page.load(None, None, None, js=f"() => ({LIVE_JS})(['#teach-say', '#teach-status'])", queue=False)
         # a key typed by hand (Enter) is kept in this browser too, for the tabs' "Ask the class" rows
         key.submit(None, key, None, js=f"(k) => {{ localStorage.setItem('{KEY_STORE}', k.trim()); }}", queue=False)
         origin.change(self.join_card, origin, card, queue=False, api_visibility="private")
@@ -290,11 +358,6 @@ def _or_error(fn, *args):
         raise gr.Error(str(e)) from None
 
 
-def _short(text: str, n: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 1].rsplit(" ", 1)[0] + " …"
-
-
 class StudentPage:
     """A student's page (/play): join, then the round being played, refreshed every POLL_S."""
 
@@ -307,6 +370,7 @@ class StudentPage:
         gr.Markdown("# BERT Lab · play along", elem_id="play-title")
         token = gr.BrowserState("", storage_key="bert-lab-class-token")  # kept by the phone across reloads
         seen, first = gr.State(-1), gr.State(-1)  # the version shown; answer_span: the first word tapped
+        say = gr.HTML(elem_id="play-say")  # what the live region says of the round (outside the hidden boxes)
         with gr.Column(visible=True, elem_id="play-join") as join_box:
             code = gr.Textbox(label="Room code (on the projector)", max_length=8, elem_id="play-code")
             name = gr.Textbox(label="Your name (optional)", max_length=30, elem_id="play-name")
@@ -330,7 +394,7 @@ class StudentPage:
             )
             reveal = gr.HTML(elem_id="play-reveal")
         status = gr.HTML(elem_id="play-status", elem_classes="bl-status")
-        outputs = [seen, join_box, round_box, question, guess_row, guess, vote_row, words, reveal, first, status]
+        outputs = [seen, join_box, round_box, question, guess_row, guess, vote_row, words, reveal, first, status, say]
         self.outputs = outputs
 
         private = dict(queue=False, api_visibility="private")
@@ -351,6 +415,7 @@ class StudentPage:
         js = "(typed) => new URLSearchParams(window.location.search).get('room') || typed"
         page.load(None, code, code, js=js, queue=False)
         page.load(self.view, [token, seen], outputs, **private)
+        page.load(None, None, None, js=f"() => ({LIVE_JS})(['#play-say', '#play-status'])", queue=False)
 
     def version(self) -> int:
         return self.room.version
@@ -359,15 +424,15 @@ class StudentPage:
         """What the page shows now, or nothing changed (skips) when the version was shown."""
         room = self.room
         if not room.knows(tok):
-            return (-1, gr.Column(visible=True), gr.Column(visible=False), *[gr.skip()] * 8)
+            return (-1, gr.Column(visible=True), gr.Column(visible=False), *[gr.skip()] * (len(self.outputs) - 3))
         if version == room.version:
             return tuple(gr.skip() for _ in self.outputs)
         live = room.live
         if live is None:
-            wait = '<p class="bl-ask">Joined. Wait for the teacher to start a round.</p>'
+            wait = '<p class="bl-ask">Joined. Wait for the teacher to start a round.</p>'  # the status says "Joined"
             hidden = gr.Row(visible=False)
             return (room.version, gr.Column(visible=False), gr.Column(visible=True), wait,
-                    hidden, gr.skip(), hidden, gr.HighlightedText(visible=False), "", -1, "")  # fmt: skip
+                    hidden, gr.skip(), hidden, gr.HighlightedText(visible=False), "", -1, gr.skip(), "")  # fmt: skip
         kind, mine, open_ = live.round.kind, room.mine(tok), not live.revealed
         tap = kind in ("answer_span", "attention")
         return (
@@ -382,6 +447,7 @@ class StudentPage:
             self.rounds.reveal(tok),
             -1,
             "",  # a new round or the reveal: the last line (what was sent) goes
+            self.rounds.say(),
         )
 
     def joined(self, code, name):
