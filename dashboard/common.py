@@ -56,7 +56,7 @@ def said(plain, detail="") -> StatusLine:
     line = html.escape(str(plain or ""), quote=False)
     if detail:
         line += (
-            '<details class="bl-details" style="font-size:0.9em;opacity:0.85"><summary style="cursor:pointer">'
+            '<details class="bl-details" style="font-size:0.9em"><summary style="cursor:pointer">'
             f"details</summary>{html.escape(str(detail), quote=False)}</details>"
         )
     return StatusLine(line)
@@ -268,17 +268,54 @@ class FigureDownloads:
             return ""
         return kept.payload()
 
+    @staticmethod
+    def table(kept: FigureNumbers | None) -> str:
+        """The numbers a figure draws as an HTML table a screen reader can walk (the first
+        TABLE_ROWS rows, saying so when there are more: the CSV has them all)."""
+        if kept is None:
+            return status_html("This figure's numbers are no longer kept: draw it again, then show the table.")
+        return numbers_table(kept.numbers)
+
     def box(self, value: FigureNumbers | None = None) -> gr.State:
         """Under a figure: the button that saves its numbers as CSV (its PNG: the camera in the
-        figure), and the gr.State the figure's handler fills (returned: the handler's output)."""
+        figure), the button that shows them as a table, and the gr.State the figure's handler
+        fills (returned: the handler's output)."""
         kept = gr.State(value, time_to_live=self.max_age)
-        button = gr.Button("⬇ the figure's data (CSV)", size="sm", variant="secondary")
+        with gr.Row():
+            button = gr.Button("⬇ the figure's data (CSV)", size="sm", variant="secondary")
+            show = gr.Button("the figure's numbers as a table", size="sm", variant="secondary")
+        shown = gr.HTML("", padding=False, elem_classes="bl-numbers")
         if self._payload is None:
             self._payload = gr.Textbox("", visible=False)
         button.click(self.text, kept, self._payload, api_visibility="private", queue=False).then(
             None, self._payload, None, js=SAVE_CSV_JS
         )
+        show.click(self.table, kept, shown, api_visibility="private", queue=False)
+        kept.change(lambda: "", None, shown, api_visibility="private", queue=False, show_progress="hidden")
         return kept
+
+
+TABLE_ROWS = 200  # rows of a figure's table shown in the page; the CSV download has every row
+
+
+def numbers_table(numbers) -> str:
+    """A lab.figures.tables object's rows as an HTML table (caption: its summary), escaped."""
+    rows = numbers.rows()
+    if not rows:
+        return status_html("The figure draws no numbers.")
+    summary = numbers.summary() if hasattr(numbers, "summary") else ""
+    cut = f" The first {TABLE_ROWS:,} of {len(rows):,} rows; the CSV has them all." if len(rows) > TABLE_ROWS else ""
+    head = "".join(f'<th scope="col">{html.escape(str(k))}</th>' for k in rows[0])
+
+    def cell(v) -> str:
+        return f"{v:.4g}" if isinstance(v, float) else html.escape(str(v))
+
+    body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in r.values()) + "</tr>" for r in rows[:TABLE_ROWS])
+    return (
+        f'<div class="bl-scroll bl-table" tabindex="0" role="region" aria-label="the figure\'s numbers">'
+        f"<table><caption>{html.escape(summary + cut)}</caption><thead><tr>{head}</tr></thead>"
+        f"<tbody>{body}</tbody></table></div>"
+    )
 
 
 # the browser saves the CSV it was sent (nothing is written on the server)
@@ -417,10 +454,14 @@ def why_method(value) -> str:
     return WHY_METHODS.get(value, "integrated_gradients")
 
 
+SHADE_MAX = 0.7  # the deepest shade: the page's text stays at least 4.5:1 on it, in both themes
+
+
 def attribution_chips(result) -> list[tuple[str, float | None]]:
     """The tokens shaded by their scores (HighlightedText: red toward the answer, purple against,
-    deeper = more; over the largest |score|), a space after each; special tokens unshaded."""
-    top = max((abs(s) for s in result.scores), default=0.0) or 1.0
+    deeper = more; over the largest |score|, times SHADE_MAX), a space after each; special tokens
+    unshaded."""
+    top = (max((abs(s) for s in result.scores), default=0.0) or 1.0) / SHADE_MAX
     chips = []
     for token, score in zip(result.tokens, result.scores):
         special = token in ("[CLS]", "[SEP]", "[PAD]")

@@ -68,7 +68,10 @@ window.blCurrent = (() => {
 </script>"""
 
 CURRENT_CSS = """
-.bl-stale > * { opacity: 0.35; filter: grayscale(1); }
+/* out of date: greyed, its figures faded; its words keep their contrast (WCAG 1.4.3), a dashed frame says it too */
+.bl-stale > * { filter: grayscale(1); }
+.bl-stale .js-plotly-plot { opacity: 0.35; }
+.bl-stale { outline: 2px dashed #b45309; outline-offset: 2px; }
 .bl-stale[data-stale]::before {
   content: attr(data-stale); display: block; font-weight: 600; color: #92400e;
   background: #fef3c7; border-radius: 4px; padding: 2px 8px; margin-bottom: 4px;

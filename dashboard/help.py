@@ -1,8 +1,7 @@
 """The words on the page: each tab's help (what you are looking at, where the paper says it),
 the examples, colours, CSS and the few lines of JavaScript the page runs."""
 
-import gradio as gr
-
+from .access import ACCESS_CSS, ACCESS_HEAD, THEME
 from .current import CURRENT_CSS, CURRENT_HEAD
 from .qr import QR_CSS
 from .room import ROOM_CSS, ROOM_HEAD
@@ -74,7 +73,7 @@ CORRUPTION_COLORS = {"[MASK] (80%)": "#f97316", "random (10%)": "#ef4444", "kept
 
 # Tagging: one fixed colour per tag, whatever model or sentence ("O", outside any entity: none).
 # Entities (B-PER and I-PER both show as PER) in four hues far apart ...
-ENTITY_COLORS = {"PER": "#a78bfa", "LOC": "#fbbf24", "ORG": "#22d3ee", "MISC": "#f472b6"}
+ENTITY_COLORS = {"PER": "#a78bfa", "LOC": "#f59e0b", "ORG": "#22d3ee", "MISC": "#f472b6"}
 # ... and the 17 universal POS tags, related tags in related hues: nominals blue, verbs green,
 # modifiers orange, function words purple / pink, numbers yellow, the rest grey or red.
 UPOS_COLORS = {
@@ -90,7 +89,7 @@ UPOS_COLORS = {
     "CCONJ": "#ec4899",
     "SCONJ": "#f9a8d4",
     "PART": "#e879f9",
-    "NUM": "#facc15",
+    "NUM": "#eab308",
     "INTJ": "#ef4444",
     "PUNCT": "#d1d5db",
     "SYM": "#9ca3af",
@@ -108,13 +107,18 @@ def tag_colors(categories) -> dict[str, str]:
 
 
 CSS = """
+.bl-table {max-height:24em; overflow:auto}
+.bl-table table {font-size:var(--text-sm)}
+.bl-table caption {text-align:left; padding:4px 0}
 .bl-status {min-height:1.4em}
 .bl-card td:first-child {white-space:nowrap}
 #model-add {align-self:flex-end; margin-bottom:var(--spacing-xl)}
 """
 # Gradio 6: look and feel go to launch()
 LAUNCH_OPTIONS = dict(
-    css=CSS + CURRENT_CSS + ROOM_CSS + QR_CSS + ROUNDS_CSS, head=CURRENT_HEAD + ROOM_HEAD, theme=gr.themes.Soft()
+    css=CSS + CURRENT_CSS + ROOM_CSS + QR_CSS + ROUNDS_CSS + ACCESS_CSS,
+    head=CURRENT_HEAD + ROOM_HEAD + ACCESS_HEAD,
+    theme=THEME,
 )
 
 

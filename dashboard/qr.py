@@ -33,7 +33,9 @@ def svg(text: str) -> str:
         code = segno.make(text, error="m", micro=False)
     except segno.DataOverflowError:
         return ""
-    return code.svg_inline(scale=1, border=4, dark="#000", light="#fff", omitsize=True)
+    return code.svg_inline(  # role=img: a picture named by its <title>
+        scale=1, border=4, dark="#000", light="#fff", omitsize=True, title=f"QR code of {text}"
+    )
 
 
 def link_qr(link) -> str:
@@ -48,9 +50,10 @@ def link_qr(link) -> str:
             f"(at most {MAX_QR_LINK:,}). Shorten the tab's text, or copy the link instead."
         )
     return (
-        '<div class="bl-qr-overlay" role="dialog" aria-label="QR code of the link" title="click to close">'
-        f'<div class="bl-qr-card">{drawn}<p class="bl-qr-text">{html.escape(link)}</p>'
-        '<p class="bl-qr-hint">scan it with a phone&#39;s camera &middot; click or press Esc to close</p></div></div>'
+        '<div class="bl-qr-overlay" role="dialog" aria-modal="true" aria-label="QR code of the link" '
+        f'title="click to close"><div class="bl-qr-card">{drawn}<p class="bl-qr-text">{html.escape(link)}</p>'
+        '<p class="bl-qr-hint">scan it with a phone&#39;s camera &middot; click or press Esc to close</p>'
+        '<button type="button" class="bl-qr-close">Close</button></div></div>'
     )
 
 
@@ -81,10 +84,24 @@ def terminal_qr(address: str) -> str:
     return out.getvalue()
 
 
-# the overlay closes on a click or Escape (its HTML is replaced by nothing)
+# The overlay is a modal dialog: it takes the focus (its Close button) and keeps it (Tab stays on
+# it); a click, Close or Escape closes it (its HTML is replaced by nothing) and gives the focus
+# back to the QR button.
 CLOSE_QR_JS = """
-element.addEventListener('click', () => { props.value = ''; });
-document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && props.value) props.value = ''; });
+const closer = () => element.querySelector('.bl-qr-close');
+const close = () => {
+  if (!props.value) return;
+  props.value = '';
+  document.getElementById('share-qr-button')?.focus();
+};
+element.addEventListener('click', close);
+document.addEventListener('keydown', (e) => {
+  if (!props.value || !closer()) return;
+  if (e.key === 'Escape') close();
+  else if (e.key === 'Tab') { e.preventDefault(); closer().focus(); }
+});
+new MutationObserver(() => { if (closer() && !element.contains(document.activeElement)) closer().focus(); })
+  .observe(element, {childList: true, subtree: true});
 """
 # the room QR asks the server for its SVG the first time presenter mode shows it (body.bl-presenter),
 # not when the page opens: a page opened by a student sends no request for it
@@ -114,6 +131,7 @@ QR_CSS = """
 .bl-qr-card svg {display:block; width:min(72vh, 86vw); height:auto; margin:0 auto}
 .bl-qr-text {margin:8px 0 0; font:600 clamp(14px, 2vw, 26px)/1.3 var(--font-mono); word-break:break-all; color:#111}
 .bl-qr-hint {margin:4px 0 0; font-size:14px; color:#444}
+.bl-qr-close {margin-top:8px; padding:4px 16px; border:1px solid #444; border-radius:6px; background:#fff; color:#111}
 .bl-qr-notice {margin:0; color:var(--body-text-color-subdued)}
 body.bl-presenter #room-qr {display:block}
 #room-qr .bl-room-card {display:inline-block}

@@ -31,6 +31,12 @@ window.blRoom = (() => {
     let delta = 0;
     if (top < MARGIN) delta = top - MARGIN;
     else if (wanted > h - MARGIN) delta = wanted - (h - MARGIN);
+    // the control that has the keyboard's focus stays on screen (Tab through a menu recomputes a view)
+    const focused = document.activeElement;
+    if (delta && focused && focused !== document.body) {
+      const f = focused.getBoundingClientRect();
+      if (f.height > 0) delta = Math.min(Math.max(delta, f.bottom - h + MARGIN), f.top - MARGIN);
+    }
     if (delta) window.scrollBy({top: delta, behavior: "instant"});
   };
   const region = (els) => {

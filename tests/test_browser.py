@@ -676,12 +676,14 @@ def test_first_views_stay_visible_while_the_queue_is_busy_at_1024(browser, app_u
         page.close()
 
 
-# The Tag tab's colours as the browser draws them: each highlighted word's category and background,
-# the legend's entries and their backgrounds.
+# The Tag tab's colours as the browser draws them: each highlighted word's category, its type written
+# beside it (not said by colour alone) and its background; the legend's entries (none: the words
+# carry their types).
 TAG_VIEW_JS = """(block) => {
   const bg = e => getComputedStyle(e).backgroundColor;
   const words = [...block.querySelectorAll('.textfield .token')].filter(t => t.innerText.trim()).map(t => ({
-    text: t.querySelector('.text').innerText.trim(), highlighted: t.classList.contains('highlighted'), color: bg(t)}));
+    text: t.querySelector('.text').innerText.trim(), highlighted: t.classList.contains('highlighted'), color: bg(t),
+    label: t.querySelector('.label')?.innerText.trim() ?? null}));
   const legend = [...block.querySelectorAll('[data-testid="highlighted-text:category-legend"] > *')]
     .map(e => ({name: e.innerText.trim(), color: bg(e), visible: e.getBoundingClientRect().width > 0}));
   return {words, legend};
@@ -720,13 +722,19 @@ def test_tag_words_at_1024(browser, shots):
         words, legend = drawn["words"], drawn["legend"]
         example = TAG_EXAMPLES[0][0]
         assert " ".join(w["text"] for w in words).replace(" ", "") == example.replace(" ", ""), words
-        # the legend: the model's entity types, each in its fixed colour, all visible at 1024 px
+        # each tagged word says its entity type in text beside it, in the type's fixed colour
         model, _ = dash.store.get(dash.store.default_model("tag"))
         types = list(dict.fromkeys(t[2:] for t in model.config.id2label.values() if t != "O"))
-        assert [e["name"] for e in legend] == types and all(e["visible"] for e in legend), legend
-        colors = {e["name"]: rgb(e["color"]) for e in legend}
-        assert len(set(colors.values())) == len(types), colors  # one colour per type
-        fixed = {t: tuple(int(ENTITY_COLORS[t][i : i + 2], 16) for i in (1, 3, 5)) for t in types if t in ENTITY_COLORS}
+        assert legend == []  # the words are their own legend
+        colors = {}
+        for w in words:
+            if w["highlighted"]:
+                colors.setdefault(w["label"], rgb(w["color"]))
+        assert colors and set(colors) <= set(types), colors
+        assert len(set(colors.values())) == len(colors), colors  # one colour per type
+        fixed = {
+            t: tuple(int(ENTITY_COLORS[t][i : i + 2], 16) for i in (1, 3, 5)) for t in colors if t in ENTITY_COLORS
+        }
         assert fixed and all(colors[t] == c for t, c in fixed.items()), (colors, fixed)  # PER, LOC, ORG: fixed
         # the table: a row per word, its pieces joined; the tagged words drawn in their type's colour
         page.wait_for_selector("#tag-table .virtual-row:visible")
@@ -737,11 +745,11 @@ def test_tag_words_at_1024(browser, shots):
         for w, row in zip(words, rows):
             tag = row[2]
             assert w["highlighted"] == (tag != "O"), (w, tag)
-            if tag != "O":  # drawn in its type's colour (B- and I- alike), the legend's
-                assert rgb(w["color"]) == colors[tag[2:]], (w, tag, colors)
+            if tag != "O":  # drawn in its type's colour (B- and I- alike), its type written beside it
+                assert rgb(w["color"]) == colors[tag[2:]] and w["label"] == tag[2:], (w, tag, colors)
         print(
             f"\nTag tab at 1024 px ({dash.store.default_model('tag')}): {len(words)} words, "
-            f"{sum(w['highlighted'] for w in words)} highlighted; legend {[(e['name'], e['color']) for e in legend]}; "
+            f"{sum(w['highlighted'] for w in words)} highlighted; types {colors}; "
             f"status: {status}"
         )
         # a click on a highlighted word (the one of most pieces): its tag's probability, the runner-up,

@@ -642,3 +642,50 @@ def test_long_titles_wrap_between_words_and_say_when_cut():
     assert title("short") == ["short"]
     lines = title(" ".join(["word"] * 400))
     assert len(lines) == TITLE_LINES and lines[-1].endswith(" …")
+
+
+# ----------------------------------------------------------------------------------------------
+# Text for every figure (WCAG 1.1.1): one sentence from its numbers, as the page's name for it
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_figure_carries_a_sentence_made_from_its_numbers(kind):
+    fig = build(kind)
+    summary = plotly_canvas.figure_summary(fig)
+    assert summary == fig.lab_data.summary() and len(summary) > 20
+    assert EVIL in summary or kind in ("head_stats_heatmaps", "embedding_components", "ablation_heatmap")
+    assert "<img" not in fig.to_json()  # the token is in the sentence, never as markup in the JSON
+
+
+def test_the_sentences_say_the_numbers_drawn():
+    bars = build("fill_mask_bars").lab_data.summary()
+    # the best guess and its probability first, at each [MASK] (two here), as the bars draw them
+    assert bars.startswith("Top guess at [MASK] 1: cat 50.0%; then …ing (piece) 20.0%, <img src=x> 10.0%.")
+    assert "Top guess at [MASK] 2: a 90.0%; then b 5.0%." in bars
+    att = attention_result(L=2, A=3, T=6, b=3)
+    data = plotly_figures.attention_heatmap(att, 1, 2).lab_data
+    i, j = np.unravel_index(np.argmax(data.values), data.values.shape)
+    assert f"“{data.labels[i]}” to “{data.labels[j]}” {data.values[i, j]:.2f}" in data.summary()
+    span = build("span_probabilities").lab_data
+    s = int(np.argmax(span.start))
+    assert f"Most likely first token: “{tables.axis_labels(span.tokens)[s]}” {span.start[s]:.1%}" in span.summary()
+    curves = build("training_curves").lab_data.summary()
+    assert "train mlm loss from 4 at 1 min to 2 at 3 min, held-out mlm loss 2.5 at 3 min" in curves
+    assert curves.endswith("MLM top-1 at [MASK] 25.0% at 3 min, NSP 70.0% at 3 min.")
+
+
+def test_a_figures_numbers_as_a_table_a_screen_reader_can_walk():
+    """The dashboard's "the figure's numbers as a table": caption (the sentence), column headers,
+    every value escaped; a long table says how much of it is shown (the CSV has all)."""
+    from dashboard.common import TABLE_ROWS, FigureDownloads
+
+    kept = FigureDownloads.keep(build("fill_mask_bars"))
+    page = FigureDownloads.table(kept)
+    assert f"<caption>{html.escape(kept.numbers.summary())}</caption>" in page
+    assert '<th scope="col">probability</th>' in page and page.count("<tr>") == 1 + len(kept.numbers.rows())
+    assert "&lt;img src=x&gt;" in page and "<img" not in page
+    grid = FigureDownloads.keep(build("embedding_components"))
+    rows = len(grid.numbers.rows())
+    assert rows > TABLE_ROWS and page.count("<tr>") < rows
+    long = FigureDownloads.table(grid)
+    assert long.count("<tr>") == 1 + TABLE_ROWS and f"The first {TABLE_ROWS:,} of {rows:,} rows" in long
+    assert "no longer kept" in FigureDownloads.table(None)

@@ -256,7 +256,9 @@ class MaskedLM:
             seed = gr.Number(value=0, precision=0, label="seed")
             corrupt_btn = gr.Button("Corrupt this sentence")
             corrupted = gr.HighlightedText(
-                label="15% chosen: 80% [MASK], 10% random, 10% kept", show_legend=True, color_map=CORRUPTION_COLORS
+                label="15% chosen: 80% [MASK], 10% random, 10% kept",
+                show_inline_category=True,  # each chosen token's kind in text beside it (its legend): not by colour alone
+                color_map=CORRUPTION_COLORS,
             )
             corrupt_status = status_box()
         corrupt_ev = corrupt_btn.click(

@@ -163,7 +163,7 @@ class Tagging:
             opened.get("value"),
             label="Each word in its tag's colour (click a word)",
             color_map=opened.get("color_map") or {},
-            show_legend=True,
+            show_inline_category=True,  # each word's tag in text beside it (its legend): not said by colour alone
             interactive=False,
             elem_id="tag-words",
         )

@@ -19,6 +19,7 @@ import json
 import math
 import threading
 from dataclasses import dataclass
+from urllib.parse import quote, unquote
 
 import numpy as np
 import orjson
@@ -263,7 +264,8 @@ class Canvas:
 
     def finish(self, name: str, title: str | None, height: float, subtitle: str = "", **layout) -> LabFigure:
         """The LabFigure: title (centred, below gr.Plot's label badge), height in px (the width
-        follows the page), the figure's name in layout.meta and as the download's file name."""
+        follows the page), the figure's name in layout.meta and as the download's file name, and the
+        sentence saying what it shows in layout.meta (summary_meta): the page's text for it."""
         text = _title(title or "") + (f"<br><sup>{escaped(subtitle)}</sup>" if subtitle else "")
         extra = 22 * text.count("<br>")  # px for each line of a longer title
         self.config["toImageButtonOptions"]["filename"] = name
@@ -271,12 +273,25 @@ class Canvas:
             title=dict(text=text, x=0.5, xanchor="center", y=1, yanchor="top", yref="container", pad=dict(t=40)),
             height=round(height + extra),
             margin=dict(t=TOP_MARGIN + extra, l=60, r=30, b=50),
-            meta={"figure": name},
+            meta={"figure": name, "summary": summary_meta(self.data)},
             **layout,
         )
         # as plotly writes a figure: no empty lists of shapes or annotations
         self.layout.update({k: v for k, v in (("shapes", self.shapes), ("annotations", self.annotations)) if v})
         return LabFigure({"data": self.traces, "layout": self.layout}, self.data, self.config)
+
+
+def summary_meta(data) -> str:
+    """The sentence saying what a figure shows (its table's summary()), percent-encoded for the
+    figure's JSON: token text in it never reads as markup there; the page decodes it for the
+    figure's accessible name (dashboard.access), figure_summary() for Python."""
+    return quote(data.summary(), safe=" ,;:()") if hasattr(data, "summary") else ""
+
+
+def figure_summary(fig) -> str:
+    """The sentence saying what a figure made here shows ("" for anything else)."""
+    meta = (getattr(fig, "lab_json", None) or {}).get("layout", {}).get("meta") or {}
+    return unquote(str(meta.get("summary") or ""))
 
 
 @functools.cache

@@ -49,13 +49,36 @@ def to_csv(rows: list[dict]) -> str:
 
 
 class Table:
-    """rows(): what the figure draws, one dict per drawn value; csv(): the same as CSV text."""
+    """rows(): what the figure draws, one dict per drawn value; csv(): the same as CSV text;
+    summary(): one sentence saying what the figure shows, computed from its numbers (a figure's
+    text for a screen reader: the dashboard's accessible name and announcement)."""
 
     def rows(self) -> list[dict]:
         raise NotImplementedError
 
     def csv(self) -> str:
         return to_csv(self.rows())
+
+    def summary(self) -> str:
+        title = getattr(self, "title", None) or type(self).__name__
+        return f"{title}: {len(self.rows()):,} values."
+
+
+def quoted(token) -> str:
+    """A token as a sentence names it: “cat”."""
+    return f"“{token}”"
+
+
+def listed(items: list[str], limit: int) -> str:
+    """The first `limit` items joined by commas, and how many more there are."""
+    more = len(items) - limit
+    return ", ".join(items[:limit]) + (f" and {more} more" if more > 0 else "")
+
+
+def strongest(values: np.ndarray, n: int) -> list[tuple[int, int]]:
+    """The (row, column) of a matrix's n largest values, largest first."""
+    order = np.argsort(values, axis=None, kind="stable")[::-1][:n]
+    return [tuple(int(v) for v in np.unravel_index(k, values.shape)) for k in order]
 
 
 @dataclass(kw_only=True)
@@ -110,6 +133,22 @@ class TrainingCurves(Table):
             for x, y in zip(s.x, s.y)
         ]
 
+    def summary(self) -> str:
+        if not self.series:
+            return f"{self.title or 'Training curves'}: no logged values."
+
+        def at(x) -> str:
+            return f"{x:.3g} min" if self.x_name == "minutes" else f"step {x:g}"
+
+        parts = []
+        for s in self.series:
+            fmt = (lambda v: f"{v:.1%}") if s.panel == "accuracy" else (lambda v: f"{v:.3g}")
+            last = f"{fmt(s.y[-1])} at {at(s.x[-1])}"
+            parts.append(
+                f"{s.name} {last}" if len(s.y) == 1 else f"{s.name} from {fmt(s.y[0])} at {at(s.x[0])} to {last}"
+            )
+        return f"{self.title or 'Training curves'}: {listed(parts, 8)}."
+
 
 # ----------------------------------------------------------------------------------------------
 # Attention
@@ -146,6 +185,13 @@ class AttentionMap(Panel):
             for (i, j), w in np.ndenumerate(self.values)
         ]
 
+    def summary(self) -> str:
+        labels = self.labels
+        top = [
+            f"{quoted(labels[i])} to {quoted(labels[j])} {self.values[i, j]:.2f}" for i, j in strongest(self.values, 3)
+        ]
+        return f"Attention in {self.title}, {len(labels)} tokens; the strongest weights: {', '.join(top)}."
+
 
 @dataclass
 class AttentionFocus(Table):
@@ -179,6 +225,18 @@ class AttentionFocus(Table):
             for r in self.map.rows()
         ]
 
+    def summary(self) -> str:
+        labels = self.map.labels
+
+        def best(weights) -> str:
+            order = np.argsort(weights, kind="stable")[::-1][:3]
+            return ", ".join(f"{quoted(labels[k])} {weights[k]:.2f}" for k in order)
+
+        return (
+            f"{self.title}: it attends most to {best(self.attends)}; "
+            f"the tokens attending most to it: {best(self.attended_by)}."
+        )
+
 
 @dataclass
 class AttentionGrid(Table):
@@ -198,6 +256,14 @@ class AttentionGrid(Table):
     def rows(self) -> list[dict]:
         return [r for m in self.maps for r in m.rows()]
 
+    def summary(self) -> str:
+        parts = []
+        for m in self.maps:
+            received = m.values.mean(axis=0)  # the attention each key token gets, averaged over the queries
+            k = int(received.argmax())
+            parts.append(f"layer {m.layer} head {m.head} to {quoted(m.labels[k])} {received[k]:.2f}")
+        return f"{self.title}: {len(self.maps)} heads; the token each attends to most on average: {listed(parts, 12)}."
+
 
 @dataclass
 class HeadStats(Table):
@@ -208,6 +274,13 @@ class HeadStats(Table):
 
     def rows(self) -> list[dict]:
         return [r for p in self.panels for r in _grid_rows(p, "layer", "head", "value", statistic=p.key)]
+
+    def summary(self) -> str:
+        parts = []
+        for p in self.panels:
+            ((layer, head),) = strongest(p.values, 1)
+            parts.append(f"{p.title} highest at layer {layer} head {head} ({p.values[layer, head]:.2f})")
+        return f"{self.title}, {self.layers} layers by {self.heads} heads: {'; '.join(parts)}."
 
 
 @dataclass(kw_only=True)
@@ -220,6 +293,15 @@ class Ablation(Panel):
 
     def rows(self) -> list[dict]:
         return _grid_rows(self, "layer", "head", f"change in {self.metric}", baseline=self.baseline)
+
+    def summary(self) -> str:
+        ((lo_l, lo_h),) = strongest(-self.values, 1)
+        ((hi_l, hi_h),) = strongest(self.values, 1)
+        return (
+            f"{self.title}: silencing one head at a time changes {self.metric} from {self.baseline:.3f}; "
+            f"most down: layer {lo_l} head {lo_h} ({self.values[lo_l, lo_h]:+.3f}), "
+            f"most up: layer {hi_l} head {hi_h} ({self.values[hi_l, hi_h]:+.3f})."
+        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -246,6 +328,16 @@ class SpanProbabilities(Table):
             }
             for i, (t, s, e) in enumerate(zip(self.tokens, self.start, self.end))
         ]
+
+    def summary(self) -> str:
+        if not self.tokens:
+            return f"{self.title}: no tokens."
+        labels = axis_labels(self.tokens)
+        s, e = int(np.argmax(self.start)), int(np.argmax(self.end))
+        return (
+            f"{self.title[0].upper()}{self.title[1:]}. Most likely first token: {quoted(labels[s])} "
+            f"{self.start[s]:.1%}; most likely last token: {quoted(labels[e])} {self.end[e]:.1%}."
+        )
 
 
 @dataclass
@@ -286,6 +378,17 @@ class FillMaskBars(Table):
             for m in self.masks
             for r, (t, s, p) in enumerate(zip(m.tokens, m.labels, m.probabilities))
         ]
+
+    def summary(self) -> str:
+        parts = []
+        for m in self.masks:
+            guesses = [f"{label} {p:.1%}" for label, p in zip(m.labels, m.probabilities)]
+            if not guesses:
+                continue
+            then = f"; then {listed(guesses[1:], 4)}" if len(guesses) > 1 else ""
+            where = f" at {m.title}" if len(self.masks) > 1 else ""
+            parts.append(f"Top guess{where}: {guesses[0]}{then}.")
+        return " ".join(parts) or f"{self.title}: no guesses."
 
 
 @dataclass
@@ -331,6 +434,17 @@ class LogitLens(Table):
             for r, t in enumerate(row)
         ]
 
+    def summary(self) -> str:
+        parts = []
+        for m in self.masks:
+            tops = [piece_label(row[0]) if row else "" for row in m.tokens]
+            # the layer from which on the final answer stays the top guess
+            first = next(k for k in range(len(tops)) if all(tops[j] == tops[-1] for j in range(k, len(tops))))
+            by_layer = ", ".join(f"layer {layer} {quoted(t)}" for layer, t in enumerate(tops))
+            parts.append(f"{m.title}; it is the top guess from layer {first} on (top guess at {by_layer}).")
+        more = self.num_masks - len(self.masks)
+        return " ".join(parts) + (f" {more} more [MASK] not shown." if more > 0 else "")
+
 
 # ----------------------------------------------------------------------------------------------
 # Attribution: what the answer rests on
@@ -369,6 +483,14 @@ class Attributions(Table):
             for i, (t, v, sh) in enumerate(zip(self.tokens, self.scores, self.shaded))
         ]
 
+    def summary(self) -> str:
+        labels = axis_labels(self.tokens)
+        order = np.argsort(self.scores, kind="stable")
+        up = [f"{quoted(labels[k])} {self.scores[k]:+.3f}" for k in order[::-1][:3] if self.scores[k] > 0]
+        down = [f"{quoted(labels[k])} {self.scores[k]:+.3f}" for k in order[:2] if self.scores[k] < 0]
+        said = f"most for it: {', '.join(up) or 'none'}; most against it: {', '.join(down) or 'none'}"
+        return f"{self.title[0].upper()}{self.title[1:]}. {self.method}: {said}."
+
 
 @dataclass
 class AttentionVsAttribution(Table):
@@ -398,6 +520,14 @@ class AttentionVsAttribution(Table):
             for i, (t, s, a, w) in enumerate(zip(self.tokens, self.scores, self.attention, self.words))
         ]
 
+    def summary(self) -> str:
+        labels = axis_labels(self.tokens)
+        a, s = int(np.argmax(self.attention)), int(np.argmax(np.abs(self.scores)))
+        return (
+            f"{self.title}: {self.subtitle}. Largest attribution: {quoted(labels[s])} {self.scores[s]:+.3f}; "
+            f"most attention from [CLS] in layer {self.layer}: {quoted(labels[a])} {self.attention[a]:.2f}."
+        )
+
 
 # ----------------------------------------------------------------------------------------------
 # Embeddings (the paper's Figure 2), what each layer knows (probing)
@@ -419,6 +549,13 @@ class EmbeddingComponents(Table):
             for p in self.panels
             for (d, i), v in np.ndenumerate(p.values)
         ]
+
+    def summary(self) -> str:
+        sizes = ", ".join(f"{p.key} {float(np.abs(p.values).mean()):.3f}" for p in self.panels)
+        return (
+            f"{self.title}: the first {self.dims} of {self.hidden} dimensions for {len(self.tokens)} tokens; "
+            f"mean size of a value: {sizes}."
+        )
 
 
 @dataclass
@@ -460,3 +597,15 @@ class ProbeCurves(Table):
             for line in self.lines
             for layer, acc, lo, hi, c in zip(line.layers, line.accuracy, line.low, line.high, line.correct)
         ]
+
+    def summary(self) -> str:
+        parts = []
+        for line in self.lines:
+            if not line.accuracy:
+                continue
+            k = int(np.argmax(line.accuracy))
+            where = f" at layer {line.layers[k]}" if len(set(line.accuracy)) > 1 else ""
+            parts.append(
+                f"{line.name} best {line.accuracy[k]:.1%}{where} (interval {line.low[k]:.1%} to {line.high[k]:.1%})"
+            )
+        return f"{self.title}: {listed(parts, 6)}."
