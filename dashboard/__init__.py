@@ -5,6 +5,7 @@
     dashboard/context.py     Settings (from the command line) and Context (what every tab is given)
     dashboard/current.py     never a stale answer: each view marked out of date in the page
     dashboard/room.py        what the room sees: results brought into view, presenter mode
+    dashboard/access.py      every student: contrast, focus, figures named, results announced
     dashboard/links.py       shared inputs: what a link restores, the views a page opens with
     dashboard/qr.py          QR codes: a link's, the page's address, the start-up banner's
     dashboard/common.py      input checks, status lines, repeated requests kept, the figures'

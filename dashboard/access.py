@@ -124,6 +124,10 @@ window.blAccess = (() => {
   new MutationObserver(later).observe(document.documentElement, {childList: true, subtree: true, characterData: true});
   document.addEventListener("plotly_afterplot", later, true);
   document.addEventListener("keydown", (e) => {
+    // Gradio's model menu opens on focus and stayed open after Tab, over the next label: Tab closes it
+    if (e.key === "Tab" && e.target.matches?.('input[role="combobox"][aria-expanded="true"]')) {
+      e.target.dispatchEvent(new KeyboardEvent("keydown", {key: "Escape", bubbles: true}));
+    }
     for (const [box, item, activate] of GROUPS) {
       const c = e.target.closest?.(box);
       if (c && e.target.matches(item)) return walk(e, [...c.querySelectorAll(item)], activate);

@@ -17,7 +17,7 @@ window.blRoom = (() => {
   const panelOf = (el) => el?.closest?.('[role="tabpanel"]') ?? null;
   const touch = (e) => {
     const panel = panelOf(e.target);
-    if (panel) touched = {panel, time: Date.now()};
+    if (panel) touched = {panel, time: Date.now(), key: e.type === "keydown"};
   };
   document.addEventListener("pointerdown", touch, true);
   document.addEventListener("keydown", touch, true);
@@ -31,9 +31,9 @@ window.blRoom = (() => {
     let delta = 0;
     if (top < MARGIN) delta = top - MARGIN;
     else if (wanted > h - MARGIN) delta = wanted - (h - MARGIN);
-    // the control that has the keyboard's focus stays on screen (Tab through a menu recomputes a view)
+    // working by keyboard, the focused control stays on screen (Tab through a menu recomputes a view)
     const focused = document.activeElement;
-    if (delta && focused && focused !== document.body) {
+    if (delta && touched?.key && focused && focused !== document.body) {
       const f = focused.getBoundingClientRect();
       if (f.height > 0) delta = Math.min(Math.max(delta, f.bottom - h + MARGIN), f.top - MARGIN);
     }

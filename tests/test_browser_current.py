@@ -47,9 +47,21 @@ TABS = {
 # every tab at the projector's size; two at a desk's as well
 CASES = [(tab, "projector") for tab in TABS] + [("Classify", "desk"), ("Question Answering", "desk")]
 
+# A status line's text as drawn: without the words only a screen reader reads (.bl-sr, what the
+# view's figures show: dashboard.access)
+SHOWN_TEXT = """const shownText = (e) => {
+  let text = e.innerText;
+  for (const sr of e.querySelectorAll('.bl-sr')) text = text.replace(sr.innerText, '');
+  return text;
+};"""
+
 # every view drawn (a closed accordion's are not), as the page shows it: marked out of date (its
 # class), the line saying so, and its status line's text
-STATE_JS = """() => {
+STATE_JS = (
+    """() => {
+  """
+    + SHOWN_TEXT
+    + """
   const out = {};
   for (const el of document.querySelectorAll('[class*="bl-view-"]')) {
     for (const c of el.classList) {
@@ -59,11 +71,12 @@ STATE_JS = """() => {
       v.marked ||= el.classList.contains('bl-stale');
       const says = el.getAttribute('data-stale');
       if (says && says.endsWith(window.blCurrent.label(c.slice(8)))) v.says = getComputedStyle(el, '::before').content;
-      if (el.classList.contains('bl-status')) v.status ??= el.innerText.trim();  // the view's first status line
+      if (el.classList.contains('bl-status')) v.status ??= shownText(el).trim();  // the view's first status line
     }
   }
   return out;
 }"""
+)
 
 # no request of the page still running (Gradio shows a progress overlay on the outputs meanwhile)
 SETTLED_JS = "() => !document.querySelector('.wrap.default:not(.hide), .progress-text, .eta-bar')"
@@ -128,11 +141,13 @@ def shows_current(page, dash, tab_id: str, main: str, model: str, after: int) ->
     want = expected_status(dash, tab_id, model, page)
     try:
         page.wait_for_function(
-            r"""([name, want, after]) => window.blCurrent.computed(name) > after
+            r"""([name, want, after]) => { """
+            + SHOWN_TEXT
+            + r""" return window.blCurrent.computed(name) > after
                  && !window.blCurrent.isStale(name)
                  && !document.querySelector('.bl-stale.bl-view-' + name)
                  && [...document.querySelectorAll('.bl-status.bl-view-' + name)]
-                      .some(e => e.innerText.replace(/\s+/g, ' ').trim() === want)""",
+                      .some(e => shownText(e).replace(/\s+/g, ' ').trim() === want); }""",
             arg=[main, want, after],
             timeout=30_000,
         )

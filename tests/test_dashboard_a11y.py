@@ -125,7 +125,7 @@ def test_figures_are_named_by_their_numbers_and_results_announced(browser, app_u
     )
     assert hidden[0] is None and set(hidden[1:]) == {"true"}
     # the result announced: the tab's status line is a polite live region that says it
-    status = page.locator("#mlm-status")
+    status = page.locator("#mlm-status [role=status], #mlm-status[role=status]").first
     assert status.get_attribute("role") == "status" and status.get_attribute("aria-live") == "polite"
     page.wait_for_function("(s) => document.querySelector('#mlm-status').textContent.includes(s)", arg=summary)
     assert status.locator(".bl-sr").text_content().strip() == summary  # read, not drawn
@@ -189,6 +189,11 @@ def run_by_keyboard(page, name, view):
 def test_the_lesson_core_path_by_keyboard_alone(browser, app_url):
     page = opened(browser, app_url, PROJECTOR)
     page.wait_for_timeout(1000)
+    # the model menu opens as the focus reaches it, and closes as Tab leaves it (not over the next label)
+    tab_to(page, ".bl-model-menu input[role=combobox]")
+    page.keyboard.press("Tab")
+    page.wait_for_timeout(300)
+    assert page.evaluate("[...document.querySelectorAll('[id$=-options]')].filter(o => o.offsetParent).length") == 0
     # Masked LM: the sentence typed, Predict pressed
     tab_to(page, "#mlm-text textarea")
     page.keyboard.press("Control+A")

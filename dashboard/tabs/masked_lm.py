@@ -257,7 +257,7 @@ class MaskedLM:
             corrupt_btn = gr.Button("Corrupt this sentence")
             corrupted = gr.HighlightedText(
                 label="15% chosen: 80% [MASK], 10% random, 10% kept",
-                show_inline_category=True,  # each chosen token's kind in text beside it (its legend): not by colour alone
+                show_inline_category=True,  # each chosen token's kind in text beside it: not by colour alone
                 color_map=CORRUPTION_COLORS,
             )
             corrupt_status = status_box()
