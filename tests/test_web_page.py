@@ -287,3 +287,10 @@ def test_serve_web_lets_the_page_compute_on_threads(browser, site):
         page.close()
     finally:
         server.shutdown()
+
+
+def test_the_answer_view_says_what_p_start_at_cls_is(page):
+    page.click("#tab-answer")
+    page.wait_for_selector("#answer-out .cls-note")
+    note = page.inner_text("#answer-out .cls-note")
+    assert note.startswith("P(start at [CLS]) = ") and "no answer" in note and "SQuAD v1.1" in note, note

@@ -503,9 +503,13 @@ def chosen_models(names, models_dir=None) -> list[Path]:
     return [models_dir / n for n in dict.fromkeys(names)]
 
 
-def first_view_order(entry: dict) -> tuple[int, str]:
-    """Manifest order: by the page's first view a model serves, then by name (the classroom model first)."""
-    return min(VIEWS.index(v) for v in entry["views"]), entry["name"]
+def first_view_order(entry: dict) -> tuple[int, bool, str]:
+    """Manifest order: by the page's first view a model serves, then, for the task views (answer,
+    classify, tag), the real MiniLM encoder's model first (as the dashboard opens them: the tiny ones
+    stay in the menu for comparison), then by name (the classroom model first)."""
+    first = min(VIEWS.index(v) for v in entry["views"])
+    tiny = VIEWS[first] in ("answer", "classify", "tag") and "minilm" not in entry["name"]
+    return first, tiny, entry["name"]
 
 
 def export_site(

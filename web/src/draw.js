@@ -165,6 +165,7 @@ export function drawAnswer(ctx, r, out) {
   const row = el("div", { class: "maps" });
   row.append(spanEnds(ctx, r, "start", r.start_probs), spanEnds(ctx, r, "end", r.end_probs));
   out.append(row);
+  if (r.tokens?.[0] === "[CLS]" && r.start_probs?.length) out.append(el("p", { class: "note cls-note" }, words.clsNote(r.start_probs[0])));
   if (r.num_windows > 1) {
     const note = `read in ${r.num_windows} windows; the best span is in window ${r.window_index + 1}.`;
     out.append(el("p", { class: "note" }, note));

@@ -75,6 +75,15 @@ export function answerSummary(r) {
   return `Answer: ${q(best.text)}, score ${best.score.toFixed(2)}.`;
 }
 
+/** P(start at [CLS]) in a line: what the "no answer" position means for a SQuAD v1.1 model. */
+export function clsNote(p) {
+  return (
+    `P(start at [CLS]) = ${percent(p)}: [CLS] (token 0) is where a SQuAD 2.0 model points to say ` +
+    "“no answer”; this model learned SQuAD v1.1, where every question has an answer, so the probability " +
+    "left on [CLS] is leftover, not a verdict: the answer is the best span in the paragraph."
+  );
+}
+
 /** The most probable start (or end) tokens: `order` their positions best first, `probs` every token's. */
 export function spanEndsFigure(which, tokens, order, probs) {
   const name = (i) => `${q(tokens[i])} (token ${i})`;
