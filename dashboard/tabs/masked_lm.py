@@ -13,6 +13,7 @@ from lab.inspect import explore
 from ..common import (
     MAX_TEXT_CHARS,
     WHY_STEPS,
+    StatusLine,
     UserError,
     float_input,
     handler,
@@ -21,6 +22,7 @@ from ..common import (
     plot,
     remembered,
     status_box,
+    status_html,
     text_input,
     theme_input,
     theme_redraw,
@@ -41,6 +43,7 @@ from ..room import intro
 WORD = re.compile(r"\[MASK\]|[\w'’-]+|[^\w\s]")
 ANY_CASE_MASK = re.compile(r"\[\s*mask\s*\]", re.IGNORECASE)
 TALLY_DRAWS = 1000  # corruptions of the text the status line tallies: the 80/10/10 split shows
+SEEDS_SHOWN = 10  # seeds whose choices the table lists: different seeds choose different tokens
 
 
 class MaskedLM:
@@ -148,12 +151,58 @@ class MaskedLM:
 
     @handler(1)
     def corrupt(self, model_name, text, seed=0):
-        """The 80/10/10 corruption pre-training would apply to this text, for a seed; the status says
-        the share of tokens chosen and what the same rule does over TALLY_DRAWS draws."""
+        """The 80/10/10 corruption pre-training would apply to this text, for a seed, shown in full:
+        the line for this seed, the tally of TALLY_DRAWS draws and what the next SEEDS_SHOWN seeds
+        choose. A sentence with [MASK]s is corrupted with each [MASK] replaced by the model's top guess
+        (pre-training corrupts whole sentences, never one already masked)."""
+        text = masked_text(text)
+        seed = int_input(seed, "the seed", 0, 2**32 - 1 - SEEDS_SHOWN)
+        text, filled_note = self._unmasked(model_name, text)
         _, tokenizer = self.store.get(model_name)
-        text = text_input(text, "the sentence")
-        seed = int_input(seed, "the seed", 0, 2**32 - 1)
         prev = explore.corruption_preview(tokenizer, text, seed=seed)
+        c = prev.counts
+        if not c["chosen"]:
+            return self._chips(prev), "no token can be chosen: the text has no word to hide ([CLS] and [SEP] never are)"
+        tally = explore.corruption_tally(tokenizer, text, draws=TALLY_DRAWS, seed=seed)
+        shares = {kind: tally[kind] / tally["chosen"] for kind in ("mask", "random", "keep")}
+        line = (
+            f"{c['chosen']} of {c['tokens']} tokens chosen ({c['chosen'] / c['tokens']:.0%}) with seed {seed}: "
+            f"{c['mask']} → [MASK], {c['random']} → a random token, {c['keep']} kept; the model must guess all "
+            f"{c['chosen']}. {filled_note}"
+        )
+        tally_line = (
+            f"Over {tally['draws']:,} draws of the same rule on this text, the {tally['chosen']:,} chosen tokens "
+            f"became [MASK] {shares['mask']:.0%}, random {shares['random']:.0%}, kept {shares['keep']:.0%} "
+            "(the paper's rule: 80%, 10%, 10%): one draw of a short sentence chooses one token or two, so a "
+            "single seed rarely shows a random or a kept one."
+        )
+        rows = "".join(self._seed_row(tokenizer, text, s) for s in range(seed, seed + SEEDS_SHOWN))
+        table = (
+            f'<table class="bl-seeds"><caption>Seeds {seed} to {seed + SEEDS_SHOWN - 1}: what each chooses '
+            "</caption><thead><tr><th scope=col>seed</th><th scope=col>chosen token → what the model sees"
+            f"</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+        return self._chips(prev), StatusLine(
+            f"{status_html(line)}<p><strong>{status_html(tally_line)}</strong></p>{table}"
+        )
+
+    def _unmasked(self, model_name, text):
+        """(the text with each [MASK] replaced by the model's top guess, a note saying so) or (text, "")."""
+        if "[MASK]" not in text:
+            return text, ""
+        model, tokenizer = self.store.model_for(model_name, "fill_mask")
+        result = explore.fill_mask(model, tokenizer, text, top_k=1)
+        guesses = iter(result)
+        specials = set(tokenizer.convert_ids_to_tokens([tokenizer.cls_token_id, tokenizer.sep_token_id]))
+        words = [next(guesses)[0][0] if i in result.mask_positions else tok for i, tok in enumerate(result.tokens)]
+        filled = " ".join(w for w in words if w not in specials).replace(" ##", "")
+        return (
+            filled,
+            f"The sentence corrupted is yours with each [MASK] replaced by the model's top guess: “{filled}”.",
+        )
+
+    @staticmethod
+    def _chips(prev):
         out = []
         for seen, kind, label in zip(prev.corrupted, prev.kinds, prev.labels):
             if kind is None:
@@ -163,22 +212,18 @@ class MaskedLM:
             else:
                 out.append((f"{seen} ← {label}", "[MASK] (80%)" if kind == "mask" else "random (10%)"))
             out.append((" ", None))
-        c = prev.counts
-        if not c["chosen"]:
-            return out, "no token can be chosen: the text has no word to hide ([CLS], [SEP] and [MASK] never are)"
-        tally = explore.corruption_tally(tokenizer, text, draws=TALLY_DRAWS, seed=seed)
-        shares = {kind: tally[kind] / tally["chosen"] for kind in ("mask", "random", "keep")}
-        plain = (
-            f"{c['chosen']} of {c['tokens']} tokens chosen ({c['chosen'] / c['tokens']:.0%}): {c['mask']} → [MASK], "
-            f"{c['random']} → a random token, {c['keep']} kept; the model must guess all {c['chosen']}."
-        )
-        detail = (
-            f"Pre-training chooses 15% of a text's tokens, rounded, at least one. Over {tally['draws']:,} draws "
-            f"of the same rule on this text, the {tally['chosen']:,} chosen tokens became [MASK] "
-            f"{shares['mask']:.0%}, random {shares['random']:.0%}, kept {shares['keep']:.0%} "
-            f"(the paper's rule: 80%, 10%, 10%)"
-        )
-        return out, say(plain, detail)
+        return out
+
+    @staticmethod
+    def _seed_row(tokenizer, text, seed) -> str:
+        """One seed's choice as a table row: each chosen token, quoted, and what the model sees."""
+        prev = explore.corruption_preview(tokenizer, text, seed=seed)
+        picks = [
+            f"“{label}” → " + ("kept" if kind == "keep" else "[MASK]" if kind == "mask" else f"“{seen}” (random)")
+            for seen, kind, label in zip(prev.corrupted, prev.kinds, prev.labels)
+            if kind
+        ]
+        return f"<tr><td>{seed}</td><td>{status_html('; '.join(picks))}</td></tr>"
 
     def opening(self, model_name, text, theme):
         """What the tab shows when a page opens: the example predicted."""

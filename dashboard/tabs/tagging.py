@@ -34,6 +34,11 @@ NO_TAGGER = (
 )
 TABLE_HEADERS = ["word", "pieces", "tag", "probability", "runner-up", "runner-up probability"]
 CLICK_HINT = "click a word: its tag's probability, the runner-up and its pieces"
+# A word's tag less probable than its runner-up: only Viterbi decoding picks that (argmax never does)
+VITERBI_WHY = (
+    "{tag} is less probable than {runner} on its own, but the tags are read as the best whole sequence IOB2 "
+    "allows (Viterbi): an I- tag must continue the entity before it, so the likelier tag would break the sequence"
+)
 
 
 ENTITY_WORDS = {"PER": ("person", "people"), "LOC": ("place", "places"), "ORG": ("organisation", "organisations")}
@@ -114,7 +119,14 @@ class Tagging:
         if result.num_windows > 1:
             detail += f"; read in {result.num_windows} overlapping windows of {result.max_seq_length} tokens"
         detail += f"; this model was {trained}" if trained else ""
-        status = said(f"{unknown_note(tokenizer, text)}{note}{len(result)} words: {what}", detail)
+        below = sum(w.runner_up_probability > w.probability for w in result)
+        viterbi = (
+            f"; {below} word(s) tagged with a less probable tag than the runner-up: the tags are read as the best "
+            "whole sequence IOB2 allows (Viterbi), where an I- tag must continue the entity before it"
+            if below
+            else ""
+        )
+        status = said(f"{unknown_note(tokenizer, text)}{note}{len(result)} words: {what}{viterbi}", detail)
         words = gr.update(value=chips, color_map=tag_colors(categories))
         return words, table, status_html(CLICK_HINT), status
 
@@ -135,7 +147,8 @@ class Tagging:
         read = (
             f"; {len(pieces)} pieces, {' '.join(pieces)}: the tag is read at “{pieces[0]}”" if len(pieces) > 1 else ""
         )
-        return status_html(f"“{word}”: {tag} ({float(p):.1%}), runner-up {runner or '—'} ({float(q):.1%}){read}")
+        why = f"; {VITERBI_WHY.format(tag=tag, runner=runner)}" if float(q) > float(p) else ""
+        return status_html(f"“{word}”: {tag} ({float(p):.1%}), runner-up {runner or '—'} ({float(q):.1%}){why}{read}")
 
     def opening(self, model_name, text, theme):
         return self.tag(model_name, text)

@@ -74,7 +74,9 @@ class Training:
             top_k=int_input(top_k, "top k", 1, 20),
             progress=(lambda items: progress.tqdm(items, desc="checkpoints")) if progress else None,
         ):
-            rows.append([step] + [", ".join(f"{t} {p:.0%}" for t, p in preds) for preds in result])
+            rows.append(
+                [step] + [", ".join(f"“{t}” {p:.0%}" for t, p in preds) for preds in result]
+            )  # "," reads as a token
         masks = max((len(r) - 1 for r in rows), default=0)
         return (
             {"headers": ["step"] + [f"[MASK] {k}" for k in range(1, masks + 1)], "data": rows},

@@ -14,6 +14,7 @@ is assembled, and why not through plotly's objects: lab.figures.plotly_canvas.
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -31,9 +32,12 @@ from lab.figures.plotly_canvas import (
     integer_axis,
     pick_theme,
     token_axis,
+    wrap_words,
 )
 
 BOUNDARY = "white"  # where sentence B starts, over attention maps (dark at both ends of viridis)
+SUBTITLE_CHARS = 60  # a subtitle's line, at most: plotly draws one line, cut at both ends on a narrow page
+SUBTITLE_LINE_PX = 16  # px for each further line of a subtitle (its text is smaller than the title's)
 
 
 def _boundary(b: int | None, color: str, rows: bool = True, k: int = 0) -> list[dict]:
@@ -362,7 +366,9 @@ def fill_mask_bars(predictions, theme: str = "light") -> LabFigure:
         )
         canvas.y(type="category", autorange="reversed", automargin=True, row=row, col=1)
         canvas.x(
-            range=[0, max(float(m.probabilities.max(initial=0.0)), 1e-9) * 1.25],
+            range=[0, 1.18],  # a fixed axis, room for the labels: a bar's length is its probability, 7.9% short
+            tickformat=".0%",
+            tickvals=[0, 0.25, 0.5, 0.75, 1],
             title="probability" if row == len(data.masks) else None,
             row=row,
             col=1,
@@ -469,6 +475,22 @@ def _signed_bars(scores: np.ndarray, labels: list[str], hover: str) -> dict:
     )
 
 
+def _wrap_subtitle(fig: LabFigure) -> LabFigure:
+    """The figure with its subtitle (the title's <sup> part) wrapped between words into lines of at
+    most SUBTITLE_CHARS, the figure taller by as much: a presenter's zoomed figure shows all of it."""
+    layout = fig.lab_json["layout"]
+    head, sep, sub = layout["title"]["text"].partition("<br><sup>")
+    if not sep:
+        return fig
+    plain = html.unescape(sub.removesuffix("</sup>"))
+    lines = wrap_words(plain, SUBTITLE_CHARS)
+    layout["title"]["text"] = head + "".join(f"<br><sup>{escaped(line)}</sup>" for line in lines)
+    more = SUBTITLE_LINE_PX * (len(lines) - 1)
+    layout["height"] += more
+    layout["margin"]["t"] += more
+    return fig
+
+
 def attributions(result, theme: str = "light") -> LabFigure:
     """explore.attributions: one bar per token, its score (red: toward the answer, purple:
     against it), the tokens the answer is about (the span, the [MASK]) labelled bold in the
@@ -481,7 +503,7 @@ def attributions(result, theme: str = "light") -> LabFigure:
     canvas.add(_signed_bars(data.scores, labels, "%{x}: %{customdata}<extra></extra>"))
     canvas.x(token_axis(names, data.tokens, keep=data.highlight, color=th.highlight), tickangle=-90)
     canvas.y(title="score (its share of f)", zeroline=True)
-    return canvas.finish("attributions", data.title, 420, data.subtitle, showlegend=False, bargap=0.15)
+    return _wrap_subtitle(canvas.finish("attributions", data.title, 420, data.subtitle, showlegend=False, bargap=0.15))
 
 
 def attention_vs_attribution(comparison, attribution, theme: str = "light") -> LabFigure:
@@ -517,7 +539,8 @@ def attention_vs_attribution(comparison, attribution, theme: str = "light") -> L
     canvas.y(title="score", zeroline=True, row=1, col=1)
     canvas.y(title="attention", rangemode="tozero", row=2, col=1)
     canvas.x(token_axis(names, data.tokens), tickangle=-90)
-    return canvas.finish("attention_vs_attribution", data.title, 620, data.subtitle, showlegend=False, bargap=0.15)
+    fig = canvas.finish("attention_vs_attribution", data.title, 620, data.subtitle, showlegend=False, bargap=0.15)
+    return _wrap_subtitle(fig)
 
 
 def _probe_style(line: tables.ProbeLine, snapshots: list, grey: str) -> dict:
