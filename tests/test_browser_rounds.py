@@ -84,9 +84,13 @@ def start(teacher, room, number: int) -> int:
     teacher.locator(f"ul[role=listbox] li[role=option][aria-label^='{number}. ']").click()
     played = room.started + 1
     teacher.get_by_role("button", name="Start", exact=True).click()
-    wait_text(teacher, "#teach-status", f"Round {played} started", timeout=120_000)  # a model loads
-    assert room.live.round is room.deck[number - 1]
-    assert f"Round {played} · {room.live.round.title}" in text(teacher, "#teach-question")
+    wait_text(teacher, "#teach-status", f"Round {number} started", timeout=120_000)  # a model loads
+    assert room.live.round is room.deck[number - 1] and room.live.number == played
+    # the screen calls it by the deck's number, as the menu does, and the menu shows it
+    assert f"Round {number} · {room.live.round.title}" in text(teacher, "#teach-question")
+    teacher.wait_for_function(
+        "n => document.querySelector('#teach-controls input[role=combobox]')?.value.startsWith(n + '. ')", arg=number
+    )
     return played
 
 

@@ -103,7 +103,8 @@ def key_answer(phone, kind: str) -> str:
 
 def play(seen: Seen, room, teacher, phone, others, kind: str, folder) -> None:
     """One round of `kind`: open, answered (the phone by keyboard), revealed; each state audited."""
-    number = start(teacher, room, next(n for n, r in enumerate(room.deck, 1) if r.kind == kind))
+    number = next(n for n, r in enumerate(room.deck, 1) if r.kind == kind)  # the pages say the deck's number
+    start(teacher, room, number)
     pages = {"teacher": teacher, "play": phone}
     for name, page in pages.items():
         seen.said[f"{kind} open", name] = hear(page, f"Round {number}, ")
@@ -239,7 +240,7 @@ def test_the_live_regions_say_the_round_the_answer_sent_and_the_reveal_once(seen
     for kind in KINDS:
         live = seen.lives[kind]
         for page in ("teacher", "play"):
-            assert f"Round {live.number}, {live.round.title}: " in seen.said[f"{kind} open", page]
+            assert f"{live.label}, {live.round.title}: " in seen.said[f"{kind} open", page]
         assert seen.sent[kind] in seen.said[f"{kind} answered", "play"]
     assert "Which word is hidden? " in seen.said["masked_word open", "play"]
     assert seen.repeats == 0  # nothing said again while the pages poll

@@ -28,8 +28,8 @@ from .kinds import AnswerError, ModelAnswer, Tally, answer_words, normalize, rou
 CODE_LETTERS = "ACDEFHJKMNPRTUVWXY"  # no look-alikes (B/8, I/1, O/0, S/5, G/6, L, Q, Z/2)
 MAX_NAME = 30
 EXPORT_COLUMNS = (
-    "round", "kind", "question", "model", "model_answer", "truth",
-    "student", "answer", "answer_words", "agrees_with_model",
+    "round", "deck_round", "kind", "question", "sentence_b", "word", "layer", "head", "model", "model_answer",
+    "truth", "student", "answer", "answer_words", "agrees_with_model",
 )  # fmt: skip
 
 
@@ -49,10 +49,16 @@ class Live:
     words: list[str]
     answers: dict[str, str] = field(default_factory=dict)
     tally: Tally | None = None  # set at the reveal
+    deck_number: int | None = None  # its number in the deck (from 1); None for a round made in a tab
 
     @property
     def revealed(self) -> bool:
         return self.tally is not None
+
+    @property
+    def label(self) -> str:
+        """What the pages call it: the deck's number (the teacher's menu says the same), or a tab's round."""
+        return f"Round {self.deck_number}" if self.deck_number else "A round from a tab"
 
 
 class Classroom:
@@ -126,11 +132,13 @@ class Classroom:
         with self._lock:
             self._archive()
             self.started += 1
-            self.live = Live(self.started, rnd, model_name, model, round_words(rnd))
+            self.live = Live(
+                self.started, rnd, model_name, model, round_words(rnd), deck_number=int(number) if number else None
+            )
             if number:
                 self.position = int(number)
             self.version += 1
-        return f"Round {self.started} started: {rnd.title}. Reveal when the class has answered."
+        return f"{self.live.label} started: {rnd.title}. Reveal when the class has answered."
 
     def next(self, key) -> str:
         """Start the deck's next round."""
@@ -149,7 +157,7 @@ class Classroom:
             if not live.revealed:
                 live.tally = Tally.of(live.round, live.model, live.answers.values())
                 self.version += 1
-        return f"Revealed: {live.tally.answered} answers, {live.tally.agreed} gave the model's answer"
+        return f"Revealed: {plural(live.tally.answered, 'answer')}, {live.tally.agreed} gave the model's answer"
 
     def export(self, key) -> Path:
         """A CSV of every round played so far and its answers (the round being played included)."""
@@ -175,16 +183,28 @@ class Classroom:
             self.live = None
 
     def _rows(self, live: Live) -> list[str]:
-        rnd, rows = live.round, []
-        question = rnd.get("question") or rnd.get("word") or rnd.text
-        for token, answer in live.answers.items():
-            row = [
-                live.number, rnd.kind, question, live.model_name, live.model.words, rnd.truth or "",
-                self.students.get(token, ""), answer, answer_words(rnd, live.words, answer),
-                answer == live.model.answer,
-            ]  # fmt: skip
-            rows.append(_csv_line([_cell(v) for v in row]))
-        return rows
+        """The round's rows: one per answer, or one with no student when nobody answered (a round
+        played is in the export even then)."""
+        rnd = live.round
+        question = rnd.get("question") or rnd.text
+        shared = [
+            live.number, live.deck_number or "", rnd.kind, question, rnd.get("next") or "", rnd.get("word") or "",
+            _or_blank(rnd.get("layer")), _or_blank(rnd.get("head")), live.model_name, live.model.words, rnd.truth or "",
+        ]  # fmt: skip
+        answers = [
+            [self.students.get(token, ""), answer, answer_words(rnd, live.words, answer), answer == live.model.answer]
+            for token, answer in live.answers.items()
+        ]
+        return [_csv_line([_cell(v) for v in shared + a]) for a in answers or [["", "", "", ""]]]
+
+
+def plural(n: int, word: str) -> str:
+    """ "1 answer", "3 answers"."""
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _or_blank(value) -> str:
+    return "" if value is None else str(value)
 
 
 def _cell(value):
@@ -199,4 +219,4 @@ def _csv_line(cells) -> str:
     return buf.getvalue()
 
 
-__all__ = ["AnswerError", "ClassError", "Classroom", "Live"]
+__all__ = ["AnswerError", "ClassError", "Classroom", "Live", "plural"]

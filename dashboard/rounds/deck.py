@@ -118,3 +118,19 @@ def load_deck(path) -> list[Round]:
     if not isinstance(entries, list) or not entries:
         raise DeckError(f"{path.name}: expected a list of rounds (or `rounds:` holding one)")
     return [make_round(e, f"{path.name}, round {n}") for n, e in enumerate(entries, 1)]
+
+
+def deck_labels(deck: list[Round], width: int = 60) -> list[str]:
+    """The teacher's menu: "4. Attention: she opened the letter … (layer 1, head 1)", one per round,
+    every label distinct (rounds that ask the same are told apart by their layer and head, then by
+    their model)."""
+
+    def label(n: int, rnd: Round, model: bool) -> str:
+        extra = [f"layer {rnd.get('layer')}, head {rnd.get('head')}"] if rnd.kind == "attention" else []
+        extra += [rnd.model or "the default model"] if model else []
+        asked = " ".join(str(rnd.get("question") or rnd.text).split())
+        asked = asked if len(asked) <= width else asked[: width - 1].rsplit(" ", 1)[0] + " …"
+        return f"{n}. {rnd.title}: {asked}" + (f" ({', '.join(extra)})" if extra else "")
+
+    plain = [label(n, r, False)[len(str(n)) :] for n, r in enumerate(deck, 1)]
+    return [label(n, r, plain.count(plain[n - 1]) > 1) for n, r in enumerate(deck, 1)]

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import html
 import json
+import sys
 
 import gradio as gr
 
 from ..common import said, status_html
 from ..qr import is_address, svg
 from .classroom import ClassError, Classroom
-from .deck import Round, make_round
+from .deck import Round, deck_labels, make_round
 from .kinds import (
     AnswerError,
     ModelAnswer,
@@ -30,9 +31,20 @@ from .kinds import (
     question_text,
     reveal_html,
     reveal_summary,
-    short,
 )
 
+# presenter mode, as the dashboard's (dashboard.room): body.bl-presenter, and the presenter parameter in the
+# address so that a reload keeps it; the class pages' own rules for it are in ROUNDS_CSS
+PRESENTER_JS = """(on) => {
+  document.body.classList.toggle('bl-presenter', !!on);
+  const url = new URL(window.location.href);
+  if (on) url.searchParams.set('presenter', '1'); else url.searchParams.delete('presenter');
+  history.replaceState(null, '', url);
+  return !!on;
+}"""
+PRESENTER_ASKED_JS = (
+    "() => ['1', 'true', 'on', 'yes'].includes(new URLSearchParams(location.search).get('presenter') ?? '')"
+)
 POLL_S = 1.0  # how often a page asks whether the round changed: the reveal reaches it within this
 KEY_STORE = "bert-lab-teacher-key"  # the teacher's browser keeps the key here (localStorage)
 FAILS = (ClassError, AnswerError, ValueError)
@@ -144,9 +156,11 @@ class Rounds:
         rnd = live.round
         words = ""
         if rnd.kind in ("answer_span", "attention"):
-            words = f'<p class="bl-text">{html.escape(rnd.text)}</p>'
-        head = f'<p class="bl-kind">Round {live.number} · {rnd.title} · {html.escape(live.model_name)}</p>'
-        return f'<div class="bl-round">{head}{question_html(rnd)}{words}</div>'
+            words = f'<p class="bl-text bl-words">{html.escape(rnd.text)}</p>'
+        head = f'<p class="bl-kind">{live.label} · {rnd.title} · {html.escape(live.model_name)}</p>'
+        # revealed: presenter mode leaves out the text here, since the reveal shows each of its words
+        shown = " bl-revealed" if live.revealed else ""
+        return f'<div class="bl-round{shown}">{head}{question_html(rnd)}{words}</div>'
 
     def announcement(self) -> str:
         """What the pages' live regions say of the round: its number, kind and question in short
@@ -155,8 +169,8 @@ class Rounds:
         if live is None:
             return ""
         if live.revealed:
-            return f"Round {live.number} revealed. {reveal_summary(live.round, live.words, live.model, live.tally)}"
-        return f"Round {live.number}, {live.round.title}: {question_text(live.round)}"
+            return f"{live.label} revealed. {reveal_summary(live.round, live.words, live.model, live.tally)}"
+        return f"{live.label}, {live.round.title}: {question_text(live.round)}"
 
     def say(self) -> str:
         """The hidden box the page's live region reads (LIVE_JS): the announcement as data-say."""
@@ -262,19 +276,35 @@ class Rounds:
         for fn in (class_join, class_round, class_answer, class_start, class_reveal, class_next, class_export):
             gr.api(fn, api_name=fn.__name__, queue=False)
 
+    def buttons(self) -> tuple:
+        """The deck's menu and the three buttons as the round stands: the menu shows the round being
+        played (once it is revealed, the deck's next round: what Start and Next round would play), and
+        the button to press next is the highlighted one (Start before any round, then Reveal, then Next)."""
+        room, live = self.room, self.room.live
+        shown = live.deck_number if live and live.deck_number else room.position
+        if live is None or live.revealed:
+            shown = min(room.position + 1, len(room.deck))
+        step = "start" if live is None else ("next" if live.revealed else "reveal")
+        variant = {name: "primary" if name == step else "secondary" for name in ("start", "reveal", "next")}
+        return (
+            gr.update(value=max(shown, 1)),
+            *(gr.update(variant=variant[name]) for name in ("start", "reveal", "next")),
+        )
+
     def _teacher_page(self, page: gr.Blocks) -> None:
         room = self.room
         gr.Navbar(visible=False)  # (one per page)
         with gr.Row(elem_id="teach-top", equal_height=True):  # compact: the reveal must fit a 1024 x 768 projector
             card = gr.HTML(self.join_card(""), elem_id="teach-join", scale=3)
             live = gr.HTML(elem_id="teach-live", scale=1)
+            switch = gr.Checkbox(False, label="Presenter mode", elem_id="teach-presenter", scale=0, min_width=160)
         with gr.Row(elem_id="teach-controls"):
-            labels = [f"{n}. {r.title}: {short(r.get('question') or r.text, 60)}" for n, r in enumerate(room.deck, 1)]
+            labels = deck_labels(room.deck)
             pick = gr.Dropdown(
                 list(zip(labels, range(1, len(labels) + 1))), value=1, label="Round of the deck", scale=3
             )
-            start = gr.Button("Start", scale=0, min_width=90)
-            reveal = gr.Button("Reveal", variant="primary", scale=0, min_width=90, elem_id="teach-reveal-button")
+            start = gr.Button("Start", variant="primary", scale=0, min_width=90, elem_id="teach-start")
+            reveal = gr.Button("Reveal", scale=0, min_width=90, elem_id="teach-reveal-button")
             nxt = gr.Button("Next round", scale=0, min_width=120, elem_id="teach-next")
             export = gr.Button("Export CSV", scale=0, min_width=110)
         status = gr.HTML(elem_id="teach-status", elem_classes="bl-status")
@@ -287,18 +317,20 @@ class Rounds:
                 label="Teacher key (printed where the server started)", type="password", elem_id="teach-key"
             )
         origin, seen = gr.Textbox(visible=False), gr.State(-1)
+        controls = [pick, start, reveal, nxt]
 
         def act(action, *args):
             try:
                 line = action(*args)
             except FAILS as e:
-                return status_html(f"⚠️ {e}"), gr.skip(), gr.skip(), gr.skip()
-            return status_html(line), self.teacher_question(), self.reveal(), self.say()
+                return status_html(f"⚠️ {e}"), *[gr.skip()] * 7
+            return status_html(line), self.teacher_question(), self.reveal(), self.say(), *self.buttons()
 
-        shown = [status, question, result, say]
-        start.click(lambda k, n: act(room.start, k, n), [key, pick], shown, queue=False, api_visibility="private")
-        reveal.click(lambda k: act(room.reveal, k), key, shown, queue=False, api_visibility="private")
-        nxt.click(lambda k: act(room.next, k), key, shown, queue=False, api_visibility="private")
+        shown = [status, question, result, say, *controls]
+        private = dict(queue=False, api_visibility="private")
+        start.click(lambda k, n: act(room.start, k, n), [key, pick], shown, **private)
+        reveal.click(lambda k: act(room.reveal, k), key, shown, **private)
+        nxt.click(lambda k: act(room.next, k), key, shown, **private)
 
         def download(k):
             try:
@@ -306,7 +338,7 @@ class Rounds:
             except ClassError as e:
                 return gr.skip(), status_html(f"⚠️ {e}")
 
-        export.click(download, key, [file, status], queue=False, api_visibility="private")
+        export.click(download, key, [file, status], **private)
 
         def tick(version):
             joined, answered = room.counts()
@@ -315,12 +347,17 @@ class Rounds:
                 f'<p class="bl-live"><b>{joined}</b> joined · <b>{answered}</b> answered</p>'
             )
             if version == room.version:
-                return line, gr.skip(), gr.skip(), gr.skip(), version
-            return line, self.teacher_question(), self.reveal(), self.say(), room.version
+                return line, *[gr.skip()] * 7, version
+            return line, self.teacher_question(), self.reveal(), self.say(), *self.buttons(), room.version
 
-        gr.Timer(POLL_S).tick(tick, seen, [live, question, result, say, seen], queue=False, api_visibility="private")
-        # the key from the terminal's link (?key=...), kept in this browser for the tabs' "Ask the
-        # class" rows, then taken out of the address bar: the projector must not show it
+        gr.Timer(POLL_S).tick(tick, seen, [live, question, result, say, *controls, seen], **private)
+        self._teacher_scripts(page, key, origin, switch)
+        origin.change(self.join_card, origin, card, **private)
+
+    def _teacher_scripts(self, page: gr.Blocks, key, origin, switch) -> None:
+        """The teacher page's scripts: the key from the terminal's link (?key=...), kept in this
+        browser for the tabs' "Ask the class" rows, then taken out of the address bar (the projector
+        must not show it); the live region; presenter mode (the dashboard's switch and `?presenter=1`)."""
         js = f"""() => {{
           const url = new URL(window.location.href);
           const k = url.searchParams.get('key') || localStorage.getItem('{KEY_STORE}') || '';
@@ -335,7 +372,8 @@ class Rounds:
         page.load(None, None, None, js=f"() => ({LIVE_JS})(['#teach-say', '#teach-status'])", queue=False)
         # a key typed by hand (Enter) is kept in this browser too, for the tabs' "Ask the class" rows
         key.submit(None, key, None, js=f"(k) => {{ localStorage.setItem('{KEY_STORE}', k.trim()); }}", queue=False)
-        origin.change(self.join_card, origin, card, queue=False, api_visibility="private")
+        switch.change(None, switch, None, js=PRESENTER_JS, queue=False, show_progress="hidden")
+        page.load(None, None, switch, js=PRESENTER_ASKED_JS, queue=False, show_progress="hidden")
 
 
 def chips(words: list[str], answer: str | None, label: str = "your answer") -> list[tuple[str, str | None]]:
@@ -351,11 +389,14 @@ def chips(words: list[str], answer: str | None, label: str = "your answer") -> l
 
 
 def _or_error(fn, *args):
-    """The API's answer: fn's result, or its message as a Gradio error (shown to the caller)."""
+    """The API's answer: fn's result, or its message as a Gradio error (shown to the caller); the
+    teacher's terminal gets one line for it, not a traceback (which would push the key and the
+    address out of view)."""
     try:
         return fn(*args)
     except FAILS as e:
-        raise gr.Error(str(e)) from None
+        print(f"class rounds: refused {getattr(fn, '__name__', 'a call')}: {e}", file=sys.stderr, flush=True)
+        raise gr.Error(str(e), print_exception=False) from None
 
 
 class StudentPage:
@@ -372,13 +413,14 @@ class StudentPage:
         seen, first = gr.State(-1), gr.State(-1)  # the version shown; answer_span: the first word tapped
         say = gr.HTML(elem_id="play-say")  # what the live region says of the round (outside the hidden boxes)
         with gr.Column(visible=True, elem_id="play-join") as join_box:
-            code = gr.Textbox(label="Room code (on the projector)", max_length=8, elem_id="play-code")
-            name = gr.Textbox(label="Your name (optional)", max_length=30, elem_id="play-name")
+            # no max_length: a browser would cut a long text without a word; the server says what fits
+            code = gr.Textbox(label="Room code (on the projector)", elem_id="play-code")
+            name = gr.Textbox(label="Your name (optional)", elem_id="play-name")
             join = gr.Button("Join", variant="primary", elem_id="play-join-button")
         with gr.Column(visible=False, elem_id="play-round") as round_box:
             question = gr.HTML(elem_id="play-question")
             with gr.Row(visible=False, elem_id="play-guess-row") as guess_row:
-                guess = gr.Textbox(label="Your guess: one word", max_length=40, elem_id="play-guess", scale=3)
+                guess = gr.Textbox(label="Your guess: one word", elem_id="play-guess", scale=3)
                 send = gr.Button("Send", variant="primary", scale=1, min_width=80, elem_id="play-send")
             with gr.Row(visible=False, elem_id="play-vote") as vote_row:
                 yes = gr.Button("IsNext: B follows A", elem_id="play-isnext")
