@@ -350,7 +350,11 @@ def _word_bars(words, model: ModelAnswer, tally: Tally, n: int) -> str:
         else "tapped by the class, and how much the head looks at it"
     )
     other = f" · {model.other:.0%} of its attention is on [CLS], [SEP] or words cut off" if model.other >= 0.005 else ""
-    return f'<p class="bl-hint">How often each word was {what}{other}</p><div class="bl-flow">{"".join(cells)}</div>'
+    scale = f"The scale: a full bar is all {n} students (the class) or 100% (the model)."
+    return (
+        f'<p class="bl-hint">How often each word was {what}{other}. {scale}</p>'
+        f'<div class="bl-flow">{"".join(cells)}</div>'
+    )
 
 
 def _pair(side: str, count: int, n: int, p: float) -> str:
@@ -432,6 +436,49 @@ table.bl-bars td {width:36%}
   .bl-num {width:2.7em} .bl-bar {width:calc(100% - 2.9em)}}
 :where(.bl-ask-row) {display:none}
 body.bl-teacher .bl-ask-row {display:flex !important}
+/* the teacher page on a wall: the question large, the round line, the legend and the captions in
+   the text's own colour; in presenter mode (its switch, or ?presenter=1) a reveal fits a small
+   projector's screen without scrolling (tests/test_rounds_wall.py): a smaller QR, the key folded
+   away, no empty status line, compact rows */
+#teach-question .bl-kind, #teach-result .bl-legend, #teach-result .bl-hint, #teach-result .bl-side,
+#teach-result .bl-numbers summary {color:var(--body-text-color) !important; opacity:1}
+#teach-question .bl-kind {font-size:1em; font-weight:600}
+#teach-question .bl-ask {font-size:1.45em; line-height:1.25}
+body.bl-presenter #teach-key-box, body.bl-presenter footer, body.bl-presenter #teach-question .bl-hint,
+body.bl-presenter #teach-question:has(.bl-revealed) .bl-text.bl-words {display:none !important}
+body.bl-presenter .gradio-container .main {gap:6px !important}
+body.bl-presenter .gradio-container .main .column {gap:6px !important}
+body.bl-presenter #teach-status, body.bl-presenter #teach-status * {min-height:0 !important; padding:0 !important;
+  margin:0 !important}
+body.bl-presenter .gradio-container, body.bl-presenter .gradio-container .main, body.bl-presenter .app,
+body.bl-presenter .gradio-container .contain {padding-top:0 !important; padding-bottom:0 !important;
+  margin-top:0 !important; margin-bottom:0 !important; min-height:0 !important}
+body.bl-presenter #teach-top .bl-join svg {width:64px}
+body.bl-presenter #teach-top .bl-join p {font-size:1em; line-height:1.2}
+body.bl-presenter #teach-top .bl-addr {font-size:.85em; overflow-wrap:normal; white-space:nowrap}
+body.bl-presenter .bl-code {font-size:1.6em}
+body.bl-presenter .bl-live {font-size:1.3em}
+body.bl-presenter #teach-controls {align-items:center !important}
+body.bl-presenter #teach-controls button {white-space:nowrap; padding:6px 12px !important; min-height:0;
+  min-width:max-content !important}
+body.bl-presenter #teach-controls [data-testid=block-info] {position:absolute; width:1px; height:1px; margin:-1px;
+  overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; border:0}
+.bl-addr {overflow-wrap:anywhere}
+body.bl-presenter #teach-question, body.bl-presenter #teach-result {font-size:1.1em}
+body.bl-presenter #teach-result .bl-said {font-size:1.15em}
+body.bl-presenter #teach-result table.bl-bars th, body.bl-presenter #teach-result table.bl-bars td {padding:0 6px;
+  line-height:1.15}
+body.bl-presenter #teach-result .bl-bar {height:.9em}
+body.bl-presenter #teach-result .bl-flow {font-size:.92em; gap:2px 4px}
+body.bl-presenter #teach-result .bl-track {height:1.6em}
+body.bl-presenter #teach-result .bl-n, body.bl-presenter #teach-result .bl-side {line-height:1.05}
+body.bl-presenter #teach-result p, body.bl-presenter #teach-result .bl-numbers {margin:.05em 0}
+/* a phone's words to tap: each a box a thumb can hit (WCAG's enhanced target size), punctuation
+   too, drawn as a button before the first tap */
+#play-words .token {display:inline-flex !important; align-items:center; justify-content:center; min-width:44px;
+  min-height:44px; padding:4px 8px !important; margin:3px 2px !important; box-sizing:border-box; cursor:pointer;
+  border:2px solid var(--border-color-primary) !important; border-radius:8px !important;
+  background:var(--background-fill-secondary); line-height:1.2}
 #play-words .token.highlighted {background-color:#fed7aa !important; color:#000 !important;
   text-decoration:underline; text-decoration-thickness:2px}
 .dark #play-words .token.highlighted {background-color:#9a3412 !important; color:#fff !important}
