@@ -471,6 +471,7 @@ body.bl-presenter #teach-result table.bl-bars th, body.bl-presenter #teach-resul
 body.bl-presenter #teach-result .bl-bar {height:.9em}
 body.bl-presenter #teach-result .bl-flow {font-size:.92em; gap:2px 4px}
 body.bl-presenter #teach-result .bl-track {height:1.6em}
+body.bl-presenter #teach-result .bl-flow:not(:has(.bl-side)) .bl-track {height:4em}  /* attention: one row */
 body.bl-presenter #teach-result .bl-n, body.bl-presenter #teach-result .bl-side {line-height:1.05}
 body.bl-presenter #teach-result p, body.bl-presenter #teach-result .bl-numbers {margin:.05em 0}
 /* a phone's words to tap: each a box a thumb can hit (WCAG's enhanced target size), punctuation
