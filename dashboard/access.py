@@ -101,6 +101,10 @@ window.blAccess = (() => {
     document.querySelectorAll('.sr-only[role="status"][aria-live="polite"]').forEach((el) => {
       if (!el.closest(".bl-status")) set(el, {"aria-live": "off", role: null, "aria-hidden": "true"});
     });
+    // Gradio's settings panel closes with a button that has only a picture: it says what it does
+    document.querySelectorAll(".banner-wrap > button:not([aria-label])").forEach((b) => {
+      if (!b.textContent.trim()) set(b, {"aria-label": "Close the settings"});
+    });
     // an empty component's picture is named by aria-label, which a plain div may not carry
     document.querySelectorAll("div.empty[aria-label]:not([role])").forEach((el) => set(el, {role: "img"}));
     // a box that scrolls (a long context) must take focus, so a keyboard can scroll it
@@ -173,7 +177,8 @@ ACCESS_CSS = """
 .highlighted.token .label {color:#111827 !important}
 .dark .highlighted.token .text, .dark .legend-item {color:#ffffff !important}
 /* the theme's one accent colour (no dark variant) is the selected tab's and a table's label's text */
-.dark button[role="tab"][aria-selected="true"], .dark .header-row .label p {color:var(--primary-300) !important}
+.dark button[role="tab"][aria-selected="true"], .dark .header-row .label p, .dark .banner-wrap .url {
+  color:var(--primary-300) !important}
 /* the narrowest phones (320 px): a figure keeps the width its titles and labels need, and scrolls
    sideways in its own box (a chart is two-dimensional content, WCAG 1.4.10); the page does not */
 @media (max-width: 420px) {

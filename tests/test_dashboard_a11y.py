@@ -102,6 +102,10 @@ def test_axe_finds_nothing_on_any_tab(browser, app_url, mode):
             ).first.click()
             page.wait_for_selector(".bl-table table")
         found[name] = axe_violations(page)
+    if page.locator("button.settings").is_visible():  # Gradio's settings panel, from the footer
+        page.locator("button.settings").click()
+        page.wait_for_selector(".banner-wrap")
+        found["the settings panel"] = axe_violations(page)
     bad = {name: v for name, v in found.items() if v}
     assert not bad, "\n".join(f"{name}: {v}" for name, v in bad.items())
     page.close()
