@@ -113,3 +113,13 @@ def test_the_browser_edition_opens_answer_and_classify_on_minilm_and_its_questio
     model, tokenizer = lab.load(ROOT / "models" / "minilm-squad")
     best = run_view(model.float(), tokenizer, "answer", OPENINGS["answer"])["spans"][0]["text"]
     assert best == "Captain Nemo", best  # the opening question, answered sensibly by the model it opens on
+
+
+def test_the_tag_line_says_why_a_tag_is_less_probable_than_its_runner_up(dash):
+    from dashboard.help import TAG_EXAMPLES
+
+    _, table, _, status = dash.tab("tag").tag("models/minilm-ner", TAG_EXAMPLES[1][0])  # "Mr. Darcy met ..."
+    below = [row for row in table["data"] if row[5] > row[3]]
+    assert below, table["data"]  # Darcy: B-PER below I-PER, which cannot follow "Mr." (O)
+    assert f"{len(below)} word(s) tagged with a less probable tag than the runner-up" in visible(status)
+    assert "Viterbi" in visible(status)
