@@ -12,6 +12,7 @@ from pathlib import Path
 
 import gradio as gr
 import pytest
+from gradio_client import Client
 
 from dashboard.rounds import DEFAULT_DECK, Classroom, Rounds, load_deck
 from dashboard.rounds.deck import deck_labels
@@ -108,6 +109,23 @@ def test_before_start_the_highlighted_button_is_start_then_reveal_then_next():
     assert variants() == ["secondary", "primary", "secondary"] and rounds.buttons()[0]["value"] == 3
     rounds.room.reveal("secret")
     assert variants() == ["secondary", "secondary", "primary"] and rounds.buttons()[0]["value"] == 4
+
+
+def test_refused_calls_over_http_print_one_line_each_and_no_traceback(dash, app_url, capfd):
+    room_ = dash.rounds.room
+    client = Client(app_url, verbose=False)
+    capfd.readouterr()
+    with pytest.raises(Exception, match="room code"):
+        client.predict("ZZZZ", "", api_name="/class_join")
+    token = client.predict(room_.code, "late", api_name="/class_join")
+    client.predict(room_.key, 1, api_name="/class_start")
+    client.predict(room_.key, api_name="/class_reveal")
+    with pytest.raises(Exception, match="This round is closed"):
+        client.predict(token, "door", api_name="/class_answer")
+    out = capfd.readouterr()
+    printed = out.out + out.err
+    assert "Traceback" not in printed, printed
+    assert printed.count("class rounds: refused") == 2, printed
 
 
 # ----------------------------------------------------------------------------------------------
