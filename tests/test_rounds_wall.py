@@ -154,6 +154,19 @@ def wall_height(page) -> dict:
     )
 
 
+# the font sizes (px) of the question, the round line and the legend, and which of those and the
+# captions are not drawn in the page's text colour
+SIZES_JS = """() => {
+  const px = (s) => parseFloat(getComputedStyle(document.querySelector(s)).fontSize);
+  const text = getComputedStyle(document.querySelector('#teach-question')).color;
+  const shown = '#teach-question .bl-kind, #teach-result .bl-legend, #teach-result .bl-hint';
+  const grey = [...document.querySelectorAll(shown)]
+    .filter((e) => getComputedStyle(e).color !== text).map((e) => e.className);
+  return {ask: px('#teach-question .bl-ask'), kind: px('#teach-question .bl-kind'),
+          legend: px('#teach-result .bl-legend'), grey};
+}"""
+
+
 def tap_boxes(page) -> list[dict]:
     return page.locator("#play-words .token").evaluate_all(
         "ts => ts.map(t => { const r = t.getBoundingClientRect(), s = getComputedStyle(t);"
@@ -227,6 +240,9 @@ def test_every_reveal_fits_the_projector_in_presenter_mode_with_a_class_of_28(br
             phone.wait_for_selector("#play-reveal .bl-reveal")
             teacher.wait_for_timeout(300)  # the page's layout settles
             heights[kind] = wall_height(teacher)
+            sizes = teacher.evaluate(SIZES_JS)
+            assert sizes["ask"] >= 26 and min(sizes["kind"], sizes["legend"]) >= 18, sizes  # a wall's sizes
+            assert sizes["grey"] == [], sizes  # the round line, legend and captions in the text's colour
             if shots:
                 Path(shots).mkdir(parents=True, exist_ok=True)
                 teacher.screenshot(path=f"{shots}/teacher_{kind}.png", full_page=True)
