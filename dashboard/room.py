@@ -71,6 +71,30 @@ window.blRoom = (() => {
     if (!grid) return;
     const n = grid.querySelectorAll(".cartesianlayer .subplot").length;
     grid.closest(".column, .block")?.classList.toggle("bl-many-heads", n > MANY_HEADS);
+    document.body.classList.toggle("bl-one-head", n > MANY_HEADS);  // the note saying so shows only then
+  };
+  // full screen: a bar with a way out and the figure's "out of date" line, the figure as tall as the screen
+  const staleSays = (box) => {
+    const view = box.closest('[class*="bl-view-"]');
+    if (!view || !view.classList.contains("bl-stale")) return "";
+    const name = [...view.classList].find((c) => c.startsWith("bl-view-"))?.slice(8);
+    return "out of date: press " + (window.blCurrent?.label(name) || "its button");
+  };
+  const fit = (box) => {
+    const plot = box.querySelector(".js-plotly-plot"), bar = box.querySelector(":scope > .bl-full-bar");
+    if (!plot || !window.Plotly || !plot.layout) return;
+    const zoom = parseFloat(getComputedStyle(plot).zoom) || 1;
+    const height = Math.floor((window.innerHeight - (bar?.offsetHeight ?? 0) - MARGIN) / zoom);
+    plot.dataset.blHeight ??= plot.layout.height ?? plot._fullLayout?.height ?? "";  // its own, for the way back
+    plot.dataset.blFull = height;
+    window.Plotly.relayout(plot, {height});
+  };
+  const unfit = (box) => {
+    for (const plot of box.querySelectorAll(".js-plotly-plot")) {
+      const was = plot.dataset.blHeight, set = plot.dataset.blFull;
+      delete plot.dataset.blHeight; delete plot.dataset.blFull;
+      if (was && window.Plotly && String(plot.layout?.height) === set) window.Plotly.relayout(plot, {height: +was});
+    }
   };
   const fullscreen = () => {
     for (const plot of document.querySelectorAll(".js-plotly-plot")) {
@@ -80,11 +104,45 @@ window.blRoom = (() => {
       btn.className = "bl-full";
       btn.type = "button";
       btn.textContent = "full screen";
-      btn.title = "Show this figure on the whole screen (Esc returns)";
+      btn.title = "Show this figure on the whole screen (Esc or its Exit full screen button returns)";
       btn.addEventListener("click", () => box.requestFullscreen?.());
       box.prepend(btn);
     }
   };
+  let watching = null;
+  const enter = (box) => {
+    let bar = box.querySelector(":scope > .bl-full-bar");
+    if (!bar) {
+      bar = document.createElement("div");
+      bar.className = "bl-full-bar";
+      const out = document.createElement("button");
+      out.type = "button";
+      out.className = "bl-exit";
+      out.textContent = "Exit full screen";
+      out.addEventListener("click", () => document.exitFullscreen?.());
+      const stale = document.createElement("span");
+      stale.className = "bl-full-stale";
+      bar.append(out, stale);
+      box.prepend(bar);
+    }
+    const label = () => {
+      const says = staleSays(box);
+      bar.querySelector(".bl-full-stale").textContent = says;
+      box.classList.toggle("bl-full-old", !!says);
+    };
+    label();
+    clearInterval(watching);
+    watching = setInterval(label, 400);  // the inputs change behind it: the line appears
+    fit(box);
+    bar.querySelector(".bl-exit").focus();
+  };
+  document.addEventListener("fullscreenchange", () => {
+    const box = document.fullscreenElement;
+    if (box?.querySelector?.(":scope > .bl-full")) { enter(box); return; }
+    clearInterval(watching);
+    for (const was of document.querySelectorAll(".bl-full-old")) was.classList.remove("bl-full-old");
+    for (const bar of document.querySelectorAll(".bl-full-bar")) unfit(bar.parentElement);
+  });
   let queued = false;
   new MutationObserver(() => {
     if (queued || !document.body.classList.contains("bl-presenter")) return;
@@ -92,7 +150,7 @@ window.blRoom = (() => {
     requestAnimationFrame(() => { queued = false; fullscreen(); heads(); });
   }).observe(document.documentElement, {childList: true, subtree: true});
   const relayout = () => window.dispatchEvent(new Event("resize"));  // figures take the new width
-  document.addEventListener("fullscreenchange", () => setTimeout(relayout, 100));
+  document.addEventListener("fullscreenchange", () => setTimeout(relayout, 100));  // then fit's height
   const presenter = (on) => {
     document.body.classList.toggle("bl-presenter", !!on);
     if (on) { fullscreen(); heads(); }
@@ -145,7 +203,7 @@ body.bl-presenter {
 body.bl-presenter .js-plotly-plot {zoom:1.3}
 body.bl-presenter .tab-wrapper button {font-size:15px !important}  /* every tab's name fits on the line */
 body.bl-presenter .bl-many-heads {display:none !important}
-body.bl-presenter #att-one-head-note {display:block !important}
+body.bl-presenter.bl-one-head #att-one-head-note {display:block !important}  /* only where it is true */
 #att-one-head-note {display:none}
 .bl-full {display:none; position:absolute; left:8px; top:8px; font-size:var(--text-sm); padding:2px 8px;
   border:1px solid var(--border-color-primary); border-radius:4px; background:var(--background-fill-primary);
@@ -153,6 +211,24 @@ body.bl-presenter #att-one-head-note {display:block !important}
 body.bl-presenter .bl-full {display:inline-block !important}  /* Gradio repeats each rule, more specific */
 :fullscreen {background:var(--background-fill-primary); overflow:auto}
 :fullscreen .bl-full {display:none !important}
+/* full screen: a bar on top (the way out, and "out of date" where it is), the figure drawn at full strength */
+.bl-full-bar {display:none}
+:fullscreen > .bl-full-bar {display:flex !important; align-items:center; gap:var(--spacing-lg); padding:6px 8px}
+.bl-exit {font-size:var(--text-lg); padding:6px 16px; border:2px solid var(--body-text-color); border-radius:6px;
+  background:var(--background-fill-primary); color:var(--body-text-color); cursor:pointer}
+.bl-full-stale:empty {display:none}
+.bl-full-stale {font-size:var(--text-lg); font-weight:600; color:#92400e; background:#fef3c7; border-radius:4px;
+  padding:4px 10px}
+:fullscreen.bl-full-old {outline:4px dashed #b45309; outline-offset:-4px}
+:fullscreen .js-plotly-plot {opacity:1 !important}
+/* every tab's name in view, on a phone too: the names wrap onto a second line instead of going into
+   Gradio's overflow menu (its measuring copies are drawn tiny, so it counts every tab as fitting) */
+.tab-container.visually-hidden > button {padding:0 !important; font-size:1px !important}
+.tab-wrapper {height:auto !important}
+.tab-container:not(.visually-hidden) {flex-wrap:wrap !important; height:auto !important; overflow:visible !important}
+.tab-container:not(.visually-hidden) > button {height:var(--size-8) !important}
+.tab-wrapper .overflow-menu {display:none !important}
+@media (max-width: 500px) {.tab-container:not(.visually-hidden) > button {padding:0 10px !important}}
 """
 
 # the switch's events run in the page only (no request)
