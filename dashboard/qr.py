@@ -98,10 +98,11 @@ element.addEventListener('click', close);
 document.addEventListener('keydown', (e) => {
   if (!props.value || !closer()) return;
   if (e.key === 'Escape') close();
-  else if (e.key === 'Tab') { e.preventDefault(); closer().focus(); }
+  else if (e.key === 'Tab') { e.preventDefault(); closer().focus({preventScroll: true}); }
 });
-new MutationObserver(() => { if (closer() && !element.contains(document.activeElement)) closer().focus(); })
-  .observe(element, {childList: true, subtree: true});
+new MutationObserver(() => {
+  if (closer() && !element.contains(document.activeElement)) closer().focus({preventScroll: true});
+}).observe(element, {childList: true, subtree: true});
 """
 # the room QR asks the server for its SVG the first time presenter mode shows it (body.bl-presenter),
 # not when the page opens: a page opened by a student sends no request for it
@@ -128,7 +129,7 @@ QR_CSS = """
   background:rgba(0,0,0,.65); cursor:pointer}
 .bl-qr-card, .bl-room-card {background:#fff; color:#111; border-radius:12px; padding:16px; text-align:center}
 .bl-qr-card {max-width:94vw}
-.bl-qr-card svg {display:block; width:min(72vh, 86vw); height:auto; margin:0 auto}
+.bl-qr-card svg {display:block; width:min(64vh, 86vw); height:auto; margin:0 auto}  /* room for the link and Close */
 .bl-qr-text {margin:8px 0 0; font:600 clamp(14px, 2vw, 26px)/1.3 var(--font-mono); word-break:break-all; color:#111}
 .bl-qr-hint {margin:4px 0 0; font-size:14px; color:#444}
 .bl-qr-close {margin-top:8px; padding:4px 16px; border:1px solid #444; border-radius:6px; background:#fff; color:#111}

@@ -231,7 +231,12 @@ def check_link(page, link: str, tab: str, keys: set) -> None:
     qr = page.locator(".bl-qr-overlay svg")
     qr.wait_for()
     assert qr.bounding_box()["width"] >= 300
-    assert decode_png(page.screenshot()) == [link]
+    # the dialog has taken the focus (its Close button) and been drawn since
+    page.wait_for_function("document.activeElement.classList.contains('bl-qr-close')")
+    page.wait_for_function("!document.querySelector('.wrap.default:not(.hide), .progress-text, .eta-bar')")
+    page.wait_for_timeout(300)  # Gradio's status overlay on the outputs fades out
+    shot = page.screenshot()
+    assert decode_png(shot) == [link]
     page.keyboard.press("Escape")
     page.locator(".bl-qr-overlay").wait_for(state="detached")
 
