@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import io
+from urllib.parse import urlsplit
 
 import segno
 
@@ -24,6 +25,32 @@ MAX_ADDRESS = 2_000  # characters of the page's address the room QR accepts
 def is_address(text) -> bool:
     """An http(s) address without spaces: what a QR may be drawn for."""
     return isinstance(text, str) and text.startswith(("http://", "https://")) and not any(c.isspace() for c in text)
+
+
+LOOPBACK = ("localhost", "127.", "[::1]", "0.0.0.0")
+
+
+def this_computer_only(address: str) -> bool:
+    """True for an address only this computer can open (localhost, 127.x, ::1): a phone cannot."""
+    host = urlsplit(address).netloc.rsplit("@", 1)[-1].lower() if is_address(address) else ""
+    return host.startswith(LOOPBACK)
+
+
+def local_note(address: str, short: bool = False) -> str:
+    """Under a QR code of an address only this computer opens: a line saying so and how to start
+    the app for a class ('' for any other address); `short`: in few words, for a card beside a QR."""
+    if not this_computer_only(address):
+        return ""
+    if short:  # on the line of the address it is about
+        return (
+            ' <span class="bl-qr-local-short" role="note">This computer only'
+            '<span class="bl-qr-local-fix">: start with --host 0.0.0.0</span></span>'
+        )
+    return (
+        '<p class="bl-qr-local" role="note"><b>This computer only:</b> a phone cannot open this address. '
+        "For a class, start the app with <code>--host 0.0.0.0</code> and open it by this computer&#39;s "
+        "network address.</p>"
+    )
 
 
 def svg(text: str) -> str:
@@ -52,6 +79,7 @@ def link_qr(link) -> str:
     return (
         '<div class="bl-qr-overlay" role="dialog" aria-modal="true" aria-label="QR code of the link" '
         f'title="click to close"><div class="bl-qr-card">{drawn}<p class="bl-qr-text">{html.escape(link)}</p>'
+        f"{local_note(link)}"
         '<p class="bl-qr-hint">scan it with a phone&#39;s camera &middot; click or press Esc to close</p>'
         '<button type="button" class="bl-qr-close">Close</button></div></div>'
     )
@@ -72,7 +100,8 @@ def room_qr(address: str) -> str:
     # open when presenter mode first shows it (the room scans it); one click folds it to a line
     return (
         f'<details class="bl-room" open><summary>Join this page: <span class="bl-room-address">{shown}</span>'
-        f'</summary><div class="bl-room-card">{drawn}<p class="bl-qr-text">{shown}</p></div></details>'
+        f'</summary><div class="bl-room-card">{drawn}<p class="bl-qr-text">{shown}</p>{local_note(address)}</div>'
+        "</details>"
     )
 
 
@@ -129,9 +158,16 @@ QR_CSS = """
   background:rgba(0,0,0,.65); cursor:pointer}
 .bl-qr-card, .bl-room-card {background:#fff; color:#111; border-radius:12px; padding:16px; text-align:center}
 .bl-qr-card {max-width:94vw}
-.bl-qr-card svg {display:block; width:min(64vh, 86vw); height:auto; margin:0 auto}  /* room for the link and Close */
+/* room for the link, a note and Close */
+.bl-qr-card svg {display:block; width:min(56vh, 86vw); height:auto; margin:0 auto}
 .bl-qr-text {margin:8px 0 0; font:600 clamp(14px, 2vw, 26px)/1.3 var(--font-mono); word-break:break-all; color:#111}
 .bl-qr-hint {margin:4px 0 0; font-size:14px; color:#444}
+.bl-qr-local {margin:6px auto 0; max-width:36em; padding:4px 8px; border-left:4px solid #b45309; background:#fef3c7;
+  color:#111; font-size:15px; text-align:left}
+.bl-qr-local * {color:#111 !important}
+.bl-qr-local-short {font-size:0.8em; font-weight:600; background:#fef3c7; padding:0 4px}
+.bl-qr-local-short, .bl-qr-local-short * {color:#92400e !important}  /* the dark theme's text colour: not on amber */
+body.bl-presenter .bl-join .bl-qr-local-fix {display:none}  /* a wall: the warning only, on the address's line */
 .bl-qr-close {margin-top:8px; padding:4px 16px; border:1px solid #444; border-radius:6px; background:#fff; color:#111}
 .bl-qr-notice {margin:0; color:var(--body-text-color-subdued)}
 body.bl-presenter #room-qr {display:block}

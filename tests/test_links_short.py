@@ -291,3 +291,18 @@ def test_links_in_the_browser(app_url, dash):
             assert page.get_by_role("tab", name=tab).get_attribute("aria-selected") == "true"
         page.close()
     assert OUTSIDE == [], OUTSIDE
+
+
+def test_a_qr_of_an_address_only_this_computer_opens_says_so(dash):
+    """Started on 127.0.0.1, a link's QR, the page's own QR and the class's join card point at an
+    address no phone can open: each says so, and how to start the app for a class (issue 44, 8)."""
+    from dashboard.qr import link_qr, room_qr, this_computer_only
+
+    for address in ("http://127.0.0.1:7860/", "http://localhost:7860/?nsp", "http://[::1]:7860/"):
+        assert this_computer_only(address), address
+        for html_text in (link_qr(address), room_qr(address), dash.rounds.join_card(address)):
+            assert "This computer only" in html_text and "--host 0.0.0.0" in html_text, address
+    for address in ("http://192.168.1.20:7860/", "https://bert-lab.hf.space/?qa"):
+        assert not this_computer_only(address), address
+        for html_text in (link_qr(address), room_qr(address), dash.rounds.join_card(address)):
+            assert "This computer only" not in html_text, address

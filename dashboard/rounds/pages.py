@@ -19,7 +19,7 @@ import sys
 import gradio as gr
 
 from ..common import said, status_html
-from ..qr import is_address, svg
+from ..qr import is_address, local_note, svg
 from .classroom import ClassError, Classroom
 from .deck import Round, deck_labels, make_round
 from .kinds import (
@@ -190,7 +190,7 @@ class Rounds:
         qr = svg(f"{address}?room={self.room.code}") if base else ""
         return (
             f'<div class="bl-join"><div>{qr}</div>'
-            f'<div><p>Students open <b class="bl-addr">{html.escape(address)}</b></p>'
+            f'<div><p>Students open <b class="bl-addr">{html.escape(address)}</b>{local_note(address, short=True)}</p>'
             f'<p>Room code <b class="bl-code">{self.room.code}</b></p></div></div>'
         )
 
