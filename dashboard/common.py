@@ -472,12 +472,13 @@ def attribution_chips(result) -> list[tuple[str, float | None]]:
 def attribution_status(result) -> StatusLine:
     """The answer and the words that pushed most toward it and against it, in plain words; f at the
     input and at the baseline, the sum and the method in the details."""
-    words = [(s, t) for t, s in zip(result.tokens, result.scores) if t not in ("[CLS]", "[SEP]", "[MASK]", "[PAD]")]
+    kept = [i for i, t in enumerate(result.tokens) if t not in ("[CLS]", "[SEP]", "[MASK]", "[PAD]")]
+    words = [(result.scores[i], result.tokens[i]) for i in kept]
     most = max(words, default=None)
     least = min(words, default=None)
     plain = f"The answer {result.answer}"
     if most is not None and most[0] > 0:
-        plain += f" rests most on “{most[1]}”"
+        plain += f" rests most on {leading_words(result, kept)}"
     else:
         plain += " rests on no word in particular"
     if least is not None and least[0] < 0:
@@ -496,6 +497,21 @@ def attribution_status(result) -> StatusLine:
     if least is not None and least[0] < 0:
         detail += f"; most against: “{least[1]}” ({least[0]:+.2f})"
     return said(plain, detail)
+
+
+def leading_words(result, kept: list[int], count: int = 3) -> str:
+    """The `count` tokens that push most toward the answer, quoted with their scores; for one
+    [MASK] (a fill-mask answer), each says on which side of it it stands: both sides count."""
+    top = sorted((i for i in kept if result.scores[i] > 0), key=lambda i: -result.scores[i])[:count]
+    mask = result.highlight[0] if result.task == "fill_mask" and len(result.highlight) == 1 else None
+    said = []
+    for n, i in enumerate(top):
+        side = ""
+        if mask is not None:
+            where = "before" if i < mask else "after"
+            side = f", {where} the [MASK]" if n == 0 else f", {where}"
+        said.append(f"“{result.tokens[i]}” ({result.scores[i]:+.2f}{side})")
+    return said[0] + (f", then {' and '.join(said[1:])}" if len(said) > 1 else "")
 
 
 def why_view(ctx, model, tokenizer, result, theme, *texts) -> tuple:

@@ -130,10 +130,22 @@ HELP = {
     "from the words on **both** sides. Write [MASK] where a word should be guessed, or click a word to mask "
     "it; the bars are the model's probabilities for its best guesses (a *word piece* such as ##ing continues "
     "a word). **Temperature** divides the scores before the softmax: below 1 sharpens the guesses, above 1 "
-    "flattens them, 1 gives the model's own probabilities.",
+    "flattens them, 1 gives the model's own probabilities. One [MASK] hides exactly **one WordPiece token**: a word "
+    "the "
+    "vocabulary cuts into pieces (the Model tab tokenizes any text) cannot be guessed whole at one [MASK].",
+    "corrupt": "**The 80/10/10 rule** (Section 3.1): pre-training chooses **15%** of a text's tokens at random "
+    "(rounded, at least one; never [CLS] or [SEP]) for the model to guess. Of the chosen tokens, 80% become [MASK], "
+    "10% a random token and 10% stay **unchanged**. **Why not always [MASK]?** The paper: a mask-only rule would "
+    'create *"a mismatch between pre-training and fine-tuning, since the [MASK] token does not appear during '
+    'fine-tuning"*. The text a fine-tuned model reads has no [MASK]; since any token it sees may be one it must '
+    "guess, the model learns to be right about the words it can see too. One short sentence draws one or two "
+    "tokens; the tally under the words counts a thousand draws.",
     "nsp": "**What you are looking at:** the second pre-training task, *next sentence prediction* (Section 3.1, "
     "Task #2): half of the B sentences in pre-training were the real next sentence (IsNext), half a random "
-    "sentence from another document (NotNext). The answer comes from the final [CLS] vector.",
+    "sentence from another document (NotNext). The answer comes from the final [CLS] vector. A NotNext sentence "
+    "comes from **another book**, so the "
+    "model can learn the easier question *same book?* (the same names, topic and style) instead of *is B the "
+    "next sentence?*: two sentences from the same novel score high even when B does not follow A.",
     "attention": "**What you are looking at:** each of the L layers has A attention heads (multi-head attention, "
     "Section 3 and Vaswani et al. 2017). A row is one token attending (its weights sum to 1), a column "
     "one token being attended to; hover for a weight, click a token under the maps to follow it. The "
@@ -146,7 +158,11 @@ HELP = {
     "(start ≤ end, at most 30 tokens). The status line says what the chosen model was fine-tuned on; pick "
     "another model to compare answers to the same question. **The [CLS] score**: a SQuAD 2.0-style model "
     'points start and end at [CLS] to say "no answer"; these models learned SQuAD v1.1, where every '
-    "question has an answer, so the probability left on [CLS] is leftover mass, not a verdict.",
+    "question has an answer, so the probability left on [CLS] is leftover mass, not a verdict: they always answer "
+    "with a span. "
+    "**minilm-squad** and **bert-lab-squad** learned the same SQuAD questions with the same code; they differ in "
+    "what they started from: MiniLM, an encoder pre-trained on far more text, or the lab's tiny "
+    "bert-lab-classroom (ten novels). The difference in their answers is what pre-training gave them.",
     "lens": "The model's own masked-LM head (the layer that turns the last vector into word probabilities) "
     "applied to the vector at each [MASK] after **every** layer, from the input embeddings down to the last "
     "layer, whose row is the answer above. Watch where the final answer (outlined) takes the lead. The head was "
@@ -170,7 +186,10 @@ HELP = {
     "classify": "**What you are looking at:** fine-tuning (Section 4.1, GLUE): BERT plus one linear layer on the "
     "final [CLS] vector, every weight trained on labelled sentences; both bundled models learned SST-2 "
     "(movie-review sentences, negative / positive) with the same code: **minilm-sst2** from a real pre-trained "
-    "encoder, **bert-lab-sst2** from the lab's tiny one. Try the negation examples with each. Pair tasks "
+    "encoder, **bert-lab-sst2** from the lab's tiny one. Try the negation examples with each and open *Why?*: a "
+    "model that reads each word as a cue on its own "
+    "says *not bad at all* is negative (“bad” pushes most), one that composes words lets “not” turn the word "
+    "after it around (“not” pushes most). Pair tasks "
     "(MNLI, QNLI) put a second sentence in segment B.",
     "tag": "**What you are looking at:** token tagging (Section 5.3, CoNLL-2003 named entities): a tag for every "
     "word, either an entity (**PER**son, **LOC**ation, **ORG**anisation; B- begins one, I- continues it, O is none "
@@ -184,7 +203,9 @@ HELP = {
     "read in overlapping windows, nothing is cut.",
     "training": "**What you are looking at:** a training run's loss and held-out accuracy (its metrics.jsonl; "
     "pre-training procedure: Section 3.1 and Appendix A.2), and the same masked sentence through the "
-    "run's checkpoints: watch BERT learn.",
+    "run's checkpoints: watch BERT learn. The first checkpoints put the **most frequent tokens** (such as “the”, "
+    "“,” and “.”) at every [MASK], whatever the sentence: before a model reads the context, the best it can do is "
+    "guess how often each token occurs (the *unigram plateau*). Then the words around the [MASK] take over.",
     "model": "**What you are looking at:** the chosen model (its card, its shape: L layers, hidden size H, A heads, "
     "Section 3) and its input representation (Section 3, Figure 2): WordPiece tokens, plus a segment and "
     "a position embedding, summed.",

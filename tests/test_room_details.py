@@ -86,8 +86,9 @@ def test_corruption_status_says_the_real_share_and_the_80_10_10_tally(dash):
     text = MLM_EXAMPLES[0][0]
     for seed in (0, 1, 2):
         chips, status = dash.tab("mlm").corrupt(BUNDLED, text, seed)
-        chosen, tokens, share = re.match(r"(\d+) of (\d+) tokens chosen \((\d+)%", status).groups()
-        assert int(share) == round(100 * int(chosen) / int(tokens)), status
+        found = re.match(r"(\d+) of (\d+) tokens chosen with seed \d+ \(15% of (\d+), rounded: (\d+)%", status)
+        chosen, tokens, of, share = found.groups()
+        assert int(share) == round(100 * int(chosen) / int(tokens)) and of == tokens, status
         assert int(chosen) == sum(1 for _, kind in chips if kind)
         shares = re.search(r"became \[MASK\] (\d+)%, random (\d+)%, kept (\d+)%", status)
         assert shares, status

@@ -166,7 +166,8 @@ class MaskedLM:
         tally = explore.corruption_tally(tokenizer, text, draws=TALLY_DRAWS, seed=seed)
         shares = {kind: tally[kind] / tally["chosen"] for kind in ("mask", "random", "keep")}
         line = (
-            f"{c['chosen']} of {c['tokens']} tokens chosen ({c['chosen'] / c['tokens']:.0%}) with seed {seed}: "
+            f"{c['chosen']} of {c['tokens']} tokens chosen with seed {seed} (15% of {c['tokens']}, rounded: "
+            f"{c['chosen'] / c['tokens']:.0%}): "
             f"{c['mask']} → [MASK], {c['random']} → a random token, {c['keep']} kept; the model must guess all "
             f"{c['chosen']}. {filled_note}"
         )
@@ -298,6 +299,7 @@ class MaskedLM:
         why_first = self.why(model.value, example, "integrated gradients", "light")
         method, why_btn, *why_outputs = why_box(self.ctx, "mlm", why_first, HELP["why"])
         with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
+            gr.Markdown(HELP["corrupt"])
             seed = gr.Number(value=0, precision=0, label="seed")
             corrupt_btn = gr.Button("Corrupt this sentence")
             corrupted = gr.HighlightedText(
