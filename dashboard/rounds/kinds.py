@@ -455,6 +455,9 @@ body.bl-presenter .gradio-container .contain {padding-top:0 !important; padding-
   margin-top:0 !important; margin-bottom:0 !important; min-height:0 !important}
 body.bl-presenter #teach-top .bl-join svg {width:64px}
 body.bl-presenter #teach-top .bl-join p {font-size:1em; line-height:1.2}
+/* before the first round the join card is what the wall shows: a QR the back row can scan */
+body:has(#teach-question .bl-idle) #teach-top .bl-join {flex-wrap:wrap}
+body:has(#teach-question .bl-idle) #teach-top .bl-join svg {width:min(42vh, 320px)}
 body.bl-presenter #teach-top .bl-addr {font-size:.85em; overflow-wrap:normal; white-space:nowrap}
 body.bl-presenter .bl-code {font-size:1.6em}
 body.bl-presenter .bl-live {font-size:1.3em}

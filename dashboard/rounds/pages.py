@@ -152,7 +152,7 @@ class Rounds:
     def teacher_question(self) -> str:
         live = self.room.live
         if live is None:
-            return '<p class="bl-ask">No round yet: pick one of the deck and press Start.</p>'
+            return '<p class="bl-ask bl-idle">No round yet: pick one of the deck and press Start.</p>'
         rnd = live.round
         words = ""
         if rnd.kind in ("answer_span", "attention"):
@@ -188,9 +188,10 @@ class Rounds:
         base = origin.rstrip("/") if isinstance(origin, str) and is_address(origin) else ""
         address = f"{base}/play" if base else "/play"
         qr = svg(f"{address}?room={self.room.code}") if base else ""
+        shown = html.escape(address).replace("/play", "<wbr>/play")  # a narrow card wraps it before /play
         return (
             f'<div class="bl-join"><div>{qr}</div>'
-            f'<div><p>Students open <b class="bl-addr">{html.escape(address)}</b>{local_note(address, short=True)}</p>'
+            f'<div><p>Students open <b class="bl-addr">{shown}</b>{local_note(address, short=True)}</p>'
             f'<p>Room code <b class="bl-code">{self.room.code}</b></p></div></div>'
         )
 
