@@ -7,15 +7,21 @@
 
 The folders follow the data, and an import only ever points up this list:
 
+    files                            every name the lab gives a file or a folder on disk, once
     config, tokenizer                text -> word pieces -> ids
+    device                           where the arithmetic runs: the device, bf16 autocast, the processes
     data/                            documents -> NSP pairs, 80/10/10 masks -> Batch; SQuAD, tagged files
+    modern                           what changed since BERT: pre-norm, GeGLU, rotary, no biases, local attention
+    modernbert                       ModernBERT's checkpoints: its config and tensor names <-> the lab's
     model, checkpoint, hub           Batch -> encoder -> heads -> logits; Hugging Face's layout on disk
     training/                        the one training loop; pre-training and fine-tuning plug into it
     inspect/                         explore: what a trained model does, how (trace: every operation),
                                      and what it rests on
+    web/                             the browser edition: the bundled models exported for a static site
     studies/                         the notebooks' experiments (Table 7, BERT vs GPT vs ELMo, ...)
     figures/                         each figure's numbers once, drawn by plotly and by matplotlib
-    exercises/, __main__             build-it-yourself checks; the command line
+    exercises/, notebook_setup       build-it-yourself checks; the notebooks' set-up cell
+    __main__                         the command line
 """
 
 from .checkpoint import load, save
