@@ -1,9 +1,9 @@
 """What every tab's handlers share: checking what the page sends, turning every failure into a
 status line, the numbers behind the download buttons, and the small components every tab uses.
 
-A handler returns (*outputs, status). Wrapped with @handler(n), a problem the user can fix
-(UserError, lab.inspect.model_store.ModelError, ValueError from the library) clears its n outputs and
-becomes the status line; a bug is logged and reported by its type only, and the server keeps
+A handler returns a view: a NamedTuple of its outputs by name, the status line last (in_order puts
+the components in the same order). Wrapped with @handler(View), a problem the user can fix
+(UserError, a ModelError, ValueError from the library) clears the outputs and becomes the status line; a bug is logged and reported by its type only, and the server keeps
 serving. Status lines are escaped: a model's label or a typed name shows as text, never as HTML.
 """
 
@@ -18,6 +18,7 @@ import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
+from typing import NamedTuple
 
 import gradio as gr
 
@@ -83,18 +84,25 @@ def status_detail(status) -> str:
     return html.unescape(found[1]).strip() if found else ""
 
 
-def handler(n_outputs: int, keep: bool = False, hide=()):
+def handler(outputs: int | type, keep: bool = False, hide=()):
     """Wrap a handler returning (*outputs, status): the status is escaped; on an error the
-    outputs are cleared (n_outputs Nones; keep=True: left as they are, e.g. a menu) and the
-    message becomes the status. Messages carry display names, never server paths; an unexpected
-    error shows only its type. `hide`: absolute paths to cut out of messages (the repository)."""
+    outputs are cleared (Nones; keep=True: left as they are, e.g. a menu) and the message becomes
+    the status. Messages carry display names, never server paths; an unexpected error shows only
+    its type. `outputs`: how many come before the status, or the view (a NamedTuple whose last
+    field is `status`) the handler returns, kept as that type either way. `hide`: absolute paths
+    to cut out of messages (the repository)."""
+    view = outputs if isinstance(outputs, type) else None
+    if view is not None:
+        assert view._fields[-1] == "status", view  # a view ends with its status line
+    n_outputs = len(view._fields) - 1 if view else outputs
+    shaped = view._make if view else tuple
 
     def wrap(fn):
         @functools.wraps(fn)
         def safe(*args, **kwargs):
             try:
                 *outputs, status = fn(*args, **kwargs)
-                return (*outputs, status if isinstance(status, dict) else status_html(status))
+                return shaped((*outputs, status if isinstance(status, dict) else status_html(status)))
             except (ValueError, KeyError, FileNotFoundError, NotADirectoryError, OverflowError) as e:
                 message = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
                 for path in hide:
@@ -106,7 +114,7 @@ def handler(n_outputs: int, keep: bool = False, hide=()):
                     f"and its log has the details"
                 )
             cleared = gr.update() if keep else None
-            return (*[cleared] * n_outputs, status_html(notice(message)))
+            return shaped((*[cleared] * n_outputs, status_html(notice(message))))
 
         return safe
 
@@ -514,27 +522,59 @@ def leading_words(result, kept: list[int], count: int = 3) -> str:
     return said[0] + (f", then {' and '.join(said[1:])}" if len(said) > 1 else "")
 
 
-def why_view(ctx, model, tokenizer, result, theme, *texts) -> tuple:
-    """(shaded tokens, figure, its CSV, status) of an attribution; `texts`: what the model read (the
-    status says when words of it became [UNK])."""
+def in_order(view: type, **components) -> list:
+    """A view's components in the order of its fields (what a handler returning `view` fills):
+    named, so that the handler, the component list and the opening cannot drift apart."""
+    if set(components) != set(view._fields):
+        raise TypeError(f"{view.__name__} has the fields {view._fields}, not {tuple(components)}")
+    return [components[name] for name in view._fields]
+
+
+class FigureView(NamedTuple):
+    """A figure, the numbers behind it (its CSV button's) and the status line."""
+
+    figure: object
+    csv: object
+    status: str
+
+
+class Verdict(NamedTuple):
+    """A label's probabilities (gr.Label) and the status line saying the answer in words."""
+
+    probabilities: dict | None
+    status: str
+
+
+class WhyView(NamedTuple):
+    """What a "Why?" button shows: the tokens shaded by their scores, the bars, their CSV, the line."""
+
+    tokens: list
+    figure: object
+    csv: object
+    status: str
+
+
+def why_view(ctx, model, tokenizer, result, theme, *texts) -> WhyView:
+    """An attribution's view; `texts`: what the model read (the status says when words of it
+    became [UNK])."""
     fig = plotly_figures.attributions(result, theme=theme_input(theme))
     pair = result.sentence_b_start is not None
     note = truncation_note(result.truncated, model.config.max_position_embeddings, pair=pair)
     note += unknown_note(tokenizer, *texts)
-    return attribution_chips(result), fig, ctx.csv.keep(fig), note + attribution_status(result)
+    return WhyView(attribution_chips(result), fig, ctx.csv.keep(fig), note + attribution_status(result))
 
 
-def why_box(ctx, prefix: str, first, help_text: str) -> tuple:
-    """The "why?" accordion's components, its first view drawn: (method, button, shaded tokens,
-    figure, CSV, status)."""
+def why_box(ctx, prefix: str, first: WhyView, help_text: str) -> tuple:
+    """The "why?" accordion's components, its first view drawn: (method, button, the WhyView's
+    components in order)."""
     with gr.Accordion("Why? What the answer rests on (attribution)", open=False, elem_id=f"{prefix}-why-box"):
         gr.Markdown(help_text)
         method = gr.Radio(list(WHY_METHODS), value="integrated gradients", label="method")
         button = gr.Button("Why?", elem_id=f"{prefix}-why-button")
-        status = status_box(elem_id=f"{prefix}-why-status", value=first[3])
+        status = status_box(elem_id=f"{prefix}-why-status", value=first.status)
         shaded = gr.HighlightedText(
-            first[0], label="the tokens, shaded by their score", elem_id=f"{prefix}-why-text", show_legend=False
+            first.tokens, label="the tokens, shaded by their score", elem_id=f"{prefix}-why-text", show_legend=False
         )
-        fig = plot("each token's score", first[1], elem_id=f"{prefix}-why")
-        csv = ctx.csv.box(first[2])
-    return method, button, shaded, fig, csv, status
+        fig = plot("each token's score", first.figure, elem_id=f"{prefix}-why")
+        csv = ctx.csv.box(first.csv)
+    return method, button, *in_order(WhyView, tokens=shaded, figure=fig, csv=csv, status=status)

@@ -4,6 +4,7 @@ head statistics, silencing each head (Michel et al.), and bertviz's views drawn 
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import gradio as gr
 
@@ -12,8 +13,10 @@ from lab.inspect import attribution, explore
 
 from ..common import (
     WHY_STEPS,
+    FigureView,
     UserError,
     handler,
+    in_order,
     int_input,
     masked_text,
     notice,
@@ -65,6 +68,22 @@ def agreement(spearman: float) -> str:
     return "No: they rank the words almost the other way round."
 
 
+class Maps(NamedTuple):
+    """What Show attention shows: one head's map, the layer's heads, the head statistics table,
+    the tokens to click, the head's CSV, the line."""
+
+    heatmap: object
+    grid: object
+    table: dict
+    tokens: list
+    csv: object
+    status: str
+
+
+# What the tab opens with: the maps, and the head statistics' heatmaps and their CSV.
+Opening = NamedTuple("Opening", [*Maps.__annotations__.items(), ("stats", object), ("stats_csv", object)])
+
+
 class Attention:
     name, id = "Attention", "attention"
 
@@ -82,7 +101,7 @@ class Attention:
         return model, explore.attention(model, tokenizer, a, b), layer, head
 
     # handlers ------------------------------------------------------------------------------
-    @handler(5)
+    @handler(Maps)
     def attention(self, model_name, text_a, text_b="", layer=0, head=0, theme="light"):
         """-> (heatmap of one head, grid of the layer's heads, head statistics table, the tokens to
         click, the head's CSV, status)."""
@@ -110,7 +129,7 @@ class Attention:
             "table gives each head's average attention to [CLS], [SEP], itself, the previous and next token, and its "
             "entropy (Clark et al. 2019)"
         )
-        return (
+        return Maps(
             one,
             plotly_figures.attention_grid(result, layer, theme=theme),
             {"headers": ["layer", "head", *STAT_NAMES.values()], "data": table},
@@ -135,14 +154,14 @@ class Attention:
             f"token {token} “{result.tokens[token]}”: its row is where it attends, its column what attends to it",
         )
 
-    @handler(2)
+    @handler(FigureView)
     def head_stats(self, model_name, text_a, text_b="", theme="light"):
         """Clark et al.'s statistics of every head as small [layers x heads] heatmaps (and their CSV)."""
         _, result, _, _ = self._request(model_name, text_a, text_b)
         fig = plotly_figures.head_stats_heatmaps(result.head_stats(), theme=theme_input(theme))
-        return fig, self.ctx.csv.keep(fig), ""
+        return FigureView(fig, self.ctx.csv.keep(fig), "")
 
-    @handler(2)
+    @handler(FigureView)
     def ablate(self, model_name, text, theme="light", progress=gr.Progress()):
         """Silence each head in turn: the change in masked-token loss (L x heads heatmap)."""
         model, tokenizer = self.store.model_for(model_name, "fill_mask")
@@ -159,9 +178,9 @@ class Attention:
             f"baseline loss {result.baseline:.3f} (cross-entropy of the masked words, in nats); silencing layer "
             f"{worst[0]} head {worst[1]} raises it by {float(result.effect.max()):.3f} (after Michel et al. 2019)"
         )
-        return fig, self.ctx.csv.keep(fig), said(plain, detail)
+        return FigureView(fig, self.ctx.csv.keep(fig), said(plain, detail))
 
-    @handler(2)
+    @handler(FigureView)
     def attribution_attention(self, model_name, text_a, text_b="", theme="light"):
         """Attribution beside the attention [CLS] pays in the last layer -> (figure, CSV, status).
         What is attributed: a classifier's label; a pre-trained model's NSP answer (sentence B
@@ -206,7 +225,7 @@ class Attention:
             f"f = the {result.target}; attribution (integrated gradients) vs the attention [CLS] pays in layer "
             f"{comparison.layer} (mean of its heads), over the text's {int(comparison.words.sum())} tokens: {corr}"
         )
-        return fig, self.ctx.csv.keep(fig), said(plain, detail)
+        return FigureView(fig, self.ctx.csv.keep(fig), said(plain, detail))
 
     @handler(1)
     def bertviz_view(self, model_name, text_a, text_b="", view="head", layer=0, head=0):
@@ -249,9 +268,10 @@ class Attention:
         keep = [v if isinstance(v, (int, float)) and 0 <= v < n else 0 for v, n in ((layer, L), (head, A))]
         return gr.Slider(maximum=L - 1, value=keep[0]), gr.Slider(maximum=A - 1, value=keep[1]), gr.update()
 
-    def opening(self, model_name, a, b, layer, head, theme):
+    def opening(self, model_name, a, b, layer, head, theme) -> Opening:
         """The example's maps and the head statistics."""
-        return (*self.attention(model_name, a, b, layer, head, theme), *self.head_stats(model_name, a, b, theme)[:2])
+        stats = self.head_stats(model_name, a, b, theme)
+        return Opening(*self.attention(model_name, a, b, layer, head, theme), stats.figure, stats.csv)
 
     # layout --------------------------------------------------------------------------------
     def build(self):
@@ -275,7 +295,7 @@ class Attention:
         self._bertviz_panel(model, a, b, layer, head)
         model.change(self.shape, [model, layer, head], [layer, head, status], api_visibility="private")
         # the model chosen by hand: the sliders in its shape, then its maps (a link's model: the opening)
-        maps = views[:6]  # heatmap, grid, table, tokens, CSV, status
+        maps = views[: len(Maps._fields)]  # Opening's fields begin with the maps'
         chosen = model.input(self.shape, [model, layer, head], [layer, head, status], api_visibility="private")
         self.maps_done.append(chosen.then(self.attention, inputs, maps, api_visibility="private", **ctx.queue))
         main = ctx.current.view("att", "Show attention", inputs, maps, self.maps_done)
@@ -293,29 +313,31 @@ class Attention:
         Q = self.ctx.queue
         model, a, b, layer, head, theme = inputs
         btn = gr.Button("Show attention", variant="primary")
-        status = status_box(value=first[5])
+        status = status_box(value=first.status)
         with gr.Row():  # side by side in a window 1200 px wide or more; one under the other on a 1024 px projector
             with gr.Column(min_width=560):
                 heatmap = plot(
-                    "one head: hover for the weight; highlight a token from the figure's menu", first[0], "att-heatmap"
+                    "one head: hover for the weight; highlight a token from the figure's menu",
+                    first.heatmap,
+                    "att-heatmap",
                 )
             with gr.Column(min_width=560):
-                grid = plot("all heads of the layer", first[1], elem_id="att-grid")
+                grid = plot("all heads of the layer", first.grid, elem_id="att-grid")
                 gr.Markdown(PRESENTER_NOTE, elem_id="att-one-head-note")
         tokens = gr.HighlightedText(
-            first[3],
+            first.tokens,
             label="Click a token: where it attends (its row) and what attends to it (its column)",
             interactive=False,
             elem_id="att-tokens",
         )
-        csv = self.ctx.csv.box(first[4])
+        csv = self.ctx.csv.box(first.csv)
         table = gr.Dataframe(
-            first[2], label="what each head looks at: mean attention to ... (Clark et al. 2019)", interactive=False
+            first.table, label="what each head looks at: mean attention to ... (Clark et al. 2019)", interactive=False
         )
         stats_btn = gr.Button("Plot the head statistics")
-        stats_plot = plot("head statistics (Clark et al. 2019)", first[6], elem_id="att-stats")
-        stats_csv = self.ctx.csv.box(first[7])
-        outputs = [heatmap, grid, table, tokens, csv, status]
+        stats_plot = plot("head statistics (Clark et al. 2019)", first.stats, elem_id="att-stats")
+        stats_csv = self.ctx.csv.box(first.stats_csv)
+        outputs = in_order(Maps, heatmap=heatmap, grid=grid, table=table, tokens=tokens, csv=csv, status=status)
         done = [btn.click(self.attention, inputs, outputs, api_name="attention", **Q)]
         done += submit([a, b], self.attention, inputs, outputs, Q)
         for slider in (layer, head):
@@ -326,11 +348,15 @@ class Attention:
         reveal(clicked, "att-heatmap")  # the map is above the tokens: it comes into view
         self.maps_done = done  # the maps' events (build() adds the model menu's, then declares the view)
         stats_ev = stats_btn.click(
-            self.head_stats, [model, a, b, theme], [stats_plot, stats_csv, status], api_name="head_stats", **Q
+            self.head_stats,
+            [model, a, b, theme],
+            in_order(FigureView, figure=stats_plot, csv=stats_csv, status=status),
+            api_name="head_stats",
+            **Q,
         )
         stats = [stats_plot, stats_csv]
         self.ctx.current.view("att-stats", "Plot the head statistics", [model, a, b, theme], stats, [stats_ev])
-        return [*outputs, stats_plot, stats_csv], status
+        return in_order(Opening, **dict(zip(Maps._fields, outputs)), stats=stats_plot, stats_csv=stats_csv), status
 
     def _why_panel(self, model, a, b, example) -> None:
         """Attribution beside attention, drawn for the example (sentences A and B), and its event."""
@@ -342,17 +368,18 @@ class Attention:
         ):
             gr.Markdown(HELP["why_attention"])
             btn = gr.Button("Compare", elem_id="att-why-button")
-            status = status_box(elem_id="att-why-status", value=first[2])
-            fig = plot("attribution and [CLS]'s attention", first[0], elem_id="att-why")
-            csv = self.ctx.csv.box(first[1])
+            status = status_box(elem_id="att-why-status", value=first.status)
+            fig = plot("attribution and [CLS]'s attention", first.figure, elem_id="att-why")
+            csv = self.ctx.csv.box(first.csv)
+        outputs = in_order(FigureView, figure=fig, csv=csv, status=status)
         ev = btn.click(
             self.attribution_attention,
             [model, a, b, self.ctx.theme],
-            [fig, csv, status],
+            outputs,
             api_name="attribution_attention",
             **self.ctx.slow_queue,
         )
-        self.ctx.current.view("att-why", "Compare", [model, a, b, self.ctx.theme], [fig, csv, status], [ev])
+        self.ctx.current.view("att-why", "Compare", [model, a, b, self.ctx.theme], outputs, [ev])
 
     def _ablation_panel(self, model) -> None:
         """Silencing each head in turn, on a sentence of its own, and its events."""
@@ -362,7 +389,7 @@ class Attention:
             fig = plot("loss change when each head is silenced", elem_id="att-ablation")
             csv = self.ctx.csv.box()
             status = status_box(elem_id="abl-status")
-        inputs, outputs = [model, text, self.ctx.theme], [fig, csv, status]
+        inputs, outputs = [model, text, self.ctx.theme], in_order(FigureView, figure=fig, csv=csv, status=status)
         done = [btn.click(self.ablate, inputs, outputs, api_name="ablate", **self.ctx.slow_queue)]
         done += submit([text], self.ablate, inputs, outputs, self.ctx.slow_queue)
         self.ctx.current.view("att-ablate", "Silence each head", inputs, outputs, done, shown=False)

@@ -8,8 +8,11 @@ from lab.inspect import explore
 
 from ..common import (
     WHY_STEPS,
+    Verdict,
+    WhyView,
     cut_tokens,
     handler,
+    in_order,
     optional_text,
     remembered,
     said,
@@ -43,7 +46,7 @@ class Classify:
             pair, unused = None, " (this model was fine-tuned on single sentences: the second sentence was not used)"
         return model, tokenizer, text, pair, unused
 
-    @handler(1)
+    @handler(Verdict)
     @remembered()
     def classify(self, model_name, text, text_pair=""):
         model, tokenizer, text, pair, unused = self._inputs(model_name, text, text_pair)
@@ -56,9 +59,9 @@ class Classify:
         detail = ", ".join(f"P({label}) = {p:.3f}" for label, p in sorted(probs.items(), key=lambda kv: -kv[1]))
         detail += f": a softmax over the {len(probs)} labels of a classifier on the [CLS] token's last vector"
         plain = f"{note}The model says: {best} ({probs[best]:.1%} sure){unused}"
-        return probs, said(plain, detail)
+        return Verdict(probs, said(plain, detail))
 
-    @handler(3)
+    @handler(WhyView)
     def why(self, model_name, text, text_pair="", method="integrated gradients", theme="light"):
         """What the predicted label rests on -> (shaded tokens, figure, its CSV, status)."""
         model, tokenizer, text, pair, unused = self._inputs(model_name, text, text_pair)
@@ -67,8 +70,8 @@ class Classify:
             ("classify", model_name, text, pair, how),
             lambda: explore.attributions(model, tokenizer, text, pair, method=how, steps=WHY_STEPS, task="classify"),
         )
-        *view, status = why_view(self.ctx, model, tokenizer, result, theme, text, pair)
-        return (*view, (f"Note: {unused.strip(' ()')}. " if unused else "") + status)
+        view = why_view(self.ctx, model, tokenizer, result, theme, text, pair)
+        return view._replace(status=(f"Note: {unused.strip(' ()')}. " if unused else "") + view.status)
 
     def opening(self, model_name, text, pair, theme):
         return self.classify(model_name, text, pair)
@@ -82,15 +85,15 @@ class Classify:
         a = gr.Textbox(label="Sentence", value=example, elem_id="cls-text")
         b = gr.Textbox(label="Second sentence (pair tasks only)", value="")
         btn = gr.Button("Classify", variant="primary")
-        label = gr.Label(first[0], label="Label probabilities")
-        status = status_box(value=first[1])
+        label = gr.Label(first.probabilities, label="Label probabilities")
+        status = status_box(value=first.status)
         gr.Examples(CLS_EXAMPLES, [a], cache_examples=False)
         why_first = self.why(model.value, example, "", "integrated gradients", "light")
         method, why_btn, *why_outputs = why_box(self.ctx, "cls", why_first, HELP["why"])
         why_ev = why_btn.click(
             self.why, [model, a, b, method, ctx.theme], why_outputs, api_name="why_classify", **ctx.slow_queue
         )
-        inputs, outputs = [model, a, b], [label, status]
+        inputs, outputs = [model, a, b], in_order(Verdict, probabilities=label, status=status)
         ev = btn.click(self.classify, inputs, outputs, api_name="classify", **Q)
         run = (self.classify, inputs, Q)
         ctx.current.view(

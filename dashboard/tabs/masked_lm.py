@@ -4,6 +4,7 @@ lens), the 80/10/10 corruption preview."""
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import gradio as gr
 
@@ -13,10 +14,13 @@ from lab.inspect import explore
 from ..common import (
     MAX_TEXT_CHARS,
     WHY_STEPS,
+    FigureView,
     StatusLine,
     UserError,
+    WhyView,
     float_input,
     handler,
+    in_order,
     int_input,
     masked_text,
     plot,
@@ -46,6 +50,22 @@ TALLY_DRAWS = 1000  # corruptions of the text the status line tallies: the 80/10
 SEEDS_SHOWN = 10  # seeds whose choices the table lists: different seeds choose different tokens
 
 
+class Predictions(NamedTuple):
+    """What Predict shows: the sentence with each [MASK] filled, the bars, their CSV, the line."""
+
+    filled: list
+    bars: object
+    csv: object
+    status: str
+
+
+class Corruption(NamedTuple):
+    """The 80/10/10 corruption of the sentence, and the line with the tally and the seeds' table."""
+
+    chips: list
+    status: str
+
+
 class MaskedLM:
     name, id = "Masked LM", "mlm"
 
@@ -53,7 +73,7 @@ class MaskedLM:
         self.ctx, self.store = ctx, ctx.store
 
     # handlers ------------------------------------------------------------------------------
-    @handler(3)
+    @handler(Predictions)
     @remembered()
     def fill_mask(self, model_name, text, top_k=5, temperature=1.0, theme="light"):
         """Sentence with [MASK]s -> (sentence with the best guesses, top-k bars per mask, their CSV, status)."""
@@ -81,9 +101,9 @@ class MaskedLM:
         bars = plotly_figures.fill_mask_bars(result, theme=theme_input(theme))
         note = truncation_note(result.truncated, model.config.max_position_embeddings)
         note += unknown_note(tokenizer, text)
-        return filled, bars, self.ctx.csv.keep(bars), f"{note}{len(result)} mask(s) predicted"
+        return Predictions(filled, bars, self.ctx.csv.keep(bars), f"{note}{len(result)} mask(s) predicted")
 
-    @handler(2)
+    @handler(FigureView)
     @remembered()
     def lens(self, model_name, text, theme="light"):
         """The guess at every layer (explore.logit_lens) -> (figure, its CSV, status)."""
@@ -101,9 +121,9 @@ class MaskedLM:
             f"a logit lens (nostalgebraist 2020): the model's own masked-LM head reads the vector of every layer, "
             f"0 (the embeddings) to {model.config.num_hidden_layers}; the top 5 guesses per layer"
         )
-        return fig, self.ctx.csv.keep(fig), say(note + "; ".join(said), detail)
+        return FigureView(fig, self.ctx.csv.keep(fig), say(note + "; ".join(said), detail))
 
-    @handler(3)
+    @handler(WhyView)
     def why(self, model_name, text, method="integrated gradients", theme="light"):
         """What the first [MASK]'s best guess rests on -> (shaded tokens, figure, its CSV, status)."""
         model, tokenizer = self.store.model_for(model_name, "fill_mask")
@@ -149,7 +169,7 @@ class MaskedLM:
             return gr.update(), None, None, None, status
         return (new_text, *self.fill_mask(model_name, new_text, top_k, temperature, theme))
 
-    @handler(1)
+    @handler(Corruption)
     def corrupt(self, model_name, text, seed=0):
         """The 80/10/10 corruption pre-training would apply to this text, for a seed, shown in full:
         the line for this seed, the tally of TALLY_DRAWS draws and what the next SEEDS_SHOWN seeds
@@ -162,7 +182,8 @@ class MaskedLM:
         prev = explore.corruption_preview(tokenizer, text, seed=seed)
         c = prev.counts
         if not c["chosen"]:
-            return self._chips(prev), "no token can be chosen: the text has no word to hide ([CLS] and [SEP] never are)"
+            nothing = "no token can be chosen: the text has no word to hide ([CLS] and [SEP] never are)"
+            return Corruption(self._chips(prev), nothing)
         tally = explore.corruption_tally(tokenizer, text, draws=TALLY_DRAWS, seed=seed)
         shares = {kind: tally[kind] / tally["chosen"] for kind in ("mask", "random", "keep")}
         line = (
@@ -183,8 +204,9 @@ class MaskedLM:
             "</caption><thead><tr><th scope=col>seed</th><th scope=col>chosen token → what the model sees"
             f"</th></tr></thead><tbody>{rows}</tbody></table>"
         )
-        return self._chips(prev), StatusLine(
-            f"{status_html(line)}<p><strong>{status_html(tally_line)}</strong></p>{table}"
+        return Corruption(
+            self._chips(prev),
+            StatusLine(f"{status_html(line)}<p><strong>{status_html(tally_line)}</strong></p>{table}"),
         )
 
     def _unmasked(self, model_name, text):
@@ -249,18 +271,19 @@ class MaskedLM:
             color_map={"masked": "#f97316"},
         )
         btn = gr.Button("Predict", variant="primary", elem_id="mlm-predict")
-        status = status_box(elem_id="mlm-status", value=first[3])
+        status = status_box(elem_id="mlm-status", value=first.status)
         filled = gr.HighlightedText(
-            first[0],
+            first.filled,
             label="Best guesses",
             elem_id="mlm-filled",
             color_map={"guess": "#22c55e", "guess (word piece)": "#a3e635"},
         )
-        bars = plot("best guesses at each [MASK] and their probabilities", first[1], elem_id="mlm-bars")
-        bars_csv = self.ctx.csv.box(first[2])
+        bars = plot("best guesses at each [MASK] and their probabilities", first.bars, elem_id="mlm-bars")
+        bars_csv = self.ctx.csv.box(first.csv)
         gr.Examples(MLM_EXAMPLES, [text], cache_examples=False)
         self._panels(model, text, example)
-        inputs, outputs = [model, text, top_k, temperature, ctx.theme], [filled, bars, bars_csv, status]
+        inputs = [model, text, top_k, temperature, ctx.theme]
+        outputs = in_order(Predictions, filled=filled, bars=bars, csv=bars_csv, status=status)
         ev = btn.click(self.fill_mask, inputs, outputs, api_name="fill_mask", **Q)
         text.change(
             self.words, text, words, api_name="words", show_progress="hidden", queue=False, trigger_mode="always_last"
@@ -293,9 +316,9 @@ class MaskedLM:
         with gr.Accordion("Layer by layer: the guess at every layer (logit lens)", open=False, elem_id="mlm-lens-box"):
             gr.Markdown(HELP["lens"])
             lens_btn = gr.Button("Read every layer", elem_id="mlm-lens-button")
-            lens_status = status_box(elem_id="mlm-lens-status", value=lens_first[2])
-            lens_plot = plot("the top guesses at every layer", lens_first[0], elem_id="mlm-lens")
-            lens_csv = self.ctx.csv.box(lens_first[1])
+            lens_status = status_box(elem_id="mlm-lens-status", value=lens_first.status)
+            lens_plot = plot("the top guesses at every layer", lens_first.figure, elem_id="mlm-lens")
+            lens_csv = self.ctx.csv.box(lens_first.csv)
         why_first = self.why(model.value, example, "integrated gradients", "light")
         method, why_btn, *why_outputs = why_box(self.ctx, "mlm", why_first, HELP["why"])
         with gr.Accordion("What the model saw in pre-training: the 80/10/10 corruption", open=False):
@@ -308,24 +331,21 @@ class MaskedLM:
                 color_map=CORRUPTION_COLORS,
             )
             corrupt_status = status_box()
-        corrupt_ev = corrupt_btn.click(
-            self.corrupt, [model, text, seed], [corrupted, corrupt_status], api_name="corrupt", **Q
-        )
-        lens_ev = lens_btn.click(
-            self.lens, [model, text, ctx.theme], [lens_plot, lens_csv, lens_status], api_name="logit_lens", **Q
-        )
+        corrupt_outputs = in_order(Corruption, chips=corrupted, status=corrupt_status)
+        corrupt_ev = corrupt_btn.click(self.corrupt, [model, text, seed], corrupt_outputs, api_name="corrupt", **Q)
+        lens_outputs = in_order(FigureView, figure=lens_plot, csv=lens_csv, status=lens_status)
+        lens_ev = lens_btn.click(self.lens, [model, text, ctx.theme], lens_outputs, api_name="logit_lens", **Q)
         why_ev = why_btn.click(
             self.why, [model, text, method, ctx.theme], why_outputs, api_name="why_fill_mask", **ctx.slow_queue
         )
         current = ctx.current
-        lens_outputs = [lens_plot, lens_csv, lens_status]
         current.view("mlm-lens", "Read every layer", [model, text, ctx.theme], lens_outputs, [lens_ev])
         current.view("mlm-why", "Why?", [model, text, method, ctx.theme], why_outputs, [why_ev])
         current.view(
             "mlm-corrupt",
             "Corrupt this sentence",
             [model, text, seed],
-            [corrupted, corrupt_status],
+            corrupt_outputs,
             [corrupt_ev],
             shown=False,
         )

@@ -8,6 +8,7 @@ import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
+from typing import NamedTuple
 
 import gradio as gr
 
@@ -17,7 +18,9 @@ from lab.files import MODEL_CARD_NAME
 from lab.inspect import explore, probing
 
 from ..common import (
+    FigureView,
     handler,
+    in_order,
     md_escape,
     optional_text,
     plot,
@@ -93,6 +96,21 @@ def architecture_line(cfg) -> str:
     return "changed since BERT: " + ", ".join(c + (window if c == "local" else "") for c in changes)
 
 
+class ModelInfo(NamedTuple):
+    """The model's description (class, shape, parameters, tasks), its card, the status line."""
+
+    description: str
+    card: str
+    status: object
+
+
+class Tokens(NamedTuple):
+    """The text as WordPiece tokens (specials and ## pieces marked) and the status line."""
+
+    chips: list
+    status: str
+
+
 class Model:
     name, id = "Model", "model"
 
@@ -102,9 +120,9 @@ class Model:
         self._probes: OrderedDict = OrderedDict()  # (model path, snapshots) -> results, PROBE_CACHE at most
         self._probe_lock = threading.Lock()
 
-    @handler(2)
+    @handler(ModelInfo)
     def model_info(self, model_name):
-        """-> (markdown: class, shape, parameter count, tasks served; the model card; status)."""
+        """-> the model's description, its card, and the status line left as it is."""
         model, _ = self.store.get(model_name)
         cfg = model.config
         tasks = sorted(explore.model_tasks(model))
@@ -126,9 +144,9 @@ class Model:
             if hub_model
             else "(no model card: README.md)"
         )
-        return text, card_text, gr.update()  # the status line keeps what an Add said
+        return ModelInfo(text, card_text, gr.update())  # the status line keeps what an Add said
 
-    @handler(1)
+    @handler(Tokens)
     def tokenize(self, model_name, text):
         _, tokenizer = self.store.get(model_name)
         text = text_input(text, "the text")
@@ -137,9 +155,9 @@ class Model:
         for t in enc.tokens:  # a space after each token: they stay apart
             kind = "special" if t in ("[CLS]", "[SEP]") else ("subword" if t.startswith("##") else None)
             chips += [(t, kind), (" ", None)]
-        return chips, f"{unknown_note(tokenizer, text)}{len(enc.tokens)} tokens"
+        return Tokens(chips, f"{unknown_note(tokenizer, text)}{len(enc.tokens)} tokens")
 
-    @handler(2)
+    @handler(FigureView)
     def embeddings(self, model_name, text_a, text_b="", theme="light"):
         """The paper's Figure 2: token + segment + position embeddings, summed and normalised."""
         model, tokenizer = self.store.get(model_name)
@@ -147,7 +165,7 @@ class Model:
         b = optional_text(text_b, "sentence B")
         result = explore.embeddings(model, tokenizer, a, b)
         fig = plotly_figures.embedding_components(result, theme=theme_input(theme))
-        return fig, self.ctx.csv.keep(fig), result.note  # e.g. a rotary model's: no position embeddings
+        return FigureView(fig, self.ctx.csv.keep(fig), result.note)  # e.g. a rotary model's: no position embeddings
 
     def _pos_data(self) -> probing.PosData:
         """UD EWT's subset for the probe, read once: the shared data folder's files when they are
@@ -157,7 +175,7 @@ class Model:
                 self._pos = probing.probe_data(PROBE_TRAIN_WORDS, PROBE_TEST_WORDS)
             return self._pos
 
-    @handler(2)
+    @handler(FigureView)
     def probe(self, model_name, snapshots=False, theme="light", progress=gr.Progress()):
         """What each layer knows (lab.inspect.probing.probe_layers) -> (figure: accuracy by layer with the
         random-weights control and the majority baseline, its CSV, status)."""
@@ -233,10 +251,10 @@ class Model:
         info0 = self.model_info(menu.value)
         tokens0 = self.tokenize(menu.value, TOKENIZE_EXAMPLE)
         emb0 = self.embeddings(menu.value, TOKENIZE_EXAMPLE)
-        info = gr.Markdown(info0[0])
+        info = gr.Markdown(info0.description)
         status = status_box(elem_id="model-status")
         with gr.Accordion("Model card", open=False):
-            card = gr.Markdown(info0[1], elem_classes="bl-card")
+            card = gr.Markdown(info0.card, elem_classes="bl-card")
         with gr.Row():
             new_path = gr.Textbox(
                 label="Add a model directory (inside models/ or runs/ or a --models-root) "
@@ -248,19 +266,19 @@ class Model:
         text = gr.Textbox(label="Text to tokenize", value=TOKENIZE_EXAMPLE)
         tok_btn = gr.Button("Tokenize")
         tokens = gr.HighlightedText(
-            tokens0[0], label="WordPiece tokens", color_map={"special": "#60a5fa", "subword": "#f97316"}
+            tokens0.chips, label="WordPiece tokens", color_map={"special": "#60a5fa", "subword": "#f97316"}
         )
         emb_btn = gr.Button("Input embeddings: token + segment + position")
-        emb_plot = plot("input embedding components", emb0[0])
-        emb_csv = self.ctx.csv.box(emb0[1])
+        emb_plot = plot("input embedding components", emb0.figure)
+        emb_csv = self.ctx.csv.box(emb0.csv)
         gr.Markdown(step_by_step_line(ctx.settings.web_site, Path(str(menu.value)).name), elem_id="model-steps")
-        tok_run = (self.tokenize, [menu, text], Q)
-        tok_done = [tok_btn.click(*tok_run[:2], [tokens, status], api_name="tokenize", **Q)]
-        tok_done += submit([text], *tok_run[:2], [tokens, status], Q)
+        tok_run, tok_outputs = (self.tokenize, [menu, text], Q), in_order(Tokens, chips=tokens, status=status)
+        tok_done = [tok_btn.click(*tok_run[:2], tok_outputs, api_name="tokenize", **Q)]
+        tok_done += submit([text], *tok_run[:2], tok_outputs, Q)
         emb_ev = emb_btn.click(
             self.embeddings,
             [menu, text, gr.State(""), ctx.theme],
-            [emb_plot, emb_csv, status],
+            in_order(FigureView, figure=emb_plot, csv=emb_csv, status=status),
             api_name="embeddings",
             **Q,
         )
@@ -272,20 +290,25 @@ class Model:
             probe_status = status_box(elem_id="model-probe-status")
             probe_plot = plot("part-of-speech accuracy of a linear probe on every layer", elem_id="model-probe")
             probe_csv = self.ctx.csv.box()
+        probe_outputs = in_order(FigureView, figure=probe_plot, csv=probe_csv, status=probe_status)
         probe_ev = probe_btn.click(
             self.probe,
             [menu, probe_snaps, ctx.theme],
-            [probe_plot, probe_csv, probe_status],
+            probe_outputs,
             api_name="probe_layers",
             **ctx.slow_queue,
         )
-        menu.change(self.model_info, menu, [info, card, status], api_name="model_info")
+        menu.change(
+            self.model_info,
+            menu,
+            in_order(ModelInfo, description=info, card=card, status=status),
+            api_name="model_info",
+        )
         current = ctx.current
         current.view(
-            "model-tokens", "Tokenize", [menu, text], [tokens, status], tok_done, rerun=[(menu, "input")], run=tok_run
+            "model-tokens", "Tokenize", [menu, text], tok_outputs, tok_done, rerun=[(menu, "input")], run=tok_run
         )
         current.view("model-emb", "Input embeddings", [menu, text, ctx.theme], [emb_plot, emb_csv], [emb_ev])
-        probe_outputs = [probe_plot, probe_csv, probe_status]
         probe_inputs = [menu, probe_snaps, ctx.theme]
         current.view("model-probe", "Probe every layer", probe_inputs, probe_outputs, [probe_ev], shown=False)
         theme_watch(ctx)  # the page's theme switched: the figures marked out of date

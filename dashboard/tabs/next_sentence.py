@@ -6,7 +6,18 @@ import gradio as gr
 
 from lab.inspect import explore
 
-from ..common import cut_tokens, handler, remembered, said, status_box, text_input, truncation_note, unknown_note
+from ..common import (
+    Verdict,
+    cut_tokens,
+    handler,
+    in_order,
+    remembered,
+    said,
+    status_box,
+    text_input,
+    truncation_note,
+    unknown_note,
+)
 from ..current import submit
 from ..help import HELP, NSP_EXAMPLE_LABELS, NSP_EXAMPLES
 from ..room import intro
@@ -18,7 +29,7 @@ class NextSentence:
     def __init__(self, ctx):
         self.ctx, self.store = ctx, ctx.store
 
-    @handler(1)
+    @handler(Verdict)
     @remembered()
     def next_sentence(self, model_name, sentence_a, sentence_b):
         model, tokenizer = self.store.model_for(model_name, "next_sentence")
@@ -28,7 +39,7 @@ class NextSentence:
         p = explore.next_sentence(model, tokenizer, a, b)
         plain = f"{note}Does sentence B follow sentence A? The model says {'yes' if p >= 0.5 else 'no'} ({p:.0%} yes)"
         detail = f"P(IsNext) = {p:.3f}: the next-sentence head (a linear layer on the pooled [CLS] vector)"
-        return {"IsNext": p, "NotNext": 1 - p}, said(plain, detail)
+        return Verdict({"IsNext": p, "NotNext": 1 - p}, said(plain, detail))
 
     def opening(self, model_name, a, b, theme):
         return self.next_sentence(model_name, a, b)
@@ -42,15 +53,15 @@ class NextSentence:
         a = gr.Textbox(label="Sentence A", value=a0)
         b = gr.Textbox(label="Sentence B", value=b0)
         btn = gr.Button("Score", variant="primary")
-        label = gr.Label(first[0], label="Next sentence?")
-        status = status_box(value=first[1])
+        label = gr.Label(first.probabilities, label="Next sentence?")
+        status = status_box(value=first.status)
         gr.Examples(
             NSP_EXAMPLES,
             [a, b],
             cache_examples=False,
             example_labels=[f"{label}: {a} / {b}" for label, (a, b) in zip(NSP_EXAMPLE_LABELS, NSP_EXAMPLES)],
         )
-        inputs, outputs = [model, a, b], [label, status]
+        inputs, outputs = [model, a, b], in_order(Verdict, probabilities=label, status=status)
         ev = btn.click(self.next_sentence, inputs, outputs, api_name="next_sentence", **Q)
         run = (self.next_sentence, inputs, Q)
         ctx.current.view(

@@ -4,6 +4,7 @@ what the model was fine-tuned on."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import gradio as gr
 
@@ -14,8 +15,10 @@ from lab.inspect import explore
 from ..common import (
     WHY_STEPS,
     UserError,
+    WhyView,
     base_model,
     handler,
+    in_order,
     int_input,
     plot,
     remembered,
@@ -34,6 +37,17 @@ from ..common import (
 from ..current import submit
 from ..help import HELP, QA_CONTEXT, QA_EXAMPLES
 from ..room import intro
+
+
+class Answer(NamedTuple):
+    """What Answer shows: the context with the span marked, the start/end bars, the n-best table,
+    the bars' CSV, the line."""
+
+    span: list
+    probabilities: object
+    table: dict
+    csv: object
+    status: str
 
 
 class QuestionAnswering:
@@ -58,7 +72,7 @@ class QuestionAnswering:
             f"(the rest held out), windows of {lengths.get('max_seq_length', '?')} tokens"
         )
 
-    @handler(4)
+    @handler(Answer)
     @remembered()
     def answer(self, model_name, question, context, top_k=3, theme="light"):
         """-> (context with the answer highlighted, start/end probabilities, n-best table, their CSV, status)."""
@@ -89,9 +103,9 @@ class QuestionAnswering:
         detail += f"; this model was {trained}" if trained else ""
         fig = plotly_figures.span_probabilities(result, theme=theme_input(theme))
         plain = f"{note}answer: “{best.text}” (the words the model marked in the context)"
-        return highlighted, fig, table, self.ctx.csv.keep(fig), said(plain, detail)
+        return Answer(highlighted, fig, table, self.ctx.csv.keep(fig), said(plain, detail))
 
-    @handler(3)
+    @handler(WhyView)
     def why(self, model_name, question, context, method="integrated gradients", theme="light"):
         """What the answer span rests on (the log-odds of its start plus those of its end, in the
         first window of [CLS] question [SEP] context [SEP]) -> (shaded tokens, figure, CSV, status)."""
@@ -121,20 +135,21 @@ class QuestionAnswering:
         q = gr.Textbox(label="Question", value=q0, elem_id="qa-question")
         c = gr.Textbox(label="Context", value=QA_CONTEXT, lines=5, elem_id="qa-context")
         btn = gr.Button("Answer", variant="primary", elem_id="qa-answer")
-        status = status_box(elem_id="qa-status", value=first[4])
+        status = status_box(elem_id="qa-status", value=first.status)
         span = gr.HighlightedText(
-            first[0], label="Answer in its context", color_map={"answer": "#22c55e"}, elem_id="qa-span"
+            first.span, label="Answer in its context", color_map={"answer": "#22c55e"}, elem_id="qa-span"
         )
-        probs = plot("start / end probabilities", first[1])
-        table = gr.Dataframe(first[2], label="best answers", interactive=False, wrap=True)  # whole answers
-        csv = self.ctx.csv.box(first[3])
+        probs = plot("start / end probabilities", first.probabilities)
+        table = gr.Dataframe(first.table, label="best answers", interactive=False, wrap=True)  # whole answers
+        csv = self.ctx.csv.box(first.csv)
         gr.Examples(QA_EXAMPLES, [q, c], cache_examples=False)
         why_first = self.why(model.value, q0, QA_CONTEXT, "integrated gradients", "light")
         method, why_btn, *why_outputs = why_box(self.ctx, "qa", why_first, HELP["why"])
         why_ev = why_btn.click(
             self.why, [model, q, c, method, ctx.theme], why_outputs, api_name="why_answer", **ctx.slow_queue
         )
-        inputs, outputs = [model, q, c, k, ctx.theme], [span, probs, table, csv, status]
+        inputs = [model, q, c, k, ctx.theme]
+        outputs = in_order(Answer, span=span, probabilities=probs, table=table, csv=csv, status=status)
         ev = btn.click(self.answer, inputs, outputs, api_name="answer", **Q)
         run = (self.answer, inputs, Q)
         entered = submit([q, c], *run[:2], outputs, Q)  # Enter in the question; Shift+Enter in the context

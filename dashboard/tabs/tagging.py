@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import NamedTuple
 
 import gradio as gr
 
@@ -17,6 +18,7 @@ from ..common import (
     UserError,
     base_model,
     handler,
+    in_order,
     remembered,
     said,
     status_box,
@@ -59,6 +61,16 @@ def entity_words(tags) -> str:
     return f"{len(found)} {'entity' if len(found) == 1 else 'entities'} (names): {', '.join(parts)}"
 
 
+class Tags(NamedTuple):
+    """What Tag shows: the words in their tags' colours (a HighlightedText update), the table of
+    words, the line under the words (the click hint, then a clicked word), the status line."""
+
+    words: object
+    table: dict
+    detail: str
+    status: str
+
+
 class Tagging:
     name, id = "Tag words", "tag"
 
@@ -79,7 +91,7 @@ class Tagging:
         read = "; tags read as the best sequence IOB2 allows (Viterbi)" if task.get("decoding") == "viterbi" else ""
         return windows, f"{how} from {base} on {Path(str(task.get('train', '?'))).name}{read}"
 
-    @handler(3)
+    @handler(Tags)
     @remembered()
     def tag(self, model_name, text):
         """-> (the words in their tags' colours: {"value": [(text, category), ...], "color_map": {category:
@@ -128,7 +140,7 @@ class Tagging:
         )
         status = said(f"{unknown_note(tokenizer, text)}{note}{len(result)} words: {what}{viterbi}", detail)
         words = gr.update(value=chips, color_map=tag_colors(categories))
-        return words, table, status_html(CLICK_HINT), status
+        return Tags(words, table, status_html(CLICK_HINT), status)
 
     @staticmethod
     def word_detail(chips, table, evt: gr.SelectData):
@@ -170,8 +182,8 @@ class Tagging:
         first = self.opening(model.value, example, "light")
         text = gr.Textbox(label="Text", value=example, lines=2, elem_id="tag-text")
         btn = gr.Button("Tag", variant="primary", elem_id="tag-run")
-        status = status_box(elem_id="tag-status", value=html.unescape(first[3]))  # escaped once, by status_box
-        opened = first[0] if isinstance(first[0], dict) else {}
+        status = status_box(elem_id="tag-status", value=html.unescape(first.status))  # escaped once, by status_box
+        opened = first.words if isinstance(first.words, dict) else {}
         words = gr.HighlightedText(
             opened.get("value"),
             label="Each word in its tag's colour (click a word)",
@@ -180,12 +192,12 @@ class Tagging:
             interactive=False,
             elem_id="tag-words",
         )
-        detail = status_box(elem_id="tag-detail", value=html.unescape(first[2] or ""))
+        detail = status_box(elem_id="tag-detail", value=html.unescape(first.detail or ""))
         table = gr.Dataframe(
-            first[1], headers=TABLE_HEADERS, label="every word", interactive=False, type="array", elem_id="tag-table"
+            first.table, headers=TABLE_HEADERS, label="every word", interactive=False, type="array", elem_id="tag-table"
         )
         gr.Examples(TAG_EXAMPLES, [text], cache_examples=False)
-        inputs, outputs = [model, text], [words, table, detail, status]
+        inputs, outputs = [model, text], in_order(Tags, words=words, table=table, detail=detail, status=status)
         ev = btn.click(self.tag, inputs, outputs, api_name="tag", **Q)
         run = (self.tag, inputs, Q)
         ctx.current.view(
