@@ -1,12 +1,19 @@
-"""Shared fixtures: an oddly sized tiny config (as HF's BertModelTester) and paths to shared data."""
+"""Shared fixtures: an oddly sized tiny config (as HF's BertModelTester), paths to shared data, tiny
+models, the dashboard, a real browser and stand-in servers (files, the Hugging Face Hub)."""
 
 import contextlib
+import functools
+import hashlib
+import http.server
 import importlib
 import os
 import shutil
 import sys
 import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 import torch
@@ -81,6 +88,38 @@ def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip(f"shared data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+def tiny_trained_tokenizer():
+    """A WordPiece of 60 pieces trained on two sentences (the tiny models' tokenizer)."""
+    import lab
+
+    return lab.Tokenizer.train(
+        iter(["the cat sat on the mat . the dog ran in the park ."] * 30), vocab_size=60, show_progress=False
+    )
+
+
+@pytest.fixture(scope="module")
+def mlm():
+    """A tiny BertForPreTraining (eval) and its tokenizer (tests/test_explore.py, test_bertviz_offline.py)."""
+    import lab
+
+    tok = tiny_trained_tokenizer()
+    torch.manual_seed(0)
+    model = lab.BertForPreTraining(tiny_config(vocab_size=tok.vocab_size)).eval()
+    return model, tok
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """Tiny BertForPreTraining and BertForQuestionAnswering (eval) and their tokenizer
+    (tests/test_plots.py, test_figures.py)."""
+    import lab
+
+    tok = tiny_trained_tokenizer()
+    torch.manual_seed(0)
+    cfg = tiny_config(vocab_size=tok.vocab_size)
+    return lab.BertForPreTraining(cfg).eval(), lab.BertForQuestionAnswering(cfg).eval(), tok
 
 
 # ----------------------------------------------------------------------------------------------
@@ -206,6 +245,24 @@ def chromium_browser():
             browser.close()
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """A headless chromium for the module (tests/test_browser_rounds.py, test_rounds_a11y.py)."""
+    with chromium_browser() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def shots():
+    """Where to save screenshots: BERT_LAB_SCREENSHOTS (a folder; `1` means docs/images), else None."""
+    value = os.environ.get("BERT_LAB_SCREENSHOTS")
+    if not value:
+        return None
+    path = ROOT / "docs" / "images" if value == "1" else Path(value)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 # ----------------------------------------------------------------------------------------------
 # axe-core (web/package-lock.json pins it; `make web-page` installs it): WCAG 2.1 A and AA.
 # ----------------------------------------------------------------------------------------------
@@ -225,3 +282,159 @@ def axe_violations(page, context: str = "document") -> list:
         WCAG,
     )
     return [(v["id"], v["help"], [n["target"] for n in v["nodes"]][:3]) for v in result["violations"]]
+
+
+# ----------------------------------------------------------------------------------------------
+# Stand-in servers on 127.0.0.1 (random ports): a folder of files (tests/test_datasets.py,
+# tests/test_colab.py) and the Hugging Face Hub (tests/test_hub.py, tests/test_modernbert.py).
+# ----------------------------------------------------------------------------------------------
+class RecordingHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+    def do_GET(self):
+        self.server.requests.append(self.path)
+        super().do_GET()
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    """Serve tmp_path/www on 127.0.0.1 (free port, background thread): (url, dir, requests)."""
+    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    www = tmp_path / "www"
+    www.mkdir()
+    handler = functools.partial(RecordingHandler, directory=str(www))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.requests = []
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", www, httpd.requests
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+HUB_ID = "lab-test/tiny"  # the repository FakeHub.downloaded and .asked look at unless told
+
+
+class FakeHub:
+    """The Hub's file endpoints for repositories held in memory, and a log of every request."""
+
+    def __init__(self):
+        self.repos = {}  # repo_id -> {"refs": {branch or tag: commit}, "commits": {commit: {file: bytes}}}
+        self.requests = []  # (method, repo_id, revision, filename) of the file endpoints
+        self.other = []  # any other request (huggingface_hub also asks for /api/agent-harnesses)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def publish(self, repo_id, files, tags=()) -> str:
+        """A new commit of repo_id holding `files` ({name: bytes}, or a folder's files); main and
+        `tags` point at it. Returns the commit hash."""
+        if isinstance(files, Path):
+            files = {p.name: p.read_bytes() for p in sorted(files.iterdir()) if p.is_file()}
+        repo = self.repos.setdefault(repo_id, {"refs": {}, "commits": {}})
+        commit = hashlib.sha1(f"{repo_id} {len(repo['commits'])}".encode()).hexdigest()
+        repo["commits"][commit] = dict(files)
+        for ref in ("main", *tags):
+            repo["refs"][ref] = commit
+        return commit
+
+    def downloaded(self, repo_id=HUB_ID) -> list[str]:
+        """The files whose bytes were sent (GET), sorted."""
+        return sorted(f for m, r, _, f in self.requests if m == "GET" and r == repo_id)
+
+    def asked(self, repo_id=HUB_ID) -> list[str]:
+        """Every file asked about (HEAD or GET), in order."""
+        return [f for _, r, _, f in self.requests if r == repo_id]
+
+    def _handler(hub):
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_HEAD(self):
+                self.answer(send_body=False)
+
+            def do_GET(self):
+                self.answer(send_body=True)
+
+            def answer(self, send_body):
+                parts = unquote(self.path.split("?")[0]).lstrip("/").split("/", 4)
+                if len(parts) < 5 or parts[2] != "resolve":
+                    hub.other.append((self.command, self.path))
+                    return self.error("EntryNotFound")
+                repo_id, revision, filename = "/".join(parts[:2]), parts[3], parts[4]
+                hub.requests.append((self.command, repo_id, revision, filename))
+                repo = hub.repos.get(repo_id)
+                if repo is None:
+                    return self.error("RepoNotFound")
+                commit = repo["refs"].get(revision) or (revision if revision in repo["commits"] else None)
+                if commit is None:
+                    return self.error("RevisionNotFound")
+                data = repo["commits"][commit].get(filename)
+                if data is None:
+                    return self.error("EntryNotFound", commit)
+                self.send_response(200)
+                self.send_header("X-Repo-Commit", commit)
+                self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Type", "application/octet-stream")
+                self.end_headers()
+                if send_body:
+                    self.wfile.write(data)
+
+            def error(self, code, commit=None):
+                self.send_response(404)
+                self.send_header("X-Error-Code", code)
+                self.send_header("X-Error-Message", code)
+                if commit:
+                    self.send_header("X-Repo-Commit", commit)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        return Handler
+
+
+@pytest.fixture
+def hub(monkeypatch, tmp_path):
+    """A FakeHub as this process's and its subprocesses' Hub, online, with an empty cache."""
+    from huggingface_hub import constants
+
+    server = FakeHub()
+    home = tmp_path / "hf-home"
+    for name in (
+        "HF_HUB_OFFLINE",
+        "TRANSFORMERS_OFFLINE",
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "HUGGINGFACE_HUB_CACHE",
+        "HF_HUB_DISABLE_PROGRESS_BARS",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    env = {"HF_ENDPOINT": server.url, "HF_HOME": str(home), "HF_HUB_CACHE": str(home / "hub")}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    # every path under the real HF_HOME (token, stored tokens, agent registry...) moves to the temporary one
+    for name, value in vars(constants).copy().items():
+        if name.isupper() and isinstance(value, str) and value.startswith(constants.HF_HOME):
+            monkeypatch.setattr(constants, name, str(home) + value[len(constants.HF_HOME) :])
+    patched = {
+        "ENDPOINT": server.url,
+        "HUGGINGFACE_CO_URL_TEMPLATE": server.url + "/{repo_id}/resolve/{revision}/{filename}",
+        "HF_HOME": str(home),
+        "HF_HUB_CACHE": str(home / "hub"),
+        "HF_HUB_OFFLINE": False,
+    }
+    for name, value in patched.items():
+        monkeypatch.setattr(constants, name, value)
+    yield server
+    server.close()

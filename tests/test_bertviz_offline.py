@@ -21,7 +21,6 @@ import torch
 from lab import explore
 from lab.figures import bertviz_offline
 from tests.conftest import ROOT, chromium_browser
-from tests.test_explore import mlm_fixture  # noqa: F401  (registers the fixture `mlm`: a tiny BertForPreTraining + tokenizer)
 
 EVIL = "</script><img src=x onerror=alert(1)>"
 VIEWS = {"head": bertviz_offline.head_view_html, "model": bertviz_offline.model_view_html}

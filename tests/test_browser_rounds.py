@@ -17,7 +17,6 @@ Marked slow (a browser and a server start): `pytest -m "not slow"` leaves it out
 """
 
 import csv
-import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -26,7 +25,6 @@ from pathlib import Path
 import pytest
 
 from dashboard.rounds import ClassError
-from tests.conftest import ROOT, chromium_browser
 from tests.test_browser import OUTSIDE, offline_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -37,22 +35,6 @@ REVEAL_S = 5  # the reveal reaches a student's page within this (it polls every 
 BOLD = "<b>x</b>"  # typed by students: must show as these characters, never as markup
 IMG = "<img/src=x/onerror=alert(1)>"  # one word: a masked-word guess
 IMG_NAME = "<img src=x onerror=alert(2)>"  # a name (at most 30 characters)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium_browser() as browser:
-        yield browser
-
-
-@pytest.fixture(scope="module")
-def shots():
-    value = os.environ.get("BERT_LAB_SCREENSHOTS")
-    if not value:
-        return None
-    path = ROOT / "docs" / "images" if value == "1" else Path(value)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def text(page, selector: str) -> str:

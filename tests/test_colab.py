@@ -30,7 +30,7 @@ from lab.inspect import probing
 from lab.notebook_setup import colab_url, prepare, repository_url, setup_cell_source, write_setup_cell
 from lab.notebook_setup import notebook_folder as lab_notebook_folder
 from tests.conftest import ROOT
-from tests.test_datasets import _serve_fixtures, server  # noqa: F401  (server: the stand-in's fixture)
+from tests.test_datasets import _serve_fixtures
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) + sorted(
     (ROOT / "notebooks" / "exercises").glob("*.ipynb")

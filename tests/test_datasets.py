@@ -7,12 +7,9 @@ local data folder (data_dir, find_data, is_shared).
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import http.server
 import io
 import socket
-import threading
 import urllib.parse
 import zipfile
 from dataclasses import replace
@@ -128,35 +125,6 @@ def test_default_cache_dir_honours_environment(monkeypatch, tmp_path):
 # ---------------------------------------------------------------------------------------------
 # Download + cache (local HTTP server and file:// only)
 # ---------------------------------------------------------------------------------------------
-
-
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep pytest's output clean
-        pass
-
-    def do_GET(self):
-        self.server.requests.append(self.path)
-        super().do_GET()
-
-
-@pytest.fixture
-def server(tmp_path, monkeypatch):
-    """Serve tmp_path/www on 127.0.0.1 (free port, background thread): (url, dir, requests)."""
-    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    www = tmp_path / "www"
-    www.mkdir()
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(www)))
-    httpd.requests = []
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", www, httpd.requests
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 def _entry(url: str, name: str = "tiny", sha256: str | None = None, **kw) -> CatalogEntry:

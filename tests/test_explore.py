@@ -9,16 +9,6 @@ from lab import explore
 from tests.conftest import tiny_config
 
 
-@pytest.fixture(scope="module", name="mlm")
-def mlm_fixture():  # named apart from the fixture so that importing it elsewhere shadows nothing
-    tok = lab.Tokenizer.train(
-        iter(["the cat sat on the mat . the dog ran in the park ."] * 30), vocab_size=60, show_progress=False
-    )
-    torch.manual_seed(0)
-    model = lab.BertForPreTraining(tiny_config(vocab_size=tok.vocab_size)).eval()
-    return model, tok
-
-
 def test_fill_mask_one_list_per_mask_with_probabilities(mlm):
     model, tok = mlm
     result = explore.fill_mask(model, tok, "the [MASK] sat on the [MASK] .", top_k=4)

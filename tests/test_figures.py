@@ -2,8 +2,8 @@
 figure_data computes, the same ones lab.figures.matplotlib_figures (matplotlib) draws; user text is escaped; the
 CSV holds what is drawn; themes, focus and downloads work.
 
-The hand-built results and the tiny model are tests/test_plots.py's, so both kinds of figure
-are checked on the same inputs.
+The hand-built results are tests/test_plots.py's and the tiny models its `tiny` fixture (in
+tests/conftest.py), so both kinds of figure are checked on the same inputs.
 """
 
 import base64
@@ -35,7 +35,6 @@ from tests.test_plots import (
     embedding_result,
     image_axes,
     stats_of,
-    tiny_fixture,  # noqa: F401  (registers the fixture `tiny`: test_plots' tiny models)
 )
 
 EVIL = "<img src=x>"  # a token that would be HTML if not escaped

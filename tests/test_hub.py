@@ -9,17 +9,13 @@ import, into huggingface_hub.constants, so the `hub` fixture patches those const
 process) and sets the environment variables (subprocesses), with a temporary HF_HOME per test.
 """
 
-import hashlib
 import io
 import json
 import os
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote
 
 import pytest
 import torch
@@ -30,132 +26,13 @@ import lab
 from lab import explore
 from lab.checkpoint import INDEX_NAME, minilm_dir
 from lab.hub import NotCachedError, hub_snapshot, is_hub_id, resolve_model
-from tests.conftest import ROOT, tiny_config
+from tests.conftest import HUB_ID, ROOT, FakeHub, tiny_config
 
 pytestmark = pytest.mark.timeout(300)
 
-ID = "lab-test/tiny"
+ID = HUB_ID  # the stand-in Hub's repository (tests/conftest.py: FakeHub, the `hub` fixture)
 WORDS = "the cat sat on a mat dog ran to park she read letter he went home good bad film".split()
 TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json", "vocab.txt"]
-
-
-class FakeHub:
-    """The Hub's file endpoints for repositories held in memory, and a log of every request."""
-
-    def __init__(self):
-        self.repos = {}  # repo_id -> {"refs": {branch or tag: commit}, "commits": {commit: {file: bytes}}}
-        self.requests = []  # (method, repo_id, revision, filename) of the file endpoints
-        self.other = []  # any other request (huggingface_hub also asks for /api/agent-harnesses)
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-    def publish(self, repo_id, files, tags=()) -> str:
-        """A new commit of repo_id holding `files` ({name: bytes}, or a folder's files); main and
-        `tags` point at it. Returns the commit hash."""
-        if isinstance(files, Path):
-            files = {p.name: p.read_bytes() for p in sorted(files.iterdir()) if p.is_file()}
-        repo = self.repos.setdefault(repo_id, {"refs": {}, "commits": {}})
-        commit = hashlib.sha1(f"{repo_id} {len(repo['commits'])}".encode()).hexdigest()
-        repo["commits"][commit] = dict(files)
-        for ref in ("main", *tags):
-            repo["refs"][ref] = commit
-        return commit
-
-    def downloaded(self, repo_id=ID) -> list[str]:
-        """The files whose bytes were sent (GET), sorted."""
-        return sorted(f for m, r, _, f in self.requests if m == "GET" and r == repo_id)
-
-    def asked(self, repo_id=ID) -> list[str]:
-        """Every file asked about (HEAD or GET), in order."""
-        return [f for _, r, _, f in self.requests if r == repo_id]
-
-    def _handler(hub):
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_HEAD(self):
-                self.answer(send_body=False)
-
-            def do_GET(self):
-                self.answer(send_body=True)
-
-            def answer(self, send_body):
-                parts = unquote(self.path.split("?")[0]).lstrip("/").split("/", 4)
-                if len(parts) < 5 or parts[2] != "resolve":
-                    hub.other.append((self.command, self.path))
-                    return self.error("EntryNotFound")
-                repo_id, revision, filename = "/".join(parts[:2]), parts[3], parts[4]
-                hub.requests.append((self.command, repo_id, revision, filename))
-                repo = hub.repos.get(repo_id)
-                if repo is None:
-                    return self.error("RepoNotFound")
-                commit = repo["refs"].get(revision) or (revision if revision in repo["commits"] else None)
-                if commit is None:
-                    return self.error("RevisionNotFound")
-                data = repo["commits"][commit].get(filename)
-                if data is None:
-                    return self.error("EntryNotFound", commit)
-                self.send_response(200)
-                self.send_header("X-Repo-Commit", commit)
-                self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("Content-Type", "application/octet-stream")
-                self.end_headers()
-                if send_body:
-                    self.wfile.write(data)
-
-            def error(self, code, commit=None):
-                self.send_response(404)
-                self.send_header("X-Error-Code", code)
-                self.send_header("X-Error-Message", code)
-                if commit:
-                    self.send_header("X-Repo-Commit", commit)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        return Handler
-
-
-@pytest.fixture
-def hub(monkeypatch, tmp_path):
-    """A FakeHub as this process's and its subprocesses' Hub, online, with an empty cache."""
-    from huggingface_hub import constants
-
-    server = FakeHub()
-    home = tmp_path / "hf-home"
-    for name in (
-        "HF_HUB_OFFLINE",
-        "TRANSFORMERS_OFFLINE",
-        "HF_TOKEN",
-        "HUGGING_FACE_HUB_TOKEN",
-        "HUGGINGFACE_HUB_CACHE",
-        "HF_HUB_DISABLE_PROGRESS_BARS",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    env = {"HF_ENDPOINT": server.url, "HF_HOME": str(home), "HF_HUB_CACHE": str(home / "hub")}
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    # every path under the real HF_HOME (token, stored tokens, agent registry...) moves to the temporary one
-    for name, value in vars(constants).copy().items():
-        if name.isupper() and isinstance(value, str) and value.startswith(constants.HF_HOME):
-            monkeypatch.setattr(constants, name, str(home) + value[len(constants.HF_HOME) :])
-    patched = {
-        "ENDPOINT": server.url,
-        "HUGGINGFACE_CO_URL_TEMPLATE": server.url + "/{repo_id}/resolve/{revision}/{filename}",
-        "HF_HOME": str(home),
-        "HF_HUB_CACHE": str(home / "hub"),
-        "HF_HUB_OFFLINE": False,
-    }
-    for name, value in patched.items():
-        monkeypatch.setattr(constants, name, value)
-    yield server
-    server.close()
 
 
 def offline(monkeypatch, on=True):

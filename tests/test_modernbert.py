@@ -21,7 +21,6 @@ from lab.figures import numbers, plotly_figures
 from lab.files import CHECKPOINTS_DIR, CONFIG_NAME, checkpoint_name
 from lab.inspect import attribution, probing
 from tests.conftest import tiny_config
-from tests.test_hub import hub  # noqa: F401 - the stand-in Hub, a fixture
 
 transformers = pytest.importorskip("transformers")
 

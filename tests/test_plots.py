@@ -16,10 +16,8 @@ import torch
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
-import lab
 from lab import explore, plots
 from lab.data.squad import Span
-from tests.conftest import tiny_config
 
 HIGHLIGHT = to_rgba(plots.HIGHLIGHT)
 
@@ -412,16 +410,6 @@ def test_figures_drawn_from_8_threads_at_once_keep_their_own_content():
 # ----------------------------------------------------------------------------------------------
 # From lab.inspect.explore on a tiny model
 # ----------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module", name="tiny")
-def tiny_fixture():
-    tok = lab.Tokenizer.train(
-        iter(["the cat sat on the mat . the dog ran in the park ."] * 30), vocab_size=60, show_progress=False
-    )
-    torch.manual_seed(0)
-    cfg = tiny_config(vocab_size=tok.vocab_size)
-    return lab.BertForPreTraining(cfg).eval(), lab.BertForQuestionAnswering(cfg).eval(), tok
 
 
 def test_figures_from_explore_results(tiny):

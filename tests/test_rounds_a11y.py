@@ -23,8 +23,7 @@ import pytest
 
 from tests.conftest import axe_violations
 from tests.test_browser import offline_page
-from tests.test_browser_rounds import PHONE, PROJECTOR, browser, screenshot, start, wait_text  # noqa: F401
-from tests.test_browser_rounds import shots as shots  # noqa: F401
+from tests.test_browser_rounds import PHONE, PROJECTOR, screenshot, start, wait_text
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
