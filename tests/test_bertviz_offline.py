@@ -1,7 +1,8 @@
 """lab.figures.bertviz_offline: bertviz's views as self-contained pages that draw with no network.
 
-The unit tests read the HTML (no CDN, d3 + jQuery inlined from the installed packages, tokens
-only as escaped JSON, the size cap); the `slow` ones open the pages in Debian's chromium with
+The unit tests read the HTML (the lab's template with every placeholder filled, nothing fetched,
+d3 + jQuery + bertviz's own script inlined unchanged from the installed packages, tokens only as
+escaped JSON, bertviz's data format, the size cap); the `slow` ones open the pages in Debian's chromium with
 every non-local request aborted and wait for bertviz's SVG (skipped when chromium is absent,
 except under CI with BERT_LAB_REQUIRE_BROWSER=1, as tests/test_browser.py). The neuron view's
 queries and keys (explore.queries_and_keys) are checked against the model's own attention.
@@ -60,9 +61,31 @@ class Tags(HTMLParser):
             self.scripts[-1] += data
 
 
+def page_config(page: str) -> dict:
+    """What the template's script reads: {"view", "filters", "params"} from the JSON <script>."""
+    found = re.search(r'<script type="application/json" id="bertviz-config">(.*?)</script>', page, flags=re.S)
+    return json.loads(found.group(1))
+
+
 def page_params(page: str) -> dict:
-    """The data bertviz's script reads: `const params = {...};`."""
-    return json.loads(re.search(r"const params = (\{.*?\});", page).group(1))
+    """The data and settings bertviz's script reads (as PYTHON_PARAMS / window.bertviz_params)."""
+    return page_config(page)["params"]
+
+
+def bertviz_script(view: str) -> str:
+    """bertviz's own {view}_view.js, as installed."""
+    import bertviz
+
+    return (Path(bertviz.__file__).parent / f"{view}_view.js").read_text(encoding="utf-8")
+
+
+def csp(page: str) -> str:
+    """The page's Content-Security-Policy, as the browser reads it (entities decoded)."""
+    (content,) = [a["content"] for t, a in Tags(page).tags if t == "meta" and a.get("http-equiv")]
+    return content
+
+
+PAGE_TAGS = ("html", "head", "meta", "title", "style", "body", "script", "div", "span", "select")
 
 
 # ----------------------------------------------------------------------------------------
@@ -72,13 +95,15 @@ def page_params(page: str) -> dict:
 def test_page_needs_no_network(result, view):
     page = VIEWS[view](result.attentions, result.tokens, result.sentence_b_start)
     assert page.startswith("<!DOCTYPE html>")
-    assert "cdnjs" not in page and "cdn." not in page and "require.min" not in page
-    assert "require.config(" not in page
     for tag, attrs in Tags(page).tags:
         for name in ("src", "href"):
-            assert not re.match(r"\s*(https?:)?//", attrs.get(name) or ""), (tag, attrs)
+            assert name not in attrs, (tag, attrs)
     # nothing in the page may fetch anything: only inline scripts and styles run
-    assert "default-src 'none'" in page
+    assert csp(page).startswith("default-src 'none'; script-src 'unsafe-inline';")
+    # the CDN addresses are left only in bertviz's own script, unchanged: its require.config()
+    # names them, and the template's require stand-in ignores that call
+    rest = page.replace(bertviz_script(view), "")
+    assert "cdnjs" not in rest and "cdn." not in rest and "require.min" not in rest
 
 
 @pytest.mark.parametrize("view", VIEWS)
@@ -88,11 +113,9 @@ def test_page_inlines_d3_jquery_and_bertviz_script(result, view):
     assert "d3js.org v5" in d3.splitlines()[0] and "jQuery v3" in jquery.splitlines()[0]
     assert d3.splitlines()[0] in page and jquery.splitlines()[0] in page
     assert d3[-2000:] in page and jquery[-2000:] in page
-    import bertviz
-
-    own = (Path(bertviz.__file__).parent / f"{view}_view.js").read_text()
-    assert own[-3000:] in page  # bertviz's drawing code, unchanged
-    assert len(Tags(page).scripts) == 5  # error note, jQuery, d3, require shim, bertviz
+    scripts = Tags(page).scripts  # the data (JSON), the template's script, jQuery, d3, bertviz
+    assert len(scripts) == 5
+    assert scripts[2:] == [jquery, d3, bertviz_script(view)]  # each whole and unchanged
 
 
 @pytest.mark.parametrize("view", VIEWS)
@@ -118,11 +141,7 @@ def test_tokens_cannot_break_out_of_the_script(result, view):
     page = VIEWS[view](result.attentions, evil_tokens(result), result.sentence_b_start)
     assert EVIL not in page and "<img" not in page and "onerror=alert" in page
     parsed = Tags(page)
-    assert [
-        t
-        for t, _ in parsed.tags
-        if t not in ("html", "head", "meta", "title", "body", "script", "div", "span", "select", "option")
-    ] == []
+    assert [t for t, _ in parsed.tags if t not in PAGE_TAGS] == []
     assert len(parsed.scripts) == 5
     assert page_params(page)["attention"][0]["left_text"][2] == EVIL  # the same string to JS
 
@@ -138,7 +157,131 @@ def test_single_sentence_has_no_filter(result):
     b = r.sentence_b_start
     single = [a[..., :b, :b] for a in r.attentions]
     page = bertviz_offline.head_view_html(single, r.tokens[:b])
-    assert len(page_params(page)["attention"]) == 1 and 'id="filter"' not in page
+    assert len(page_params(page)["attention"]) == 1 and page_config(page)["filters"] == []
+    assert page_params(page)["attention"][0]["name"] is None  # as bertviz names one sentence
+
+
+@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("pair", [False, True])
+def test_data_is_what_bertviz_builds(result, view, pair):
+    """bertviz's own head_view() / model_view(), given the same rounded attention, builds the same
+    data and settings (its page is read here only to compare; the module never reads it)."""
+    import bertviz
+
+    r = result
+    b = r.sentence_b_start
+    attentions, tokens = (r.attentions, r.tokens) if pair else ([a[..., :b, :b] for a in r.attentions], r.tokens[:b])
+    rounded = [a.double().round(decimals=bertviz_offline.DECIMALS) for a in attentions]
+    draw = bertviz.head_view if view == "head" else bertviz.model_view
+    options = {} if view == "head" else {"display_mode": "light"}
+    theirs_page = draw(rounded, tokens, b if pair else None, html_action="return", **options).data
+    theirs = json.loads(re.search(r"const params = (\{.*?\}); // HACK", theirs_page).group(1))
+    ours = page_params(VIEWS[view](attentions, tokens, b if pair else None))
+    assert ours.pop("root_div_id") == "bertviz" and theirs.pop("root_div_id").startswith("bertviz-")
+    if view == "model":  # at least 12 columns: thumbnails at most 7 px per token (see below)
+        heads = attentions[0].shape[1]
+        assert theirs.pop("total_heads") == heads and ours.pop("total_heads") == max(heads, 12)
+    assert ours == theirs
+
+
+def test_model_view_thumbnails_are_at_most_7_px_per_token(result):
+    """bertviz's model view draws 7 x 12 / total_heads px per token: given max(heads, 12)."""
+    for heads in (1, 2, 4, 12, 16):
+        attentions, tokens = fake_attention(2, heads, 6)
+        params = page_params(bertviz_offline.model_view_html(attentions, tokens))
+        assert 7 * 12 / params["total_heads"] == min(7, 7 * 12 / heads)
+        assert params["include_heads"] == list(range(heads))
+
+
+# ----------------------------------------------------------------------------------------
+# The template: every placeholder filled once, each value escaped for where it stands
+# ----------------------------------------------------------------------------------------
+def template() -> str:
+    return (Path(bertviz_offline.__file__).parent / bertviz_offline.TEMPLATE).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("view", ["head", "model", "neuron"])
+def test_every_placeholder_is_filled(result, qk, view, tmp_path):
+    names = set(re.findall(r"\{\{([A-Z][A-Z0-9_]*)\}\}", template()))
+    assert names == {"CSP", "VIEW", "CONFIG_JSON", "JQUERY_JS", "D3_JS", "VIEW_JS"}
+    page = neuron_page(qk) if view == "neuron" else VIEWS[view](result.attentions, result.tokens)
+    assert [name for name in names if "{{" + name + "}}" in page] == []
+    assert page_config(page)["view"] == view and f'<div id="bertviz" class="{view}">' in page
+
+
+def test_a_hostile_token_stays_in_the_data(result):
+    """`</script><script>alert(1)</script>` as a token: the page has the same five scripts, and
+    the token reaches the page's script as the same string."""
+    hostile = "</script><script>alert(1)</script>"
+    tokens = [hostile if i == 1 else t for i, t in enumerate(result.tokens)]
+    for view in VIEWS:
+        page = VIEWS[view](result.attentions, tokens, result.sentence_b_start)
+        assert hostile not in page and "<script>alert" not in page
+        parsed = Tags(page)
+        assert len(parsed.scripts) == 5 and [t for t, _ in parsed.tags if t not in PAGE_TAGS] == []
+        assert json.loads(parsed.scripts[0])["params"]["attention"][0]["left_text"][1] == hostile
+
+
+def test_fill_template_escapes_each_kind_and_fills_once():
+    page = bertviz_offline.fill_template(
+        '<p title="{{TITLE}}">{{TITLE}}</p><script>{{DATA_JSON}}</script><script>{{CODE_JS}}</script>',
+        {"TITLE": '"><script>x</script>', "DATA_JSON": ["</script>", "{{CODE_JS}}"], "CODE_JS": "let a = 1 < 2;"},
+    )
+    ((_, p), (_, s1), (_, s2)) = Tags(page).tags
+    assert p["title"] == '"><script>x</script>' and len(Tags(page).scripts) == 2
+    assert json.loads(Tags(page).scripts[0]) == ["</script>", "{{CODE_JS}}"]  # not filled again
+    assert Tags(page).scripts[1] == "let a = 1 < 2;"
+    with pytest.raises(ValueError, match=r"missing \['B'\], unused \[\]"):
+        bertviz_offline.fill_template("{{A}} {{B}}", {"A": 1})
+    with pytest.raises(ValueError, match=r"unused \['C'\]"):
+        bertviz_offline.fill_template("{{A}}", {"A": 1, "C": 2})
+
+
+@pytest.mark.parametrize("code", ["x = '</script>';", "x = '</SCRIPT ';", "x = '<!--';"])
+def test_code_that_could_end_its_script_is_refused_not_rewritten(code):
+    with pytest.raises(ValueError, match="would end its <script> early"):
+        bertviz_offline.fill_template("<script>{{X_JS}}</script>", {"X_JS": code})
+
+
+def test_no_line_of_bertviz_is_rewritten():
+    """The module and the template hold no line of bertviz's scripts (no table of lines to
+    replace): the page carries each script whole (test_page_inlines_...), and the template's own
+    script supplies what they ask for."""
+    ours = Path(bertviz_offline.__file__).read_text(encoding="utf-8") + template()
+    for view in ("head", "model", "neuron"):
+        for line in bertviz_script(view).splitlines():
+            line = line.strip()
+            if len(line) >= 16 and not line.startswith(("//", "*", "/*")):
+                assert line not in ours, (view, line)
+
+
+def test_the_template_ships_with_the_package():
+    """pyproject.toml's package-data puts bertviz_page.html into the wheel (the module reads it
+    with importlib.resources)."""
+    from fnmatch import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    data = setuptools.get("package-data", {})
+    patterns = data.get("*", []) + data.get("lab.figures", [])
+    assert any(fnmatch(bertviz_offline.TEMPLATE, p) for p in patterns), data
+
+
+def test_a_changed_bertviz_script_is_refused_loudly(monkeypatch, result, tmp_path):
+    """A bertviz whose script no longer reads PYTHON_PARAMS: a RuntimeError naming what is missing."""
+    from importlib.machinery import ModuleSpec
+
+    (tmp_path / "head_view.js").write_text(
+        bertviz_script("head").replace("PYTHON_PARAMS", "window.params"), encoding="utf-8"
+    )
+    installed = ModuleSpec("bertviz", None, is_package=True)
+    installed.submodule_search_locations = [str(tmp_path)]
+    real = bertviz_offline.importlib.util.find_spec
+    monkeypatch.setattr(
+        bertviz_offline.importlib.util, "find_spec", lambda name, *a: installed if name == "bertviz" else real(name, *a)
+    )
+    with pytest.raises(RuntimeError, match=r"head_view\.js has no 'PYTHON_PARAMS'.*bertviz_page\.html needs updating"):
+        bertviz_offline.head_view_html(result.attentions, result.tokens)
 
 
 # ----------------------------------------------------------------------------------------
@@ -239,7 +382,8 @@ def test_show_displays_an_iframe_in_a_notebook(monkeypatch, result, view):
     show = bertviz_offline.show_head_view if view == "head" else bertviz_offline.show_model_view
     assert show(result.attentions, result.tokens, result.sentence_b_start) is None
     (obj,) = shown
-    assert "<iframe" in obj.data and "srcdoc=" in obj.data and "cdnjs" not in obj.data
+    ((_, attrs),) = Tags(obj.data).tags[1:]  # <div><iframe srcdoc=...></div>
+    assert attrs["srcdoc"].startswith("<!DOCTYPE html>") and csp(attrs["srcdoc"]).startswith("default-src 'none'")
 
 
 # ----------------------------------------------------------------------------------------
@@ -259,8 +403,8 @@ def neuron_page(r, tokens=None, **options):
 
 
 def neuron_params(page: str) -> dict:
-    """The data bertviz's neuron_view.js reads: `window.bertviz_params = {...};`."""
-    return json.loads(re.search(r"window\.bertviz_params = (\{.*?\});\n", page).group(1))
+    """The data bertviz's neuron_view.js reads as window.bertviz_params."""
+    return page_params(page)
 
 
 def test_queries_and_keys_reproduce_the_models_attention(mlm, qk, result):
@@ -389,30 +533,27 @@ def test_neuron_data_blocks_hold_the_rounded_numbers(qk):
 
 def test_neuron_page_needs_no_network(qk):
     page = neuron_page(qk)
-    assert page.startswith("<!DOCTYPE html>") and "default-src 'none'" in page
-    assert "cdnjs" not in page and "require.config(" not in page and "require.min" not in page
+    assert page.startswith("<!DOCTYPE html>") and csp(page).startswith("default-src 'none'")
     for tag, attrs in Tags(page).tags:
         for name in ("src", "href"):
-            assert not re.match(r"\s*(https?:)?//", attrs.get(name) or ""), (tag, attrs)
-    # URLs occur only as text of the inlined libraries (licence comments, the SVG namespace) and
-    # in bertviz's header comment: nothing that would be fetched
+            assert name not in attrs, (tag, attrs)
+    # URLs occur only as text of the inlined scripts (licence comments, the SVG namespace, the
+    # CDN addresses in bertviz's require.config(), which the template's stand-in ignores):
+    # nothing of the lab's names an address
     d3, jquery = bertviz_offline.library_sources()
-    rest = page.replace(d3, "").replace(jquery, "")
-    rest = re.sub(r"/\*.*?\*/", "", rest, flags=re.S)
+    rest = page.replace(d3, "").replace(jquery, "").replace(bertviz_script("neuron"), "")
     assert not re.search(r"https?:|//[a-z0-9.-]+\.[a-z]{2,}/", rest, flags=re.I)
 
 
 def test_neuron_page_runs_bertviz_script_with_the_data(qk):
     page = neuron_page(qk, layer=1, head=3)
-    import bertviz
-
-    own = (Path(bertviz.__file__).parent / "neuron_view.js").read_text()
-    assert own[-3000:] in page  # bertviz's drawing code, unchanged
-    assert len(Tags(page).scripts) == 5  # error note, jQuery, d3, require shim, bertviz
+    assert Tags(page).scripts[2:] == [*reversed(bertviz_offline.library_sources()), bertviz_script("neuron")]
     params = neuron_params(page)
     assert params["layer"] == 1 and params["head"] == 3 and params["bidirectional"] is True
     assert params["display_mode"] == "light" and params["default_filter"] == "all"
-    assert f'id="{params["root_div_id"]}"' in page and 'id="filter"' in page
+    assert f'id="{params["root_div_id"]}"' in page
+    # the filter menu of bertviz's neuron_view.show(), in its order
+    assert [value for value, _ in page_config(page)["filters"]] == ["all", "aa", "ab", "ba", "bb"]
     assert params["attention"] == bertviz_offline.neuron_view_data(
         qk.queries, qk.keys, qk.attentions, qk.tokens, qk.sentence_b_start
     )
@@ -427,11 +568,7 @@ def test_neuron_tokens_cannot_break_out_of_the_script(qk):
     page = neuron_page(qk, tokens)
     assert EVIL not in page and "<img" not in page and "onerror=alert" in page
     parsed = Tags(page)
-    assert [
-        t
-        for t, _ in parsed.tags
-        if t not in ("html", "head", "meta", "title", "body", "script", "div", "span", "select", "option")
-    ] == []
+    assert [t for t, _ in parsed.tags if t not in PAGE_TAGS] == []
     assert len(parsed.scripts) == 5
     params = neuron_params(page)
     assert params["attention"]["all"]["left_text"][2] == EVIL == params["attention"]["aa"]["right_text"][2]
@@ -505,7 +642,7 @@ def test_show_neuron_view_displays_an_iframe(monkeypatch, mlm):
     assert bertviz_offline.show_neuron_view(model, tok, "the cat sat .", "the dog ran .", layer=1, head=2) is None
     (obj,) = shown
     ((tag, attrs),) = Tags(obj.data).tags[1:]  # <div><iframe srcdoc=...></div>
-    assert tag == "iframe" and "cdnjs" not in obj.data
+    assert tag == "iframe" and attrs["srcdoc"].startswith("<!DOCTYPE html>")
     params = neuron_params(attrs["srcdoc"])
     assert params["layer"] == 1 and params["head"] == 2 and set(params["attention"]) == {"all", "aa", "bb", "ab", "ba"}
     with pytest.raises(ValueError, match="text_a"):
@@ -587,8 +724,8 @@ def test_view_draws_inside_a_sandboxed_srcdoc_iframe(browser, result, tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_model_view_in_a_hidden_frame_draws_when_shown(browser, result, tmp_path):
-    """A frame filled while hidden (a closed tab) is 0 px wide: the model view, which sizes its
-    thumbnails from the frame's width, waits for a width rather than drawing them negative."""
+    """A frame filled while hidden (a closed tab) is 0 px wide: the model view draws in its own
+    coordinates all the same, and once shown fits the frame with every thumbnail drawn."""
     page_html = bertviz_offline.model_view_html(result.attentions, result.tokens, result.sentence_b_start)
     host = tmp_path / "host.html"
     frame_html = bertviz_offline.iframe(page_html, 600)
@@ -597,11 +734,42 @@ def test_model_view_in_a_hidden_frame_draws_when_shown(browser, result, tmp_path
     page.goto(host.as_uri())
     frame = page.frame_locator("iframe")
     page.wait_for_timeout(500)  # the frame's scripts have run while hidden
-    assert frame.locator("rect.attn_background").count() == 0
     page.evaluate("document.getElementById('tab').style.display = 'block'")
     frame.locator("rect.attn_background").first.wait_for(state="visible")
     widths = frame.locator("rect.attn_background").evaluate_all("rs => rs.map(r => +r.getAttribute('width'))")
     assert len(widths) == len(result.attentions) * result.attentions[0].shape[1] and min(widths) > 0, widths
+    width = page.locator("iframe").evaluate("f => f.clientWidth")
+    right = frame.locator("svg").evaluate("s => s.getBoundingClientRect().right")
+    assert 0 < right <= width
+    assert aborted == [] and errors == [] and dialogs == []
+    page.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("width", [1100, 480])
+def test_model_view_fits_its_frame(browser, tmp_path, width):
+    """BERT-base's shape (12 x 12): bertviz draws it 970 px wide, 7 px per token; a narrower frame
+    shows it scaled down to its width (nothing cut off on the right, nothing to scroll), a wider
+    one at bertviz's size. A click on a thumbnail still enlarges that head."""
+    attentions, tokens = fake_attention(12, 12, 8)
+    path = tmp_path / "model.html"
+    path.write_text(bertviz_offline.model_view_html(attentions, tokens), encoding="utf-8")
+    page, aborted, errors, dialogs = offline_page(browser)
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(path.as_uri())
+    page.locator("rect.attn_background").first.wait_for(state="attached")
+    svg = page.locator("#vis svg")
+    box = svg.evaluate("s => s.getBoundingClientRect().toJSON()")
+    inner = page.evaluate("() => [document.documentElement.clientWidth, document.documentElement.scrollWidth]")
+    assert svg.get_attribute("viewBox") == f"0 0 970 {svg.get_attribute('height')}"
+    assert box["right"] <= inner[0] and inner[1] <= inner[0], (box, inner)
+    assert box["width"] == pytest.approx(min(970, inner[0] - 16), abs=1)
+    pitch = page.locator("g[source-index] line").evaluate_all("ls => ls.map(l => +l.getAttribute('y1'))")
+    assert pitch[8] - pitch[0] == pytest.approx(7)  # the next source token's first line
+    page.locator("rect.attn_background").nth(13).click(force=True)  # layer 1, head 1
+    assert page.locator("text.detail").first.text_content() == "Layer 1, Head 1"
+    assert page.locator(".detail").count() > 0 and page.locator("select#filter").count() == 0
     assert aborted == [] and errors == [] and dialogs == []
     page.close()
 

@@ -4,17 +4,24 @@
     page = bertviz_offline.head_view_html(r.attentions, r.tokens, r.sentence_b_start)  # an HTML document
     bertviz_offline.show_neuron_view(model, tokenizer, "the cat sat on the mat .", layer=1, head=0)  # notebook
 
-bertviz's pages load require.js, d3 and jQuery from a CDN, so offline they draw nothing. Here bertviz
-builds its view as usual, its CDN scripts go, and d3 (pip mpld3) and jQuery (pip xstatic-jquery)
-are inlined from the installed packages behind a small `require` shim, under a Content-Security-
-Policy that lets the page fetch nothing; it is shown in an <iframe srcdoc> (iframe()). The neuron
-view's queries and keys come from the lab's model (explore.queries_and_keys), not from bertviz's
-patched Hugging Face classes. Tokens reach the page only as escaped JSON; each view has a size cap.
+bertviz's own pages load require.js, d3 and jQuery from a CDN, so offline they draw nothing. Here
+the page is the lab's template, bertviz_page.html, with placeholders that fill_template() fills,
+each escaped for where it stands: the view's data (built here in bertviz's format) as JSON that
+cannot end its script, d3 (pip mpld3) and jQuery (pip xstatic-jquery) from the installed packages,
+and bertviz's {head,model,neuron}_view.js read from the installed bertviz and inserted unchanged.
+The template's own script defines what bertviz's scripts expect (its data under the global name
+they read, a `require` stand-in that hands them jQuery and d3), and lays out the model view for
+the frame it is in: no line of bertviz's is rewritten. A Content-Security-Policy lets the page
+fetch nothing; it is shown in an <iframe srcdoc> (iframe()). The neuron view's queries and keys
+come from the lab's model (explore.queries_and_keys), not from bertviz's patched Hugging Face
+classes. Each view has a size cap.
 """
 
 from __future__ import annotations
 
 import html
+import importlib.metadata
+import importlib.resources
 import importlib.util
 import json
 import math
@@ -34,72 +41,35 @@ NEURON_VIEW_LIMIT = 1_000_000  # weights + query and key elements sent (_neuron_
 NEURON_VIEW_MAX_TOKENS = 128  # it draws about 8 x tokens² SVG elements per head; BERT's pre-training length
 DECIMALS = 3  # digits kept of each attention weight
 MAX_FRAME_HEIGHT = 2400  # px; a taller view scrolls inside its iframe
-THUMBNAIL_ROW_JS = "Math.min(7, 7 * (12 / config.totalHeads))"  # px per token of a model-view thumbnail
-_MODEL_VIEW_SIZES = [  # bertviz 1.4's model view -> here
-    ("const DIV_WIDTH = 970;", "const DIV_WIDTH = Math.min(970, document.documentElement.clientWidth - 16);"),
-    ("config.thumbnailBoxHeight = 7 * (12 / config.totalHeads);", f"config.thumbnailBoxHeight = {THUMBNAIL_ROW_JS};"),
-]
+# bertviz's model view sizes a thumbnail from the total_heads it is given: a row of thumbnails
+# 1/total_heads of its width, 7 x 12 / total_heads px per token high (42 px for a 2-head model:
+# one layer of a sentence fills a screen). Given at least 12 it draws every model as it draws
+# BERT-base, at most 7 px per token.
+MODEL_VIEW_MIN_COLUMNS = 12
 
+TEMPLATE = "bertviz_page.html"  # next to this module; shipped as package data
 _VIEWS = ("head", "model", "neuron")
-_PARAMS_MARKER = "PYTHON_PARAMS"  # bertviz's placeholder for its data in {head,model}_view.js
-_SCRIPT_OPEN = '\n<script type="text/javascript">\n'  # how bertviz 1.4 wraps its script
-_SCRIPT_CLOSE = "\n</script>\n"
+_ROOT_ID = "bertviz"  # the template's root <div>: one view per page
 _CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:"
-
-# bertviz asks `require` for 'jquery' and 'd3'; the inlined scripts have set window.jQuery and
-# window.d3 already (neither sees an AMD `define`, so both become globals).
-_REQUIRE_SHIM = """
-(function () {
-  var modules = {jquery: window.jQuery, d3: window.d3};
-  function require(names, callback) {
-    var found = names.map(function (name) {
-      if (!modules[name]) { throw new Error("bertviz offline: no module " + name); }
-      return modules[name];
-    });
-    if (!callback) { return; }
-    // a frame drawn while hidden (a closed tab, a frame not laid out yet) is 0 px wide, and the
-    // model view sizes itself from that width: draw once the frame has one
-    var draw = function () { callback.apply(window, found); };
-    if (document.documentElement.clientWidth > 0) { draw(); return; }
-    var wait = setInterval(function () {
-      if (document.documentElement.clientWidth > 0) { clearInterval(wait); draw(); }
-    }, 50);
-  }
-  require.config = function () {};
-  window.require = window.requirejs = require;
-})();
-"""
-# bertviz 1.4's neuron_view.show() markup (its root div, the layer / head / filter menus, #vis),
-# with a fixed id (one view per page) and #vis as wide as the expanded view's drawing (about
-# 1,005 px: tokens, query, key, q x k, q.k, tokens), so a narrower frame scrolls instead of
-# cutting off its right-hand side
-_NEURON_ROOT = "bertviz-neuron"
-_NEURON_MARKUP = """
-<div id="{root}" style="padding:8px;font-family:'Helvetica Neue', Helvetica, Arial, sans-serif;">
-  <span style="user-select:none">
-    <span class="dropdown-label">Layer: </span><select id="layer"></select>
-    <span class="dropdown-label">Head: </span> <select id="att_head"></select>
-    {filters}
-  </span>
-  <div id="vis" style="min-width:1010px"></div>
-</div>
-"""
-_NEURON_FILTERS = """<span class="dropdown-label">Attention: </span><select id="filter">
-      <option value="all">All</option>
-      <option value="aa">Sentence A -> Sentence A</option>
-      <option value="ab">Sentence A -> Sentence B</option>
-      <option value="ba">Sentence B -> Sentence A</option>
-      <option value="bb">Sentence B -> Sentence B</option>
-    </select>"""
-# an error inside bertviz would otherwise leave a blank frame: say it on the page (as text)
-_ERROR_NOTE = """
-window.addEventListener("error", function (e) {
-  var p = document.createElement("p");
-  p.style.color = "#b00";
-  p.textContent = "bertviz could not draw this view: " + e.message;
-  document.body.appendChild(p);
-});
-"""
+_PLACEHOLDER = re.compile(r"\{\{([A-Z][A-Z0-9_]*)\}\}")
+# what each bertviz script must contain for the template's script to serve it (bertviz 1.4):
+# it asks `requirejs` for jQuery and d3, and reads its data from this global
+_BERTVIZ_NEEDS = {
+    "head": ("requirejs(['jquery', 'd3']", "PYTHON_PARAMS"),
+    "model": ("requirejs(['jquery', 'd3']", "PYTHON_PARAMS"),
+    "neuron": ("requirejs(['jquery', 'd3']", "window.bertviz_params"),
+}
+# a sentence pair's blocks of the attention (source sentence, target sentence) and their names in
+# bertviz's filter menus, in the order of bertviz's head and model views (whose data is a list in
+# this order); the neuron view's data is keyed by the short names, its menu in _NEURON_MENU order
+_PAIR_BLOCKS = {
+    "all": "All",
+    "aa": "Sentence A -> Sentence A",
+    "bb": "Sentence B -> Sentence B",
+    "ab": "Sentence A -> Sentence B",
+    "ba": "Sentence B -> Sentence A",
+}
+_NEURON_MENU = ("all", "aa", "ab", "ba", "bb")
 
 
 # ----------------------------------------------------------------------------------------
@@ -118,8 +88,23 @@ def head_view_html(
     """bertviz's head view (one layer's heads as lines between the tokens) as a complete HTML
     document that draws with no network. attentions: L x [1, heads, T, T] (bertviz format,
     explore.attention().attentions); tokens: T strings; sentence_b_start: index of b's first
-    token for a pair (adds bertviz's "Sentence A -> Sentence B" filters)."""
-    return _page("head", attentions, tokens, sentence_b_start, decimals, limit, layer=layer, heads=heads)
+    token for a pair (adds bertviz's "Sentence A -> Sentence B" filters); layer: shown first
+    (default 0); heads: the heads shown first (default all)."""
+    attentions, tokens = _checked(attentions, tokens, sentence_b_start)
+    _check_size("head", attentions, limit)
+    L, A = len(attentions), attentions[0].shape[1]
+    layer = _checked_index("layer", layer, L)
+    heads = None if heads is None else [_checked_index("head", h, A) for h in heads]
+    data, filters = _attention_data(attentions, tokens, sentence_b_start, decimals)
+    params = {
+        "attention": data,
+        "default_filter": "0",
+        "root_div_id": _ROOT_ID,
+        "layer": layer,
+        "heads": heads,
+        "include_layers": list(range(L)),
+    }
+    return _page("head", params, filters)
 
 
 def model_view_html(
@@ -133,32 +118,55 @@ def model_view_html(
 ) -> str:
     """bertviz's model view (every layer x head as a thumbnail; click one to enlarge) as a
     complete HTML document that draws with no network. Same inputs as head_view_html;
-    display_mode "light" (default here, to sit on a white page) or "dark" (bertviz's default)."""
-    return _page("model", attentions, tokens, sentence_b_start, decimals, limit, display_mode=display_mode)
-
-
-def _page(view: str, attentions, tokens, sentence_b_start, decimals: int, limit: int, **options) -> str:
-    """Check the size, let bertviz build its page, and rebuild it around local scripts."""
+    display_mode "light" (default here, to sit on a white page) or "dark" (bertviz's default).
+    Thumbnails are at most 7 px per token high (MODEL_VIEW_MIN_COLUMNS), and the view is scaled
+    down to a frame narrower than bertviz's width."""
     attentions, tokens = _checked(attentions, tokens, sentence_b_start)
-    _check_size(view, attentions, limit)
+    _check_size("model", attentions, limit)
+    _check_display_mode(display_mode)
+    L, A = len(attentions), attentions[0].shape[1]
+    data, filters = _attention_data(attentions, tokens, sentence_b_start, decimals)
+    params = {
+        "attention": data,
+        "default_filter": "0",
+        "display_mode": display_mode,
+        "root_div_id": _ROOT_ID,
+        "include_layers": list(range(L)),
+        "include_heads": list(range(A)),
+        "total_heads": max(A, MODEL_VIEW_MIN_COLUMNS),
+    }
+    return _page("model", params, filters)
+
+
+def _attention_data(attentions: list, tokens: list[str], sentence_b_start, decimals: int) -> tuple[list, list]:
+    """The head and model views' data as bertviz's head_view() / model_view() build it: a list of
+    {"name", "attn": [L][A][T][T], "left_text", "right_text"}, one entry for one sentence, five for
+    a pair (_PAIR_BLOCKS), tokens as bertviz's prettify_tokens shows them; and the filter menu
+    for the template: [(value, label)], none for one sentence."""
     # float64 rounded: json writes 0.123, not float32's 0.12300000339746475 (a 4x smaller page)
-    rounded = [a.detach().cpu().double().round(decimals=decimals) for a in attentions]
-    markup, template, params = _bertviz_parts(view, rounded, tokens, sentence_b_start, **options)
-    # the data once, where the script reads it (the comment keeps its word PYTHON_PARAMS)
-    return _document(view, markup, template.replace(_PARAMS_MARKER, json_for_script(params), 1))
+    attn = torch.stack([a[0] for a in attentions]).detach().cpu().double().round(decimals=decimals)
+    shown = [t.replace("Ġ", " ").replace("▁", " ").replace("</w>", "") for t in tokens]  # bertviz's util
+    blocks = _blocks(len(tokens), sentence_b_start)
+    data = [
+        {
+            "name": _PAIR_BLOCKS[name] if sentence_b_start is not None else None,
+            "attn": attn[:, :, rows, cols].tolist(),
+            "left_text": shown[rows],
+            "right_text": shown[cols],
+        }
+        for name, (rows, cols) in blocks.items()
+    ]
+    filters = [(str(i), entry["name"]) for i, entry in enumerate(data)] if len(data) > 1 else []
+    return data, filters
 
 
-def _document(view: str, markup: str, view_js: str) -> str:
-    """The page: the local libraries and the shim, bertviz's markup, then its script."""
-    d3, jquery = library_sources()
-    scripts = "".join(_script(js) for js in (_ERROR_NOTE, jquery, d3, _REQUIRE_SHIM))
-    return (
-        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
-        f"<title>bertviz {view} view</title></head>\n"
-        f'<body style="margin:8px;background:white">\n{scripts}{markup}{_script(view_js)}'
-        f"</body></html>\n"
-    )
+def _blocks(T: int, sentence_b_start: int | None) -> dict[str, tuple[slice, slice]]:
+    """(rows, columns) of the attention for "all" and, for a pair, each of _PAIR_BLOCKS."""
+    everything = slice(0, T)
+    if sentence_b_start is None:
+        return {"all": (everything, everything)}
+    a, b = slice(0, sentence_b_start), slice(sentence_b_start, T)
+    return {"all": (everything, everything), "aa": (a, a), "bb": (b, b), "ab": (a, b), "ba": (b, a)}
 
 
 def neuron_view_html(
@@ -184,38 +192,21 @@ def neuron_view_html(
     attentions, tokens = _checked(attentions, tokens, sentence_b_start)
     queries, keys = _checked_vectors(queries, keys, attentions)
     L, A, T, d = len(attentions), attentions[0].shape[1], len(tokens), queries[0].shape[-1]
-    for name, value, count in (("layer", layer, L), ("head", head, A)):
-        if value is not None and not (isinstance(value, numbers.Integral) and 0 <= value < count):
-            raise ValueError(f"{name} must be one of 0..{count - 1} (this model has {count} {name}s), got {value!r}")
-    layer, head = (None if v is None else int(v) for v in (layer, head))  # numpy ints -> JSON
-    if display_mode not in ("light", "dark"):
-        raise ValueError(f"display_mode must be 'light' or 'dark', got {display_mode!r}")
+    layer, head = _checked_index("layer", layer, L), _checked_index("head", head, A)
+    _check_display_mode(display_mode)
     pair = sentence_b_start is not None
     _check_neuron_size(L, A, T, d, pair, limit, max_tokens)
     params = {
         "attention": neuron_view_data(queries, keys, attentions, tokens, sentence_b_start, decimals),
         "default_filter": "all",
-        "root_div_id": _NEURON_ROOT,
+        "root_div_id": _ROOT_ID,
         "bidirectional": True,
         "display_mode": display_mode,
         "layer": layer,
         "head": head,
     }
-    template = _package_file("bertviz", "neuron_view.js", pip="bertviz").read_text(encoding="utf-8")
-    found = re.search(r"require\.config\(\{.*?\}\);", template, flags=re.S)
-    if not found or "const params = window.bertviz_params" not in template:
-        import bertviz  # optional: it comes with the [app] and [notebooks] extras
-
-        raise RuntimeError(
-            f"bertviz {getattr(bertviz, '__version__', '?')} builds its neuron view "
-            f"differently from bertviz 1.4: lab/figures/bertviz_offline.py needs updating"
-        )
-    # bertviz's show() sets window.bertviz_params in a script of its own, then runs neuron_view.js
-    view_js = (
-        f"window.bertviz_params = {json_for_script(params)};\n{template[: found.start()]}{template[found.end() :]}"
-    )
-    markup = _NEURON_MARKUP.format(root=_NEURON_ROOT, filters=_NEURON_FILTERS if pair else "")
-    return _document("neuron", markup, view_js)
+    filters = [(name, _PAIR_BLOCKS[name]) for name in _NEURON_MENU] if pair else []
+    return _page("neuron", params, filters)
 
 
 def neuron_view_data(
@@ -237,11 +228,6 @@ def neuron_view_data(
     )
     if decimals is not None:
         attn, q, k = (x.round(decimals=decimals) for x in (attn, q, k))
-    everything = slice(0, len(tokens))
-    blocks = {"all": (everything, everything)}
-    if sentence_b_start is not None:
-        a, b = slice(0, sentence_b_start), slice(sentence_b_start, len(tokens))
-        blocks.update(aa=(a, a), bb=(b, b), ab=(a, b), ba=(b, a))
     return {
         name: {
             "attn": attn[:, :, rows, cols].tolist(),
@@ -250,8 +236,21 @@ def neuron_view_data(
             "queries": q[:, :, rows].tolist(),
             "keys": k[:, :, cols].tolist(),
         }
-        for name, (rows, cols) in blocks.items()
+        for name, (rows, cols) in _blocks(len(tokens), sentence_b_start).items()
     }
+
+
+def _checked_index(name: str, value, count: int) -> int | None:
+    """A layer or head to show first: None (bertviz's default, 0) or one of 0..count-1, as an int
+    (numpy integers, e.g. from np.unravel_index, become JSON numbers)."""
+    if value is not None and not (isinstance(value, numbers.Integral) and 0 <= value < count):
+        raise ValueError(f"{name} must be one of 0..{count - 1} (this model has {count} {name}s), got {value!r}")
+    return None if value is None else int(value)
+
+
+def _check_display_mode(display_mode: str) -> None:
+    if display_mode not in ("light", "dark"):
+        raise ValueError(f"display_mode must be 'light' or 'dark', got {display_mode!r}")
 
 
 def _check_neuron_size(L: int, A: int, T: int, d: int, pair: bool, limit: int, max_tokens: int) -> None:
@@ -338,63 +337,98 @@ def _check_size(view: str, attentions: list, limit: int) -> None:
         )
 
 
-def _bertviz_parts(view: str, attentions: list, tokens: list[str], sentence_b_start, **options):
-    """bertviz's page taken apart: (markup without the CDN script, {view}_view.js with its
-    require.config() removed, the data). bertviz 1.4 returns
-        <script src=CDN require.js></script> + markup + _SCRIPT_OPEN + script + _SCRIPT_CLOSE
-    where script is {view}_view.js with every PYTHON_PARAMS replaced by json.dumps(params):
-    twice, as the file names the marker again in a comment. The markup holds no tokens (they
-    live only in params), so the first _SCRIPT_OPEN is bertviz's own; the data's length follows
-    from the lengths, e.g. template "a M b M c" and script of 5 + 2n characters: n = len(data)."""
-    import bertviz  # optional: it comes with the [app] and [notebooks] extras
+# ----------------------------------------------------------------------------------------
+# The template, filled: data and scripts, safe inside <script>
+# ----------------------------------------------------------------------------------------
+def _page(view: str, params: dict, filters: list[tuple[str, str]]) -> str:
+    """The lab's template filled for one view: `params` (the data and settings bertviz's
+    {view}_view.js reads), its filter menu [(value, label)], jQuery, d3 and bertviz's script."""
+    d3, jquery = library_sources()
+    values = {
+        "CSP": _CSP,
+        "VIEW": view,
+        "CONFIG_JSON": {"view": view, "filters": filters, "params": params},
+        "JQUERY_JS": jquery,
+        "D3_JS": d3,
+        "VIEW_JS": _bertviz_script(view),
+    }
+    return fill_template(_template(), values)
 
-    draw = bertviz.head_view if view == "head" else bertviz.model_view
-    page = draw(attentions, tokens, sentence_b_start=sentence_b_start, html_action="return", **options).data
-    template = _package_file("bertviz", f"{view}_view.js", pip="bertviz").read_text(encoding="utf-8")
-    start = page.find(_SCRIPT_OPEN)
-    script = page[start + len(_SCRIPT_OPEN) : len(page) - len(_SCRIPT_CLOSE)]
-    k = template.count(_PARAMS_MARKER)
-    n = (len(script) - len(template) + k * len(_PARAMS_MARKER)) // max(k, 1)
-    at = template.find(_PARAMS_MARKER)
-    data = script[at : at + n]
-    if start < 0 or not page.endswith(_SCRIPT_CLOSE) or k == 0 or template.replace(_PARAMS_MARKER, data) != script:
-        raise RuntimeError(
-            f"bertviz {getattr(bertviz, '__version__', '?')} builds its {view} view "
-            f"differently from bertviz 1.4: lab/figures/bertviz_offline.py needs updating"
+
+def fill_template(template: str, values: dict) -> str:
+    """`template` with each {{NAME}} replaced by values[NAME], escaped for where it stands:
+        NAME ending in _JSON: the value as JSON that cannot end its <script> (json_for_script);
+        NAME ending in _JS: JavaScript inside a <script>, unchanged (script_text refuses code
+            that could end the element);
+        any other NAME: text, HTML-escaped with quotes (it may stand in an attribute).
+    One pass over the template, so what is inserted is never searched for placeholders. A
+    placeholder without a value, or a value without a placeholder, is a ValueError."""
+    names = set(_PLACEHOLDER.findall(template))
+    if names != set(values):
+        raise ValueError(
+            f"the template's placeholders {sorted(names)} differ from the values given {sorted(values)}: "
+            f"missing {sorted(names - set(values))}, unused {sorted(set(values) - names)}"
         )
-    markup = re.sub(r"<script\b[^>]*\bsrc=[^>]*>\s*</script>", "", page[:start])
-    # `require.config({paths: {d3: CDN, jquery: CDN}});` -> nothing (the shim has the modules)
-    template = re.sub(r"require\.config\(\{.*?\}\);", "", template, count=1, flags=re.S)
-    if view == "model":
-        # bertviz 1.4 sizes its model view for a wide window: 970 px wide whatever the frame, and a
-        # thumbnail row 7 * 12 / heads px per token (42 px for a 2-head model, so one layer of a
-        # sentence fills a screen). Here: the frame's width at most, and at most 7 px per token.
-        for original, resized in _MODEL_VIEW_SIZES:
-            if original not in template:
-                raise RuntimeError(
-                    f"bertviz {getattr(bertviz, '__version__', '?')} sizes its model view "
-                    f"differently from bertviz 1.4: lab/figures/bertviz_offline.py needs updating"
-                )
-            template = template.replace(original, resized, 1)
-    return markup, template, json.loads(data)
+
+    def inserted(match: re.Match) -> str:
+        name = match.group(1)
+        if name.endswith("_JSON"):
+            return json_for_script(values[name])
+        if name.endswith("_JS"):
+            return script_text(values[name], name)
+        return html.escape(str(values[name]), quote=True)
+
+    return _PLACEHOLDER.sub(inserted, template)
 
 
-# ----------------------------------------------------------------------------------------
-# Scripts and data, safe inside <script>
-# ----------------------------------------------------------------------------------------
 def json_for_script(value) -> str:
     """JSON that cannot end its <script>: `<`, `>`, `&` become \\u003c, \\u003e, \\u0026 (the same
-    string to JavaScript), so "</script>" or "<!--" in a token stays inside the data."""
+    string to JavaScript), so "</script>" or "<!--" in a token stays inside the data; U+2028 and
+    U+2029 (line ends to older JavaScript) are escaped too, as every non-ASCII character."""
     text = json.dumps(value, separators=(",", ":"))  # ensure_ascii: U+2028 etc. escaped too
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _script(js: str) -> str:
-    """An inline <script>. In real code `</script` and `<!--` occur only inside strings, regular
-    expressions or comments, where `<\\/script` and `<\\!--` mean the same; written so, neither
-    can end the element early (d3 5.7 and jQuery 3.7 contain neither)."""
-    js = re.sub(r"</(script)", r"<\\/\1", js, flags=re.I).replace("<!--", "<\\!--")
-    return f"<script>{js}</script>\n"
+def script_text(js: str, name: str = "the script") -> str:
+    """JavaScript for a <script> element, as it is. `</script` would end the element, and `<!--`
+    can keep its end from being seen; rewriting code to avoid them is safe only inside strings,
+    regular expressions and comments, so code that holds either is refused (a ValueError), not
+    rewritten. d3 5.7, jQuery 3.7 and bertviz 1.4's scripts hold neither."""
+    found = re.search(r"</script|<!--", js, flags=re.I)
+    if found:
+        raise ValueError(
+            f"{name} holds {found.group(0)!r} (at character {found.start():,}), which would end its "
+            f"<script> early: it cannot be inlined as it is"
+        )
+    return js
+
+
+def _template() -> str:
+    """bertviz_page.html, the lab's page around a view, from the installed lab package."""
+    try:
+        return importlib.resources.files(__package__).joinpath(TEMPLATE).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"{TEMPLATE} is missing from the installed {__package__}: reinstall bert-lab (the file is "
+            f"package data, pyproject.toml [tool.setuptools.package-data])"
+        ) from None
+
+
+def _bertviz_script(view: str) -> str:
+    """bertviz's {view}_view.js, read from the installed bertviz and returned as it is; a
+    RuntimeError if it no longer asks for what the template's script provides (_BERTVIZ_NEEDS)."""
+    text = _package_file("bertviz", f"{view}_view.js", pip="bertviz").read_text(encoding="utf-8")
+    missing = [needed for needed in _BERTVIZ_NEEDS[view] if needed not in text]
+    if missing:
+        try:
+            version = importlib.metadata.version("bertviz")
+        except importlib.metadata.PackageNotFoundError:
+            version = "?"
+        raise RuntimeError(
+            f"bertviz {version}'s {view}_view.js has no {' or '.join(map(repr, missing))}: it builds its "
+            f"view differently from bertviz 1.4, and lab/figures/bertviz_page.html needs updating"
+        )
+    return text
 
 
 def library_sources() -> tuple[str, str]:
@@ -448,7 +482,7 @@ def frame_height(view: str, attentions) -> int:
 
 def iframe(page: str, height: int = 720) -> str:
     """The page in an <iframe srcdoc>, for gr.HTML (which runs no <script> in its own HTML) or a
-    notebook output; in a frame of its own the `require` shim cannot clash with the host page's.
+    notebook output; in a frame of its own the `require` stand-in cannot clash with the host page's.
     srcdoc holds the whole document escaped as an attribute (html.escape, quote=True: & < > " '
     become entities, so nothing in the page can end the attribute). sandbox="allow-scripts" without
     allow-same-origin: the view runs its scripts but cannot reach the page around it."""
@@ -491,7 +525,7 @@ def show_neuron_view(
 
 def _show(view: str, page: str, attentions) -> None:
     """An iframe rather than the page itself: JupyterLab runs <script> in an HTML output only
-    when the notebook is trusted, and the `require` shim must not replace a host's require.js
+    when the notebook is trusted, and the `require` stand-in must not replace a host's require.js
     (classic Jupyter's)."""
     from IPython.display import HTML, display  # only a notebook has IPython
 
