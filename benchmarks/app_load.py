@@ -1,11 +1,11 @@
 """A classroom's load on the dashboard: students with the page open, clicking with pauses.
 
-    python benchmarks/app_load.py --users 100 --think 2      # a lecture hall
-    python benchmarks/app_load.py --users 100 --arrive 2 --think 2 --continuous 90   # clicking for 90 s
-    python benchmarks/app_load.py --users 30 --think 2 --profile   # how much of a click is queueing
-    python benchmarks/app_load.py --curve 10,30,60,100,150 --think 2   # p95 against class size
-    python benchmarks/app_load.py --url http://HOST:7860/    # a dashboard already running
-    python benchmarks/app_load.py --only /attention --distinct   # server CPU per request, every input new
+    python -m benchmarks.app_load --users 100 --think 2      # a lecture hall
+    python -m benchmarks.app_load --users 100 --arrive 2 --think 2 --continuous 90   # clicking for 90 s
+    python -m benchmarks.app_load --users 30 --think 2 --profile   # how much of a click is queueing
+    python -m benchmarks.app_load --curve 10,30,60,100,150 --think 2   # p95 against class size
+    python -m benchmarks.app_load --url http://HOST:7860/    # a dashboard already running
+    python -m benchmarks.app_load --only /attention --distinct   # server CPU per request, every input new
 
 The dashboard runs in its own process (`python app.py`, started here unless --url); a class
 arrives once it prints that it is ready. Each student is a thread doing what a browser does, over
@@ -199,7 +199,7 @@ def cpu_kind(pid: int | None = None) -> dict:
     """The CPU the numbers come from: its model name, the cores process `pid` may use (None: this
     process), and whether it has AMX tiles and bf16 instructions (AVX512-BF16 or AMX), as
     lab.device sees them (they decide the server's precision)."""
-    from lab.device import cpu_has_amx, cpu_has_bf16_instructions  # deferred: from ROOT on sys.path
+    from lab.device import cpu_has_amx, cpu_has_bf16_instructions  # deferred: imports torch
 
     try:
         lines = Path("/proc/cpuinfo").read_text().splitlines()
@@ -499,8 +499,7 @@ def main() -> None:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
     # the dashboard runs in its own process, as in class; this process only plays the students
-    sys.path.insert(0, str(ROOT))
-    import app  # the tabs' default models; deferred: app imports gradio (heavy), from ROOT on sys.path
+    import app  # the tabs' default models; deferred: app imports gradio (heavy)
     from dashboard import Settings
 
     store = Settings.from_args(app.parser().parse_args([])).store()  # the models app.py would serve

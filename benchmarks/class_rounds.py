@@ -1,8 +1,8 @@
 """Class rounds under a lecture hall: 100 phones play the deck's rounds beside the tabs' traffic.
 
-    python benchmarks/class_rounds.py                      # 100 students, 10 rounds, 30 tab clients (think 2 s)
-    python benchmarks/class_rounds.py --students 30 --rounds 3 --tab-clients 0    # a quick look
-    python benchmarks/class_rounds.py --url http://HOST:7860/ --key KEY           # a dashboard already running
+    python -m benchmarks.class_rounds                      # 100 students, 10 rounds, 30 tab clients (think 2 s)
+    python -m benchmarks.class_rounds --students 30 --rounds 3 --tab-clients 0    # a quick look
+    python -m benchmarks.class_rounds --url http://HOST:7860/ --key KEY           # a dashboard already running
 
 Each student is a thread doing what the /play page does on a phone, over one kept-alive HTTP
 connection: open the page, join with the room code, then the page's 1-s Timer poll; it answers
@@ -24,7 +24,6 @@ import random
 import re
 import secrets
 import statistics
-import sys
 import threading
 import time
 import urllib.parse
@@ -32,8 +31,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from app_load import (  # noqa: E402
+from benchmarks.app_load import (
     attempt,
     cpu_kind,
     describe_machine,
@@ -296,8 +294,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=7911, help="app.py --port when started here")
     args = ap.parse_args()
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    sys.path.insert(0, str(ROOT))
-    import app  # the tabs' default models (as app_load); deferred: app imports gradio, from ROOT on sys.path
+    import app  # the tabs' default models (as app_load); deferred: app imports gradio
     from dashboard import Settings
 
     store = Settings.from_args(app.parser().parse_args([])).store()

@@ -1,7 +1,7 @@
 """The two bundled classroom models on the same held-out masks: the 2018 recipe
 (models/bert-lab-classroom) and the modern one (models/bert-lab-classroom-modern).
 
-    .venv/bin/python benchmarks/classroom_models.py             # prints the table, writes the JSON
+    .venv/bin/python -m benchmarks.classroom_models             # prints the table, writes the JSON
 
 Both models are scored exactly as `python -m lab eval --model DIR --corpus ../shared/data/novels
 --split held-out` scores them (the same held-out chapters, instances and fixed 15% masks; the
@@ -21,12 +21,11 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from ladder import held_out  # noqa: E402  (benchmarks/ladder.py: per-sequence hits at [MASK])
+from benchmarks.ladder import held_out  # per-sequence hits at [MASK]
+from lab.studies.ladder import bootstrap
+from lab.training.pretrain import evaluation
 
-from lab.studies.ladder import bootstrap  # noqa: E402
-from lab.training.pretrain import evaluation  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT.parent / "shared" / "data"
 OUT = ROOT / "benchmarks" / "classroom_models.json"
@@ -66,7 +65,7 @@ def main(argv=None) -> int:
     a, b = score(old), score(new)
     diff = bootstrap([(b["rows"]["hits"], b["rows"]["counts"])], [(a["rows"]["hits"], a["rows"]["counts"])])
     result = {
-        "command": "python benchmarks/classroom_models.py",
+        "command": "python -m benchmarks.classroom_models",
         "date": datetime.date.today().isoformat(),
         "sequences": old.instances,
         "rows_scored": len(a["rows"]["hits"]),  # lab eval's last batch repeats a few to fill up

@@ -1,7 +1,7 @@
 """Corpora of any size: preparation speed, pre-training memory and loader rate at 1x, 8x, 64x.
 
-    python benchmarks/data_scale.py                                  # the ten novels, 1x 8x 64x
-    python benchmarks/data_scale.py --corpus ../shared/data/novels --factors 1 8 64
+    python -m benchmarks.data_scale                                  # the ten novels, 1x 8x 64x
+    python -m benchmarks.data_scale --corpus ../shared/data/novels --factors 1 8 64
 
 For each factor the corpus folder is repeated that many times (symbolic links), then, each in its
 own process: `python -m lab prepare` (time, MB/s); `python -m lab pretrain --preset tiny --steps 2`
@@ -24,12 +24,12 @@ from pathlib import Path
 
 import torch
 
+from lab.data.instances import PretrainingData, SpecialIds
+from lab.data.prepare import PreparedCorpus
+from lab.files import META_NAME
+from lab.tokenizer import Tokenizer
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from lab.data.instances import PretrainingData, SpecialIds  # noqa: E402
-from lab.data.prepare import PreparedCorpus  # noqa: E402
-from lab.files import META_NAME  # noqa: E402
-from lab.tokenizer import Tokenizer  # noqa: E402
 
 
 def repeated(corpus: Path, factor: int, root: Path) -> Path:

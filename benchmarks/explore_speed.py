@@ -1,6 +1,6 @@
 """Inference speed of the dashboard's core views, in process: fill-mask and attention maps.
 
-    python benchmarks/explore_speed.py [--presets mini base] [--tokens 128] [--repeats 30]
+    python -m benchmarks.explore_speed [--presets mini base] [--tokens 128] [--repeats 30]
 
 For each model shape (random weights; the speed does not depend on them) and a text of exactly
 --tokens WordPiece tokens with one [MASK]: the lab's explore.fill_mask and explore.attention, in
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 import warnings
@@ -23,9 +22,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import lab  # noqa: E402
-from lab import explore  # noqa: E402
+import lab
+from lab import explore
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_MS = {"mini": 20.0, "base": 200.0}

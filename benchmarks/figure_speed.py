@@ -1,6 +1,6 @@
 """Server CPU of the dashboard's figures: lab.figures.plotly_figures against plotly's own route, in process.
 
-    python benchmarks/figure_speed.py [--model models/bert-lab-classroom] [--repeats 200]
+    python -m benchmarks.figure_speed [--model models/bert-lab-classroom] [--repeats 200]
 
 For each figure an attention request of the dashboard sends: the median time to build it with
 lab.figures.plotly_figures and write the JSON gr.Plot sends (LabFigure.to_json), against the same
@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import plotly.graph_objects as go
 import torch
 
+import lab
+from lab import explore
+from lab.figures import plotly_figures
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import lab  # noqa: E402
-from lab import explore  # noqa: E402
-from lab.figures import plotly_figures  # noqa: E402
 
 TEXT_A = "the cat sat on the mat because it was tired after the long day ."
 TEXT_B = "it purred and then fell asleep in the warm sun ."

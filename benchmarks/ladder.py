@@ -1,9 +1,9 @@
 """The pre-training ladder at laptop scale: the BERT paper's Tables 5 and 8, RoBERTa's static
 masks, and what changed since (lab.modern), one rung at a time, several seeds a rung.
 
-    .venv/bin/python benchmarks/ladder.py --list                      # the rungs
-    nohup .venv/bin/python benchmarks/ladder.py --seeds 0 1 2 > ladder.log 2>&1 &
-    .venv/bin/python benchmarks/ladder.py --report                    # the table (Markdown)
+    .venv/bin/python -m benchmarks.ladder --list                      # the rungs
+    nohup .venv/bin/python -m benchmarks.ladder --seeds 0 1 2 > ladder.log 2>&1 &
+    .venv/bin/python -m benchmarks.ladder --report                    # the table (Markdown)
 
 Every rung pre-trains a BERT-Tiny shape on the ten novels with the lesson recipe (the classroom
 recipe's two phases, length 32 then 128, 1,000 steps each): the same tokens for every rung, the bundled
@@ -36,16 +36,16 @@ from pathlib import Path
 
 import torch
 
+import lab
+from lab.data.directions import direction_mask
+from lab.data.instances import SpecialIds
+from lab.inspect.probing import fit_probe
+from lab.studies.ladder import RESULTS, Rung, load_results, report, rungs, steps_for
+from lab.training import finetune as ft
+from lab.training.pretrain import PretrainConfig, fixed_batches, load_corpus, run_recipe
+from lab.training.train import train
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import lab  # noqa: E402
-from lab.data.directions import direction_mask  # noqa: E402
-from lab.data.instances import SpecialIds  # noqa: E402
-from lab.inspect.probing import fit_probe  # noqa: E402
-from lab.studies.ladder import RESULTS, Rung, load_results, report, rungs, steps_for  # noqa: E402
-from lab.training import finetune as ft  # noqa: E402
-from lab.training.pretrain import PretrainConfig, fixed_batches, load_corpus, run_recipe  # noqa: E402
-from lab.training.train import train  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 TOKENIZER = ROOT / "models" / "bert-lab-classroom"
@@ -287,7 +287,8 @@ def main(argv=None) -> int:
         return 0
     base = [
         sys.executable,
-        __file__,
+        "-m",
+        "benchmarks.ladder",
         "--steps",
         str(args.steps),
         "--jobs",

@@ -1,8 +1,8 @@
 """How long each notebook takes at the defaults it ships with, and which cells take long.
 
-    python benchmarks/notebook_times.py                 # every notebook, all cores (THREADS = None)
-    python benchmarks/notebook_times.py 02 06           # some of them
-    python benchmarks/notebook_times.py --threads 1     # one thread, as tests/test_notebooks.py runs them
+    python -m benchmarks.notebook_times                 # every notebook, all cores (THREADS = None)
+    python -m benchmarks.notebook_times 02 06           # some of them
+    python -m benchmarks.notebook_times --threads 1     # one thread, as tests/test_notebooks.py runs them
 
 Each notebook runs top to bottom in notebooks/ with nbclient, as the test suite runs them but
 without its checks, its training runs written to a temporary folder. Prints each notebook's wall

@@ -1,6 +1,6 @@
 """fp32 or bf16 autocast on this machine: the timings behind the lab's precision "auto".
 
-    python benchmarks/precision.py [--threads 1] [--budget 6] [--pairs 15] [--steps-batch 32]
+    python -m benchmarks.precision [--threads 1] [--budget 6] [--pairs 15] [--steps-batch 32]
 
 Prints the CPU (model name; whether /proc/cpuinfo lists amx_bf16, amx_tile, avx512_bf16), then
 for each workload the median ms per call in fp32 and under bf16 autocast, timed as the lab times
@@ -18,24 +18,22 @@ step, as lab.training.train does):
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import lab  # noqa: E402
-from lab import explore  # noqa: E402
-from lab.data.instances import SpecialIds, mask_tokens  # noqa: E402
-from lab.device import (  # noqa: E402
+import lab
+from lab import explore
+from lab.data.instances import SpecialIds, mask_tokens
+from lab.device import (
     choose_precision,
     cpu_flags,
     forget_precision_choices,
     known_precision,
     time_both_ways,
 )
-from lab.training.fast_dropout import use_fast_dropout  # noqa: E402
-from lab.training.train import TrainConfig, make_optimizer, training_step  # noqa: E402
+from lab.training.fast_dropout import use_fast_dropout
+from lab.training.train import TrainConfig, make_optimizer, training_step
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU = torch.device("cpu")

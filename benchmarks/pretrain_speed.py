@@ -1,7 +1,7 @@
 """Training speed: the lab's training step against transformers', and against this CPU's matmul rate.
 
-    python benchmarks/pretrain_speed.py [--preset tiny] [--batch 32] [--seq 128] [--steps 20]
-    python benchmarks/pretrain_speed.py --no-qa        # pre-training rows only
+    python -m benchmarks.pretrain_speed [--preset tiny] [--batch 32] [--seq 128] [--steps 20]
+    python -m benchmarks.pretrain_speed --no-qa        # pre-training rows only
 
 One process, the same batches, alternating blocks of steps so that both see the same machine: the
 lab and transformers each at its defaults, then as the classroom recipe runs (no dropout), with
@@ -14,20 +14,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 import time
-from pathlib import Path
 
 import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import lab  # noqa: E402
-from lab.data.instances import SpecialIds, mask_tokens  # noqa: E402
-from lab.device import autocast_dtype  # noqa: E402
-from lab.training.fast_dropout import use_fast_dropout  # noqa: E402
-from lab.training.train import TrainConfig, make_optimizer  # noqa: E402
+import lab
+from lab.data.instances import SpecialIds, mask_tokens
+from lab.device import autocast_dtype
+from lab.training.fast_dropout import use_fast_dropout
+from lab.training.train import TrainConfig, make_optimizer
 
 
 def make_batches(vocab: int, batch: int, seq: int, n: int, seed: int = 0):

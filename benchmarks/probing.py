@@ -1,8 +1,8 @@
 """What each layer knows: linear POS probes on every layer, with both baselines.
 
-    .venv/bin/python benchmarks/probing.py                       # all words: tiny, snapshots, MiniLM
-    .venv/bin/python benchmarks/probing.py --max-train-words 8000 --max-test-words 8000   # the dashboard's subset
-    .venv/bin/python benchmarks/probing.py --no-snapshots --no-minilm
+    .venv/bin/python -m benchmarks.probing                       # all words: tiny, snapshots, MiniLM
+    .venv/bin/python -m benchmarks.probing --max-train-words 8000 --max-test-words 8000   # the dashboard's subset
+    .venv/bin/python -m benchmarks.probing --no-snapshots --no-minilm
 
 Gold universal POS tags of UD English-EWT: the probe trains on en_ewt-ud-dev.conllu and is scored
 on en_ewt-ud-test.conllu (no train split is on these machines). For each model one linear probe
@@ -14,18 +14,15 @@ same shape. Prints a Markdown table (docs/inside-bert.md) and each probe's time;
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import lab  # noqa: E402
+import lab
 from lab import plots
-from lab.checkpoint import minilm_dir  # noqa: E402
-from lab.inspect import probing  # noqa: E402
+from lab.checkpoint import minilm_dir
+from lab.inspect import probing
 
 ROOT = Path(__file__).resolve().parents[1]
 CLASSROOM = ROOT / "models" / "bert-lab-classroom"

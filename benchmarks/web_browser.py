@@ -1,9 +1,9 @@
 """The browser edition measured in chromium on this CPU: does the page agree with the lab, and how
 fast is it on a student's device?
 
-    python benchmarks/web_browser.py --site site --json web_browser.json    # both parts, about 15-30 min
-    python benchmarks/web_browser.py --site site --speed                    # only the timings
-    python benchmarks/web_browser.py --agreement --limit 50                 # a short try (exports a site)
+    python -m benchmarks.web_browser --site site --json web_browser.json    # both parts, about 15-30 min
+    python -m benchmarks.web_browser --site site --speed                    # only the timings
+    python -m benchmarks.web_browser --agreement --limit 50                 # a short try (exports a site)
 
 The site (python -m lab export-web; without --site one is exported into a temporary folder) is
 served by a plain static file server (the standard library's: no cross-origin isolation, so
@@ -53,21 +53,18 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+import lab
+from benchmarks.web_quantization import TASKS  # the reference: the same data, the same PyTorch code
+from lab.data.corpus import read_documents
+from lab.data.datasets import data_dir
+from lab.data.squad import evaluate, load_squad, split_by_article
+from lab.data.tag_metrics import entity_scores
+from lab.data.tagged_files import read_tagged
+from lab.training.finetune import encode_classification, read_classification
+from lab.web.export import export_site
+from lab.web.serve import make_server
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from web_quantization import TASKS  # noqa: E402 (the reference: the same data, the same PyTorch code)
-
-import lab  # noqa: E402 (after the path: run as a script)
-from lab.data.corpus import read_documents  # noqa: E402
-from lab.data.datasets import data_dir  # noqa: E402
-from lab.data.squad import evaluate, load_squad, split_by_article  # noqa: E402
-from lab.data.tag_metrics import entity_scores  # noqa: E402
-from lab.data.tagged_files import read_tagged  # noqa: E402
-from lab.training.finetune import encode_classification, read_classification  # noqa: E402
-from lab.web.export import export_site  # noqa: E402
-from lab.web.serve import make_server  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
@@ -549,7 +546,10 @@ def the_site(given: Path | None, models_dir: Path):
 
 def run(args) -> dict:
     started = time.perf_counter()
-    result: dict = {"command": shlex.join(["python", *sys.argv]), "server": args.server}
+    result: dict = {
+        "command": shlex.join(["python", "-m", "benchmarks.web_browser", *sys.argv[1:]]),
+        "server": args.server,
+    }
     with the_site(args.site, args.models_dir) as site, served(site, args.server) as url, chromium(args.chromium) as b:
         manifest = json.loads((site / "manifest.json").read_text(encoding="utf-8"))
         result["site"] = str(args.site or "a temporary export")

@@ -1,7 +1,7 @@
 """What the teacher's laptop does for a class: students opening the browser edition from `serve-web`.
 
-    python benchmarks/web_load.py --site site                        # 100, 300, 1000 students, each class in a minute
-    python benchmarks/web_load.py --site site --students 20 --arrival 5 --json load.json     # a short try
+    python -m benchmarks.web_load --site site                        # 100, 300, 1000 students, each class in a minute
+    python -m benchmarks.web_load --site site --students 20 --arrival 5 --json load.json     # a short try
 
 The server is `python -m lab serve-web SITE --host 127.0.0.1` in its own process (the students'
 threads would otherwise share its GIL), started once; a class arrives once it has made its gzip
@@ -38,10 +38,9 @@ from urllib.parse import quote
 
 import psutil
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from lab.web.export import computing_files, export_site, first_view_files
 
-from lab.web.export import computing_files, export_site, first_view_files  # noqa: E402 (after the path: run as a script)
+ROOT = Path(__file__).resolve().parents[1]
 
 CONNECTIONS = 6  # parallel connections a browser opens to one host (HTTP/1.1)
 ACCEPT = "gzip, deflate, br"
@@ -327,7 +326,7 @@ def main() -> None:
         f"{TARGET_ERRORS} errors\n"
     )
     print("\n".join(table(results)))
-    print("\n$ python " + shlex.join(["benchmarks/web_load.py", *sys.argv[1:]]))
+    print("\n$ python " + shlex.join(["-m", "benchmarks.web_load", *sys.argv[1:]]))
     if args.json:
         data = {"site": str(site), "phases": phases, "results": results}
         Path(args.json).write_text(json.dumps(data, indent=2))

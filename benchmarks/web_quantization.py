@@ -1,6 +1,6 @@
 """Which precision the MiniLM task models take to the browser: measured on real data.
 
-    python benchmarks/web_quantization.py [--models minilm-sst2 minilm-squad minilm-ner] [--limit N]
+    python -m benchmarks.web_quantization [--models minilm-sst2 minilm-squad minilm-ner] [--limit N]
                                           [--data ../shared/data] [--threads 2]
 
 Each model's PyTorch form (lab.load: fp32 compute) is the reference; its exported graph (lab.web.export)
@@ -30,15 +30,14 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import lab  # noqa: E402
-from lab.checkpoint import qa_lengths, tag_settings  # noqa: E402
-from lab.data.squad import evaluate, load_squad, predict, split_by_article  # noqa: E402
-from lab.data.tag_decoding import predict_tags  # noqa: E402
-from lab.data.tag_metrics import entity_scores  # noqa: E402
-from lab.data.tagged_files import read_tagged  # noqa: E402
-from lab.training.finetune import classification_batch, encode_classification, read_classification  # noqa: E402
-from lab.web.export import (  # noqa: E402
+import lab
+from lab.checkpoint import qa_lengths, tag_settings
+from lab.data.squad import evaluate, load_squad, predict, split_by_article
+from lab.data.tag_decoding import predict_tags
+from lab.data.tag_metrics import entity_scores
+from lab.data.tagged_files import read_tagged
+from lab.training.finetune import classification_batch, encode_classification, read_classification
+from lab.web.export import (
     MAX_MODEL_BYTES,
     MB,
     OnnxModel,

@@ -1,9 +1,9 @@
 """The browser edition's Step by step view measured in chromium on this CPU: how long from a change
 of the input to the whole trace computed and drawn, and what the view adds to the page's weight.
 
-    python benchmarks/web_steps.py --site site                  # a site exported with --trace all
-    python benchmarks/web_steps.py                              # exports one into a temporary folder
-    python benchmarks/web_steps.py --site site --changes 40 --json web_steps.json
+    python -m benchmarks.web_steps --site site                  # a site exported with --trace all
+    python -m benchmarks.web_steps                              # exports one into a temporary folder
+    python -m benchmarks.web_steps --site site --changes 40 --json web_steps.json
 
 The site (python -m lab export-web --trace all: a MiniLM model's weights are left out by default;
 without --site, bert-lab-classroom and minilm-squad are exported into a temporary folder) is
@@ -46,15 +46,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.web_browser import CHROMIUM, chromium, mask_one, novel_pairs, served, summary
+from lab.data.datasets import data_dir
+from lab.data.squad import load_squad
+from lab.web.export import export_site
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from web_browser import CHROMIUM, chromium, mask_one, novel_pairs, served, summary  # noqa: E402
-
-from lab.data.datasets import data_dir  # noqa: E402
-from lab.data.squad import load_squad  # noqa: E402
-from lab.web.export import export_site  # noqa: E402
 
 MODELS = ("bert-lab-classroom", "minilm-squad")
 VIEW_FILES = (  # web/src/: the Step by step view's own files (the trace it draws is api.js's and trace.js's)
@@ -251,7 +248,7 @@ def parse_args(argv=None):
 
 def run(args) -> dict:
     started = time.perf_counter()
-    result: dict = {"command": shlex.join(["python", *sys.argv])}
+    result: dict = {"command": shlex.join(["python", "-m", "benchmarks.web_steps", *sys.argv[1:]])}
     rows = inputs(args.data, args.changes)
     with the_site(args.site, args.models_dir) as site, served(site) as url, chromium(args.chromium) as b:
         names = [m["name"] for m in json.loads((site / "manifest.json").read_text())["models"] if m.get("trace")]

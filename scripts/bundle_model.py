@@ -1,9 +1,9 @@
 """Copy a trained model into models/ in fp16 (half the size; lab.load gives fp32 back) and record
 its held-out metrics, as scripts/make_models.sh does for every bundled model.
 
-    python scripts/bundle_model.py runs/sst2 models/bert-lab-sst2 \\
+    python -m scripts.bundle_model runs/sst2 models/bert-lab-sst2 \\
         --eval "--data DATA/sst2/dev.tsv"
-    python scripts/bundle_model.py runs/long models/bert-lab-classroom --snapshots runs/classroom runs/long \\
+    python -m scripts.bundle_model runs/long models/bert-lab-classroom --snapshots runs/classroom runs/long \\
         --keep-steps 0 77 308 1532 4408 7292 --eval "--corpus DATA/novels --split held-out"
 
 --eval: arguments of `python -m lab eval --model DST ...` (DATA = the data folder, $BERT_LAB_DATA or
@@ -22,17 +22,14 @@ import io
 import json
 import shlex
 import shutil
-import sys
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import lab  # noqa: E402
-from lab.__main__ import main as lab_main  # noqa: E402
-from lab.data.datasets import data_dir  # noqa: E402
-from lab.files import (  # noqa: E402
+import lab
+from lab.__main__ import main as lab_main
+from lab.data.datasets import data_dir
+from lab.files import (
     CHECKPOINTS_DIR,
     EVALUATIONS_NAME,
     METRICS_NAME,
@@ -41,7 +38,9 @@ from lab.files import (  # noqa: E402
     TASK_CONFIG_NAME,
     checkpoint_name,
 )
-from lab.training.runs import checkpoints, merge_histories, phases  # noqa: E402
+from lab.run_files import checkpoints, merge_histories, phases
+
+ROOT = Path(__file__).resolve().parents[1]
 
 SIDE_FILES = (PRETRAIN_CONFIG_NAME, TASK_CONFIG_NAME, METRICS_NAME)
 

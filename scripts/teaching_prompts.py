@@ -1,8 +1,8 @@
 """Which prompts work on the bundled models and which fail, measured: writes docs/teaching/prompts.md.
 
-    .venv/bin/python scripts/teaching_prompts.py            # run every prompt, rewrite docs/teaching/prompts.md
-    .venv/bin/python scripts/teaching_prompts.py --check    # exit 1 if the file differs from what the models give now
-    .venv/bin/python scripts/teaching_prompts.py --print    # show the page without writing it
+    .venv/bin/python -m scripts.teaching_prompts            # run every prompt, rewrite docs/teaching/prompts.md
+    .venv/bin/python -m scripts.teaching_prompts --check    # exit 1 if the file differs from what the models give now
+    .venv/bin/python -m scripts.teaching_prompts --print    # show the page without writing it
 
 Each candidate below is a prompt for one dashboard tab, the answer a person would accept, and a
 sentence saying *why* the model gets it right or wrong. Each runs through the same
@@ -23,12 +23,12 @@ from pathlib import Path
 
 import torch
 
+import lab
+from lab import explore
+from lab.checkpoint import qa_lengths
+from lab.data import squad
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import lab  # noqa: E402
-from lab import explore  # noqa: E402
-from lab.checkpoint import qa_lengths  # noqa: E402
-from lab.data import squad  # noqa: E402
 
 PAGE = ROOT / "docs" / "teaching" / "prompts.md"
 TOLERANCE = 0.01  # --check: largest accepted change of a printed probability
@@ -606,9 +606,9 @@ def render(results) -> str:
         "",
         "<!-- Written by scripts/teaching_prompts.py from the bundled models' actual outputs: do not edit by hand. -->",
         "",
-        "Every row below was measured: `python scripts/teaching_prompts.py` runs each prompt on the bundled",
+        "Every row below was measured: `python -m scripts.teaching_prompts` runs each prompt on the bundled",
         "model through the same `lab.inspect.explore` call the dashboard uses and decides *works* or *fails* from",
-        "what the model answered; `python scripts/teaching_prompts.py --check` (run by",
+        "what the model answered; `python -m scripts.teaching_prompts --check` (run by",
         "`tests/test_teaching.py`) fails when a model no longer gives what this page says. Probabilities",
         "are computed in fp32; the dashboard uses bf16 on CPUs that have it, so its numbers can differ in",
         "the second digit. Type the prompts into the dashboard as written (lower case, spaces around",
@@ -712,7 +712,7 @@ def main(argv=None) -> int:
         diff = differences(page, current)
         if diff:
             print("\n".join(diff), file=sys.stderr)
-            print(f"{_shown(PAGE)} is out of date: run python scripts/teaching_prompts.py", file=sys.stderr)
+            print(f"{_shown(PAGE)} is out of date: run python -m scripts.teaching_prompts", file=sys.stderr)
             return 1
         print(f"{_shown(PAGE)} matches the models ({len(results)} prompts)")
         return 0

@@ -23,7 +23,6 @@ import pytest
 from tests.conftest import ROOT, chromium_browser
 
 pytestmark = pytest.mark.timeout(600)
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def test_a_figures_numbers_are_kept_for_its_download_not_written_to_a_file(tmp_path, monkeypatch):
@@ -73,10 +72,10 @@ def serve(*argv, env=None):
     return proc, f"http://127.0.0.1:{port}/"
 
 
-def benchmark(script: str, argv: list[str]) -> subprocess.CompletedProcess:
-    """benchmarks/SCRIPT with ARGV, finished without error (its output returned)."""
+def benchmark(name: str, argv: list[str]) -> subprocess.CompletedProcess:
+    """python -m benchmarks.NAME with ARGV, finished without error (its output returned)."""
     out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), *argv],
+        [sys.executable, "-m", f"benchmarks.{name}", *argv],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -95,7 +94,7 @@ def test_the_class_rounds_benchmark_plays_a_small_class_without_loss():
     try:
         argv = ["--students", "6", "--rounds", "2", "--tab-clients", "2", "--window", "2", "--arrive", "1"]
         argv += ["--measure", "2", "--url", url, "--key", "test-key"]
-        out = benchmark("class_rounds.py", argv)
+        out = benchmark("class_rounds", argv)
         assert "lost answers (accepted but not in the reveal's count or the export): 0" in out.stdout, out.stdout
         assert "errors: 0" in out.stdout and "answers: 12 sent" in out.stdout, out.stdout
         assert "every phone within 2 s" in out.stdout and " missed" not in out.stdout.split("answers:")[1]
@@ -109,14 +108,14 @@ def test_the_benchmark_plays_students_as_browsers_without_errors():
     """app_load's students (page, opening events, a session each, the whole mix) on a small class:
     every request answered, none an error; a page opened without a link asks the server for its
     session only (its opening runs in the browser), unqueued."""
-    import app_load
+    from benchmarks import app_load
 
     proc, url = serve()
     try:
         events = app_load.opening_events(url)
         assert [(e["data"], e["queue"]) for e in events] == [([], False)]
         argv = ["--users", "3", "--requests", "12", "--think", "0.1", "--arrive", "1", "--url", url]  # every item
-        out = benchmark("app_load.py", argv)
+        out = benchmark("app_load", argv)
         assert "errors: 0" in out.stdout and "opening the page (3 students" in out.stdout, out.stdout
         assert "/why_classify" in out.stdout and "/tag" in out.stdout  # the whole mix
     finally:
@@ -129,7 +128,7 @@ def test_a_full_queue_tells_the_student_in_the_page_at_1024(tmp_path):
     """One slot and a queue of one, kept full by other students' attributions: a click on
     Classify shows Gradio's "busy, try again" notice within seconds (not a spinner forever), and
     once the queue empties the same click is answered."""
-    import app_load
+    from benchmarks import app_load
 
     proc, url = serve("--concurrency", "1", "--queue-size", "1")
     stop = threading.Event()
@@ -197,7 +196,7 @@ def test_a_few_minutes_of_class_leave_the_server_healthy(tmp_path):
     out = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "benchmarks" / "soak.py"),
+            *("-m", "benchmarks.soak"),
             *("--minutes", "2.5", "--warm-up", "1", "--users", "10", "--think", "1", "--every", "15"),
             *("--reload", "0.005"),
             *("--port", str(free_port()), "--json", str(report)),
@@ -223,7 +222,7 @@ def test_the_soak_reads_memory_by_the_median_of_each_third(tmp_path):
     reads a saved run's samples with the run's own warm-up."""
     import json
 
-    import soak
+    from benchmarks import soak
 
     def run(levels):
         return [{"minute": 0.5 * (i + 1), "rss_mb": v} for i, v in enumerate(levels)]

@@ -116,8 +116,8 @@ def test_every_rung_is_a_recipe_the_lab_can_run():
 
 
 def test_the_docs_show_the_committed_results():
-    """docs/pretraining.md's ladder table is `benchmarks/ladder.py --report --write-docs` of the
-    committed results, to the character."""
+    """docs/pretraining.md's ladder table is `python -m benchmarks.ladder --report --write-docs` of
+    the committed results, to the character."""
     from tests.conftest import ROOT
 
     doc = (ROOT / "docs" / "pretraining.md").read_text()

@@ -25,6 +25,7 @@ RANKS = [
     ("lab.modernbert", 4),  # ModernBERT's config and tensor names <-> the lab's
     ("lab.hub", 4),
     ("lab.checkpoint", 5),
+    ("lab.run_files", 5),  # a run directory, read (the dashboard's view of training, without its code)
     ("lab.training", 6),
     ("lab.inspect", 7),
     ("lab.web", 8),  # the browser edition's export: the models as explore reads them
@@ -215,6 +216,35 @@ def test_modules_and_functions_stay_short():
     ]
     too_long = long_modules + long_functions + long_scripts
     assert too_long == [], "\n".join(too_long)
+
+
+def sys_path_edits(tree: ast.Module):
+    """The lines that call a method of sys.path (insert, append, ...) or add to it."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            target = node.func.value
+        elif isinstance(node, ast.AugAssign):
+            target = node.target
+        else:
+            continue
+        if ast.unparse(target) == "sys.path":
+            yield node.lineno
+
+
+def test_benchmarks_and_scripts_run_as_modules_without_path_hacks():
+    """benchmarks/ and scripts/ are packages run from the repository root as `python -m
+    benchmarks.NAME`: they import the lab and each other as any module does, so none of them
+    edits sys.path (and no import needs a `# noqa: E402` for coming after such an edit)."""
+    found = []
+    for package in ("benchmarks", "scripts"):
+        assert (ROOT / package / "__init__.py").is_file(), f"{package}/ is a package: python -m {package}.NAME"
+        for path in sorted((ROOT / package).rglob("*.py")):
+            text, where = path.read_text(), path.relative_to(ROOT)
+            found += [f"{where}:{line}: edits sys.path" for line in sys_path_edits(ast.parse(text, str(path)))]
+            found += [
+                f"{where}:{i}: # noqa: E402" for i, line in enumerate(text.splitlines(), 1) if "noqa: E402" in line
+            ]
+    assert found == [], "\n".join(found)
 
 
 def test_module_docstrings_are_short():

@@ -3,9 +3,7 @@ each test reads a statement from the plan, computes it through the dashboard's o
 `lab.explore` call behind them) on the bundled models, offline, and fails when the text and the
 page disagree. Fix the plan's text to what is computed, not the other way round."""
 
-import importlib.util
 import re
-import sys
 
 import pytest
 
@@ -39,11 +37,9 @@ def stated(pattern: str) -> re.Match:
 def qa_contexts() -> dict:
     """The dashboard's two QA paragraphs, as scripts/teaching_prompts.py holds them
     (tests/test_teaching.py checks them)."""
-    spec = importlib.util.spec_from_file_location("teaching_prompts", ROOT / "scripts" / "teaching_prompts.py")
-    prompts = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))
-    if not hasattr(prompts, "CONTEXTS"):  # not loaded yet by tests/test_teaching.py
-        spec.loader.exec_module(prompts)  # (its dataclasses look themselves up in sys.modules)
-    return prompts.CONTEXTS
+    from scripts import teaching_prompts
+
+    return teaching_prompts.CONTEXTS
 
 
 def test_why_names_the_words_the_answer_rests_on(dash):

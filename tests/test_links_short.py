@@ -9,9 +9,7 @@ The lengths, printed:
     .venv/bin/python -m pytest -q -s tests/test_links_short.py -k at_most_120
 """
 
-import importlib.util
 import io
-import sys
 from argparse import Namespace
 from urllib.parse import parse_qsl, urlsplit
 
@@ -83,12 +81,10 @@ def page_values(links, prompts, changes: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def prompts():
-    """scripts/teaching_prompts.py (its CANDIDATES and CONTEXTS), imported from its file."""
-    if "teaching_prompts" not in sys.modules:  # (its dataclasses look themselves up there)
-        spec = importlib.util.spec_from_file_location("teaching_prompts", ROOT / "scripts" / "teaching_prompts.py")
-        sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[spec.name])
-    return sys.modules["teaching_prompts"]
+    """scripts/teaching_prompts.py (its CANDIDATES and CONTEXTS)."""
+    from scripts import teaching_prompts
+
+    return teaching_prompts
 
 
 def test_a_link_holds_its_tab_and_only_the_inputs_that_differ(dash):

@@ -15,7 +15,7 @@ from lab.data.masking import mask_tokens, parse_mix
 from lab.figures.numbers import training_curves
 from lab.model import BertForPreTraining
 from lab.training.pretrain import PretrainConfig, left_to_right, next_token_batch
-from tests.conftest import ROOT, tiny_config
+from tests.conftest import tiny_config
 from tests.test_instances import CLS, MASK, SEP, make_docs, make_special, random_rows
 from tests.test_train import SMALL, make_sentences
 
@@ -104,14 +104,10 @@ def no_nsp_run(tmp_path):
 def test_a_run_without_nsp_is_bundled_without_its_untrained_nsp_head(tmp_path, capsys, monkeypatch):
     """scripts/bundle_model.py stores a --no-nsp run as BertForMaskedLM (so no view offers its
     untrained NSP head), and `lab eval` scores the bundled copy as it scored the run."""
-    import importlib.util
-
     from lab.checkpoint import read_state_dict, saved_model_class
+    from scripts import bundle_model as bundle
 
     corpus, run = no_nsp_run(tmp_path)
-    spec = importlib.util.spec_from_file_location("bundle_model", ROOT / "scripts" / "bundle_model.py")
-    bundle = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bundle)
     monkeypatch.setattr("sys.argv", ["bundle_model.py", str(run), str(tmp_path / "bundled")])
     bundle.main()
     assert saved_model_class(tmp_path / "bundled") == "BertForMaskedLM"

@@ -1,13 +1,12 @@
 """The teacher pack's prompt lists stay true: docs/teaching/prompts.md is what the bundled models
-answer now (scripts/teaching_prompts.py --check), every task has prompts that work and prompts
+answer now (python -m scripts.teaching_prompts --check), every task has prompts that work and prompts
 that fail, and each explanation matches the measured outcome. A few seconds on 2 CPU cores."""
 
 import ast
-import importlib.util
-import sys
 
 import pytest
 
+from scripts import teaching_prompts
 from tests.conftest import ROOT
 
 SCRIPT = ROOT / "scripts" / "teaching_prompts.py"
@@ -15,11 +14,7 @@ SCRIPT = ROOT / "scripts" / "teaching_prompts.py"
 
 @pytest.fixture(scope="module")
 def prompts():
-    spec = importlib.util.spec_from_file_location("teaching_prompts", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # (its dataclasses look themselves up there)
-    spec.loader.exec_module(module)
-    return module
+    return teaching_prompts
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +23,13 @@ def results(prompts):
 
 
 def test_the_script_says_how_to_run_it(prompts):
-    assert prompts.__doc__ and "python scripts/teaching_prompts.py --check" in prompts.__doc__
+    assert prompts.__doc__ and "python -m scripts.teaching_prompts --check" in prompts.__doc__
 
 
 def test_the_page_matches_what_the_models_give_now(prompts, results):
     page = prompts.PAGE.read_text()
     diff = prompts.differences(prompts.render(results), page)
-    assert not diff, "docs/teaching/prompts.md is out of date (python scripts/teaching_prompts.py):\n" + "\n".join(
+    assert not diff, "docs/teaching/prompts.md is out of date (python -m scripts.teaching_prompts):\n" + "\n".join(
         diff[:40]
     )
 

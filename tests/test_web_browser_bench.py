@@ -7,15 +7,12 @@ stub page: batched calls with a failing one, the timings, the first-view marks.
 from __future__ import annotations
 
 import random
-import sys
 
 import pytest
 
+from benchmarks import web_browser as wb
 from lab.data.squad import Example
-from tests.conftest import ROOT, chromium_browser
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import web_browser as wb  # noqa: E402
+from tests.conftest import chromium_browser
 
 
 def example(i: int, answer: str) -> Example:

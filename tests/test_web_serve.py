@@ -6,7 +6,6 @@ import http.client
 import json
 import os
 import socket
-import sys
 import threading
 
 import pytest
@@ -15,7 +14,6 @@ import yaml
 from lab.web import serve as web_serve
 from lab.web.serve import banner, make_server
 from lab.web.space import write_space_files
-from tests.conftest import ROOT
 
 SECRET = b"the teacher's private notes"
 
@@ -235,11 +233,8 @@ def test_the_space_files_make_a_static_space_with_lfs(site):
 
 
 def test_the_load_benchmarks_students_get_every_byte(site, served):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import web_load
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    from benchmarks import web_load
+
     phases = web_load.phases_of(site)
     assert list(phases[0]) == ["app.js", "index.html", "manifest.json", "style.css"]
     raw = sum(sum(files.values()) for files in phases)

@@ -1,0 +1,1 @@
+"""The lab's measurements: each module runs from the repository root as `python -m benchmarks.NAME`."""
