@@ -5,6 +5,7 @@ models, the reveal's HTML escaped, and the API endpoints over HTTP."""
 
 import csv
 import html
+import inspect
 import io
 import json
 import re
@@ -25,6 +26,7 @@ from dashboard.rounds.kinds import (
     reveal_summary,
     round_words,
 )
+from dashboard.rounds.registry import KINDS, RoundKind, UnknownKind, kind_of
 from tests.conftest import ROOT
 
 
@@ -86,6 +88,25 @@ def test_deck_files_yaml_and_json(tmp_path):
     with pytest.raises(DeckError, match="missing.yaml: cannot be read") as e:
         load_deck(tmp_path / "missing.yaml")
     assert str(tmp_path) not in str(e.value)  # a file's name, never the server's path
+
+
+def test_every_kind_is_one_registered_class_with_the_whole_interface(tmp_path):
+    """The kinds are found by name (registry.KINDS): every kind the default deck plays is there,
+    each implements all of RoundKind (no method left abstract, its deck fields and words set),
+    and a deck or a lookup naming a kind that is not there is refused with its name."""
+    assert {r.kind for r in load_deck(DEFAULT_DECK)} <= set(KINDS)
+    assert list(KINDS) == ["masked_word", "next_sentence", "answer_span", "attention"]
+    for name, kind in KINDS.items():
+        assert isinstance(kind, RoundKind) and not inspect.isabstract(type(kind)), name
+        assert kind.name == name and kind.title and kind.task and kind.fields[0] == "text", name
+        for method in RoundKind.__abstractmethods__:
+            assert getattr(type(kind), method) is not getattr(RoundKind, method), (name, method)
+        assert kind_of(name) is kind
+    (tmp_path / "d.yaml").write_text("rounds:\n  - kind: spelling_bee\n    text: a word\n")
+    with pytest.raises(DeckError, match=r"d.yaml, round 1: kind must be one of .*, got 'spelling_bee'"):
+        load_deck(tmp_path / "d.yaml")
+    with pytest.raises(UnknownKind, match="'spelling_bee'"):
+        kind_of("spelling_bee")
 
 
 def test_a_bad_deck_stops_the_app_with_its_message(app, app_models_root, tmp_path):

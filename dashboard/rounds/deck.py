@@ -16,17 +16,13 @@ answer's words), attention `word` (the word whose attention row is asked), `laye
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-KINDS = {  # a kind: (its words for people, the explore task whose menu lists its models, its fields)
-    "masked_word": ("Masked word", "fill_mask", ("text",)),
-    "next_sentence": ("Next sentence", "next_sentence", ("text", "next")),
-    "answer_span": ("Answer span", "answer", ("text", "question")),
-    "attention": ("Attention", "attention", ("text", "word", "layer", "head")),
-}
+from .registry import KINDS, Round, kind_of
+
+# the kinds, their fields and their checks: registry.RoundKind, one class each in kinds.py
 OPTIONAL = ("model", "truth", "note")
 MAX_TEXT = 2_000  # characters of a deck's text: a paragraph a phone can show
 DEFAULT_DECK = Path(__file__).resolve().parents[2] / "docs" / "teaching" / "deck.yaml"
@@ -36,29 +32,6 @@ class DeckError(ValueError):
     """A deck that cannot be read: the message names the file, the round and the field."""
 
 
-@dataclass(frozen=True)
-class Round:
-    """One round of a deck: a kind, its text and fields, and optionally a model, a truth and a note."""
-
-    kind: str
-    text: str
-    model: str | None = None
-    truth: str | None = None
-    note: str | None = None
-    fields: dict = field(default_factory=dict)  # the kind's other fields: next, question, word, layer, head
-
-    @property
-    def title(self) -> str:
-        return KINDS[self.kind][0]
-
-    @property
-    def task(self) -> str:
-        return KINDS[self.kind][1]
-
-    def get(self, name: str):
-        return self.text if name == "text" else self.fields.get(name)
-
-
 def make_round(entry, where: str = "round") -> Round:
     """A Round from a deck's entry (a mapping); a DeckError saying `where` and what is wrong."""
     if not isinstance(entry, dict):
@@ -66,7 +39,8 @@ def make_round(entry, where: str = "round") -> Round:
     kind = entry.get("kind")
     if kind not in KINDS:
         raise DeckError(f"{where}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    needed = KINDS[kind][2]
+    spec = KINDS[kind]
+    needed = spec.fields
     unknown = sorted(set(entry) - {"kind", *needed, *OPTIONAL})
     if unknown:
         raise DeckError(
@@ -75,7 +49,7 @@ def make_round(entry, where: str = "round") -> Round:
     values = {}
     for name in needed:
         value = entry.get(name)
-        if name in ("layer", "head"):
+        if name in spec.numbers:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise DeckError(f"{where}: {name} must be a whole number from 0, got {value!r}")
         elif not isinstance(value, str) or not value.strip():
@@ -87,12 +61,9 @@ def make_round(entry, where: str = "round") -> Round:
         if entry.get(name) is not None and not isinstance(entry[name], (str, int, float)):
             raise DeckError(f"{where}: {name} must be a text, got {entry[name]!r}")
     truth = None if entry.get("truth") is None else str(entry["truth"]).strip()
-    if kind == "next_sentence" and truth not in (None, "IsNext", "NotNext"):
-        raise DeckError(f"{where}: a next_sentence truth is IsNext or NotNext, got {truth!r}")
-    if kind == "masked_word" and values["text"].count("[MASK]") != 1:
-        raise DeckError(f"{where}: a masked_word text needs one [MASK]")
-    if kind == "attention" and values["word"].lower() not in values["text"].lower():
-        raise DeckError(f"{where}: the word {values['word']!r} is not in the text")
+    problem = spec.problem(values, truth)
+    if problem:
+        raise DeckError(f"{where}: {problem}")
     text = values.pop("text")
     model, note = (None if entry.get(k) is None else str(entry[k]).strip() for k in ("model", "note"))
     return Round(kind, text, model or None, truth or None, note or None, values)
@@ -126,7 +97,7 @@ def deck_labels(deck: list[Round], width: int = 60) -> list[str]:
     their model)."""
 
     def label(n: int, rnd: Round, model: bool) -> str:
-        extra = [f"layer {rnd.get('layer')}, head {rnd.get('head')}"] if rnd.kind == "attention" else []
+        extra = kind_of(rnd).label_extra(rnd)
         extra += [rnd.model or "the default model"] if model else []
         asked = " ".join(str(rnd.get("question") or rnd.text).split())
         asked = asked if len(asked) <= width else asked[: width - 1].rsplit(" ", 1)[0] + " …"

@@ -1,5 +1,5 @@
-"""The four kinds of round: what a student sees and may answer, what the model answers, and the
-reveal, where the class's answers stand beside the model's.
+"""The four kinds of round, one class each behind registry.RoundKind: what a student sees and may
+answer, what the model answers, and the reveal, where the class's answers stand beside the model's.
 
     words = round_words(rnd)                     # the words a student taps (answer_span, attention)
     answer = normalize(rnd, words, "3-5")        # a student's answer, checked: "3-5" (words 3 to 5)
@@ -8,6 +8,7 @@ reveal, where the class's answers stand beside the model's.
 
 An answer is one short text, for the page and the API alike: masked_word a word; next_sentence
 IsNext or NotNext; answer_span "first-last" (word numbers from 0); attention a word number.
+The functions here ask the round's kind (registry.kind_of); a fifth kind is one more class.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from __future__ import annotations
 import html
 import re
 from collections import Counter
-from dataclasses import dataclass
 
 from lab.inspect import explore
 
-from .deck import Round
+from .registry import ModelAnswer, Round, RoundKind, Tally, kind_of, register
 
 MAX_GUESS = 40  # characters of a typed guess
 MORE_GUESSES = 3  # the class's guesses shown beside the model's top 5 (the rest in one row)
@@ -37,87 +37,17 @@ def round_words(rnd: Round) -> list[str]:
 
 def normalize(rnd: Round, words: list[str], answer) -> str:
     """The student's answer as the class's tally counts it, or an AnswerError saying what to send."""
-    text = str(answer if answer is not None else "").strip()
-    if rnd.kind == "masked_word":
-        guess = text.lower()
-        if not guess or len(guess) > MAX_GUESS or re.search(r"\s", guess):
-            raise AnswerError(f"type one word (at most {MAX_GUESS} letters) for [MASK]")
-        return guess
-    if rnd.kind == "next_sentence":
-        if text not in LABELS:
-            raise AnswerError("vote IsNext (B follows A) or NotNext")
-        return text
-    if rnd.kind == "answer_span":
-        m = re.fullmatch(r"(\d+)-(\d+)", text)
-        if not m or not int(m[1]) <= int(m[2]) < len(words):
-            raise AnswerError("tap the first word of the answer, then its last word")
-        return f"{int(m[1])}-{int(m[2])}"
-    if not text.isdigit() or int(text) >= len(words):
-        raise AnswerError(f"tap the word that “{rnd.get('word')}” looks at most")
-    return str(int(text))
+    return kind_of(rnd).normalize(rnd, words, str(answer if answer is not None else "").strip())
 
 
 def answer_words(rnd: Round, words: list[str], answer: str) -> str:
     """An answer in words, as the reveal and the export show it."""
-    if rnd.kind == "answer_span":
-        first, last = map(int, answer.split("-"))
-        return " ".join(words[first : last + 1])
-    if rnd.kind == "attention":
-        return words[int(answer)]
-    return answer
-
-
-@dataclass
-class ModelAnswer:
-    """The model's side of a round: `options` (answer -> probability; for answer_span the start
-    probabilities, `ends` the end ones), its own answer, and how it reads in words."""
-
-    options: dict[str, float]
-    answer: str
-    words: str
-    ends: dict[str, float] | None = None
-    other: float = 0.0  # attention: the share on [CLS], [SEP] and words cut off, not on a word
+    return kind_of(rnd).answer_words(words, answer)
 
 
 def model_answer(rnd: Round, model, tokenizer) -> ModelAnswer:
     """What the model says, from the same explore call its tab makes (a ValueError as it says)."""
-    words = round_words(rnd)
-    if rnd.kind == "masked_word":
-        top = explore.fill_mask(model, tokenizer, rnd.text, top_k=5)[0]
-        options = {t: p for t, p in top}
-        return ModelAnswer(options, top[0][0], top[0][0])
-    if rnd.kind == "next_sentence":
-        p = explore.next_sentence(model, tokenizer, rnd.text, rnd.get("next"))
-        label = LABELS[0] if p >= 0.5 else LABELS[1]
-        return ModelAnswer({LABELS[0]: p, LABELS[1]: 1 - p}, label, label)
-    spans = explore.split_words(rnd.text)
-    if rnd.kind == "answer_span":
-        result = explore.answer(model, tokenizer, rnd.get("question"), rnd.text, top_k=1)
-        starts, ends = (
-            per_word(spans, result.offsets, result.start_probs),
-            per_word(spans, result.offsets, result.end_probs),
-        )
-        best = result.spans[0]
-        first = next(i for i, (_, s, e) in enumerate(spans) if e > best.start)
-        last = max(i for i, (_, s, e) in enumerate(spans) if s < best.end)
-        answer = f"{first}-{max(first, last)}"
-        return ModelAnswer(starts, answer, answer_words(rnd, words, answer), ends=ends)
-    layer, head = rnd.get("layer"), rnd.get("head")
-    n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
-    if layer >= n_layers or head >= n_heads:
-        raise ValueError(
-            f"layer {layer}, head {head}: this model has layers 0 to {n_layers - 1}, heads 0 to {n_heads - 1}"
-        )
-    result = explore.attention(model, tokenizer, rnd.text)
-    enc = tokenizer.encode(rnd.text, max_length=model.config.max_position_embeddings)
-    query = query_word(rnd, spans)
-    row_at = next((i for i, (s, e) in enumerate(enc.offsets) if s < spans[query][2] and e > spans[query][1]), None)
-    if row_at is None:
-        raise ValueError(f"the word {rnd.get('word')!r} was cut off: the text is longer than the model reads")
-    row = result.attentions[layer][0, head, row_at].tolist()
-    options = per_word(spans, enc.offsets, row)
-    best = max(options, key=options.get)
-    return ModelAnswer(options, best, words[int(best)], other=max(0.0, 1 - sum(options.values())))
+    return kind_of(rnd).model_answer(rnd, model, tokenizer)
 
 
 def query_word(rnd: Round, spans) -> int:
@@ -140,26 +70,6 @@ def per_word(spans, offsets, probs) -> dict[str, float]:
     return out
 
 
-@dataclass
-class Tally:
-    """The class's answers counted: `counts` (answer -> students; for answer_span, starts), `ends`,
-    how many answered, and how many gave the model's own answer."""
-
-    counts: Counter
-    answered: int
-    agreed: int
-    ends: Counter | None = None
-
-    @classmethod
-    def of(cls, rnd: Round, model: ModelAnswer, answers) -> Tally:
-        answers = list(answers)
-        agreed = sum(a == model.answer for a in answers)
-        if rnd.kind == "answer_span":
-            starts = Counter(a.split("-")[0] for a in answers)
-            return cls(starts, len(answers), agreed, Counter(a.split("-")[1] for a in answers))
-        return cls(Counter(answers), len(answers), agreed)
-
-
 # ----------------------------------------------------------------------------------------------
 # What a page shows (HTML, every text escaped: a deck's, a model's and a student's)
 # ----------------------------------------------------------------------------------------------
@@ -169,34 +79,12 @@ def esc(text) -> str:
 
 def question_html(rnd: Round, picked: set[int] = frozenset()) -> str:
     """The round's question as the students read it (the text, the [MASK], the pair, the word)."""
-    if rnd.kind == "masked_word":
-        text = esc(rnd.text).replace("[MASK]", '<b class="bl-mask">[MASK]</b>')
-        return f'<p class="bl-ask">Which word is hidden?</p><p class="bl-text">{text}</p>'
-    if rnd.kind == "next_sentence":
-        return (
-            '<p class="bl-ask">Does sentence B follow sentence A?</p>'
-            f'<p class="bl-text"><b>A</b> {esc(rnd.text)}</p><p class="bl-text"><b>B</b> {esc(rnd.get("next"))}</p>'
-        )
-    if rnd.kind == "answer_span":
-        return (
-            f'<p class="bl-ask">{esc(rnd.get("question"))}</p>'
-            '<p class="bl-hint">Tap the first word of the answer, then its last word.</p>'
-        )
-    return (
-        f'<p class="bl-ask">In layer {rnd.get("layer")}, head {rnd.get("head")}: which word does '
-        f'<b class="bl-mask">{esc(rnd.get("word"))}</b> look at most?</p><p class="bl-hint">Tap that word.</p>'
-    )
+    return kind_of(rnd).question_html(rnd)
 
 
 def question_text(rnd: Round) -> str:
     """The round's question in plain words, short: what a screen reader says when the round starts."""
-    if rnd.kind == "masked_word":
-        return f"Which word is hidden? {short(rnd.text.replace('[MASK]', 'blank'))}"
-    if rnd.kind == "next_sentence":
-        return f"Does sentence B follow sentence A? A: {short(rnd.text)} B: {short(rnd.get('next'))}"
-    if rnd.kind == "answer_span":
-        return f"{short(rnd.get('question'))} Tap the first word of the answer, then its last word."
-    return f"In layer {rnd.get('layer')}, head {rnd.get('head')}: which word does {rnd.get('word')} look at most?"
+    return kind_of(rnd).question_text(rnd)
 
 
 def short(text, n: int = 90) -> str:
@@ -224,23 +112,7 @@ def _commonest(counts, name, answered: int) -> str:
 def reveal_summary(rnd: Round, words: list[str], model: ModelAnswer, tally: Tally) -> str:
     """The reveal's figure in one sentence, from its numbers: the class's commonest answer, the
     model's answer and its probability (the figure's accessible name and the page's announcement)."""
-
-    def word(k: str) -> str:  # a word's number (the tally's key) as the word
-        return words[int(k)]
-
-    if rnd.kind == "answer_span":
-        first, last = model.answer.split("-")
-        return (
-            f"The class's commonest first word: {_commonest(tally.counts, word, tally.answered)}; "
-            f"last word: {_commonest(tally.ends, word, tally.answered)}; the model's answer: {model.words} "
-            f"(as the first word {_percent(model.options.get(first, 0.0))}, "
-            f"as the last word {_percent((model.ends or {}).get(last, 0.0))})."
-        )
-    p = _percent(model.options.get(model.answer, 0.0))
-    if rnd.kind == "attention":
-        theirs = _commonest(tally.counts, word, tally.answered)
-        return f"The class's top word: {theirs}; the model's: {model.words}, {p} of the head's attention."
-    return f"The class's top answer: {_commonest(tally.counts, str, tally.answered)}; the model's: {model.words}, {p}."
+    return kind_of(rnd).reveal_summary(rnd, words, model, tally)
 
 
 def _bar(share: float, cls: str, label: str) -> str:
@@ -267,21 +139,7 @@ def reveal_html(rnd: Round, words: list[str], model: ModelAnswer, tally: Tally, 
         '<p class="bl-legend"><span class="bl-key class"></span> the class: how many students '
         '<span class="bl-key model"></span> the model: its probability (striped)</p>'
     )
-    if rnd.kind in ("masked_word", "next_sentence"):
-        options, rest = _options(model, tally)
-        rows = "".join(
-            f"<tr><th>{esc(o)}</th><td>{_bar(tally.counts[o] / n, 'class', str(tally.counts[o]))}</td>"
-            f"<td>{_bar(model.options.get(o, 0.0), 'model', _percent(model.options.get(o)))}</td></tr>"
-            for o in options
-        )
-        if rest:  # a row for the guesses left out, so that the class's column still adds up
-            others = sum(tally.counts[a] for a in rest)
-            rows += (
-                f"<tr><th>{len(rest)} other guesses</th><td>{_bar(others / n, 'class', str(others))}</td><td></td></tr>"
-            )
-        body = f'<table class="bl-bars"><tr><th></th><th>the class</th><th>the model</th></tr>{rows}</table>'
-    else:
-        body = _word_bars(words, model, tally, n)
+    body = kind_of(rnd).reveal_body(words, model, tally, n)
     summary = esc(reveal_summary(rnd, words, model, tally))
     figure = (
         f'<div class="bl-figure" role="img" aria-label="{summary}"><div aria-hidden="true">{legend}{body}</div></div>'
@@ -300,22 +158,7 @@ def _options(model: ModelAnswer, tally: Tally) -> tuple[list[str], list[str]]:
 def numbers_table(rnd: Round, words: list[str], model: ModelAnswer, tally: Tally) -> str:
     """The reveal's numbers as a table (a caption, headers with their scope), in a <details>: what
     the bars draw, for a screen reader or whoever wants the exact numbers."""
-    if rnd.kind in ("masked_word", "next_sentence"):
-        options, rest = _options(model, tally)
-        heads = ("answer", "the class: students", "the model: probability")
-        rows = [(o, [tally.counts[o], _percent(model.options.get(o, 0.0))]) for o in options]
-        rows += [(f"{len(rest)} other guesses", [sum(tally.counts[a] for a in rest), ""])] if rest else []
-    else:
-        ends = model.ends is not None
-        heads = ("word", *(("first word: students", "first word: model", "last word: students", "last word: model")
-                           if ends else ("the class: students", "the model: attention")))  # fmt: skip
-        rows = []
-        for i, w in enumerate(words):
-            k = str(i)
-            cells = [tally.counts.get(k, 0), _percent(model.options.get(k, 0.0))]
-            if ends:
-                cells += [tally.ends.get(k, 0), _percent(model.ends.get(k, 0.0))]
-            rows.append((f"{i + 1}. {w}", cells))
+    heads, rows = kind_of(rnd).number_rows(words, model, tally)
     head = "".join(f'<th scope="col">{esc(h)}</th>' for h in heads)
     body = "".join(
         f'<tr><th scope="row">{esc(name)}</th>{"".join(f"<td>{esc(c)}</td>" for c in cells)}</tr>'
@@ -371,6 +214,243 @@ def _pair(side: str, count: int, n: int, p: float) -> str:
     said = f'<span class="bl-side">{side}</span>' if side and shown else ""
     bars = bar("class", count / n, str(count) if count else "") + bar("model", p, _percent(p) if round(p, 2) else "")
     return f'<span class="bl-pair"><span class="bl-two">{bars}</span>{said}</span>'
+
+
+# ----------------------------------------------------------------------------------------------
+# The kinds: two ways to reveal (a table of options, or bars under each word), then one class each
+# ----------------------------------------------------------------------------------------------
+class OptionsReveal:
+    """A reveal in rows, one per answer (masked_word, next_sentence): the model's options and the
+    class's commonest other guesses, the rest in one row."""
+
+    def reveal_summary(self, rnd: Round, words: list[str], model: ModelAnswer, tally: Tally) -> str:
+        p = _percent(model.options.get(model.answer, 0.0))
+        theirs = _commonest(tally.counts, str, tally.answered)
+        return f"The class's top answer: {theirs}; the model's: {model.words}, {p}."
+
+    def reveal_body(self, words: list[str], model: ModelAnswer, tally: Tally, n: int) -> str:
+        options, rest = _options(model, tally)
+        rows = "".join(
+            f"<tr><th>{esc(o)}</th><td>{_bar(tally.counts[o] / n, 'class', str(tally.counts[o]))}</td>"
+            f"<td>{_bar(model.options.get(o, 0.0), 'model', _percent(model.options.get(o)))}</td></tr>"
+            for o in options
+        )
+        if rest:  # a row for the guesses left out, so that the class's column still adds up
+            others = sum(tally.counts[a] for a in rest)
+            rows += (
+                f"<tr><th>{len(rest)} other guesses</th><td>{_bar(others / n, 'class', str(others))}</td><td></td></tr>"
+            )
+        return f'<table class="bl-bars"><tr><th></th><th>the class</th><th>the model</th></tr>{rows}</table>'
+
+    def number_rows(self, words: list[str], model: ModelAnswer, tally: Tally) -> tuple[tuple, list]:
+        options, rest = _options(model, tally)
+        heads = ("answer", "the class: students", "the model: probability")
+        rows = [(o, [tally.counts[o], _percent(model.options.get(o, 0.0))]) for o in options]
+        rows += [(f"{len(rest)} other guesses", [sum(tally.counts[a] for a in rest), ""])] if rest else []
+        return heads, rows
+
+
+class WordTaps:
+    """An answer tapped among the text's words (answer_span, attention): the phone shows the words,
+    the reveal draws bars under each word."""
+
+    taps_words = True
+
+    def reveal_body(self, words: list[str], model: ModelAnswer, tally: Tally, n: int) -> str:
+        return _word_bars(words, model, tally, n)
+
+    def number_rows(self, words: list[str], model: ModelAnswer, tally: Tally) -> tuple[tuple, list]:
+        ends = model.ends is not None
+        heads = ("word", *(("first word: students", "first word: model", "last word: students", "last word: model")
+                           if ends else ("the class: students", "the model: attention")))  # fmt: skip
+        rows = []
+        for i, w in enumerate(words):
+            k = str(i)
+            cells = [tally.counts.get(k, 0), _percent(model.options.get(k, 0.0))]
+            if ends:
+                cells += [tally.ends.get(k, 0), _percent(model.ends.get(k, 0.0))]
+            rows.append((f"{i + 1}. {w}", cells))
+        return heads, rows
+
+
+@register
+class MaskedWord(OptionsReveal, RoundKind):
+    """A sentence with one [MASK]: the class types the hidden word, the model fills it in."""
+
+    name, title, task, fields = "masked_word", "Masked word", "fill_mask", ("text",)
+    types_a_word = True
+
+    def problem(self, values: dict, truth: str | None) -> str | None:
+        return "a masked_word text needs one [MASK]" if values["text"].count("[MASK]") != 1 else None
+
+    def normalize(self, rnd: Round, words: list[str], text: str) -> str:
+        guess = text.lower()
+        if not guess or len(guess) > MAX_GUESS or re.search(r"\s", guess):
+            raise AnswerError(f"type one word (at most {MAX_GUESS} letters) for [MASK]")
+        return guess
+
+    def model_answer(self, rnd: Round, model, tokenizer) -> ModelAnswer:
+        top = explore.fill_mask(model, tokenizer, rnd.text, top_k=5)[0]
+        options = {t: p for t, p in top}
+        return ModelAnswer(options, top[0][0], top[0][0])
+
+    def question_html(self, rnd: Round) -> str:
+        text = esc(rnd.text).replace("[MASK]", '<b class="bl-mask">[MASK]</b>')
+        return f'<p class="bl-ask">Which word is hidden?</p><p class="bl-text">{text}</p>'
+
+    def question_text(self, rnd: Round) -> str:
+        return f"Which word is hidden? {short(rnd.text.replace('[MASK]', 'blank'))}"
+
+
+@register
+class NextSentence(OptionsReveal, RoundKind):
+    """Two sentences: the class votes whether B follows A, the model says how likely."""
+
+    name, title, task, fields = "next_sentence", "Next sentence", "next_sentence", ("text", "next")
+    votes = True
+
+    def problem(self, values: dict, truth: str | None) -> str | None:
+        if truth not in (None, *LABELS):
+            return f"a next_sentence truth is IsNext or NotNext, got {truth!r}"
+        return None
+
+    def normalize(self, rnd: Round, words: list[str], text: str) -> str:
+        if text not in LABELS:
+            raise AnswerError("vote IsNext (B follows A) or NotNext")
+        return text
+
+    def model_answer(self, rnd: Round, model, tokenizer) -> ModelAnswer:
+        p = explore.next_sentence(model, tokenizer, rnd.text, rnd.get("next"))
+        label = LABELS[0] if p >= 0.5 else LABELS[1]
+        return ModelAnswer({LABELS[0]: p, LABELS[1]: 1 - p}, label, label)
+
+    def question_html(self, rnd: Round) -> str:
+        return (
+            '<p class="bl-ask">Does sentence B follow sentence A?</p>'
+            f'<p class="bl-text"><b>A</b> {esc(rnd.text)}</p><p class="bl-text"><b>B</b> {esc(rnd.get("next"))}</p>'
+        )
+
+    def question_text(self, rnd: Round) -> str:
+        return f"Does sentence B follow sentence A? A: {short(rnd.text)} B: {short(rnd.get('next'))}"
+
+
+@register
+class AnswerSpan(WordTaps, RoundKind):
+    """A question on a paragraph: the class taps the answer's first and last words, the model
+    gives each word's probability of starting and of ending it."""
+
+    name, title, task, fields = "answer_span", "Answer span", "answer", ("text", "question")
+
+    def normalize(self, rnd: Round, words: list[str], text: str) -> str:
+        m = re.fullmatch(r"(\d+)-(\d+)", text)
+        if not m or not int(m[1]) <= int(m[2]) < len(words):
+            raise AnswerError("tap the first word of the answer, then its last word")
+        return f"{int(m[1])}-{int(m[2])}"
+
+    def answer_words(self, words: list[str], answer: str) -> str:
+        first, last = map(int, answer.split("-"))
+        return " ".join(words[first : last + 1])
+
+    def count(self, answers: list[str]) -> tuple[Counter, Counter | None]:
+        return Counter(a.split("-")[0] for a in answers), Counter(a.split("-")[1] for a in answers)
+
+    def model_answer(self, rnd: Round, model, tokenizer) -> ModelAnswer:
+        words, spans = round_words(rnd), explore.split_words(rnd.text)
+        result = explore.answer(model, tokenizer, rnd.get("question"), rnd.text, top_k=1)
+        starts, ends = (
+            per_word(spans, result.offsets, result.start_probs),
+            per_word(spans, result.offsets, result.end_probs),
+        )
+        best = result.spans[0]
+        first = next(i for i, (_, s, e) in enumerate(spans) if e > best.start)
+        last = max(i for i, (_, s, e) in enumerate(spans) if s < best.end)
+        answer = f"{first}-{max(first, last)}"
+        return ModelAnswer(starts, answer, self.answer_words(words, answer), ends=ends)
+
+    def question_html(self, rnd: Round) -> str:
+        return (
+            f'<p class="bl-ask">{esc(rnd.get("question"))}</p>'
+            '<p class="bl-hint">Tap the first word of the answer, then its last word.</p>'
+        )
+
+    def question_text(self, rnd: Round) -> str:
+        return f"{short(rnd.get('question'))} Tap the first word of the answer, then its last word."
+
+    def reveal_summary(self, rnd: Round, words: list[str], model: ModelAnswer, tally: Tally) -> str:
+        def word(k: str) -> str:  # a word's number (the tally's key) as the word
+            return words[int(k)]
+
+        first, last = model.answer.split("-")
+        return (
+            f"The class's commonest first word: {_commonest(tally.counts, word, tally.answered)}; "
+            f"last word: {_commonest(tally.ends, word, tally.answered)}; the model's answer: {model.words} "
+            f"(as the first word {_percent(model.options.get(first, 0.0))}, "
+            f"as the last word {_percent((model.ends or {}).get(last, 0.0))})."
+        )
+
+
+@register
+class Attention(WordTaps, RoundKind):
+    """One word of a sentence, one head of one layer: the class taps the word it looks at most,
+    the model shows that head's attention row."""
+
+    name, title, task, fields = "attention", "Attention", "attention", ("text", "word", "layer", "head")
+    numbers = ("layer", "head")
+
+    def problem(self, values: dict, truth: str | None) -> str | None:
+        if values["word"].lower() not in values["text"].lower():
+            return f"the word {values['word']!r} is not in the text"
+        return None
+
+    def label_extra(self, rnd: Round) -> list[str]:
+        return [f"layer {rnd.get('layer')}, head {rnd.get('head')}"]
+
+    def normalize(self, rnd: Round, words: list[str], text: str) -> str:
+        if not text.isdigit() or int(text) >= len(words):
+            raise AnswerError(f"tap the word that “{rnd.get('word')}” looks at most")
+        return str(int(text))
+
+    def answer_words(self, words: list[str], answer: str) -> str:
+        return words[int(answer)]
+
+    def tap(self, first: int, i: int) -> str | None:
+        return str(i)  # one tap answers
+
+    def model_answer(self, rnd: Round, model, tokenizer) -> ModelAnswer:
+        words, spans = round_words(rnd), explore.split_words(rnd.text)
+        layer, head = rnd.get("layer"), rnd.get("head")
+        n_layers, n_heads = model.config.num_hidden_layers, model.config.num_attention_heads
+        if layer >= n_layers or head >= n_heads:
+            raise ValueError(
+                f"layer {layer}, head {head}: this model has layers 0 to {n_layers - 1}, heads 0 to {n_heads - 1}"
+            )
+        result = explore.attention(model, tokenizer, rnd.text)
+        enc = tokenizer.encode(rnd.text, max_length=model.config.max_position_embeddings)
+        query = query_word(rnd, spans)
+        row_at = next((i for i, (s, e) in enumerate(enc.offsets) if s < spans[query][2] and e > spans[query][1]), None)
+        if row_at is None:
+            raise ValueError(f"the word {rnd.get('word')!r} was cut off: the text is longer than the model reads")
+        row = result.attentions[layer][0, head, row_at].tolist()
+        options = per_word(spans, enc.offsets, row)
+        best = max(options, key=options.get)
+        return ModelAnswer(options, best, words[int(best)], other=max(0.0, 1 - sum(options.values())))
+
+    def question_html(self, rnd: Round) -> str:
+        return (
+            f'<p class="bl-ask">In layer {rnd.get("layer")}, head {rnd.get("head")}: which word does '
+            f'<b class="bl-mask">{esc(rnd.get("word"))}</b> look at most?</p><p class="bl-hint">Tap that word.</p>'
+        )
+
+    def question_text(self, rnd: Round) -> str:
+        return f"In layer {rnd.get('layer')}, head {rnd.get('head')}: which word does {rnd.get('word')} look at most?"
+
+    def reveal_summary(self, rnd: Round, words: list[str], model: ModelAnswer, tally: Tally) -> str:
+        def word(k: str) -> str:  # a word's number (the tally's key) as the word
+            return words[int(k)]
+
+        p = _percent(model.options.get(model.answer, 0.0))
+        theirs = _commonest(tally.counts, word, tally.answered)
+        return f"The class's top word: {theirs}; the model's: {model.words}, {p} of the head's attention."
 
 
 # The reveal's look, for the projector (large) and a phone (the same rules, narrower). The first

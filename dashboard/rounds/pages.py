@@ -32,6 +32,7 @@ from .kinds import (
     reveal_html,
     reveal_summary,
 )
+from .registry import kind_of
 
 # presenter mode, as the dashboard's (dashboard.room): body.bl-presenter, and the presenter parameter in the
 # address so that a reload keeps it; the class pages' own rules for it are in ROUNDS_CSS
@@ -155,7 +156,7 @@ class Rounds:
             return '<p class="bl-ask bl-idle">No round yet: pick one of the deck and press Start.</p>'
         rnd = live.round
         words = ""
-        if rnd.kind in ("answer_span", "attention"):
+        if kind_of(rnd).taps_words:
             words = f'<p class="bl-text bl-words">{html.escape(rnd.text)}</p>'
         head = f'<p class="bl-kind">{live.label} · {rnd.title} · {html.escape(live.model_name)}</p>'
         # revealed: presenter mode leaves out the text here, since the reveal shows each of its words
@@ -476,16 +477,16 @@ class StudentPage:
             hidden = gr.Row(visible=False)
             return (room.version, gr.Column(visible=False), gr.Column(visible=True), wait,
                     hidden, gr.skip(), hidden, gr.HighlightedText(visible=False), "", -1, gr.skip(), "")  # fmt: skip
-        kind, mine, open_ = live.round.kind, room.mine(tok), not live.revealed
-        tap = kind in ("answer_span", "attention")
+        kind, mine, open_ = kind_of(live.round), room.mine(tok), not live.revealed
+        tap = kind.taps_words
         return (
             room.version,
             gr.Column(visible=False),
             gr.Column(visible=True),
             question_html(live.round),
-            gr.Row(visible=kind == "masked_word" and open_),
-            gr.Textbox(value=mine or "") if kind == "masked_word" else gr.skip(),
-            gr.Row(visible=kind == "next_sentence" and open_),
+            gr.Row(visible=kind.types_a_word and open_),
+            gr.Textbox(value=mine or "") if kind.types_a_word else gr.skip(),
+            gr.Row(visible=kind.votes and open_),
             gr.HighlightedText(value=chips(live.words, mine) if tap else [], visible=tap and open_),
             self.rounds.reveal(tok),
             -1,
@@ -512,11 +513,9 @@ class StudentPage:
         if live is None or evt.index is None:
             return gr.skip(), gr.skip(), gr.skip()
         i = evt.index if isinstance(evt.index, int) else evt.index[0]
-        if live.round.kind == "attention":
-            line = self.answer(tok, str(i))
-            return line, gr.HighlightedText(value=chips(live.words, self.room.mine(tok))), -1
-        if first < 0:
+        answer = kind_of(live.round).tap(first, i)
+        if answer is None:  # answer_span's first word: the answer needs its last
             picks = chips(live.words, f"{i}-{i}", label="first word")
             return said("Now tap the answer's last word"), gr.HighlightedText(value=picks), i
-        line = self.answer(tok, f"{min(first, i)}-{max(first, i)}")
+        line = self.answer(tok, answer)
         return line, gr.HighlightedText(value=chips(live.words, self.room.mine(tok))), -1
