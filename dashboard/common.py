@@ -3,8 +3,9 @@ status line, the numbers behind the download buttons, and the small components e
 
 A handler returns a view: a NamedTuple of its outputs by name, the status line last (in_order puts
 the components in the same order). Wrapped with @handler(View), a problem the user can fix
-(UserError, a ModelError, ValueError from the library) clears the outputs and becomes the status line; a bug is logged and reported by its type only, and the server keeps
-serving. Status lines are escaped: a model's label or a typed name shows as text, never as HTML.
+(UserError, a ModelError, ValueError from the library) clears the outputs and becomes the status
+line; a bug is logged and reported by its type only, and the server keeps serving. Status lines
+are escaped: a model's label or a typed name shows as text, never as HTML.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from typing import NamedTuple
 import gradio as gr
 
 from lab.figures import plotly_figures
-from lab.inspect.model_store import short
 from lab.tokenizer import clean_text
+
+from .model_store import short
 
 log = logging.getLogger("bert-lab.app")
 MAX_TEXT_CHARS = 20_000  # longer inputs are cut (with a notice) before tokenizing

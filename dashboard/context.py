@@ -12,11 +12,10 @@ from pathlib import Path
 
 import gradio as gr
 
-from lab.inspect.model_store import ModelStore
-
 from .common import AttributionCache, FigureDownloads
 from .current import Current
 from .links import Links
+from .model_store import ModelStore
 from .rounds.deck import DEFAULT_DECK
 from .web_edition import find_site
 

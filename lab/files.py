@@ -20,7 +20,7 @@ layouts below are the whole truth about what is where. This module imports nothi
 #                                                          with (scripts/bundle_model.py; re-checked by
 #                                                          tests/test_bundled.py)
 #
-# A run directory (lab.training.train writes it, lab.training.runs reads it): the newest model (a model directory,
+# A run directory (lab.training.train writes it, lab.run_files reads it): the newest model (a model directory,
 # so lab.load("runs/NAME") works), and
 #
 #     train_config.json             TRAIN_CONFIG_NAME      the loop's settings (+ total steps)

@@ -24,7 +24,7 @@ import torch
 
 import lab
 from lab.device import lone_process_problem
-from lab.training.runs import read_metrics
+from lab.run_files import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 ONE_THREAD = ["--no-progress", "--threads", "1", "--precision", "fp32"]

@@ -92,10 +92,10 @@ def test_5_wrong_sizes_fail_fast_and_the_failure_is_remembered(client, app_model
     *_, status = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
     assert "config.json does not match the weights" in status and time.perf_counter() - t0 < 4
     calls = []
-    import lab.inspect.model_store
+    import dashboard.model_store
 
-    real_load = lab.inspect.model_store.load  # what the model store loads with
-    monkeypatch.setattr(lab.inspect.model_store, "load", lambda *a, **k: calls.append(a) or real_load(*a, **k))
+    real_load = dashboard.model_store.load  # what the model store loads with
+    monkeypatch.setattr(dashboard.model_store, "load", lambda *a, **k: calls.append(a) or real_load(*a, **k))
     for _ in range(3):
         *_, again = client.predict(str(large), "a [MASK] .", 5, 1.0, api_name="/fill_mask")
         assert again == status

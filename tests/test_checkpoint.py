@@ -61,7 +61,7 @@ def test_token_classifier_round_trip_and_its_class(tmp_path):
 
 
 def test_a_models_root_offers_the_token_classifier_for_tagging_only(tmp_path):
-    from lab.inspect.model_store import ModelStore
+    from dashboard.model_store import ModelStore
     from tests.conftest import BUNDLED, ROOT
 
     _, tok = lab.load(ROOT / BUNDLED)  # a served model needs a tokenizer

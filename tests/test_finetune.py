@@ -11,8 +11,8 @@ import lab
 from lab import explore
 from lab.__main__ import main
 from lab.checkpoint import qa_lengths, task_settings
+from lab.run_files import read_metrics
 from lab.training.finetune import label_names, read_classification
-from lab.training.runs import read_metrics
 
 WORDS = "the a film movie story plot actor scene music ending was is very quite rather".split()
 POS, NEG = "good great wonderful moving".split(), "bad dull awful boring".split()

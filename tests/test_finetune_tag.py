@@ -12,7 +12,7 @@ import torch
 import lab
 from lab.__main__ import main
 from lab.data.tagged_files import read_tagged
-from lab.training.runs import read_metrics
+from lab.run_files import read_metrics
 
 PEOPLE = "anna boris clara david".split()
 PLACES = "paris lima oslo rome".split()

@@ -1,4 +1,4 @@
-"""lab.inspect.model_store.ModelStore: the models a server or notebook offers, as an object (no module
+"""dashboard.model_store.ModelStore: the models the dashboard's server offers, as an object (no module
 globals): names and confinement, the tasks each model serves without loading it, the shared LRU
 cache and the memory of a failed load."""
 
@@ -6,8 +6,9 @@ import os
 
 import pytest
 
+import dashboard.model_store
 import lab
-from lab.inspect.model_store import ModelError, ModelStore
+from dashboard.model_store import ModelError, ModelStore
 from tests.conftest import ROOT, tiny_config
 
 
@@ -68,8 +69,8 @@ def test_a_failed_load_is_remembered_until_the_files_change(root, monkeypatch):
     weights.write_bytes(b"not a safetensors file")
     assert store.tasks("@mine/cls") == frozenset()  # a damaged model serves nothing
     calls = []
-    real = lab.inspect.model_store.load
-    monkeypatch.setattr(lab.inspect.model_store, "load", lambda *a, **k: calls.append(a) or real(*a, **k))
+    real = dashboard.model_store.load
+    monkeypatch.setattr(dashboard.model_store, "load", lambda *a, **k: calls.append(a) or real(*a, **k))
     for _ in range(3):
         with pytest.raises(ModelError, match="could not load @mine/cls"):
             store.get("@mine/cls")

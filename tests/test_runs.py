@@ -6,6 +6,7 @@ import json
 import pytest
 
 import lab
+from lab import run_files
 from lab.checkpoint import bundled_model
 from lab.training import runs
 
@@ -33,19 +34,19 @@ def test_a_recipe_is_read_as_one_run(tmp_path):
     for s in (0, 100):
         checkpoint(run, s)
     (run / "checkpoints" / "step-0000200.tmp").mkdir()  # being written: not a checkpoint
-    assert runs.phases(run) == [first, run]
-    merged = runs.read_metrics(run)
+    assert run_files.phases(run) == [first, run]
+    merged = run_files.read_metrics(run)
     assert [r["step"] for r in merged] == [10, 200, 210, 300]
     assert [r["tokens"] for r in merged] == [1000, 20000, 21000, 30000]
     assert [r["phase"] for r in merged] == ["phase1-len32", "phase1-len32", "final", "final"]
-    assert runs.read_metrics(run / "metrics.jsonl")[0]["step"] == 10  # a file alone: as written
-    found = runs.checkpoints(run)
+    assert run_files.read_metrics(run / "metrics.jsonl")[0]["step"] == 10  # a file alone: as written
+    found = run_files.checkpoints(run)
     assert [s for s, _ in found] == [0, 50, 200, 300]
     assert found[2][1] == first / "checkpoints" / "step-0000200"  # the earlier phase wins a tie
     assert runs.phase_dirs(tmp_path / "x", ["len32", "len128"]) == [tmp_path / "x" / "phase1-len32", tmp_path / "x"]
-    assert runs.has_metrics(run) and not runs.has_metrics(tmp_path / "empty")
+    assert run_files.has_metrics(run) and not run_files.has_metrics(tmp_path / "empty")
     with pytest.raises(FileNotFoundError, match="no metrics.jsonl"):
-        runs.read_metrics(tmp_path / "empty")
+        run_files.read_metrics(tmp_path / "empty")
 
 
 def test_completeness_resume_points_and_refusal(tmp_path):
@@ -72,7 +73,7 @@ def test_write_checkpoint_keeps_snapshots_and_the_newest(tmp_path, tiny_cfg):
     assert names == ["step-0000000", "step-0000010"]  # 5 pruned: not a snapshot
     assert not (run / "checkpoints" / "step-0000000" / runs.STATE_NAME).exists()  # a snapshot: model only
     assert (run / "checkpoints" / "step-0000010" / runs.STATE_NAME).is_file()
-    assert runs.is_model_dir(run) and runs.is_model_dir(run / "checkpoints" / "step-0000000")
+    assert run_files.is_model_dir(run) and run_files.is_model_dir(run / "checkpoints" / "step-0000000")
 
 
 def test_new_run_dir_is_fresh_and_bundled_model_lookup(tmp_path):

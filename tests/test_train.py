@@ -21,7 +21,8 @@ import torch
 
 import lab
 from lab.__main__ import main
-from lab.training.runs import STATE_NAME, latest_resumable, read_metrics, snapshot_steps
+from lab.run_files import read_metrics
+from lab.training.runs import STATE_NAME, latest_resumable, snapshot_steps
 from lab.training.train import TrainConfig, TrainingError, lr_factor, make_optimizer, train
 
 ROOT = Path(__file__).resolve().parents[1]

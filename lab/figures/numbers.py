@@ -39,7 +39,7 @@ from lab.figures.tables import (
     SpanProbabilities,
     TrainingCurves,
 )
-from lab.training.runs import read_metrics
+from lab.run_files import read_metrics
 
 STAT_TITLES = {  # head_stats() key -> panel title (Clark et al. 2019)
     "entropy": "entropy (nats)",

@@ -83,8 +83,8 @@ from lab.inspect.results import (
 from lab.inspect.trace import TraceResult, TraceStep, trace  # one forward pass, every operation
 from lab.model import BertSelfAttention
 from lab.modern import apply_rotary
+from lab.run_files import checkpoints
 from lab.tokenizer import Tokenizer, clean_text
-from lab.training.runs import checkpoints
 
 __all__ = [  # the views, their results, and which views a model can serve
     "corruption_preview",

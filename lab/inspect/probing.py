@@ -8,7 +8,7 @@ layer, against two baselines (each word's commonest tag; the same probe on rando
 
 `explore.probe_layers` is this module's probe_layers; probe_snapshots probes every checkpoint of
 a run. docs/inside-bert.md says how a probe works and why the two baselines;
-`python benchmarks/probing.py` prints the table there.
+`python -m benchmarks.probing` prints the table there.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from lab.data.tagged_files import read_tagged
 from lab.files import REPOSITORY, has_tokenizer_files
 from lab.inspect.features import WordFeatures, cache_word_features, torch_threads
 from lab.model import BertModel
+from lab.run_files import checkpoints
 from lab.tokenizer import Tokenizer
-from lab.training.runs import checkpoints
 
 Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
 UD_DIR = "ud-ewt"

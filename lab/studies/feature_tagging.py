@@ -1,6 +1,6 @@
 """The feature-based approach to tagging (the paper's Section 5.3 and Table 7), cheap by construction.
 
-    python benchmarks/table7.py          # the table: every feature choice against fine-tuning
+    python -m benchmarks.table7          # the table: every feature choice against fine-tuning
 
     train_f = cache_word_features(encoder, tok, train.sentences)   # lab.inspect.features: (words, L+1, H)
     test_f = cache_word_features(encoder, tok, test.sentences)

@@ -26,8 +26,8 @@ from lab.config import BertConfig
 from lab.data.batch import IGNORE_INDEX, Batch, pad_rows, step_indices
 from lab.data.masking import SpecialIds, mask_tokens, word_spans
 from lab.model import BertForMaskedLM
+from lab.run_files import read_metrics
 from lab.studies.directions import DIRECTIONS, direction_mask, encode
-from lab.training.runs import read_metrics
 from lab.training.train import TrainConfig, train
 
 TASKS = {  # task -> the attention direction that makes it an honest task

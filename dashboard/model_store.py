@@ -1,7 +1,7 @@
-"""The models a server or a notebook offers: where they may come from, which tabs each serves,
+"""The models the dashboard's server offers: where they may come from, which tabs each serves,
 and a small shared cache of loaded ones.
 
-    from lab.inspect.model_store import ModelStore
+    from dashboard.model_store import ModelStore
     store = ModelStore(roots=["models", "runs"])            # folders whose model directories are served
     store.list_models()                      # ['models/bert-lab-classroom', 'models/bert-lab-squad', ...]
     store.models_for("answer")               # only those with a question-answering head
@@ -31,10 +31,10 @@ from pathlib import Path
 from safetensors import safe_open
 
 from lab import hub
+from lab import run_files as runs
 from lab.checkpoint import load, saved_model_class
 from lab.files import CONFIG_NAME, WEIGHTS_NAME
 from lab.inspect import explore
-from lab.training import runs
 
 log = logging.getLogger("bert-lab.models")
 MAX_NAME_CHARS = 300  # a model or run name longer than this is refused
@@ -232,7 +232,7 @@ class ModelStore:
 
     @staticmethod
     def snapshots(path) -> list:
-        """A run's checkpoints in step order (lab.training.runs.checkpoints); [] for none."""
+        """A run's checkpoints in step order (lab.run_files.checkpoints); [] for none."""
         return runs.checkpoints(path)
 
     @staticmethod
