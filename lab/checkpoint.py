@@ -198,7 +198,7 @@ def read_state_dict(directory: Path) -> dict[str, torch.Tensor]:
     if binf.is_file():
         try:
             sd = torch.load(str(binf), map_location="cpu", weights_only=True)
-        except Exception as e:  # noqa: BLE001 - any unpickling failure is the file's fault
+        except Exception as e:  # any unpickling failure is the file's fault
             raise ValueError(
                 f"{binf} could not be read as a tensors-only PyTorch checkpoint "
                 f"(corrupt, or it contains arbitrary Python objects, which are "

@@ -248,7 +248,7 @@ def test_prepare_locally_downloads_nothing(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_in_colab_each_notebook_finds_its_data(path, server, tmp_path, monkeypatch):  # noqa: F811
+def test_in_colab_each_notebook_finds_its_data(path, server, tmp_path, monkeypatch):
     """Colab: no shared/data. prepare(the cell's needs) fetches them from the stand-in (canonical
     paths) and every file the notebook asks find_data for is then found in the filled folder."""
     url, www, requests = server
@@ -290,7 +290,7 @@ def test_in_colab_each_notebook_finds_its_data(path, server, tmp_path, monkeypat
     assert len(requests) == count
 
 
-def test_bert_lab_fetch_downloads_outside_colab_into_bert_lab_data(server, tmp_path, monkeypatch):  # noqa: F811
+def test_bert_lab_fetch_downloads_outside_colab_into_bert_lab_data(server, tmp_path, monkeypatch):
     url, www, requests = server
     entry = CATALOG["uner-ewt"]
     served = _serve_fixtures(entry, www)
@@ -308,7 +308,7 @@ def test_bert_lab_fetch_downloads_outside_colab_into_bert_lab_data(server, tmp_p
     assert os.environ["BERT_LAB_DATA"] == str(mine)
 
 
-def test_a_failed_download_is_said_in_a_line_and_the_notebook_goes_on(server, tmp_path, monkeypatch):  # noqa: F811
+def test_a_failed_download_is_said_in_a_line_and_the_notebook_goes_on(server, tmp_path, monkeypatch):
     url, www, _ = server  # serves nothing: every request is a 404
     _no_colab(monkeypatch)
     monkeypatch.setenv("COLAB_RELEASE_TAG", "test")

@@ -537,7 +537,7 @@ def make_adamw(
                     new = p * (1 - (lr * wd if decay_lr else wd)) if decay and not l2 else p
                     new = new - lr * m_hat / denom
                     if rebind:
-                        p = new  # noqa: PLW2901 (the mistake under test)
+                        p = new
                     else:
                         p.copy_(new)
                     if t0:

@@ -217,7 +217,7 @@ def test_what_the_lab_cannot_build_is_refused_naming_the_field(tmp_path, change,
     assert named in str(e.value) and str(tmp_path) in str(e.value)
 
 
-def test_the_hub_accepts_modernbert_and_refuses_what_it_cannot_build_before_the_weights(tmp_path, hub):  # noqa: F811
+def test_the_hub_accepts_modernbert_and_refuses_what_it_cannot_build_before_the_weights(tmp_path, hub):
     torch.manual_seed(0)
     tok = lab.Tokenizer.train(iter(["the cat sat on the mat ."] * 20), vocab_size=50, show_progress=False)
     model = lab.BertForMaskedLM(modern_config(vocab_size=tok.vocab_size)).eval()

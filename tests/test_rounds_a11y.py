@@ -136,7 +136,7 @@ def play(seen: Seen, room, teacher, phone, others, kind: str, folder) -> None:
 
 
 @pytest.fixture(scope="module")
-def seen(browser, app_url, dash, shots):  # noqa: F811 (the module's fixtures, imported)
+def seen(browser, app_url, dash, shots):
     room, seen = dash.rounds.room, Seen()
     teacher, phone = offline_page(browser, app_url, PROJECTOR), offline_page(browser, app_url, PHONE)
     try:

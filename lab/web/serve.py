@@ -169,10 +169,10 @@ class Handler(BaseHTTPRequestHandler):
     timeout = IDLE_SECONDS
     disable_nagle_algorithm = True  # headers, then the body: no 40 ms wait for an ACK between them
 
-    def do_GET(self):  # noqa: N802 (the name http.server calls)
+    def do_GET(self):  # the name http.server calls
         self.respond(body=True)
 
-    def do_HEAD(self):  # noqa: N802
+    def do_HEAD(self):
         self.respond(body=False)
 
     def respond(self, body: bool) -> None:
@@ -248,7 +248,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         self.server.count(0, 0, missing=1)
 
-    def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
+    def log_message(self, format, *args):  # http.server's signature
         """Quiet: a class makes thousands of requests; the counts are printed at the end."""
 
 
