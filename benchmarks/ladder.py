@@ -40,12 +40,14 @@ import lab
 from lab.data.directions import direction_mask
 from lab.data.instances import SpecialIds
 from lab.inspect.probing import fit_probe
-from lab.studies.ladder import RESULTS, Rung, load_results, report, rungs, steps_for
+from lab.studies.ladder import Rung, load_results, report, rungs, steps_for
 from lab.training import finetune as ft
 from lab.training.pretrain import PretrainConfig, fixed_batches, load_corpus, run_recipe
 from lab.training.train import train
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "ladder"  # one JSON file per (rung, seed), committed
+MODERN_MODEL = ROOT / "models" / "bert-lab-classroom-modern"  # the report names the rung it was pre-trained as
 
 DATA = ROOT.parent / "shared" / "data"
 TOKENIZER = ROOT / "models" / "bert-lab-classroom"
@@ -226,7 +228,7 @@ def work(jobs: list[tuple[Rung, int]], steps: int) -> None:
         path = result_path(rung.name, seed)
         if path.exists():
             continue
-        own = steps_for(rung, load_results(), steps)
+        own = steps_for(rung, load_results(RESULTS), steps)
         if own is None:
             print(f"{rung.name} seed {seed}: waits for the results of {' and '.join(rung.same_time)}", flush=True)
             continue
@@ -267,7 +269,7 @@ def main(argv=None) -> int:
             print(f"{r.name:32} {r.what} [{r.source}] {json.dumps(r.settings)}")
         return 0
     if args.report:
-        text = report(load_results())
+        text = report(load_results(RESULTS), MODERN_MODEL)
         print(text)
         if args.write_docs:
             write_docs(text)

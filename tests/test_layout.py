@@ -5,6 +5,7 @@ third-party dependency, and says why; the dashboard never imports training code;
 functions stay short enough to read; module docstrings say what and why, not a diary."""
 
 import ast
+import re
 import statistics
 from functools import cache
 from pathlib import Path
@@ -244,6 +245,40 @@ def test_benchmarks_and_scripts_run_as_modules_without_path_hacks():
             found += [
                 f"{where}:{i}: # noqa: E402" for i, line in enumerate(text.splitlines(), 1) if "noqa: E402" in line
             ]
+    assert found == [], "\n".join(found)
+
+
+def strings_outside_docstrings(tree: ast.Module):
+    """(line, text) of every string constant of a module that is not a docstring (f-strings' parts included)."""
+    docs = {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            yield node.lineno, node.value
+
+
+BENCHMARKS_FOLDER = re.compile(r"(^|[/\\])benchmarks([/\\]|$)")  # "benchmarks", "benchmarks/ladder", "../benchmarks"
+
+
+def test_the_library_never_reads_the_repositorys_benchmarks_folder():
+    """benchmarks/ is the scripts and the results they commit: a library function reads such a folder
+    when its caller names it (benchmarks/ladder.py passes its RESULTS), so no string of lab/ outside a
+    docstring names that folder (`python -m benchmarks.ladder` in a message names a module: fine)."""
+    assert BENCHMARKS_FOLDER.search("benchmarks") and BENCHMARKS_FOLDER.search("../benchmarks/ladder")
+    assert not BENCHMARKS_FOLDER.search("python -m benchmarks.ladder")
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {text!r}"
+        for module, (path, tree) in sources().items()
+        if module.startswith("lab")
+        for line, text in strings_outside_docstrings(tree)
+        if BENCHMARKS_FOLDER.search(text)
+    ]
     assert found == [], "\n".join(found)
 
 

@@ -330,7 +330,7 @@ def _check_10(v):
     # around its estimate
     from lab.studies import ladder
 
-    committed = ladder.load_results()
+    committed = ladder.load_results(ROOT / "benchmarks" / "ladder")
     assert v["ladder_rows"] == [r.name for r in ladder.rungs() if committed.get(r.name)], v["ladder_rows"]
     for name, (seeds, estimate, low, high) in v["ladder"].items():
         assert seeds == len(committed[name]) and low <= estimate <= high, (name, seeds, estimate, low, high)

@@ -2,8 +2,11 @@
 its report: what the committed results of benchmarks/ladder.py say, with paired 95% bootstrap
 intervals over seeds and held-out sentences, and the papers' findings beside them.
 
-    found = ladder.load_results()            # {rung: {seed: result}}
-    print(ladder.report(found))              # the Markdown table and the sentences it supports
+    found = ladder.load_results("benchmarks/ladder")        # {rung: {seed: result}}
+    print(ladder.report(found, "models/bert-lab-classroom-modern"))  # the table, the sentences it supports
+
+The folders are the caller's to name (benchmarks/ladder.py keeps the results beside itself): the
+library reads what it is given, never the repository's own folders.
 """
 
 from __future__ import annotations
@@ -13,10 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from lab.files import REPOSITORY
-
-RESULTS = REPOSITORY / "benchmarks" / "ladder"
 
 
 @dataclass
@@ -129,10 +128,11 @@ def steps_for(rung: Rung, found: dict[str, dict[int, dict]], steps: int) -> int 
 # ----------------------------------------------------------------------------------------
 # The report
 # ----------------------------------------------------------------------------------------
-def load_results(folder=None) -> dict[str, dict[int, dict]]:
-    """{rung name: {seed: its result}} from the folder's JSON files (default: the committed ones)."""
+def load_results(folder: str | Path) -> dict[str, dict[int, dict]]:
+    """{rung name: {seed: its result}} from the folder's JSON files (benchmarks/ladder.py's RESULTS:
+    the committed ones)."""
     found: dict[str, dict[int, dict]] = {}
-    for path in sorted(Path(folder or RESULTS).glob("*.json")):
+    for path in sorted(Path(folder).glob("*.json")):
         r = json.loads(path.read_text())
         found.setdefault(r["rung"], {})[r["seed"]] = r
     return found
@@ -194,8 +194,9 @@ def _delta(interval) -> str:
     return f"{100 * e:+.1f} ({100 * lo:+.1f} to {100 * hi:+.1f})"
 
 
-def report(found: dict[str, dict[int, dict]]) -> str:
-    """The Markdown table and the sentences computed from it, then the papers beside the rungs
+def report(found: dict[str, dict[int, dict]], model_dir: str | Path | None = None) -> str:
+    """The Markdown table and the sentences computed from it, with model_dir (a pre-trained model's
+    folder) the rung it was pre-trained as (`choice`), then the papers beside the rungs
     (`papers_report`)."""
     lines = [
         "| rung | change | seeds | MLM at [MASK] % | vs | difference, points | NSP % "
@@ -226,7 +227,7 @@ def report(found: dict[str, dict[int, dict]]) -> str:
             f"{frozen} | {tuned} | {minutes(results):.1f} |"
         )
     table = status(found) + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join(sentences) + "\n"
-    chosen = choice(found)
+    chosen = choice(found, model_dir) if model_dir is not None else ""
     table += f"\n**The modern classroom model's rung.** {chosen}\n" if chosen else ""
     return table + "\n" + papers_report(found)
 
@@ -614,7 +615,6 @@ def _tally(counts: dict[str, int]) -> str:
 # the PretrainConfig settings a rung may change, with their defaults (a run's pretrain_config.json
 # names its rung by these)
 RUNG_KEYS = {"objective": "mlm", "nsp": True, "masking": "80/10/10", "mlm_probability": 0.15, "mask_epochs": 0}
-MODERN_MODEL = REPOSITORY / "models" / "bert-lab-classroom-modern"
 
 
 def rung_of(settings: dict) -> Rung | None:
@@ -627,8 +627,9 @@ def rung_of(settings: dict) -> Rung | None:
     return next((r for r in rungs() if key(r.settings) == key(settings)), None)
 
 
-def choice(found: dict[str, dict[int, dict]], model_dir=MODERN_MODEL) -> str:
-    """Sentences: which rung a model was pre-trained as (default: the bundled modern classroom model),
+def choice(found: dict[str, dict[int, dict]], model_dir: str | Path) -> str:
+    """Sentences: which rung a model was pre-trained as (model_dir: its folder, e.g. the bundled modern
+    classroom model's),
     the best rung by held-out masked-LM accuracy at [MASK] (the left-to-right rung aside), the
     model's rung's paired difference from it, and what each costs on a CPU ("" without the model or
     its rung's results)."""
