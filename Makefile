@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: demo test quick venv venv-dev lab notebooks models browser web web-page serve-web clean
+.PHONY: demo test quick venv venv-dev lab notebooks models browser web web-page lint-js serve-web clean
 
 demo: $(VENV)/.installed-app       ## install the library + dashboard into .venv and start the dashboard
 	$(PY) app.py
@@ -63,6 +63,9 @@ browser:                           ## Debian's chromium for the real-browser tes
 # web/package-lock.json), then the site exported into site/ and served to a classroom.
 web-page:                          ## build the browser page (web/dist) with npm
 	cd web && npm ci --no-audit --no-fund && npm run build
+
+lint-js:                           ## the page's JavaScript formatted and linted (web/biome.jsonc); writes nothing
+	cd web && npx --no-install biome ci .
 
 web: $(VENV)/.installed-dev web-page ## the static site in site/: the page and every bundled model as ONNX
 	$(PY) -m lab export-web --out site

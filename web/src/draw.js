@@ -146,7 +146,10 @@ function spanEnds(ctx, r, which, probs) {
     .slice(0, 6);
   const title = `P(${which}) at its best tokens`;
   const name = words.spanEndsFigure(which, r.tokens, order, probs);
-  const figure = bars(order.map((i) => ({ label: `${r.tokens[i]} (${i})`, value: probs[i] })), { title, name });
+  const figure = bars(
+    order.map((i) => ({ label: `${r.tokens[i]} (${i})`, value: probs[i] })),
+    { title, name },
+  );
   const rows = order.map((i, k) => [k + 1, `${r.tokens[i]} (token ${i})`, percent(probs[i])]);
   return chart(ctx, which, figure, title, ["rank", "token", "probability"], rows);
 }
@@ -156,7 +159,7 @@ export function drawAnswer(ctx, r, out) {
   const best = r.spans[0];
   const label = "the paragraph, the answer marked";
   const para = el("p", { class: "context", tabindex: "0", role: "region", "aria-label": label }); // it scrolls
-  if (best && best.text) {
+  if (best?.text) {
     const answer = el("mark", {}, context.slice(best.start, best.end));
     para.append(context.slice(0, best.start), answer, context.slice(best.end));
   } else para.textContent = context;
@@ -165,7 +168,8 @@ export function drawAnswer(ctx, r, out) {
   const row = el("div", { class: "maps" });
   row.append(spanEnds(ctx, r, "start", r.start_probs), spanEnds(ctx, r, "end", r.end_probs));
   out.append(row);
-  if (r.tokens?.[0] === "[CLS]" && r.start_probs?.length) out.append(el("p", { class: "note cls-note" }, words.clsNote(r.start_probs[0])));
+  if (r.tokens?.[0] === "[CLS]" && r.start_probs?.length)
+    out.append(el("p", { class: "note cls-note" }, words.clsNote(r.start_probs[0])));
   if (r.num_windows > 1) {
     const note = `read in ${r.num_windows} windows; the best span is in window ${r.window_index + 1}.`;
     out.append(el("p", { class: "note" }, note));

@@ -10,7 +10,7 @@ import { tokenLabel } from "./labels.js";
 const ROWS = [
   ["word_embeddings", "Token", () => ""],
   ["token_type_embeddings", "+ Segment", (t, i) => (t.token_type_ids[i] ? "B" : "A")],
-  ["position_embeddings", "+ Position", (t, i) => String(i)],
+  ["position_embeddings", "+ Position", (_t, i) => String(i)],
   ["sum", "= Input", () => ""],
   ["LayerNorm", "LayerNorm", () => ""],
 ];

@@ -214,11 +214,11 @@ function moveTo(m, r, c, speak = true) {
 }
 
 const KEYS = {
-  ArrowUp: (m, [r, c]) => [r - 1, c],
-  ArrowDown: (m, [r, c]) => [r + 1, c],
-  ArrowLeft: (m, [r, c]) => [r, c - 1],
-  ArrowRight: (m, [r, c]) => [r, c + 1],
-  Home: (m, [r], ctrl) => [ctrl ? 0 : r, 0],
+  ArrowUp: (_m, [r, c]) => [r - 1, c],
+  ArrowDown: (_m, [r, c]) => [r + 1, c],
+  ArrowLeft: (_m, [r, c]) => [r, c - 1],
+  ArrowRight: (_m, [r, c]) => [r, c + 1],
+  Home: (_m, [r], ctrl) => [ctrl ? 0 : r, 0],
   End: (m, [r], ctrl) => [ctrl ? m.rows - 1 : r, m.cols - 1],
   PageUp: (m, [r, c]) => [r, c - Math.max(1, Math.round(m.cols / 10))],
   PageDown: (m, [r, c]) => [r, c + Math.max(1, Math.round(m.cols / 10))],

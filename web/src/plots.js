@@ -34,7 +34,9 @@ export function bars(rows, { title = "", highlight = -1, name = "" } = {}) {
     const w = Math.max(1, (width - labelW - 70) * Math.min(1, Math.max(0, row.value)));
     const label = row.label.length > 22 ? `${row.label.slice(0, 21)}…` : row.label;
     figure.append(svg("text", { x: labelW - 8, y: y + 17, class: "label", "text-anchor": "end" }, label));
-    figure.append(svg("rect", { x: labelW, y: y + 4, width: w, height: rowH - 8, class: i === highlight ? "bar hi" : "bar" }));
+    figure.append(
+      svg("rect", { x: labelW, y: y + 4, width: w, height: rowH - 8, class: i === highlight ? "bar hi" : "bar" }),
+    );
     figure.append(svg("text", { x: labelW + w + 6, y: y + 17, class: "value" }, percent(row.value)));
     figure.lastChild.append(svg("title", {}, `${row.label}: ${percent(row.value)}`));
   });
@@ -62,20 +64,39 @@ export function heatmap(tokens, matrix, { title = "", selected = -1, onPick = nu
   if (title) figure.append(svg("text", { x: 0, y: 16, class: "title" }, title));
   const top = 24 + labelW;
   tokens.forEach((tok, i) => {
-    const row = svg("text", { x: labelW - 4, y: top + i * cell + cell * 0.7, class: i === selected ? "tok sel" : "tok", "text-anchor": "end" }, tok);
-    const col = svg("text", {
-      x: 0,
-      y: 0,
-      class: i === selected ? "tok sel" : "tok",
-      transform: `translate(${labelW + i * cell + cell * 0.7}, ${top - 4}) rotate(-60)`,
-    }, tok);
+    const row = svg(
+      "text",
+      {
+        x: labelW - 4,
+        y: top + i * cell + cell * 0.7,
+        class: i === selected ? "tok sel" : "tok",
+        "text-anchor": "end",
+      },
+      tok,
+    );
+    const col = svg(
+      "text",
+      {
+        x: 0,
+        y: 0,
+        class: i === selected ? "tok sel" : "tok",
+        transform: `translate(${labelW + i * cell + cell * 0.7}, ${top - 4}) rotate(-60)`,
+      },
+      tok,
+    );
     if (onPick) {
       row.addEventListener("click", () => onPick(i));
       col.addEventListener("click", () => onPick(i));
     }
     figure.append(row, col);
     matrix[i].forEach((v, j) => {
-      const rect = svg("rect", { x: labelW + j * cell, y: top + i * cell, width: cell - 1, height: cell - 1, fill: colour(v) });
+      const rect = svg("rect", {
+        x: labelW + j * cell,
+        y: top + i * cell,
+        width: cell - 1,
+        height: cell - 1,
+        fill: colour(v),
+      });
       if (i === selected || j === selected) rect.setAttribute("class", "outlined");
       rect.append(svg("title", {}, `${tokens[i]} → ${tokens[j]}: ${v.toFixed(3)}`));
       figure.append(rect);

@@ -12,7 +12,8 @@ import { headline, resultSentence } from "./describe.js";
 import { maskWords } from "./words.js";
 import { createTour } from "./tour.js";
 
-const OPENING = { // the lesson plan's sentence (docs/teaching/lesson-plan.md, the Step by step segment)
+const OPENING = {
+  // the lesson plan's sentence (docs/teaching/lesson-plan.md, the Step by step segment)
   a: "he opened the [MASK] and walked into the garden .",
   b: "the roses were in bloom .",
 };

@@ -71,7 +71,7 @@ export function pickedSummary(tokens, map, i) {
 /** Question answering: the answer and its score. */
 export function answerSummary(r) {
   const best = r.spans[0];
-  if (!best || !best.text) return "No answer found in the paragraph.";
+  if (!best?.text) return "No answer found in the paragraph.";
   return `Answer: ${q(best.text)}, score ${best.score.toFixed(2)}.`;
 }
 
@@ -87,12 +87,19 @@ export function clsNote(p) {
 /** The most probable start (or end) tokens: `order` their positions best first, `probs` every token's. */
 export function spanEndsFigure(which, tokens, order, probs) {
   const name = (i) => `${q(tokens[i])} (token ${i})`;
-  return bestThen(`P(${which}): highest at`, order.map((i) => [i, probs[i]]), name);
+  return bestThen(
+    `P(${which}): highest at`,
+    order.map((i) => [i, probs[i]]),
+    name,
+  );
 }
 
 /** Classify: each label's probability, best first. */
 export function classifySummary(r) {
-  return bestThen("Label:", r.labels.map((label) => [label, r.probabilities[label]]));
+  return bestThen(
+    "Label:",
+    r.labels.map((label) => [label, r.probabilities[label]]),
+  );
 }
 
 /** Tag words: how many words carry an entity's tag, and which. */

@@ -151,11 +151,16 @@ export function decodeTags(tagged, logits, labels, decoding = tagged.decoding) {
   const missing = probs.flatMap((p, w) => (p === null ? [w] : []));
   if (missing.length) {
     const words = missing.slice(0, 5).join(", ");
-    throw new Error(`decode_tags: sentence 0 has no prediction for words [${words}]; pass all the windows of sentences 0..N-1`);
+    throw new Error(
+      `decode_tags: sentence 0 has no prediction for words [${words}]; pass all the windows of sentences 0..N-1`,
+    );
   }
   let chosen = probs.map((p) => p.reduce((best, x, i) => (x > p[best] ? i : best), 0));
   if (decoding === "viterbi" && labels.some((l) => l.startsWith("I-"))) {
-    chosen = iob2Viterbi(probs.map((p) => p.map((x) => Math.log(Math.max(x, 1e-12)))), labels);
+    chosen = iob2Viterbi(
+      probs.map((p) => p.map((x) => Math.log(Math.max(x, 1e-12)))),
+      labels,
+    );
   }
   return words.map((word, w) => {
     const p = probs[w];
@@ -177,4 +182,3 @@ export function decodeTags(tagged, logits, labels, decoding = tagged.decoding) {
     };
   });
 }
-

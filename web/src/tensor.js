@@ -53,6 +53,7 @@ export function geluTanh(x) {
 }
 
 export function relu(x) {
+  // biome-ignore lint/complexity/useMathMinMax: Math.max(x, 0) gives NaN for a NaN, where this gives 0 as it always has
   return x > 0 ? x : 0;
 }
 

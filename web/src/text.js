@@ -20,6 +20,7 @@ export const MAX_MASKS = 20; // lab.inspect.encoding.MAX_MASKS: at most this man
 // ------------------------------------------------------------------------------------------
 
 // Control characters text never needs (tab, newline and carriage return stay): C0 and C1.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is its purpose
 const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/g;
 // A surrogate without its partner: Python's encode("utf-8", errors="replace") makes it "?".
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
@@ -135,7 +136,10 @@ const NONSTARTERS =
 
 /** A sorted list of [first, last] code point ranges from "a-b c ..." (hex). */
 function parseRanges(text) {
-  return text.split(" ").map((r) => r.split("-").map((h) => parseInt(h, 16))).map(([a, b]) => [a, b ?? a]);
+  return text
+    .split(" ")
+    .map((r) => r.split("-").map((h) => parseInt(h, 16)))
+    .map(([a, b]) => [a, b ?? a]);
 }
 
 /** Whether code point cp lies in one of the sorted ranges (binary search). */
@@ -168,7 +172,13 @@ function reorderMarks(chars) {
   for (let k = 0; k <= chars.length; k++) {
     if (k < chars.length && inRanges(NONSTARTER, chars[k][0].codePointAt(0))) continue;
     if (k - from > 1) {
-      const ordered = Array.from(chars.slice(from, k).map((ch) => ch[0]).join("").normalize("NFD"));
+      const ordered = Array.from(
+        chars
+          .slice(from, k)
+          .map((ch) => ch[0])
+          .join("")
+          .normalize("NFD"),
+      );
       ordered.forEach((c, i) => (out[from + i] = [c, chars[from + i][1], chars[from + i][2], false]));
     }
     from = k + 1;
@@ -257,7 +267,9 @@ export class TextEncoder {
 
   /** The text as BertNormalizer leaves it (what WordPiece then reads), without the offsets. */
   normalize(text) {
-    return this._normalize(text, 0, text.length).map((ch) => ch[0]).join("");
+    return this._normalize(text, 0, text.length)
+      .map((ch) => ch[0])
+      .join("");
   }
 
   /** Normalize text[from, to) character by character: [[normalized char, start, end], ...]. */

@@ -125,7 +125,8 @@ export const STOPS = [
       "Each token's vector is widened, passed through an activation, and narrowed back, each token on its own.",
       { quote: "In all cases we set the feed-forward/filter size to be 4H" },
       {
-        quote: "We use a gelu activation (Hendrycks and Gimpel, 2016) rather than the standard relu, following OpenAI GPT.",
+        quote:
+          "We use a gelu activation (Hendrycks and Gimpel, 2016) rather than the standard relu, following OpenAI GPT.",
       },
     ],
     roles: ["ffn"],

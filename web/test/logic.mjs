@@ -39,14 +39,23 @@ function encoderOf(request) {
 }
 
 const ops = {
-  clean: (r) => r.cases.map((c) => attempt(() => ({ value: cleanText(c.value, c.name, { required: c.required ?? true, maxChars: c.max_chars ?? null }) }))),
+  clean: (r) =>
+    r.cases.map((c) =>
+      attempt(() => ({
+        value: cleanText(c.value, c.name, { required: c.required ?? true, maxChars: c.max_chars ?? null }),
+      })),
+    ),
 
   pieces: (r) => {
     const enc = encoderOf(r);
     return r.cases.map((text) => {
       const cp = codePoints(text);
       const found = enc.pieces(text);
-      return { tokens: found.map((p) => p.token), ids: found.map((p) => p.id), offsets: found.map((p) => [cp(p.start), cp(p.end)]) };
+      return {
+        tokens: found.map((p) => p.token),
+        ids: found.map((p) => p.id),
+        offsets: found.map((p) => [cp(p.start), cp(p.end)]),
+      };
     });
   },
 
@@ -66,7 +75,9 @@ const ops = {
   masks: (r) => {
     const enc = encoderOf(r);
     return r.cases.map(([text, pair, maxLength]) =>
-      attempt(() => ({ positions: maskPositions(enc, enc.encode(text, pair, maxLength ?? enc.maxLength), text, pair) })),
+      attempt(() => ({
+        positions: maskPositions(enc, enc.encode(text, pair, maxLength ?? enc.maxLength), text, pair),
+      })),
     );
   },
 
@@ -76,12 +87,27 @@ const ops = {
       attempt(() => {
         const qa = qaFeatures(enc, c.question, c.context, c.task);
         const cp = codePoints(qa.context);
-        const features = qa.features.map((f) => ({ ...f, offsets: f.offsets.map((o) => (o ? [cp(o[0]), cp(o[1])] : null)) }));
+        const features = qa.features.map((f) => ({
+          ...f,
+          offsets: f.offsets.map((o) => (o ? [cp(o[0]), cp(o[1])] : null)),
+        }));
         if (!c.start_logits) return { features, questionTruncated: qa.questionTruncated };
         const spanOf = (s) => ({ ...s, start: cp(s.start), end: cp(s.end) });
-        const spans = decodeSpans(qa.features, c.start_logits, c.end_logits, qa.context, c.n_best, c.max_answer_length, c.null_threshold ?? null);
+        const spans = decodeSpans(
+          qa.features,
+          c.start_logits,
+          c.end_logits,
+          qa.context,
+          c.n_best,
+          c.max_answer_length,
+          c.null_threshold ?? null,
+        );
         const answer = answerSpans(qa, c.start_logits, c.end_logits, c.task, c.top_k ?? 3);
-        return { features, spans: spans.map(spanOf), answer: { ...answer, spans: answer.spans.map(spanOf), offsets: undefined } };
+        return {
+          features,
+          spans: spans.map(spanOf),
+          answer: { ...answer, spans: answer.spans.map(spanOf), offsets: undefined },
+        };
       }),
     );
   },
@@ -119,8 +145,8 @@ const ops = {
     for (let c = 0; c <= 0x10ffff; c++) {
       if (c >= 0xd800 && c <= 0xdfff) continue;
       const ch = String.fromCodePoint(c);
-      const words = splitWords(ch + "_"); // one word "c_" exactly when c is a word character
-      if (words.length !== 1 || words[0][0] !== ch + "_") continue;
+      const words = splitWords(`${ch}_`); // one word "c_" exactly when c is a word character
+      if (words.length !== 1 || words[0][0] !== `${ch}_`) continue;
       const last = ranges[ranges.length - 1];
       if (last && last[1] === c - 1) last[1] = c;
       else ranges.push([c, c]);
