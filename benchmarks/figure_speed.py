@@ -3,7 +3,7 @@
     python -m benchmarks.figure_speed [--model models/bert-lab-classroom] [--repeats 200]
 
 For each figure an attention request of the dashboard sends: the median time to build it with
-lab.figures.plotly_figures and write the JSON gr.Plot sends (LabFigure.to_json), against the same
+lab.figures.plotly_figures and write the JSON gr.Plot is sent (figure_json), against the same
 figure made by plotly's public route (go.Figure, which validates every property, then to_json).
 For scale, the model forward (explore.attention) and the figure's CSV. One thread, as each request
 gets on the 2-core server. Target: the attention request's whole server CPU <= 30 ms, shared by

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 import gradio as gr
+from gradio.components.plot import PlotData
 
 from lab.figures import plotly_figures
+from lab.figures.plotly_canvas import LabFigure
 from lab.tokenizer import clean_text
 
 from .model_store import short
@@ -104,6 +106,7 @@ def handler(outputs: int | type, keep: bool = False, hide=()):
         def safe(*args, **kwargs):
             try:
                 *outputs, status = fn(*args, **kwargs)
+                outputs = [drawn(o) for o in outputs]  # figures as gr.Plot's data
                 return shaped((*outputs, status if isinstance(status, dict) else status_html(status)))
             except (ValueError, KeyError, FileNotFoundError, NotADirectoryError, OverflowError) as e:
                 message = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
@@ -384,7 +387,14 @@ def status_box(elem_id: str | None = None, value: str = "") -> gr.HTML:
 
 def plot(label: str, value=None, elem_id: str | None = None) -> gr.Plot:
     """A figure: its label is the alt text, not drawn over the figure (each figure has a title)."""
-    return gr.Plot(value=value, label=label, show_label=False, elem_id=elem_id)
+    return gr.Plot(value=drawn(value), label=label, show_label=False, elem_id=elem_id)
+
+
+def drawn(value):
+    """What a gr.Plot is given: a figure made by lab.figures.plotly_figures as gr.Plot's own data
+    (PlotData, plotly: its JSON by figure_json, no plotly Figure made for a request); anything
+    else as it is."""
+    return PlotData(type="plotly", plot=value.to_json()) if isinstance(value, LabFigure) else value
 
 
 def word_chips(text: str, label: str | None = None) -> list[tuple[str, str | None]]:

@@ -29,6 +29,21 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("BERT_LAB_DATA", ROOT.parent / "shared" / "data"))
 
 
+def figure_spec(fig) -> dict:
+    """The plotly JSON a figure holds: a handler's output (gr.Plot's PlotData, as the dashboard
+    sends it) or a figure of lab.figures.plotly_figures."""
+    import json
+
+    return json.loads(fig.plot if hasattr(fig, "plot") else fig.to_json())
+
+
+def sent_summary(fig) -> str:
+    """The sentence saying what a handler's figure shows (its layout.meta, as the page reads it)."""
+    from urllib.parse import unquote
+
+    return unquote(figure_spec(fig)["layout"]["meta"]["summary"])
+
+
 def downloaded_csv(kept) -> str:
     """The CSV file a figure's download button saves, from what its handler kept (dashboard.common.FigureDownloads)."""
     import json

@@ -15,7 +15,7 @@ from dashboard.common import SHADE_MAX
 from lab import explore, plots
 from lab.figures import numbers, plotly_figures
 from lab.inspect.attribution import _forward_from_words, attention_vs_attribution
-from tests.conftest import BUNDLED, ROOT, downloaded_csv, tiny_config
+from tests.conftest import BUNDLED, ROOT, downloaded_csv, figure_spec, tiny_config
 
 CONTEXT = (
     "Elizabeth Bennet lived at Longbourn with her parents and four sisters. In 1811 Mr. Bingley, "
@@ -169,7 +169,7 @@ def test_attention_beside_attribution_and_the_figures():
     ranks = lambda v: np.argsort(np.argsort(v))  # noqa: E731 (no ties in these floats)
     assert cmp.spearman == pytest.approx(np.corrcoef(ranks(s), ranks(at))[0, 1])
     fig = plotly_figures.attention_vs_attribution(cmp, r)
-    spec = json.loads(fig.to_json())
+    spec = figure_spec(fig)
     assert [t["type"] for t in spec["data"]] == ["bar", "bar"]
     assert "Pearson r = " in spec["layout"]["title"]["text"] and "Spearman" in spec["layout"]["title"]["text"]
     rows = list(csv.DictReader(plotly_figures.figure_csv(fig).splitlines()))
@@ -204,7 +204,7 @@ def test_a_token_that_looks_like_html_is_escaped():
 def _check_view(out, answer_bit):
     chips, fig, path, status = out
     assert fig is not None, status
-    spec = json.loads(fig.to_json())
+    spec = figure_spec(fig)
     assert spec["data"][0]["type"] == "bar"
     scores = [s for _, s in chips if s is not None]
     # the largest |score| at the deepest shade, which keeps the words readable on it (WCAG 1.4.3)

@@ -15,8 +15,7 @@ Marked slow (a browser and a server start): `pytest -m "not slow"` leaves it out
 
 import pytest
 
-from lab.figures.plotly_canvas import figure_summary
-from tests.conftest import axe_violations, chromium_browser
+from tests.conftest import axe_violations, chromium_browser, sent_summary
 from tests.test_browser import offline_page, open_tab
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
@@ -118,7 +117,7 @@ def test_figures_are_named_by_their_numbers_and_results_announced(browser, app_u
     press_main(page, "Masked LM")
     model = page.locator(".bl-model-menu input").first.input_value()
     _, fig, _, _ = dash.tab("mlm").fill_mask(model, text, 5, 1.0, "light")
-    summary = figure_summary(fig)
+    summary = sent_summary(fig)
     assert summary.startswith("Top guess: ")
     # the figure: one picture, named by its summary; its other layers hidden
     page.wait_for_function("(s) => document.querySelector('#mlm-bars svg.main-svg')?.ariaLabel === s", arg=summary)

@@ -7,7 +7,6 @@ tests/conftest.py), so both kinds of figure are checked on the same inputs.
 """
 
 import base64
-import copy
 import csv
 import html
 import io
@@ -15,8 +14,6 @@ import json
 import re
 import subprocess
 import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import orjson
@@ -144,12 +141,14 @@ def test_docstrings_list_every_figure_and_names_match_plots():
 def test_every_builder_returns_a_themed_plotly_figure_with_room_for_the_title(kind):
     for theme, template in (("light", "plotly_white"), ("dark", "plotly_dark")):
         fig = build(kind, theme=theme)
-        assert isinstance(fig, go.Figure)
-        assert fig.layout.template == pio.templates[template]
-        assert fig.layout.meta["figure"] == kind
-        assert fig.layout.margin.t >= plotly_canvas.TOP_MARGIN  # gr.Plot's label badge sits above
-        assert fig.layout.title.yref == "container" and fig.layout.title.pad.t >= 30
-        assert fig.layout.width is None and 300 <= fig.layout.height <= 1200  # the page sets the width
+        assert isinstance(fig, plotly_canvas.LabFigure) and isinstance(fig.figure(), go.Figure)
+        assert fig.figure().layout.template == pio.templates[template]
+        assert fig.figure().layout.meta["figure"] == kind
+        assert fig.figure().layout.margin.t >= plotly_canvas.TOP_MARGIN  # gr.Plot's label badge sits above
+        assert fig.figure().layout.title.yref == "container" and fig.figure().layout.title.pad.t >= 30
+        assert (
+            fig.figure().layout.width is None and 300 <= fig.figure().layout.height <= 1200
+        )  # the page sets the width
         out = json.loads(fig.to_json())  # what gr.Plot sends
         assert out["config"]["toImageButtonOptions"] == {"format": "png", "filename": kind}
     with pytest.raises(ValueError, match="theme must be one of light, dark"):
@@ -165,27 +164,29 @@ def test_attention_heatmap_draws_the_heads_probabilities_and_hover_names_query_k
     att = attention_result(L=2, A=3, T=6, b=3)
     att.tokens[3] = att.tokens[1]  # a repeated token: "w0" twice
     fig = plotly_figures.attention_heatmap(att, layer=1, head=2)
-    [heat] = fig.data
+    [heat] = fig.figure().data
     np.testing.assert_allclose(z(heat), att.attentions[1][0, 2].numpy(), rtol=1e-6)
     assert (heat.zmin, heat.zmax) == (0.0, pytest.approx(float(att.attentions[1][0, 2].max())))
     labels = ["[CLS]", "w0 (1)", "w1", "w0 (3)", "w3", "[SEP]"]  # one category per position
     assert list(heat.x) == list(heat.y) == labels
-    assert fig.layout.xaxis.ticktext == tuple(att.tokens) and fig.layout.xaxis.tickvals == tuple(labels)
-    assert fig.layout.yaxis.autorange == "reversed"  # query 0 at the top
+    assert fig.figure().layout.xaxis.ticktext == tuple(att.tokens) and fig.figure().layout.xaxis.tickvals == tuple(
+        labels
+    )
+    assert fig.figure().layout.yaxis.autorange == "reversed"  # query 0 at the top
     assert heat.hovertemplate.startswith("query: %{y}<br>key: %{x}<br>weight: %{z:.3f}")
     # short: the weights written in, formatted as lab.figures.matplotlib_figures writes them
     assert heat.texttemplate == "%{text}"
     assert [list(row) for row in heat.text] == [[format(w, ".2f") for w in row] for row in z(heat).astype(np.float32)]
-    assert fig.layout.title.text == "layer 1, head 2"
-    assert "key" in fig.layout.xaxis.title.text and "query" in fig.layout.yaxis.title.text
+    assert fig.figure().layout.title.text == "layer 1, head 2"
+    assert "key" in fig.figure().layout.xaxis.title.text and "query" in fig.figure().layout.yaxis.title.text
     # sentence B starts at token 3: dashed lines between keys 2 | 3 and queries 2 | 3
-    assert {(s.x0, s.y0) for s in fig.layout.shapes} == {(2.5, 0), (0, 2.5)}
-    assert plotly_figures.attention_heatmap(att, -1, -1).layout.title.text == "layer 1, head 2"
+    assert {(s.x0, s.y0) for s in fig.figure().layout.shapes} == {(2.5, 0), (0, 2.5)}
+    assert plotly_figures.attention_heatmap(att, -1, -1).figure().layout.title.text == "layer 1, head 2"
     with pytest.raises(ValueError, match="head 3 does not exist"):
         plotly_figures.attention_heatmap(att, 0, 3)
     long = plotly_figures.attention_heatmap(attention_result(L=1, A=1, T=200), 0, 0)
-    assert long.data[0].texttemplate is None  # no numbers in 40,000 cells
-    assert len(long.data[0].x) == 200 and len(long.layout.xaxis.tickvals) <= plotly_canvas.MAX_TICKS
+    assert long.figure().data[0].texttemplate is None  # no numbers in 40,000 cells
+    assert len(long.figure().data[0].x) == 200 and len(long.figure().layout.xaxis.tickvals) <= plotly_canvas.MAX_TICKS
 
 
 def outlines(shapes) -> set:
@@ -199,15 +200,15 @@ def test_attention_focus_outlines_the_tokens_row_and_column_and_draws_them_as_ba
     att = attention_result(L=2, A=3, T=6)
     fig = plotly_figures.attention_focus(att, 1, 2, token_index=3)
     weights = att.attentions[1][0, 2].numpy()  # (T queries, T keys)
-    heat, column, row = fig.data
+    heat, column, row = fig.figure().data
     np.testing.assert_allclose(z(heat), weights, rtol=1e-6)
-    assert outlines(fig.layout.shapes) == {("row", 2.5, 3.5), ("column", 2.5, 3.5)}
+    assert outlines(fig.figure().layout.shapes) == {("row", 2.5, 3.5), ("column", 2.5, 3.5)}
     np.testing.assert_allclose(row.y, weights[3, :], rtol=1e-6)  # where token 3 attends
     np.testing.assert_allclose(column.x, weights[:, 3], rtol=1e-6)  # what attends to token 3
     assert list(row.x) == list(heat.x) and list(column.y) == list(heat.y)  # bars line up with the map
     light = plotly_canvas.THEMES["light"]
     assert [c == light.highlight for c in row.marker.color] == [i == 3 for i in range(6)]
-    assert "w2" in fig.layout.title.text and "query: w2" in row.hovertemplate
+    assert "w2" in fig.figure().layout.title.text and "query: w2" in row.hovertemplate
     rows = read_csv(plotly_figures.figure_csv(fig))
     assert len(rows) == 36 and sum(r["in_focus_row"] == "True" for r in rows) == 6
     with pytest.raises(ValueError, match="token 6 does not exist"):
@@ -217,8 +218,8 @@ def test_attention_focus_outlines_the_tokens_row_and_column_and_draws_them_as_ba
 def test_attention_heatmap_menu_highlights_a_token_in_the_browser():
     att = attention_result(L=1, A=1, T=5)
     fig = plotly_figures.attention_heatmap(att, 0, 0, focus=2)
-    assert outlines(fig.layout.shapes) == {("row", 1.5, 2.5), ("column", 1.5, 2.5)}
-    [menu] = fig.layout.updatemenus
+    assert outlines(fig.figure().layout.shapes) == {("row", 1.5, 2.5), ("column", 1.5, 2.5)}
+    [menu] = fig.figure().layout.updatemenus
     assert len(menu.buttons) == 1 + 5 and menu.active == 3
     assert all(b.method == "relayout" for b in menu.buttons)
     assert outlines(go.Layout(shapes=menu.buttons[0].args[0]["shapes"]).shapes) == set()
@@ -226,24 +227,24 @@ def test_attention_heatmap_menu_highlights_a_token_in_the_browser():
         ("row", 2.5, 3.5),
         ("column", 2.5, 3.5),
     }
-    assert outlines(plotly_figures.attention_heatmap(att, 0, 0).layout.shapes) == set()
+    assert outlines(plotly_figures.attention_heatmap(att, 0, 0).figure().layout.shapes) == set()
 
 
 def test_attention_grid_has_token_labels_and_each_heads_probabilities():
     att = attention_result(L=2, A=5, T=6)
     fig = plotly_figures.attention_grid(att, layer=1)
-    assert len(fig.data) == 5
-    assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(5)]
-    for h, trace in enumerate(fig.data):
+    assert len(fig.figure().data) == 5
+    assert [a.text for a in fig.figure().layout.annotations] == [f"head {h}" for h in range(5)]
+    for h, trace in enumerate(fig.figure().data):
         np.testing.assert_allclose(z(trace), att.attentions[1][0, h].numpy(), rtol=1e-6)
         assert trace.texttemplate is None and trace.showscale is False
-    assert fig.layout.xaxis.ticktext == tuple(att.tokens)  # tokens on the axes
-    assert fig.layout.yaxis.ticktext == tuple(att.tokens)
+    assert fig.figure().layout.xaxis.ticktext == tuple(att.tokens)  # tokens on the axes
+    assert fig.figure().layout.yaxis.ticktext == tuple(att.tokens)
     every = plotly_figures.attention_grid(att)
-    assert len(every.data) == 10
-    for k, trace in enumerate(every.data):
+    assert len(every.figure().data) == 10
+    for k, trace in enumerate(every.figure().data):
         np.testing.assert_allclose(z(trace), att.attentions[k // 5][0, k % 5].numpy(), rtol=1e-6)
-    assert every.layout.yaxis.title.text == "layer 0"
+    assert every.figure().layout.yaxis.title.text == "layer 0"
     assert len(read_csv(plotly_figures.figure_csv(every))) == 10 * 36
 
 
@@ -256,13 +257,13 @@ def test_matplotlib_and_plotly_draw_the_same_figure_data():
     att = attention_result(L=2, A=3, T=6, b=3)
     data = numbers.attention_heatmap(att, 1, 2)
     mpl = image_axes(plots.attention_heatmap(att, 1, 2))[0]
-    for drawn in (mpl.images[0].get_array(), z(plotly_figures.attention_heatmap(att, 1, 2).data[0])):
+    for drawn in (mpl.images[0].get_array(), z(plotly_figures.attention_heatmap(att, 1, 2).figure().data[0])):
         np.testing.assert_allclose(drawn, data.values, rtol=1e-12)
-    assert mpl.get_title() == plotly_figures.attention_heatmap(att, 1, 2).layout.title.text == data.title
+    assert mpl.get_title() == plotly_figures.attention_heatmap(att, 1, 2).figure().layout.title.text == data.title
 
     stats = stats_of(L=3, A=4)
     data = numbers.head_stats_heatmaps(stats)
-    maps, traces = image_axes(plots.head_stats_heatmaps(stats)), plotly_figures.head_stats_heatmaps(stats).data
+    maps, traces = image_axes(plots.head_stats_heatmaps(stats)), plotly_figures.head_stats_heatmaps(stats).figure().data
     for panel, ax, trace in zip(data.panels, maps, traces, strict=True):
         np.testing.assert_allclose(ax.images[0].get_array(), panel.values)
         np.testing.assert_allclose(z(trace), panel.values)
@@ -270,7 +271,7 @@ def test_matplotlib_and_plotly_draw_the_same_figure_data():
 
     abl = ablation_result(L=3, A=4, metric="probability")
     data = numbers.ablation_heatmap(abl)
-    [ax], [trace] = image_axes(plots.ablation_heatmap(abl)), plotly_figures.ablation_heatmap(abl).data
+    [ax], [trace] = image_axes(plots.ablation_heatmap(abl)), plotly_figures.ablation_heatmap(abl).figure().data
     np.testing.assert_allclose(z(trace), data.values)
     assert [t.get_text() for t in ax.texts] == [format(v, data.cell_format) for v in data.values.flat]
     assert [t for row in trace.text for t in row] == [t.get_text() for t in ax.texts]  # the same texts
@@ -281,7 +282,7 @@ def test_matplotlib_and_plotly_draw_the_same_figure_data():
     ans = answer_result()
     data = numbers.span_probabilities(ans)
     mpl_start = [b.get_height() for b in bars(plots.span_probabilities(ans).axes[0])]
-    start, end = plotly_figures.span_probabilities(ans).data
+    start, end = plotly_figures.span_probabilities(ans).figure().data
     np.testing.assert_allclose(mpl_start, data.start)
     np.testing.assert_allclose(start.y, data.start)
     np.testing.assert_allclose(end.y, data.end)
@@ -290,7 +291,7 @@ def test_matplotlib_and_plotly_draw_the_same_figure_data():
     data = numbers.embedding_components(emb, dims=8)
     maps, traces = (
         image_axes(plots.embedding_components(emb, dims=8)),
-        plotly_figures.embedding_components(emb, dims=8).data,
+        plotly_figures.embedding_components(emb, dims=8).figure().data,
     )
     for panel, ax, trace in zip(data.panels, maps, traces, strict=True):
         np.testing.assert_allclose(ax.images[0].get_array(), panel.values)  # (dims, T)
@@ -299,7 +300,7 @@ def test_matplotlib_and_plotly_draw_the_same_figure_data():
     records = hand_built("training_curves")[0]
     data = numbers.training_curves(records, x="step")
     lines = [line for ax in plots.training_curves(records, x="step").axes for line in ax.get_lines()]
-    traces = plotly_figures.training_curves(records, x="step").data
+    traces = plotly_figures.training_curves(records, x="step").figure().data
     assert [line.get_label() for line in lines] == [t.name for t in traces] == [s.name for s in data.series]
     for s, line, trace in zip(data.series, lines, traces, strict=True):
         assert list(line.get_xdata()) == list(trace.x) == s.x and list(line.get_ydata()) == list(trace.y) == s.y
@@ -339,7 +340,7 @@ def test_both_modules_draw_whatever_figure_data_returns(kind, monkeypatch):
         else image_axes(mpl)[0].images[0].get_array()
     )
     np.testing.assert_allclose(drawn, first)
-    trace = getattr(plotly_figures, kind)(*args).data[0]
+    trace = getattr(plotly_figures, kind)(*args).figure().data[0]
     np.testing.assert_allclose(trace.y if kind == "span_probabilities" else z(trace), first)
 
 
@@ -383,10 +384,10 @@ def test_csv_has_a_header_and_one_row_per_drawn_value(kind, count):
     assert text == plotly_figures.figure_csv(getattr(numbers, kind)(*hand_built(kind)))
     if kind == "attention_heatmap":
         assert header == ["layer", "head", "query_index", "query", "key_index", "key", "weight"]
-        np.testing.assert_allclose([float(r["weight"]) for r in rows], z(fig.data[0]).flatten())
+        np.testing.assert_allclose([float(r["weight"]) for r in rows], z(fig.figure().data[0]).flatten())
         assert rows[2 * 6 + 2]["query"] == rows[2]["key"] == EVIL  # CSV keeps the raw token
     if kind == "ablation_heatmap":
-        np.testing.assert_allclose([float(r["change in loss"]) for r in rows], z(fig.data[0]).flatten())
+        np.testing.assert_allclose([float(r["change in loss"]) for r in rows], z(fig.figure().data[0]).flatten())
     if kind == "span_probabilities":
         assert [r["in_best_span"] == "True" for r in rows] == [i in (5, 6, 7) for i in range(12)]
 
@@ -394,19 +395,19 @@ def test_csv_has_a_header_and_one_row_per_drawn_value(kind, count):
 def test_figure_csv_needs_a_figure_made_here():
     fig = build("ablation_heatmap")
     with pytest.raises(ValueError, match="no figure data"):
-        plotly_figures.figure_csv(go.Figure(fig))  # a copy keeps no data
+        plotly_figures.figure_csv(fig.figure())  # plotly's Figure of it keeps no data
     with pytest.raises(ValueError, match="no figure data"):
         plotly_figures.figure_csv("not a figure")
 
 
 def test_fill_mask_bars_marks_word_pieces_and_shows_each_masks_probabilities():
     fig = plotly_figures.fill_mask_bars(FILL)
-    first, second = fig.data
+    first, second = fig.figure().data
     assert list(first.y) == ["cat", "…ing (piece)", "&lt;img src=x&gt;"]
     np.testing.assert_allclose(first.x, [0.5, 0.2, 0.1])
     np.testing.assert_allclose(second.x, [0.9, 0.05])
     assert list(first.text) == ["50.0%", "20.0%", "10.0%"]
-    assert [a.text for a in fig.layout.annotations] == ["[MASK] 1", "[MASK] 2"]
+    assert [a.text for a in fig.figure().layout.annotations] == ["[MASK] 1", "[MASK] 2"]
     rows = read_csv(plotly_figures.figure_csv(fig))
     assert [(r["mask"], r["rank"], r["token"], r["shown_as"]) for r in rows[:2]] == [
         ("1", "1", "cat", "cat"),
@@ -424,10 +425,14 @@ def test_download_as_svg_and_gradio_passes_the_config_to_plotly_js():
     }
     with pytest.raises(ValueError, match="image_format"):
         plotly_figures.download_as(fig, "gif")
-    gr = pytest.importorskip("gradio")
-    sent = json.loads(gr.Plot().postprocess(fig).plot)  # what the browser receives
+    pytest.importorskip("gradio")
+    import gradio as gr  # why here: Gradio is the dashboard's, for this test only
+
+    from dashboard.common import drawn  # why here: the dashboard's hand-over, for this test only
+
+    sent = json.loads(gr.Plot().postprocess(drawn(fig)).plot)  # what the browser receives
     assert sent["config"]["toImageButtonOptions"]["format"] == "svg"
-    np.testing.assert_allclose(decoded(sent["data"][0]["y"]), fig.data[0].y)
+    np.testing.assert_allclose(decoded(sent["data"][0]["y"]), fig.figure().data[0].y)
 
 
 def test_axis_labels_and_piece_labels():
@@ -452,29 +457,31 @@ def test_figures_from_explore_results(tiny):
     mlm, qa, tok = tiny
     att = explore.attention(mlm, tok, "the cat sat on the mat .", "the dog ran .")
     fig = plotly_figures.attention_heatmap(att, 1, 3)
-    np.testing.assert_allclose(z(fig.data[0]), att.attentions[1][0, 3].numpy(), rtol=1e-6)
-    assert len(set(fig.data[0].x)) == len(att.tokens)  # "the" x3, "[SEP]" x2: distinct
-    assert fig.layout.xaxis.ticktext == tuple(att.tokens)
+    np.testing.assert_allclose(z(fig.figure().data[0]), att.attentions[1][0, 3].numpy(), rtol=1e-6)
+    assert len(set(fig.figure().data[0].x)) == len(att.tokens)  # "the" x3, "[SEP]" x2: distinct
+    assert fig.figure().layout.xaxis.ticktext == tuple(att.tokens)
     focus = plotly_figures.attention_focus(att, 1, 3, att.sentence_b_start)
-    np.testing.assert_allclose(focus.data[2].y, att.attentions[1][0, 3, att.sentence_b_start].numpy(), rtol=1e-6)
-    assert len(plotly_figures.attention_grid(att).data) == 2 * 4
+    np.testing.assert_allclose(
+        focus.figure().data[2].y, att.attentions[1][0, 3, att.sentence_b_start].numpy(), rtol=1e-6
+    )
+    assert len(plotly_figures.attention_grid(att).figure().data) == 2 * 4
     stats = att.head_stats()
-    np.testing.assert_allclose(z(plotly_figures.head_stats_heatmaps(stats).data[2]), stats["sep"])
+    np.testing.assert_allclose(z(plotly_figures.head_stats_heatmaps(stats).figure().data[2]), stats["sep"])
 
     abl = explore.ablate_heads(mlm, tok, "the cat [MASK] on the mat .")
-    np.testing.assert_allclose(z(plotly_figures.ablation_heatmap(abl).data[0]), abl.effect.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(z(plotly_figures.ablation_heatmap(abl).figure().data[0]), abl.effect.numpy(), rtol=1e-6)
 
     filled = explore.fill_mask(mlm, tok, "the [MASK] sat on the [MASK] .", top_k=3)
     fig = plotly_figures.fill_mask_bars(filled)
-    for trace, guesses in zip(fig.data, filled, strict=True):
+    for trace, guesses in zip(fig.figure().data, filled, strict=True):
         np.testing.assert_allclose(trace.x, [p for _, p in guesses])
         assert list(trace.y) == [plotly_canvas.escaped(tables.piece_label(t)) for t, _ in guesses]
-    assert [a.text for a in fig.layout.annotations] == [
+    assert [a.text for a in fig.figure().layout.annotations] == [
         f"[MASK] {k + 1} (token {p})" for k, p in enumerate(filled.mask_positions)
     ]
 
     ans = explore.answer(qa, tok, "where did the cat sit ?", "the cat sat on the mat . the dog ran in the park .")
-    start, end = plotly_figures.span_probabilities(ans).data
+    start, end = plotly_figures.span_probabilities(ans).figure().data
     np.testing.assert_allclose(start.y, ans.start_probs, rtol=1e-6)
     covered = numbers.span_probabilities(ans).span
     assert [c == plotly_canvas.THEMES["light"].highlight for c in start.marker.color] == [
@@ -482,7 +489,9 @@ def test_figures_from_explore_results(tiny):
     ] and covered
 
     emb = explore.embeddings(mlm, tok, "the cat sat .", "the dog ran .")
-    np.testing.assert_allclose(z(plotly_figures.embedding_components(emb).data[3]), emb.total.T.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        z(plotly_figures.embedding_components(emb).figure().data[3]), emb.total.T.numpy(), rtol=1e-6
+    )
 
 
 def _plain(value):
@@ -500,68 +509,65 @@ def _plain(value):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_fast_json_is_plotlys_json(kind):
-    """LabFigure.to_json() as gr.Plot calls it (the plain JSON written by orjson, no plotly object
-    made) is the JSON plotly itself writes for the figure once its constructor has validated it;
-    plotly reads it back (plotly.io.from_json) as the same figure; after a change the JSON is
-    plotly's own, with the change."""
+    """figure_json (what the dashboard sends: the plain JSON written by orjson, no plotly object
+    made) is the JSON plotly itself writes for the figure once its constructor has validated it,
+    and plotly reads it back (plotly.io.from_json) as the same figure."""
     fig = build(kind)
     fast = json.loads(fig.to_json())
-    assert fig.lab_state == "plain"  # no plotly objects made to send it
-    built = build(kind)
-    assert built.data and built.lab_state == "built"  # first use: plotly's constructor ran
-    slow = json.loads(built.to_json())  # plotly's to_json, validated figure
-    assert _plain(fast) == _plain(slow) and fast["config"] == slow["config"]
+    assert fast == json.loads(plotly_canvas.figure_json(fig.lab_json, fig.lab_config))
+    slow = json.loads(fig.figure().to_json())  # plotly's to_json, validated figure
+    assert _plain({k: v for k, v in fast.items() if k != "config"}) == _plain(slow)
+    assert fast["config"] == fig.lab_config and fast["config"]["displaylogo"] is False
     again = pio.from_json(json.dumps({k: v for k, v in fast.items() if k != "config"}))
     assert _plain(json.loads(pio.to_json(again))) == _plain({k: v for k, v in fast.items() if k != "config"})
-    fig.update_layout(title_text="changed <b>")
-    changed = json.loads(fig.to_json())
-    assert changed["layout"]["title"]["text"] == "changed <b>" and changed["config"]["displaylogo"] is False
-    assert _plain(changed) == _plain(json.loads(fig.to_json(pretty=False)))
 
 
 def test_figures_use_only_plotlys_public_api():
     """No private plotly module, no attribute with a leading underscore (plotly's private state,
-    e.g. fig._data), no switched-off validation: a plotly upgrade cannot break them."""
+    e.g. fig._data), no switched-off validation: a plotly upgrade cannot break them. A figure made
+    here is not a plotly Figure pretending: figure() makes plotly's own, a new one each time."""
     source = (ROOT / "lab" / "figures" / "plotly_figures.py").read_text()
     assert re.findall(r"\._[A-Za-z]\w*", source) == []
     for path in sorted((ROOT / "lab").rglob("*.py")):
         text = path.read_text()
         assert "_plotly_utils" not in text and "_validate" not in text, path
+    fig = build("ablation_heatmap")
+    assert not isinstance(fig, go.Figure) and fig.figure() is not fig.figure()
+    changed = fig.figure()
+    changed.update_layout(title_text="changed")
+    assert fig.figure().layout.title.text != "changed"  # plotly's copy changes, not the figure made here
 
 
-def test_the_dashboards_path_makes_no_plotly_objects_and_names_the_figure():
-    """What the dashboard does with a figure (gr.Plot's to_json, its name, its CSV, the download
-    format) reads the plain JSON: plotly's 8 ms constructor never runs on a request."""
-    gr = pytest.importorskip("gradio")
+def test_the_dashboards_path_makes_no_plotly_objects_and_names_the_figure(monkeypatch):
+    """What the dashboard does with a figure (the gr.Plot it draws in, its name, its CSV, the
+    download format) reads the plain JSON: plotly's 8 ms constructor never runs on a request."""
+    pytest.importorskip("gradio")
+    import gradio as gr  # why here: Gradio is the dashboard's, for this test only
+
+    from dashboard.common import drawn  # why here: the dashboard's hand-over, for this test only
+
+    made = []
+    monkeypatch.setattr(plotly_canvas.LabFigure, "figure", lambda self: made.append(self) or go.Figure())
     for kind in KINDS:
         fig = build(kind)
-        sent = json.loads(gr.Plot().postprocess(fig).plot)
+        sent = json.loads(gr.Plot().postprocess(drawn(fig)).plot)
+        assert sent == json.loads(fig.to_json())
         assert plotly_figures.figure_name(fig) == kind == sent["layout"]["meta"]["figure"]
         plotly_figures.figure_csv(fig)
         plotly_figures.download_as(fig, "svg")
-        assert fig.lab_state == "plain", kind
-        assert fig.layout.meta["figure"] == kind  # plotly's API still works (now built)
-        assert plotly_figures.figure_name(go.Figure(fig)) == kind  # a copy: from its layout.meta
-    assert plotly_figures.figure_name(go.Figure()) == "figure"
-
-
-def test_plotly_objects_are_made_once_when_threads_race_for_them():
+    assert made == []
+    monkeypatch.undo()
     fig = build("attention_grid")
-    start = threading.Barrier(8)
+    assert plotly_figures.figure_name(fig.figure()) == "attention_grid"  # plotly's Figure: from layout.meta
+    assert plotly_figures.figure_name(go.Figure()) == "figure"
+    assert drawn(None) is None and drawn("text") == "text"
 
-    def first_use(_):
-        start.wait()
-        return [t.z for t in fig.data], fig.layout.meta["figure"]
 
-    with ThreadPoolExecutor(8) as pool:
-        seen = list(pool.map(first_use, range(8)))
-    assert fig.lab_state == "built" and len(fig.data) == 3
-    for zs, name in seen:
-        assert name == "attention_grid" and len(zs) == 3
-        for a, b in zip(zs, seen[0][0]):
-            np.testing.assert_array_equal(a, b)
-    copied = copy.deepcopy(build("ablation_heatmap"))  # copies keep the drawing
-    assert copied.data[0].texttemplate == "%{text}" and plotly_figures.figure_name(copied) == "ablation_heatmap"
+def test_a_figure_shows_in_a_notebook_as_plotly_shows_it(monkeypatch):
+    monkeypatch.setattr(pio.renderers, "default", "plotly_mimetype")  # JupyterLab's renderer
+    fig = build("attention_grid")
+    shown = fig._repr_mimebundle_()["application/vnd.plotly.v1+json"]
+    assert shown["layout"]["meta"]["figure"] == "attention_grid" and len(shown["data"]) == len(fig.lab_json["data"])
 
 
 # plotly.js 3.x (what Gradio 6 serves) before formatting a number with d3-format: its

@@ -69,10 +69,12 @@ def browser():
 
 def test_cell_numbers_in_gradios_plotly_js(browser, tmp_path):
     gr = pytest.importorskip("gradio")
+    from dashboard.common import plot  # why here: the dashboard's gr.Plot, for this test only
+
     shown = drawn_figures()
     with gr.Blocks() as demo:
         for name, (fig, _) in shown.items():
-            gr.Plot(value=fig, elem_id=name, label=name)
+            plot(name, fig, elem_id=name)
     _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=None, quiet=True)
     try:
         page = browser.new_page(viewport={"width": WIDTH, "height": 900})

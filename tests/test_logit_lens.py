@@ -7,7 +7,7 @@ import torch
 
 import lab
 from lab import explore
-from tests.conftest import BUNDLED, ROOT, downloaded_csv, tiny_config
+from tests.conftest import BUNDLED, ROOT, downloaded_csv, figure_spec, tiny_config
 
 
 @pytest.fixture(scope="module")
@@ -69,13 +69,12 @@ def test_the_masked_lm_tab_reads_every_layer(dash):
     answer's probability beside it), its CSV, a status saying from which layer the answer leads;
     a model without a masked-LM head gets a one-line message, not a figure."""
     import csv
-    import json
 
     from tests.conftest import BUNDLED
 
     tab = dash.tab("mlm")
     fig, path, status = tab.lens(BUNDLED, "she opened the [MASK] and walked in .")
-    spec = json.loads(fig.to_json()) if hasattr(fig, "to_json") else fig
+    spec = figure_spec(fig)
     kinds = [t["type"] for t in spec["data"]]
     assert kinds == ["heatmap", "scatter"], kinds
     heat = spec["data"][0]

@@ -16,7 +16,7 @@ from lab import plots
 from lab.checkpoint import minilm_dir
 from lab.figures import numbers, plotly_figures
 from lab.inspect import probing
-from tests.conftest import BUNDLED, ROOT, downloaded_csv
+from tests.conftest import BUNDLED, ROOT, downloaded_csv, figure_spec
 
 SLICE = 3000  # words of UD EWT dev (training) and of test: whole sentences, in file order
 
@@ -195,7 +195,7 @@ def test_the_model_tab_probes_every_layer(dash, app_models_root, monkeypatch, tm
     monkeypatch.setattr(tab, "_probes", type(tab._probes)())
     fig, path, status = tab.probe(BUNDLED)  # without the shared data: on the lab's invented sentences, said
     assert fig is not None and ("invented sentences" in status) == bool(probing.ud_data_missing()), status
-    spec = json.loads(fig.to_json())
+    spec = figure_spec(fig)
     names = [t.get("name") for t in spec["data"] if t.get("name")]
     assert names == [BUNDLED, f"{BUNDLED}, random weights", "majority tag of each word (no context)"], names
     rows = list(csv.DictReader(downloaded_csv(path).splitlines()))

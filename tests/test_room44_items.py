@@ -9,7 +9,7 @@ import re
 import pytest
 
 from dashboard.help import MLM_EXAMPLES
-from tests.conftest import BUNDLED
+from tests.conftest import BUNDLED, figure_spec
 
 
 @pytest.fixture(scope="module")
@@ -47,16 +47,15 @@ def test_corruption_uses_the_sentence_without_its_masks_and_shows_many_draws_and
 
 def test_masked_lm_bars_share_a_fixed_axis(dash):
     for text in ("he opened the [MASK] .", "it was a dark and stormy [MASK] ."):
-        fig = dash.tab("mlm").fill_mask(BUNDLED, text)[1]
-        axis = fig.layout.xaxis
-        assert list(axis.range)[0] == 0 and list(axis.range)[1] >= 1, axis.range  # 0 to 100%, whatever the guesses
+        axis = figure_spec(dash.tab("mlm").fill_mask(BUNDLED, text).bars)["layout"]["xaxis"]
+        assert axis["range"][0] == 0 and axis["range"][1] >= 1, axis  # 0 to 100%, whatever the guesses
 
 
 def test_why_subtitle_wraps(dash):
     from lab.figures.plotly_figures import SUBTITLE_CHARS
 
-    fig = dash.tab("mlm").why(BUNDLED, "he opened the [MASK] and walked into the garden .")[1]
-    title = fig.layout.title.text
+    fig = dash.tab("mlm").why(BUNDLED, "he opened the [MASK] and walked into the garden .").figure
+    title = figure_spec(fig)["layout"]["title"]["text"]
     subtitle = re.findall(r"<sup>(.*?)</sup>", title)
     assert len(subtitle) > 1 and all(len(line) <= SUBTITLE_CHARS for line in subtitle), title
     assert "completeness error" in "".join(subtitle)

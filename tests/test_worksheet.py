@@ -10,7 +10,7 @@ import re
 import gradio as gr
 import pytest
 
-from tests.conftest import BUNDLED, ROOT
+from tests.conftest import BUNDLED, ROOT, sent_summary
 
 SHEET = re.sub(r"\s+", " ", (ROOT / "docs" / "teaching" / "worksheet.md").read_text(encoding="utf-8"))
 PLAN = (ROOT / "docs" / "teaching" / "lesson-plan.md").read_text(encoding="utf-8")
@@ -31,12 +31,10 @@ def words(text) -> str:
 def shown(*outputs) -> str:
     """What a handler's outputs put on the page, as words: status lines, figures (their summary
     sentence, which the page gives screen readers and the numbers table), tables, labels, chips."""
-    from lab.figures.plotly_canvas import figure_summary
-
     out = []
     for o in outputs:
-        if hasattr(o, "lab_json"):
-            out.append(figure_summary(o))
+        if hasattr(o, "plot"):  # a figure, as gr.Plot is given it
+            out.append(sent_summary(o))
         elif isinstance(o, dict) and "data" in o:  # a Dataframe
             out += [" ".join(map(str, o.get("headers", [])))] + [" ".join(map(str, row)) for row in o["data"]]
         elif isinstance(o, dict) and all(isinstance(v, float) for v in o.values()):  # a Label

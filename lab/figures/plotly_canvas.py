@@ -4,10 +4,9 @@ grid, and LabFigure, what every builder returns.
 A figure is plotly's documented JSON ({"data": [...], "layout": {...}} plus the plotly.js
 "config") built as plain dicts and numpy arrays (Canvas), not through plotly's validating
 objects, which cost more CPU than the rest of a dashboard request (docs/performance.md, "The
-figures"). LabFigure subclasses plotly.graph_objects.Figure, which gr.Plot documents that it
-takes: its to_json() writes the plain data with orjson, and plotly's own constructor runs only
-when the figure is first used as a plotly object. It also carries the lab.figures.tables object
-it draws (lab_data), for the CSV download. Everything here is plotly's and Gradio's public API.
+figures"). figure_json() writes it with orjson; LabFigure holds it with the lab.figures.tables
+object it draws (lab_data, for the CSV download) and makes plotly's own Figure when asked
+(figure()). The dashboard hands it to Gradio as gr.Plot's PlotData (dashboard.common.FigurePlot).
 """
 
 from __future__ import annotations
@@ -15,9 +14,7 @@ from __future__ import annotations
 import base64
 import functools
 import html
-import json
 import math
-import threading
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
@@ -46,60 +43,38 @@ THEMES = {
     "dark": Theme("plotly_dark", bar="#7aa6e0", highlight="#ff6b6b"),
 }
 
-_BUILDING = threading.RLock()  # one figure's plotly objects are built by one thread at a time
+
+def figure_json(figure: dict, config: dict) -> str:
+    """plotly's documented JSON of a figure ({"data": [...], "layout": {...}}) with its plotly.js
+    "config", written by orjson, numpy arrays as plotly.js typed arrays: what gr.Plot sends the
+    browser, made without plotly's validating objects."""
+    return orjson.dumps({**figure, "config": config}, default=typed_array).decode()
 
 
-class LabFigure(go.Figure):
-    """A plotly Figure made from its plain JSON (`lab_json`: {"data": [...], "layout": {...}}),
-    carrying the lab.figures.tables object it draws (`lab_data`: figure_csv reads it) and its
-    plotly.js config (`lab_config`: the download button's format), which gr.Plot takes from
-    to_json(). plotly's constructor runs at the figure's first use as a plotly object: reading or
-    changing fig.data or fig.layout, fig.show(), fig.to_dict(), copies, ...; from then on it is an
-    ordinary, validated plotly Figure. Copies (copy.deepcopy, pickle, go.Figure(fig)) keep the
-    drawing, not the rest."""
-
-    lab_json: dict = {}
-    lab_data = None
-    lab_config: dict = {}
-    lab_state = "built"  # "plain": plotly's objects not made yet; "building"; "built"
+class LabFigure:
+    """A figure made here, not a plotly Figure: its plotly JSON as plain dicts and numpy arrays
+    (`lab_json`: {"data": [...], "layout": {...}}), its plotly.js config (`lab_config`: the
+    download button's format) and the lab.figures.tables object it draws (`lab_data`: its CSV,
+    its summary). to_json() is figure_json; figure() makes plotly's own, validated Figure for
+    plotly's API (show, update_layout, write_image); a notebook displays it as plotly does."""
 
     def __init__(self, figure: dict, data=None, config: dict | None = None):
-        # vars(): straight into the instance, past plotly's __setattr__ (which needs its objects)
-        vars(self).update(lab_json=figure, lab_data=data, lab_config=config or {}, lab_state="plain")
+        self.lab_json, self.lab_data, self.lab_config = figure, data, config or {}
 
-    def __getattr__(self, name: str):
-        """Python calls this only for an attribute the object lacks: before plotly's constructor
-        has run, that is every one of plotly's own (fig.data reads one). Run the constructor
-        (once, validating the plain JSON) and look again."""
-        state = vars(self)
-        if state.get("lab_state", "built") == "built":
-            raise AttributeError(name)
-        with _BUILDING:  # a second thread waits here until the figure is built
-            if state["lab_state"] == "building":
-                raise AttributeError(name)  # plotly's constructor itself, probing (this thread)
-            if state["lab_state"] == "plain":
-                state["lab_state"] = "building"
-                try:
-                    go.Figure.__init__(self, state["lab_json"])
-                except BaseException:
-                    state["lab_state"] = "plain"
-                    raise
-                state["lab_state"] = "built"
-        return object.__getattribute__(self, name)
+    def to_json(self) -> str:
+        return figure_json(self.lab_json, self.lab_config)
 
-    def to_json(self, *args, **kwargs) -> str:
-        """plotly's JSON with a "config" entry: {"data": [...], "layout": {...}, "config": {...}}.
-        Without arguments (as gr.Plot calls it) and before plotly's objects exist, the plain JSON
-        written by orjson, arrays as plotly.js typed arrays. Otherwise plotly's own to_json,
-        which holds any change made to the figure since."""
-        if args or kwargs or self.lab_state != "plain":
-            text = super().to_json(*args, **kwargs).rstrip()  # '{"data": ..., "layout": ...}'
-            return f'{text[:-1]}, "config": {json.dumps(self.lab_config)}}}'
-        return orjson.dumps({**self.lab_json, "config": self.lab_config}, default=typed_array).decode()
+    def figure(self) -> go.Figure:
+        """plotly's Figure of the same JSON (each call a new one: change it freely)."""
+        return go.Figure(self.lab_json)
 
     def show(self, *args, **kwargs):
         kwargs.setdefault("config", self.lab_config)
-        return super().show(*args, **kwargs)
+        return self.figure().show(*args, **kwargs)
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
+        """Jupyter's display protocol: shown as plotly shows its figures."""
+        return self.figure()._repr_mimebundle_(include, exclude, **kwargs)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,9 +7,10 @@ Named as in lab.figures.matplotlib_figures (the notebooks' versions), drawing wh
 lab.figures.numbers computes, so the two never disagree: training_curves(), attention_heatmap(),
 attention_focus(), attention_grid(), head_stats_heatmaps(), ablation_heatmap(), span_probabilities(),
 fill_mask_bars(), embedding_components(), logit_lens(), attributions(), attention_vs_attribution(),
-probe_layers(). Each takes theme="light" or "dark" and returns a LabFigure for a gr.Plot: Gradio's
-own plotly.js draws it, offline. User and model text is escaped (plotly renders tags). How a figure
-is assembled, and why not through plotly's objects: lab.figures.plotly_canvas.
+probe_layers(). Each takes theme="light" or "dark" and returns a LabFigure: its JSON for a gr.Plot
+(Gradio's own plotly.js draws it, offline), .figure() for plotly's API. User and model text is
+escaped (plotly renders tags). How a figure is assembled, and why not through plotly's objects:
+lab.figures.plotly_canvas.
 """
 
 from __future__ import annotations
@@ -691,10 +692,10 @@ def figure_csv(figure) -> str:
     """The numbers a figure draws as CSV text (a header, then one line per drawn value), from a
     figure made here or from a lab.figures.numbers object. In a Gradio handler, write it to a file
     for a gr.DownloadButton / gr.File next to the gr.Plot."""
-    data = getattr(figure, "lab_data", None) if isinstance(figure, go.Figure) else figure
+    data = figure.lab_data if isinstance(figure, LabFigure) else figure
     if not hasattr(data, "csv"):
         raise ValueError(
-            "no figure data: pass a figure made by lab.figures.plotly_figures (not a copy) "
+            "no figure data: pass a figure made by lab.figures.plotly_figures (not plotly's Figure of it) "
             "or an object of lab.figures.numbers"
         )
     return data.csv()
@@ -702,8 +703,8 @@ def figure_csv(figure) -> str:
 
 def figure_name(fig) -> str:
     """The figure's name, its builder's ("attention_heatmap"), for file names: the CSV download
-    and the image download. Read from the figure's JSON without making plotly's objects (see
-    the module docstring); for another plotly figure, its layout.meta["figure"], else "figure"."""
+    and the image download. Read from the figure's JSON; for a plotly Figure (figure() of one
+    made here), its layout.meta["figure"], else "figure"."""
     if isinstance(fig, LabFigure):
         meta = fig.lab_json.get("layout", {}).get("meta")
     else:
