@@ -23,7 +23,8 @@ from pathlib import Path
 import torch
 
 import lab
-from lab.data import tag_decoding, tag_metrics, tagged_files
+from lab import inference
+from lab.data import tag_metrics, tagged_files
 from lab.device import autocast_dtype
 from lab.inspect.features import cache_word_features
 from lab.studies import feature_tagging as ft
@@ -73,7 +74,7 @@ def finetune_predictions(run: Path, finetune: dict, sentences) -> list[list[str]
     task = finetune["task"]
     windows = {k: task[k] for k in ("max_seq_length", "doc_stride") if k in task}
     dtype = torch.bfloat16 if "bfloat16" in str(finetune["train"].get("autocast")) else None
-    predicted = tag_decoding.predict_tags(model, tokenizer, [s.words for s in sentences], dtype=dtype, **windows)
+    predicted = inference.predict_tags(model, tokenizer, [s.words for s in sentences], dtype=dtype, **windows)
     return [[w.tag for w in sentence] for sentence in predicted]
 
 

@@ -15,7 +15,7 @@ lab's own server (isolated: up to 4 threads), and opened in Debian's headless ch
    measured the same graphs in onnxruntime in Python (its tasks are imported, not rewritten):
      minilm-squad  bertLab.answer's best span on the questions of the 8 held-out SQuAD v1.1 dev
                    articles (lab.data.squad.split_by_article): the share equal to PyTorch's, and
-                   EM / F1 of both (lab.data.squad.evaluate). Targets: >= 95% the same span, EM and
+                   EM / F1 of both (lab.data.squad_metrics.evaluate). Targets: >= 95% the same span, EM and
                    F1 within 1 point.
      minilm-sst2   bertLab.classify on SST-2 dev: accuracy of both. Target: within 0.5 point.
      minilm-ner    bertLab.tag on UNER English-EWT test, given the data's words: entity F1 of both
@@ -57,7 +57,8 @@ import lab
 from benchmarks.web_quantization import TASKS  # the reference: the same data, the same PyTorch code
 from lab.data.corpus import read_documents
 from lab.data.datasets import data_dir
-from lab.data.squad import evaluate, load_squad, split_by_article
+from lab.data.squad import load_squad, split_by_article
+from lab.data.squad_metrics import evaluate
 from lab.data.tag_metrics import entity_scores
 from lab.data.tagged_files import read_tagged
 from lab.training.finetune import encode_classification, read_classification
@@ -213,7 +214,7 @@ def points_diff(browser: float, pytorch: float) -> float:
 
 def qa_agreement(examples, browser: list, pytorch: list[str]) -> dict:
     """Best spans of the page and of PyTorch on SQuAD `examples` (in order): the share equal, and
-    EM / F1 (points, lab.data.squad.evaluate) of each. A failed page call counts as an empty answer."""
+    EM / F1 (points, lab.data.squad_metrics.evaluate) of each. A failed page call counts as an empty answer."""
     page = [b if isinstance(b, str) else "" for b in browser]
     scores = {
         side: evaluate(examples, {ex.id: a for ex, a in zip(examples, answers)})

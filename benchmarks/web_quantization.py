@@ -32,10 +32,11 @@ import torch
 
 import lab
 from lab.checkpoint import qa_lengths, tag_settings
-from lab.data.squad import evaluate, load_squad, predict, split_by_article
-from lab.data.tag_decoding import predict_tags
+from lab.data.squad import load_squad, split_by_article
+from lab.data.squad_metrics import evaluate
 from lab.data.tag_metrics import entity_scores
 from lab.data.tagged_files import read_tagged
+from lab.inference import predict_answers, predict_tags
 from lab.training.finetune import classification_batch, encode_classification, read_classification
 from lab.web.export import (
     MAX_MODEL_BYTES,
@@ -95,7 +96,7 @@ def squad_task(model, tokenizer, data: Path, limit):
     lengths = qa_lengths(model.task_settings)
 
     def measure(form):
-        answers = predict(form, tokenizer, dev, **lengths)
+        answers = predict_answers(form, tokenizer, dev, **lengths)
         scores = evaluate(dev, answers)
         return [answers[ex.id] for ex in dev], {"EM": scores["exact_match"] / 100, "F1": scores["f1"] / 100}
 

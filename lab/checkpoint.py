@@ -162,7 +162,7 @@ def task_settings(model_dir) -> dict:
 
 def qa_lengths(settings_or_dir) -> dict[str, int]:
     """The window settings a QA model was fine-tuned with ({} when unknown), from its task
-    settings or its directory: explore.answer and squad.predict read text with them."""
+    settings or its directory: explore.answer and inference.predict_answers read text with them."""
     task = settings_or_dir if isinstance(settings_or_dir, dict) else task_settings(settings_or_dir)
     return {k: int(task[k]) for k in QA_LENGTHS if k in task}
 

@@ -26,7 +26,7 @@ import torch
 import lab
 from lab import explore
 from lab.checkpoint import qa_lengths
-from lab.data import squad
+from lab.data import squad_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -565,7 +565,7 @@ def measure(candidates=CANDIDATES) -> list[Prompt]:
                 model, tok, question, context, top_k=1, **qa_lengths(ROOT / "models" / name)
             )  # its own window settings
             best = result.spans[0]
-            p.works = bool(p.accept) and squad.exact_match(best.text, list(p.accept)) == 1.0
+            p.works = bool(p.accept) and squad_metrics.exact_match(best.text, list(p.accept)) == 1.0
             p.shown = f"\u201c{best.text}\u201d {best.probability:.2f}"
         else:
             raise ValueError(f"unknown task {p.task!r}")

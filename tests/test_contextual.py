@@ -8,7 +8,7 @@ import torch
 from matplotlib.figure import Figure
 
 import lab
-from lab import plots
+from lab import inference, plots
 from lab.data import qnli, squad
 from lab.data.qnli import SentencePair
 from lab.data.squad import Example
@@ -270,7 +270,7 @@ def test_answer_scores_are_the_best_span_minus_no_answer(tok):
         SentencePair("what is it ?", "it has the louvre , the seine flows through paris .", "not_entailment", "b", 0),
         SentencePair("who ?", "the seine .", "entailment", "c", 0),
     ]
-    scores = qnli.answer_scores(qa, tok, pairs, batch_size=2, precision="fp32")
+    scores = inference.answer_scores(qa, tok, pairs, batch_size=2, precision="fp32")
     assert len(scores) == 3
     for p, score in zip(pairs, scores):  # by hand: every span of the sentence, against [CLS] + [CLS]
         enc = tok.encode(p.question, p.sentence)

@@ -506,20 +506,20 @@ def test_squad_metric_cases_come_from_real_data():
     source, cases = squad_metrics._real_metric_cases(400)
     assert source.endswith(("dev-v1.1.json.zip", "qa.json"))
     assert len(cases) >= 4 * 35
-    from lab.data import squad
+    from lab.data import squad_metrics as official
 
     # the cases are not trivial: both right and wrong answers, partial F1 in between
-    f1s = [squad.f1(p, list(g)) for p, g in cases]
+    f1s = [official.f1(p, list(g)) for p, g in cases]
     assert any(v == 1.0 for v in f1s) and any(v == 0.0 for v in f1s) and any(0 < v < 1 for v in f1s)
 
 
 def test_squad_solution_equals_lab_official_on_edge_cases():
-    from lab.data import squad
+    from lab.data import squad_metrics as official
 
     for prediction, golds in squad_metrics._METRIC_EDGE_CASES:
         assert squad_metrics.squad_em_f1(prediction, golds) == (
-            squad.exact_match(prediction, golds),
-            squad.f1(prediction, golds),
+            official.exact_match(prediction, golds),
+            official.f1(prediction, golds),
         )
 
 
@@ -540,8 +540,9 @@ def test_demonstrations_say_not_implemented_without_loading():
 
 
 def test_demonstrations_on_the_bundled_reader():
+    from lab import inference
     from lab.checkpoint import bundled_model
-    from lab.data import squad
+    from lab.data.squad_metrics import evaluate
 
     if bundled_model("minilm-squad") is None:
         pytest.skip("models/minilm-squad is not there")
@@ -557,9 +558,9 @@ def test_demonstrations_on_the_bundled_reader():
     good = squad_metrics.show_scores(squad_metrics.squad_em_f1, count=8)
     wrong = squad_metrics.show_scores(no_normalisation, count=8)
     model, tokenizer, questions, _ = squad_reader.reader()
-    official = squad.evaluate(
-        questions[:8], squad.predict(model, tokenizer, questions[:8], max_seq_length=256, doc_stride=128)
+    official = evaluate(
+        questions[:8], inference.predict_answers(model, tokenizer, questions[:8], max_seq_length=256, doc_stride=128)
     )
     line = f"EM {official['exact_match']:.1f}  F1 {official['f1']:.1f}"
-    assert f"your scores:      {line}" in good and f"lab.data.squad's:      {line}" in good
+    assert f"your scores:      {line}" in good and f"lab.data.squad_metrics':      {line}" in good
     assert f"your scores:      {line}" not in wrong

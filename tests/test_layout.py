@@ -27,6 +27,7 @@ RANKS = [
     ("lab.hub", 4),
     ("lab.checkpoint", 5),
     ("lab.run_files", 5),  # a run directory, read (the dashboard's view of training, without its code)
+    ("lab.inference", 5),  # a model run over a dataset's windows (lab.data never runs one): above both
     ("lab.training", 6),
     ("lab.inspect", 7),
     ("lab.web", 8),  # the browser edition's export: the models as explore reads them
@@ -55,7 +56,9 @@ def sources() -> dict[str, tuple[Path, ast.Module]]:
 
 
 def rank(module: str) -> int:
-    return max((r for prefix, r in RANKS if module == prefix or module.startswith(prefix + ".")), default=-1)
+    """The rank of the longest prefix in RANKS that names the module or a package holding it."""
+    found = [(len(prefix), r) for prefix, r in RANKS if module == prefix or module.startswith(prefix + ".")]
+    return max(found, default=(0, -1))[1]
 
 
 def resolve(module: str, node: ast.ImportFrom) -> str:
@@ -122,6 +125,8 @@ def test_the_cycle_finder_finds_a_cycle():
 
 def test_every_module_has_a_place_in_the_flow():
     assert [m for m in sources() if rank(m) < 0] == []
+    # the longest prefix ranks a module: lab.data.squad is lab.data's 3, not lab/__init__.py's rank
+    assert (rank("lab.data.squad"), rank("lab.inference"), rank("lab")) == (3, 5, 12)
     assert {"lab.inspect.explore", "lab.data.instances", "lab.training.train"} <= set(sources())
 
 
@@ -245,6 +250,38 @@ def test_benchmarks_and_scripts_run_as_modules_without_path_hacks():
             found += [
                 f"{where}:{i}: # noqa: E402" for i, line in enumerate(text.splitlines(), 1) if "noqa: E402" in line
             ]
+    assert found == [], "\n".join(found)
+
+
+def runs_a_model(tree: ast.Module):
+    """(line, what) wherever a module runs a model: a function taking a `model` (or `*_model`)
+    parameter, a call of such a name, a call of `.eval()` (a model into eval mode), or torch.no_grad."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+            for a in args:
+                if a.arg == "model" or a.arg.endswith("_model"):
+                    yield node.lineno, f"{node.name}() takes {a.arg}"
+        elif isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and (f.id == "model" or f.id.endswith("_model")):
+                yield node.lineno, f"calls {f.id}(...)"
+            elif isinstance(f, ast.Attribute) and f.attr == "eval" and not node.args:
+                yield node.lineno, f"calls {ast.unparse(f)}()"
+        if isinstance(node, ast.Attribute) and node.attr == "no_grad":
+            yield node.lineno, "uses torch.no_grad"
+
+
+def test_the_data_layer_never_runs_a_model():
+    """lab.data cuts windows, batches them and decodes logits; running a model over them (eval mode,
+    no gradients, batches through `model(**batch)`) is lab.inference's, a rank above. Docstrings that
+    show `model(**batch)` taking a Batch are fine: they are not code."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: {what}"
+        for module, (path, tree) in sources().items()
+        if module == "lab.data" or module.startswith("lab.data.")
+        for line, what in runs_a_model(tree)
+    ]
     assert found == [], "\n".join(found)
 
 

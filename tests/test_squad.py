@@ -1,4 +1,5 @@
-"""lab.data.squad: loading, doc-stride features, collate, span decoding, the official EM/F1."""
+"""lab.data.squad: loading, doc-stride features, collate, span decoding; lab.inference.predict_answers on
+them; lab.data.squad_metrics: the official EM/F1."""
 
 import json
 import zipfile
@@ -7,7 +8,8 @@ import pytest
 import torch
 
 import lab
-from lab.data import squad
+from lab import inference
+from lab.data import squad, squad_metrics
 from lab.data.squad import Example
 from tests.conftest import SHARED_DATA, tiny_config
 
@@ -141,8 +143,8 @@ def test_collate_and_model_loss(tok):
     model = lab.BertForQuestionAnswering(tiny_config(vocab_size=len(VOCAB)))
     out = model(**batch.to("cpu").as_dict())
     assert out.start_logits.shape == (3, 16) and torch.isfinite(out.loss)
-    inference = squad.collate_features(windows_features(tok, training=False), tok.pad_token_id)
-    assert "start_positions" not in inference and set(inference.keys()) == {
+    unlabelled = squad.collate_features(windows_features(tok, training=False), tok.pad_token_id)
+    assert "start_positions" not in unlabelled and set(unlabelled.keys()) == {
         "input_ids",
         "token_type_ids",
         "attention_mask",
@@ -154,7 +156,7 @@ def test_predict_end_to_end(tok):
     model = lab.BertForQuestionAnswering(tiny_config(vocab_size=len(VOCAB), max_position_embeddings=16))
     model.train()
     examples = [example(), example(qid="q2", context="paris , france . where is it ?", answer="france", start=8)]
-    preds = squad.predict(model, tok, examples, batch_size=2, max_seq_length=13, doc_stride=3)
+    preds = inference.predict_answers(model, tok, examples, batch_size=2, max_seq_length=13, doc_stride=3)
     assert set(preds) == {"q1", "q2"} and model.training  # the mode is restored
     for ex in examples:
         assert preds[ex.id] and preds[ex.id] in ex.context
@@ -250,25 +252,27 @@ def test_decode_null_answer_v2(tok):
 
 
 def test_normalize_answer():
-    assert squad.normalize_answer("The  Cat!") == squad.normalize_answer("cat") == "cat"
-    assert squad.normalize_answer("An apple, a day.") == "apple day"
-    assert squad.normalize_answer("Theatre") == "theatre"  # articles only as whole words
+    assert squad_metrics.normalize_answer("The  Cat!") == squad_metrics.normalize_answer("cat") == "cat"
+    assert squad_metrics.normalize_answer("An apple, a day.") == "apple day"
+    assert squad_metrics.normalize_answer("Theatre") == "theatre"  # articles only as whole words
 
 
 def test_exact_match_and_f1():
-    assert squad.exact_match("The  Cat!", ["cat"]) == 1.0
-    assert squad.exact_match("a cat", ["dog", "the cat"]) == 1.0  # max over ground truths
-    assert squad.exact_match("cat sat", "cat") == 0.0
+    assert squad_metrics.exact_match("The  Cat!", ["cat"]) == 1.0
+    assert squad_metrics.exact_match("a cat", ["dog", "the cat"]) == 1.0  # max over ground truths
+    assert squad_metrics.exact_match("cat sat", "cat") == 0.0
     # "the big cat" -> [big, cat]; "big cat sat" -> [big, cat, sat]: P = 2/2, R = 2/3
     p, r = 1.0, 2 / 3
-    assert squad.f1("the big cat", ["big cat sat"]) == pytest.approx(2 * p * r / (p + r)) == pytest.approx(0.8)
-    assert squad.f1("the big cat", ["dog", "big cat sat", "big cat"]) == 1.0
-    assert squad.f1("cat cat", ["cat"]) == pytest.approx(2 * 0.5 * 1 / 1.5)  # repeated tokens count once each
-    assert squad.f1("dog", ["cat"]) == 0.0
+    assert squad_metrics.f1("the big cat", ["big cat sat"]) == pytest.approx(2 * p * r / (p + r)) == pytest.approx(0.8)
+    assert squad_metrics.f1("the big cat", ["dog", "big cat sat", "big cat"]) == 1.0
+    assert squad_metrics.f1("cat cat", ["cat"]) == pytest.approx(2 * 0.5 * 1 / 1.5)  # repeated tokens count once each
+    assert squad_metrics.f1("dog", ["cat"]) == 0.0
     # Empty answers (SQuAD v2.0): "" is right only about "".
-    assert squad.exact_match("", [""]) == squad.f1("", [""]) == 1.0
-    assert squad.exact_match("", []) == 1.0  # no ground truth = "no answer"
-    assert squad.f1("", ["cat"]) == squad.f1("cat", [""]) == squad.exact_match("cat", [""]) == 0.0
+    assert squad_metrics.exact_match("", [""]) == squad_metrics.f1("", [""]) == 1.0
+    assert squad_metrics.exact_match("", []) == 1.0  # no ground truth = "no answer"
+    assert (
+        squad_metrics.f1("", ["cat"]) == squad_metrics.f1("cat", [""]) == squad_metrics.exact_match("cat", [""]) == 0.0
+    )
 
 
 def test_evaluate_percent_missing_and_impossible(caplog):
@@ -280,8 +284,8 @@ def test_evaluate_percent_missing_and_impossible(caplog):
         example(qid="e"),
     ]
     preds = {"a": "four", "b": "Five", "c": "", "d": "Four"}  # "e" is missing
-    with caplog.at_level("WARNING", logger="lab.data.squad"):
-        result = squad.evaluate(exs, preds)
+    with caplog.at_level("WARNING", logger="lab.data.squad_metrics"):
+        result = squad_metrics.evaluate(exs, preds)
     assert result["count"] == 5 and result["missing"] == 1
     assert result["exact_match"] == pytest.approx(100 * 2 / 5)
     assert result["f1"] == pytest.approx(100 * (1 + 2 / 3 + 1) / 5)  # b: P 1, R 1/2 -> F1 2/3
@@ -408,5 +412,5 @@ def test_real_dev_set_if_present():
     train, rest = squad.split_by_article(exs, 40)
     assert len({e.article_index for e in rest}) == 8 and len(train) + len(rest) == 10_570
     # The first ground truth, predicted verbatim, scores 100 on both metrics.
-    result = squad.evaluate(rest[:50], {e.id: e.answers[0]["text"] for e in rest[:50]})
+    result = squad_metrics.evaluate(rest[:50], {e.id: e.answers[0]["text"] for e in rest[:50]})
     assert result == {"exact_match": 100.0, "f1": 100.0, "count": 50, "missing": 0}

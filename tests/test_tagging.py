@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import lab
+from lab import inference
 from lab.data import tag_analysis, tag_decoding, tag_metrics, tagged_files, tagging
 from lab.data.tagged_files import Sentence
 from tests.conftest import ROOT
@@ -365,8 +366,8 @@ def test_predict_tags_reads_the_first_piece(tok):
     torch.manual_seed(0)
     model = ContextFree(len(VOCAB), 4).train()
     sentences = [["tampa", "bay", "axy"] * 4, ["cz"], ["morcillas", "."]]
-    small = tag_decoding.predict_tags(model, tok, sentences, max_seq_length=5, doc_stride=2, batch_size=2)
-    whole = tag_decoding.predict_tags(model, tok, sentences, max_seq_length=64)
+    small = inference.predict_tags(model, tok, sentences, max_seq_length=5, doc_stride=2, batch_size=2)
+    whole = inference.predict_tags(model, tok, sentences, max_seq_length=64)
     assert model.training  # its mode is put back
     assert [[w.tag for w in s] for s in small] == [[w.tag for w in s] for s in whole]
     for s, w in zip(small, whole):
@@ -374,7 +375,7 @@ def test_predict_tags_reads_the_first_piece(tok):
     first = tok.convert_tokens_to_ids("ta")  # "tampa" is read from its first piece, ta
     assert small[0][0].tag == f"T{model.emb.weight[first].argmax().item()}"
     with pytest.raises(ValueError, match="exceeds the model's 64 positions"):
-        tag_decoding.predict_tags(model, tok, sentences, max_seq_length=128)
+        inference.predict_tags(model, tok, sentences, max_seq_length=128)
 
 
 # ---------------------------------------------------------------------------------------------- metrics

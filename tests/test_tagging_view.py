@@ -77,16 +77,15 @@ def test_tag_gives_one_entry_per_word_with_its_pieces(tok):
 
 
 def test_tag_reads_a_long_text_whole_in_windows(tok):
-    from lab import explore
-    from lab.data import tag_decoding
+    from lab import explore, inference
 
     model = tiny_tagger(tok)
     text = " ".join(f"word{i} ." for i in range(150))  # 300 words, more than one 64-token window
     result = explore.tag(model, tok, text)
     assert len(result) == 300 and result[-1].word == "." and result[-2].word == "word149"
     assert result.num_windows > 1 and result.max_seq_length == 64  # at most the model's positions
-    # the same tags as lab.data.tag_decoding's predict_tags with the same windows: nothing dropped or moved
-    expected = tag_decoding.predict_tags(model, tok, [[w.word for w in result]], max_seq_length=64, doc_stride=32)[0]
+    # the same tags as lab.inference.predict_tags with the same windows: nothing dropped or moved
+    expected = inference.predict_tags(model, tok, [[w.word for w in result]], max_seq_length=64, doc_stride=32)[0]
     assert [w.tag for w in result] == [e.tag for e in expected]
     # the windows a model was fine-tuned with are used when given
     narrow = explore.tag(model, tok, text, max_seq_length=16, doc_stride=5)

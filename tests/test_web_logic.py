@@ -1,7 +1,7 @@
 """The browser edition's text logic (web/src/text.js, qa.js, tag.js) against the lab's Python.
 
 Each test builds inputs here, runs them through web/test/logic.mjs (one node process per batch)
-and compares with lab.tokenizer, lab.data.squad, lab.data.tagging, lab.data.tag_decoding and
+and compares with lab.tokenizer, lab.data.squad, lab.data.tagging, lab.data.tag_decoding, lab.inference and
 lab.inspect.explore: tokens, ids and offsets (code points on both sides) of tens of thousands of
 texts, every Unicode code point through the normalizer and the pre-tokenizer, BERT's longest-first
 truncation, the [MASK] checks, QA windows and spans and tag windows and decodings on random logits
@@ -27,8 +27,9 @@ import torch
 
 import lab
 from lab.data.squad import Example, collate_features, decode_spans, make_features
-from lab.data.tag_decoding import decode_tags, window_logits
+from lab.data.tag_decoding import decode_tags
 from lab.data.tagging import make_tag_features
+from lab.inference import tag_logits
 from lab.inspect import explore
 from lab.inspect.encoding import mask_positions
 from lab.tokenizer import Tokenizer, clean_text
@@ -503,7 +504,7 @@ def test_tag_matches_explore_tag_on_a_tiny_model(classroom):
         msl = case["task"]["max_seq_length"]
         stride = case["task"].get("doc_stride") or max(1, msl // 2)
         features = make_tag_features([python_words(case)], classroom, None, msl, stride)
-        case["logits"] = [x.tolist() for x in window_logits(model, features, classroom.pad_token_id)]
+        case["logits"] = [x.tolist() for x in tag_logits(model, features, classroom.pad_token_id)]
         case["labels"] = TAGS
     js = run_js("tag", cases, classroom, max_length=64)
     for case, got in zip(cases, js):

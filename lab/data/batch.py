@@ -13,7 +13,6 @@ Sampling is a pure function of the step number, so a killed run resumes on exact
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import math
@@ -57,18 +56,6 @@ class Batch(dict):
         """Real (non-pad) tokens; counted on the host before the batch moves to a device."""
         mask = self.get("attention_mask")
         return int(mask.sum()) if mask is not None else self["input_ids"].numel()
-
-
-@contextlib.contextmanager
-def eval_mode(model: torch.nn.Module):
-    """Run batches through `model` in eval mode (no dropout) inside the block; its train/eval
-    mode is restored afterwards, even on an error."""
-    was_training = model.training
-    model.eval()
-    try:
-        yield model
-    finally:
-        model.train(was_training)
 
 
 def padded_length(longest: int, pad_to_multiple_of: int | None = 8, max_length: int | None = None) -> int:

@@ -6,7 +6,8 @@
 
 GLUE's QNLI (Wang et al. 2018) is built from SQuAD this way; BERT reads a pair as [CLS] question
 [SEP] sentence [SEP] with segment ids 0 and 1 (the paper's Section 3, Figure 4a). Two baselines
-come with it: word overlap, and a SQuAD model's answer score (answer_scores), untrained on pairs.
+come with it: word overlap, and a SQuAD model's answer score (lab.inference.answer_scores, which
+runs the model), untrained on pairs.
 """
 
 from __future__ import annotations
@@ -17,11 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from lab.data.corpus import split_sentences
-from lab.data.squad import Example, decode_spans, make_features, window_logits, windows_by_example
-from lab.device import autocast_dtype
+from lab.data.squad import Example
 
 # Worked example. Context "Paris is in France. It has the Louvre. The Seine flows through it.",
 # question "What museum is in Paris?", answer "the Louvre" at characters 27-37:
@@ -165,50 +163,3 @@ def fit_threshold(scores: Sequence[float], pairs: Sequence[SentencePair]) -> tup
 def threshold_accuracy(scores: Sequence[float], pairs: Sequence[SentencePair], threshold: float) -> float:
     """Accuracy of "entailment when score >= threshold" on `pairs`."""
     return sum((s >= threshold) == (p.label == QNLI_LABELS[0]) for s, p in zip(scores, pairs, strict=True)) / len(pairs)
-
-
-@torch.no_grad()
-def answer_scores(
-    model,
-    tokenizer,
-    pairs: Sequence[SentencePair],
-    batch_size: int = 32,
-    max_seq_length: int = 384,
-    doc_stride: int = 128,
-    max_query_length: int = 64,
-    precision: str = "auto",
-    progress: bool = False,
-) -> list[float]:
-    """A SQuAD model as a QNLI classifier without any training on pairs: per pair, the score of
-    the best answer span it finds in the sentence minus its "no answer here" score ([CLS] as
-    start and end, the target of SQuAD training windows that miss the answer). Larger: surer
-    that the sentence answers the question; `fit_threshold` turns it into labels.
-
-    Each sentence is read as the context of a question: [CLS] question [SEP] sentence [SEP].
-    Windows are batched by length (less padding); precision "auto" uses bf16 where it is fast.
-    """
-    questions = [
-        Example(id=str(i), title="", context=p.sentence, question=p.question, answers=[]) for i, p in enumerate(pairs)
-    ]
-    features = make_features(questions, tokenizer, max_seq_length, doc_stride, max_query_length, training=False)
-    device = next(model.parameters()).device
-    starts, ends = window_logits(
-        model,
-        tokenizer,
-        features,
-        batch_size,
-        device=device,
-        by_length=True,
-        dtype=autocast_dtype(precision, device),
-        progress=progress,
-    )
-    windows = windows_by_example(features)
-    scores = []
-    for i, question in enumerate(questions):
-        ks = windows[i]
-        spans = decode_spans(
-            [features[k] for k in ks], [starts[k] for k in ks], [ends[k] for k in ks], question, null_threshold=0.0
-        )  # 0.0: the null candidate is in the list
-        null = next(c.score for c in spans if not c.text)
-        scores.append(max((c.score for c in spans if c.text), default=null - 100.0) - null)
-    return scores

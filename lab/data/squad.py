@@ -1,14 +1,15 @@
-"""SQuAD for BERT: load the JSON, cut contexts into doc-stride windows, decode spans, score EM/F1.
+"""SQuAD for BERT: load the JSON, cut contexts into doc-stride windows, decode spans.
 
     examples = load_squad("../shared/data/squad/dev-v1.1.json.zip")
     train, dev = split_by_article(examples, n_train_articles=40)         # the only SQuAD data here
     batch = collate_features(make_features(train, tokenizer)[:32], tokenizer.pad_token_id)
     loss = model(**batch).loss                                           # BertForQuestionAnswering
-    evaluate(dev, predict(model, tokenizer, dev))   # {"exact_match": %, "f1": %, "count", "missing"}
+    spans = decode_spans(features, start_logits, end_logits, example)    # the best answers, best first
 
-Features, windows and decoding follow Google's run_squad.py and the metric SQuAD's official
-evaluate script, so that numbers compare with the paper's; the worked example of doc-stride
-windows stands above doc_windows. QNLI pairs built from SQuAD live in lab/data/qnli.py.
+Features, windows and decoding follow Google's run_squad.py, so that numbers compare with the
+paper's; the worked example of doc-stride windows stands above doc_windows. Nothing here runs a
+model: lab.inference.predict_answers does (windows through the model, then decode_spans), and
+lab.data.squad_metrics scores the answers. QNLI pairs built from SQuAD live in lab/data/qnli.py.
 """
 
 from __future__ import annotations
@@ -16,20 +17,15 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
-import string
 import zipfile
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 
-from lab.data.batch import Batch, eval_mode, pad_rows
-from lab.device import autocast
+from lab.data.batch import Batch, pad_rows
 
 logger = logging.getLogger(__name__)
 
@@ -567,169 +563,9 @@ def decode_spans(
     return spans
 
 
-@torch.no_grad()
-def window_logits(
-    model,
-    tokenizer,
-    features: Sequence[Feature],
-    batch_size: int = 32,
-    max_seq_length: int | None = None,
-    device=None,
-    by_length: bool = False,
-    dtype: torch.dtype | None = None,
-    progress: bool = False,
-) -> tuple[list[list[float]], list[list[float]]]:
-    """Start and end logits of every window (feature), each cut to its window's length, in the
-    features' order: the model runs in eval mode without gradients in batches of `batch_size`
-    (by_length=True: windows of similar length together, less padding; dtype: autocast), and its
-    train/eval mode is restored afterwards."""
-    device = torch.device(device) if device is not None else next(model.parameters()).device
-    order = sorted(range(len(features)), key=lambda k: len(features[k])) if by_length else list(range(len(features)))
-    starts: list[list[float]] = [[] for _ in features]
-    ends: list[list[float]] = [[] for _ in features]
-    with eval_mode(model), autocast(device, dtype):
-        for i in tqdm(range(0, len(order), batch_size), desc="windows", unit="batch", disable=not progress):
-            rows = order[i : i + batch_size]
-            batch = collate_features([features[k] for k in rows], tokenizer.pad_token_id, max_length=max_seq_length)
-            out = model(**batch.to(device))
-            start_logits, end_logits = out.start_logits.float().cpu(), out.end_logits.float().cpu()  # (B, T)
-            for r, k in enumerate(rows):
-                n = len(features[k].input_ids)
-                starts[k], ends[k] = start_logits[r, :n].tolist(), end_logits[r, :n].tolist()
-    return starts, ends
-
-
 def windows_by_example(features: Sequence[Feature]) -> dict[int, list[int]]:
     """{example index: the indexes of its windows (features)}."""
     by_example: dict[int, list[int]] = {}
     for k, f in enumerate(features):
         by_example.setdefault(f.example_index, []).append(k)
     return by_example
-
-
-@torch.no_grad()
-def predict(
-    model,
-    tokenizer,
-    examples: Sequence[Example],
-    batch_size: int = 32,
-    max_seq_length: int = 384,
-    doc_stride: int = 128,
-    max_query_length: int = 64,
-    n_best: int = 20,
-    max_answer_length: int = 30,
-    null_threshold: float | None | str = "auto",
-    device: torch.device | str | None = None,
-) -> dict[str, str]:
-    """Answer every example with a BertForQuestionAnswering: {question id: answer text}.
-
-    Features are built with training=False, run in eval mode without gradients in batches of
-    `batch_size` windows, and decoded with `decode_spans`. null_threshold "auto" means 0.0 when
-    the examples are SQuAD v2.0 (some question is marked impossible) and None (never answer
-    "") otherwise. The model's train/eval mode is restored afterwards.
-    """
-    if null_threshold == "auto":
-        null_threshold = 0.0 if any(ex.is_impossible for ex in examples) else None
-    features = make_features(examples, tokenizer, max_seq_length, doc_stride, max_query_length, training=False)
-    start_rows, end_rows = window_logits(model, tokenizer, features, batch_size, max_seq_length, device=device)
-    by_example = windows_by_example(features)
-    predictions = {}
-    for ex_index, ex in enumerate(examples):
-        ks = by_example.get(ex_index, [])
-        spans = decode_spans(
-            [features[k] for k in ks],
-            [start_rows[k] for k in ks],
-            [end_rows[k] for k in ks],
-            ex,
-            n_best=n_best,
-            max_answer_length=max_answer_length,
-            null_threshold=null_threshold,
-        )
-        predictions[ex.id] = spans[0].text if spans else ""  # no window at all (empty context): ""
-    return predictions
-
-
-# ----------------------------------------------------------------------------------------------
-# 5. The official metric (the behaviour of SQuAD's evaluate-v1.1.py, empty answers as in v2.0)
-# ----------------------------------------------------------------------------------------------
-
-_PUNCTUATION = set(string.punctuation)  # ASCII punctuation only, as the official script
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-
-
-def normalize_answer(text: str) -> str:
-    """Lower-case, drop punctuation, drop the articles a/an/the, collapse whitespace.
-
-    normalize_answer("The  Cat!") -> "cat";   normalize_answer("an apple, a day") -> "apple day"
-    """
-    text = text.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCTUATION)  # "the cat!" -> "the cat"
-    text = _ARTICLES.sub(" ", text)  # whole words only: "theatre" keeps its "the"
-    return " ".join(text.split())
-
-
-def _ground_truths(ground_truths: str | Iterable[str]) -> list[str]:
-    # one string, or several; no ground truth at all means "no answer" (SQuAD v2.0)
-    truths = [ground_truths] if isinstance(ground_truths, str) else list(ground_truths)
-    return truths or [""]
-
-
-def exact_match(prediction: str, ground_truths: str | Iterable[str]) -> float:
-    """1.0 if the normalized prediction equals any normalized ground truth, else 0.0."""
-    pred = normalize_answer(prediction)
-    return max(float(pred == normalize_answer(t)) for t in _ground_truths(ground_truths))
-
-
-def _f1_one(prediction: str, truth: str) -> float:
-    """Bag-of-tokens F1 between two answers, after normalization.
-
-    "the big cat" vs "big cat sat": tokens [big, cat] vs [big, cat, sat], 2 in common,
-    precision 2/2, recall 2/3, F1 = 2PR / (P + R) = 0.8.
-    """
-    pred, gold = normalize_answer(prediction).split(), normalize_answer(truth).split()
-    if not pred or not gold:
-        # "" is only right about "" (v2.0's rule; the v1.1 script gave 0 even for "" vs "")
-        return float(pred == gold)
-    common = sum((Counter(pred) & Counter(gold)).values())  # tokens shared, with multiplicity
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(pred), common / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def f1(prediction: str, ground_truths: str | Iterable[str]) -> float:
-    """Token-level F1 against the best-matching ground truth, in [0, 1]."""
-    return max(_f1_one(prediction, t) for t in _ground_truths(ground_truths))
-
-
-def evaluate(examples: Sequence[Example], predictions: Mapping[str, str]) -> dict[str, float | int]:
-    """Official-style EM and F1 in percent over `examples`: {"exact_match", "f1", "count", "missing"}.
-
-    Ground truths are the answers' texts; an impossible (v2.0) question's only ground truth is
-    "", so only an empty prediction scores on it. A question with no prediction scores 0 and
-    is counted in "missing" (and logged).
-    """
-    em_total = f1_total = 0.0
-    missing: list[str] = []
-    # Like the official script: iterate over the questions, not the predictions (extras are ignored).
-    for ex in examples:
-        if ex.id not in predictions:
-            missing.append(ex.id)
-            continue
-        truths = [] if ex.is_impossible else [a["text"] for a in ex.answers]  # [] means "" (no answer)
-        em_total += exact_match(predictions[ex.id], truths)
-        f1_total += f1(predictions[ex.id], truths)
-    if missing:
-        logger.warning(
-            "evaluate: %d of %d questions have no prediction and score 0 (first: %s)",
-            len(missing),
-            len(examples),
-            ", ".join(missing[:MAX_REPORTED_IDS]),
-        )
-    n = len(examples)
-    return {
-        "exact_match": 100.0 * em_total / n if n else 0.0,
-        "f1": 100.0 * f1_total / n if n else 0.0,
-        "count": n,
-        "missing": len(missing),
-    }

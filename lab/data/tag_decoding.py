@@ -1,12 +1,13 @@
 """Per-window logits -> one tag per word: argmax (the paper's reading) or IOB2 Viterbi.
 
-    predicted = predict_tags(model, tokenizer, [s.words for s in test.sentences])  # per word: WordTag
+    predicted = decode_tags(features, logits, model.config.id2label)  # per sentence, per word: WordTag
     pred_tags = [[w.tag for w in sentence] for sentence in predicted]
 
 Each word is read once, from its first piece in the window where that piece has the most context
 (lab.data.tagging's worked examples). "viterbi" keeps each word's probabilities but picks the best
 tag sequence IOB2 allows (no I-X after O or B-Y): a CRF's decoding with fixed transitions, nothing
-trained. Any token classifier whose `model(**batch).logits` is (B, T, K) will do.
+trained. The logits are a token classifier's, (B, T, K) per batch: lab.inference runs the model
+(tag_logits, predict_tags); nothing here does.
 """
 
 from __future__ import annotations
@@ -17,9 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from lab.data.batch import eval_mode
-from lab.data.tagging import TagFeature, collate_tag_features, make_tag_features
-from lab.device import autocast
+from lab.data.tagging import TagFeature
 
 
 class WordTag(NamedTuple):
@@ -154,51 +153,3 @@ def _viterbi_words(out: list[list], readers: list[tuple[int, int]], probs: torch
             other = max((j for j in range(len(names)) if j != k), key=lambda j: p[r, j], default=None)
             runner = (names[other], float(p[r, other])) if other is not None else ("", 0.0)
             out[i][w] = WordTag(names[k], float(p[r, k]), *runner)
-
-
-@torch.no_grad()
-def window_logits(
-    model,
-    features: Sequence[TagFeature],
-    pad_id: int,
-    batch_size: int = 32,
-    device: torch.device | str | None = None,
-    dtype: torch.dtype | None = None,
-) -> list[torch.Tensor]:
-    """Logits [len(window), K] of every window, in the features' order, from any module whose
-    `model(**batch).logits` is (B, T, K): eval mode, no gradients, windows of similar length batched
-    together (less padding), autocast to `dtype` when given; the train/eval mode is restored."""
-    device = torch.device(device) if device is not None else next(model.parameters()).device
-    order = sorted(range(len(features)), key=lambda k: len(features[k]))
-    out: list[torch.Tensor | None] = [None] * len(features)
-    with eval_mode(model), autocast(device, dtype):
-        for i in range(0, len(order), batch_size):
-            rows = order[i : i + batch_size]
-            batch = collate_tag_features([features[k] for k in rows], pad_id)
-            batch.pop("labels", None)
-            logits = model(**batch.to(device)).logits.float().cpu()  # (B, T, K)
-            for r, k in enumerate(rows):
-                out[k] = logits[r, : len(features[k])]
-    return out  # type: ignore[return-value]
-
-
-def predict_tags(
-    model,
-    tokenizer,
-    sentences: Sequence[Sequence[str]],
-    max_seq_length: int = 128,
-    doc_stride: int = 64,
-    batch_size: int = 32,
-    device: torch.device | str | None = None,
-    dtype: torch.dtype | None = None,
-    decoding: str = "argmax",
-) -> list[list[WordTag]]:
-    """Tag every word of every sentence (lists of words) with a token classifier: its labels come
-    from model.config.id2label; windows as make_tag_features; one WordTag per word, decoded as
-    decode_tags (argmax, or IOB2 Viterbi)."""
-    limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
-    if limit is not None and max_seq_length > limit:
-        raise ValueError(f"predict_tags: max_seq_length={max_seq_length} exceeds the model's {limit} positions")
-    features = make_tag_features([list(s) for s in sentences], tokenizer, None, max_seq_length, doc_stride)
-    rows = window_logits(model, features, tokenizer.pad_token_id, batch_size, device, dtype)
-    return decode_tags(features, rows, model.config.id2label, decoding)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from lab import inference
 from lab.data import squad
 
 from . import core
@@ -355,7 +356,7 @@ def show_answers(best_span, count: int = 5, max_answer_length: int = 30, model: 
         if len(features) != 1:  # the paragraph needs several windows: keep the demonstration to one
             continue
         f = features[0]
-        starts, ends = squad.window_logits(qa_model, tokenizer, features)
+        starts, ends = inference.span_logits(qa_model, tokenizer, features)
         start, end = torch.tensor(starts[0]), torch.tensor(ends[0])  # (T,)
         mask = torch.tensor([o is not None for o in f.offsets])  # (T,) the context's tokens
         out, problem = demo_call(best_span, start, end, mask, max_answer_length, what="your best_span")

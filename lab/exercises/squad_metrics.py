@@ -1,7 +1,7 @@
 """Exercise `squad_metrics` (notebook 4): SQuAD v1.1's exact match and F1 for one question
 (the paper's Table 2; Rajpurkar et al. 2016).
 
-The checker compares with lab.data.squad's official EM/F1 on hand-made cases and on predictions made
+The checker compares with lab.data.squad_metrics' official EM/F1 on hand-made cases and on predictions made
 from real SQuAD answers; a difference is traced to the mistake (_variant_scores) that reproduces the
 student's scores. `show_scores` is the notebook's demonstration on a real reader (squad_reader.py).
 """
@@ -14,7 +14,8 @@ import math
 import re
 import string
 
-from lab.data import squad
+from lab import inference
+from lab.data import squad, squad_metrics
 from lab.data.datasets import find_data
 from lab.files import REPOSITORY
 
@@ -147,7 +148,7 @@ _METRIC_MISTAKES = {
     "first gold only": "you score against the first gold answer only; SQuAD takes the best (max) over all of them",
     "v1.1 empty rule": "an answer that normalises to nothing ('the', '!') scores F1 0 against a gold answer that "
     "also normalises to nothing; two empty answers agree: F1 = 1.0 when both are empty (SQuAD 2.0's rule, as "
-    "lab.data.squad)",
+    "lab.data.squad_metrics)",
 }
 
 
@@ -205,8 +206,8 @@ def _student_scores(student, cases) -> list[tuple[float, float]]:
             out = call(student, prediction, list(golds), what=what)
         except Fail as f:
             if "ZeroDivisionError" in f.message:
-                empty = not squad.normalize_answer(prediction).split() or not any(
-                    squad.normalize_answer(g).split() for g in golds
+                empty = not squad_metrics.normalize_answer(prediction).split() or not any(
+                    squad_metrics.normalize_answer(g).split() for g in golds
                 )
                 if empty:
                     raise Fail(
@@ -254,8 +255,8 @@ def _diagnose_metrics(cases, results, wrong) -> None:
     raise Fail(
         f"{len(wrong)} of {len(cases)} scores differ from the official ones. First: {prediction!r} against "
         f"{golds!r} gives you em={got[0]:.3g}, f1={got[1]:.3g}; official em={want[0]:.3g}, f1={want[1]:.3g} "
-        f"(normalised: {squad.normalize_answer(prediction)!r} vs "
-        f"{[squad.normalize_answer(g) for g in golds]!r}): {cause}.",
+        f"(normalised: {squad_metrics.normalize_answer(prediction)!r} vs "
+        f"{[squad_metrics.normalize_answer(g) for g in golds]!r}): {cause}.",
         prediction=prediction,
         gold_answers=golds,
         yours=got,
@@ -265,8 +266,8 @@ def _diagnose_metrics(cases, results, wrong) -> None:
 
 
 def check_squad_metrics(student, limit: int = 400):
-    """Checks squad_em_f1(prediction, gold_answers) -> (em, f1) against lab.data.squad's official EM/F1
-    (lab.data.squad.exact_match, lab.data.squad.f1) on 16 hand-made cases (articles, punctuation, whitespace,
+    """Checks squad_em_f1(prediction, gold_answers) -> (em, f1) against lab.data.squad_metrics' official
+    EM/F1 (squad_metrics.exact_match, squad_metrics.f1) on 16 hand-made cases (articles, punctuation, whitespace,
     repeated words, several golds, empty answers) and on 4 predictions for each of `limit` questions
     of SQuAD v1.1 dev (../shared/data; notebooks/data/qa.json without it): an annotator's answer, the
     answer with context words around it, its first half, the upper-cased answer against the other
@@ -280,13 +281,13 @@ def check_squad_metrics(student, limit: int = 400):
     results = _student_scores(student, cases)
     wrong = []
     for (prediction, golds), (em, f1) in zip(cases, results):
-        want = (squad.exact_match(prediction, golds), squad.f1(prediction, golds))
+        want = (squad_metrics.exact_match(prediction, golds), squad_metrics.f1(prediction, golds))
         if not (math.isclose(em, want[0], abs_tol=1e-6) and math.isclose(f1, want[1], abs_tol=1e-6)):
             wrong.append((prediction, golds, (em, f1), want))
     if not wrong:
         return (
-            f"Your squad_em_f1 gives the official EM and F1 (lab.data.squad's) on {len(_METRIC_EDGE_CASES)} hand-made "
-            f"cases and {len(real)} predictions for {questions_of(source)}.",
+            f"Your squad_em_f1 gives the official EM and F1 (lab.data.squad_metrics') on {len(_METRIC_EDGE_CASES)} "
+            f"hand-made cases and {len(real)} predictions for {questions_of(source)}.",
             {"cases": len(cases), "data": source},
         )
     _diagnose_metrics(cases, results, wrong)
@@ -294,14 +295,14 @@ def check_squad_metrics(student, limit: int = 400):
 
 def show_scores(squad_em_f1, count: int = 40, model: str = "minilm-squad") -> str:
     """Your squad_em_f1 scoring a real model: the bundled model answers `count` SQuAD questions it never
-    trained on (lab.data.squad.predict); your mean EM and F1 beside lab.data.squad.evaluate's, and a few answers
-    that are not exactly right but share words with a gold answer (F1's partial credit)."""
+    trained on (lab.inference.predict_answers); your mean EM and F1 beside lab.data.squad_metrics.evaluate's,
+    and a few answers that are not exactly right but share words with a gold answer (F1's partial credit)."""
     _, problem = demo_call(squad_em_f1, "a cat", ["the cat"], what="your squad_em_f1")  # before loading anything
     if problem:
         return problem
     qa_model, tokenizer, questions, source = reader(model)
     questions = questions[:count]
-    predictions = squad.predict(qa_model, tokenizer, questions, max_seq_length=256, doc_stride=128)
+    predictions = inference.predict_answers(qa_model, tokenizer, questions, max_seq_length=256, doc_stride=128)
     scores = []
     for ex in questions:
         out, problem = demo_call(
@@ -313,13 +314,13 @@ def show_scores(squad_em_f1, count: int = 40, model: str = "minilm-squad") -> st
             scores.append(tuple(float(v) for v in out))
         except (TypeError, ValueError):
             return f"Your squad_em_f1 returned {core.short(out, 80)}; return (em, f1), two floats."
-    official = squad.evaluate(questions, predictions)
+    official = squad_metrics.evaluate(questions, predictions)
     em = 100 * sum(s[0] for s in scores) / len(scores)
     f1 = 100 * sum(s[1] for s in scores) / len(scores)
     lines = [
         f"{model} answering {len(questions)} of {questions_of(source, held_out=True)}:",
         f"  your scores:      EM {em:.1f}  F1 {f1:.1f}",
-        f"  lab.data.squad's:      EM {official['exact_match']:.1f}  F1 {official['f1']:.1f}",
+        f"  lab.data.squad_metrics':      EM {official['exact_match']:.1f}  F1 {official['f1']:.1f}",
         "Partial credit (not an exact match, some words shared):",
     ]
     partial = [(ex, s) for ex, s in zip(questions, scores) if s[0] == 0 and s[1] > 0][:3]

@@ -47,9 +47,9 @@ import torch
 from lab.checkpoint import load, qa_lengths, tag_settings
 from lab.data.instances import SpecialIds, mask_tokens
 from lab.data.squad import Example, collate_features, decode_spans, doc_windows, make_features
-from lab.data.tag_decoding import predict_tags
 from lab.data.tagging import word_pieces
 from lab.files import has_tokenizer_files
+from lab.inference import predict_tags
 from lab.inspect.attribution import attributions
 from lab.inspect.encoding import (
     MAX_MASKS,

@@ -83,7 +83,7 @@ def cache_word_features(
     sentences: Sentence / (words, tags) pairs, or plain lists of words.
     Windows as lab.data.tagging.make_tag_features (max_seq_length, doc_stride): a word whose first
     piece lies in several windows is read from the one where it has the most context, exactly
-    as lab.data.tag_decoding.predict_tags reads a fine-tuned tagger. dtype: autocast while encoding (None:
+    as lab.inference.predict_tags reads a fine-tuned tagger. dtype: autocast while encoding (None:
     fp32); store_dtype: the cache's dtype (fp16: 7 x 384 x 2 bytes = 5.4 KB a MiniLM word).
     """
     start = time.perf_counter()

@@ -24,14 +24,16 @@ from lab.checkpoint import load, qa_lengths, task_settings
 from lab.config import BertConfig, setting
 from lab.data.batch import Batch, pad_rows, step_indices
 from lab.data.datasets import resolve_corpus
-from lab.data.squad import collate_features, evaluate, load_squad, make_features, predict, split_by_article
-from lab.data.tag_decoding import DECODINGS, decode_tags, window_logits
+from lab.data.squad import collate_features, load_squad, make_features, split_by_article
+from lab.data.squad_metrics import evaluate
+from lab.data.tag_decoding import DECODINGS, decode_tags
 from lab.data.tag_metrics import bootstrap_interval, entity_scores, token_accuracy
 from lab.data.tagged_files import TaggedData, label_list, read_tagged
 from lab.data.tagging import collate_tag_features, make_tag_features
 from lab.device import Dist, init_distributed, pick_device
 from lab.files import TASK_CONFIG_NAME
 from lab.hub import resolve_model
+from lab.inference import predict_answers, tag_logits
 from lab.model import BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification
 from lab.modernbert import load_config
 from lab.tokenizer import Tokenizer
@@ -299,7 +301,7 @@ class QAObjective:
         return out.loss, {"loss": out.loss.detach()}
 
     def evaluate(self, model) -> dict[str, float]:
-        preds = predict(model, self.tokenizer, self.dev, **self.feature_args)
+        preds = predict_answers(model, self.tokenizer, self.dev, **self.feature_args)
         result = evaluate(self.dev, preds)
         return {"exact_match": result["exact_match"] / 100, "f1": result["f1"] / 100}
 
@@ -361,7 +363,7 @@ def evaluate_tagging(
     if max_seq_length > limit:
         raise ValueError(f"max_seq_length={max_seq_length} exceeds the model's {limit} positions")
     features = make_tag_features(words, tokenizer, None, max_seq_length, doc_stride)
-    logits = window_logits(model, features, tokenizer.pad_token_id)  # eval mode inside, then restored
+    logits = tag_logits(model, features, tokenizer.pad_token_id)  # eval mode inside, then restored
     predicted = decode_tags(features, logits, model.config.id2label, decoding)
     gold, pred = [s.tags for s in data.sentences], [[w.tag for w in sentence] for sentence in predicted]
     if data.scheme == "iob2":
@@ -588,7 +590,7 @@ def evaluate_saved(
         lengths = qa_lengths(model_dir)
         if max_seq_length:
             lengths["max_seq_length"] = max_seq_length
-        result = evaluate(dev, predict(model, tokenizer, dev, **lengths))
+        result = evaluate(dev, predict_answers(model, tokenizer, dev, **lengths))
         return {"exact_match": result["exact_match"] / 100, "f1": result["f1"] / 100, "questions": len(dev)}
     if isinstance(model, BertForTokenClassification):
         data = data or task.get("eval")

@@ -646,8 +646,8 @@ def size_report(manifest: dict, sizes: SiteSizes) -> list[str]:
 class OnnxModel(nn.Module):
     """An exported graph run by onnxruntime, called as a lab model is: model(input_ids,
     token_type_ids, attention_mask) -> ModelOutput (attentions as L x (B, A, T, T)). The lab's own
-    evaluation code (squad.predict, evaluate_classification, predict_tags) then measures the graph
-    exactly as it measures the PyTorch model."""
+    evaluation code (inference.predict_answers, evaluate_classification, inference.predict_tags)
+    then measures the graph exactly as it measures the PyTorch model."""
 
     def __init__(self, path, config, threads: int | None = None):
         super().__init__()
