@@ -218,9 +218,14 @@ def test_the_manifest_lists_views_files_and_settings(site):
         "max_seq_length": 48,
         "doc_stride": 16,
         "max_query_length": 12,
-        "n_best": 20,
-        "max_answer_length": 30,
+        "n_best": explore.N_BEST,  # explore.answer's, the one copy
+        "max_answer_length": explore.MAX_ANSWER_LENGTH,
     }
+    assert entry(manifest, "tiny-mlm")["task"] == {"max_masks": explore.MAX_MASKS}
+    for name in ("tiny-qa", "tiny-ner"):  # explore's settings for the model, as it was loaded
+        model = loaded[name][0]
+        settings = explore.answer_settings(model) if name == "tiny-qa" else explore.tag_window_settings(model)
+        assert entry(manifest, name)["task"].items() >= settings.items()
 
 
 def test_the_graphs_inputs_outputs_and_precision(site):

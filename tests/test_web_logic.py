@@ -31,7 +31,7 @@ from lab.data.tag_decoding import decode_tags
 from lab.data.tagging import make_tag_features
 from lab.inference import tag_logits
 from lab.inspect import explore
-from lab.inspect.encoding import mask_positions
+from lab.inspect.encoding import MAX_MASKS, mask_positions
 from lab.tokenizer import Tokenizer, clean_text
 from tests.conftest import ROOT, SHARED_DATA, tiny_config
 
@@ -56,11 +56,13 @@ def node():
     _need_node()
 
 
-def run_js(op: str, cases, tok=None, max_length: int = 512, timeout: int = 120):
-    """web/test/logic.mjs on a batch of cases (tok's tokenizer, a model of max_length positions): its JSON answer."""
+def run_js(op: str, cases, tok=None, max_length: int = 512, timeout: int = 120, **entry):
+    """web/test/logic.mjs on a batch of cases (tok's tokenizer, a model of max_length positions, and
+    `entry`'s fields in its manifest entry: name, task): its JSON answer."""
     request = {"op": op, "cases": cases}
     if tok is not None:
-        request.update(tokenizer=str(tok.json_path), entry={**tok.entry, "config": {"max_length": max_length}})
+        entry = {**tok.entry, "config": {"max_length": max_length}, **entry}
+        request.update(tokenizer=str(tok.json_path), entry=entry)
     out = subprocess.run(
         ["node", str(HARNESS)], input=json.dumps(request), capture_output=True, text=True, timeout=timeout, cwd=ROOT
     )
@@ -285,7 +287,7 @@ def test_mask_positions_and_their_messages_match_python(classroom):
         ["[MASK] early", long, 8],
         ["nothing cut", "[MASK] in b", 12],
     ]
-    js = run_js("masks", cases, classroom)
+    js = run_js("masks", cases, classroom, task={"max_masks": MAX_MASKS})
     for (text, pair, max_length), got in zip(cases, js):
         enc = classroom.encode(text, pair, max_length=max_length or 512)
         try:
@@ -314,7 +316,8 @@ def qa_cases(tok, seed: int):
     for q, c in zip(questions, contexts):
         task = {"max_seq_length": rng.choice([32, 48, 64, 128]), "doc_stride": rng.choice([8, 16, 32])}
         task.update(max_query_length=rng.choice([4, 8, 16, 64]), max_answer_length=rng.choice([3, 10, 30]))
-        cases.append({"question": q, "context": c, "task": task, "n_best": rng.choice([5, 20])})
+        task["n_best"] = rng.choice([5, 20])
+        cases.append({"question": q, "context": c, "task": task, "n_best": task["n_best"]})
     return cases
 
 
@@ -394,7 +397,7 @@ def test_answer_matches_explore_answer_on_a_tiny_model(classroom):
 def test_answer_errors_match_explore(classroom):
     torch.manual_seed(0)
     model = lab.BertForQuestionAnswering(tiny_config(vocab_size=classroom.vocab_size)).eval()
-    task = {"max_seq_length": 16, "doc_stride": 8, "max_query_length": 64, "max_answer_length": 30}
+    task = explore.answer_settings(model, 16, 8, 64)
     cases = [
         {"question": "", "context": "a b", "task": task},
         {"question": "q", "context": "  \x00 ", "task": task},
@@ -449,10 +452,11 @@ def tag_cases(tok, seed: int):
     words = [w for w in tok.vocab if w.isalpha()][:3000] + ["Émile", "🥰", "U.S.", "don't", "\u200b", "x" * 120]
     sentences = [[rng.choice(words) for _ in range(rng.randint(1, 60))] for _ in range(60)]
     texts = ["Mr. Darcy's house in the U.S. is big; Émile 🥰 lives in 中文 Paris. " * 5, "Hello , world !"]
-    cases = [{"input": s, "task": {}} for s in sentences] + [{"input": t, "task": {}} for t in texts]
+    cases = [{"input": s} for s in sentences] + [{"input": t} for t in texts]
     for case in cases:
-        case["task"] = {"max_seq_length": rng.choice([3, 8, 16, 32]), "doc_stride": rng.choice([0, 1, 3, 8])}
+        msl, stride = rng.choice([3, 8, 16, 32]), rng.choice([0, 1, 3, 8])  # 0: explore's half a window
         case["decoding"] = rng.choice(["argmax", "viterbi"])
+        case["task"] = {"max_seq_length": msl, "doc_stride": stride or max(1, msl // 2), "decoding": case["decoding"]}
     return cases
 
 
@@ -466,16 +470,14 @@ def test_tag_windows_and_decoding_match_python(classroom):
     cases = tag_cases(classroom, seed=7)
     rng = np.random.default_rng(8)
     for case in cases:
-        msl = case["task"]["max_seq_length"]
-        stride = case["task"]["doc_stride"] or max(1, msl // 2)
+        msl, stride = case["task"]["max_seq_length"], case["task"]["doc_stride"]
         features = make_tag_features([python_words(case)], classroom, None, msl, stride)
         case["logits"] = [(3 * rng.normal(size=(msl, len(TAGS)))).astype(np.float32).tolist() for _ in features]
         case["labels"] = TAGS
     js = run_js("tag", cases, classroom)
     assert sum(len(g["features"]) > 3 for g in js) >= 10  # long sentences: several windows
     for case, got in zip(cases, js):
-        msl = case["task"]["max_seq_length"]
-        stride = case["task"]["doc_stride"] or max(1, msl // 2)
+        msl, stride = case["task"]["max_seq_length"], case["task"]["doc_stride"]
         features = make_tag_features([python_words(case)], classroom, None, msl, stride)
         assert [g["ids"] for g in got["features"]] == [f.input_ids for f in features]
         assert [g["wordIndex"] for g in got["features"]] == [f.word_index for f in features]
@@ -495,14 +497,15 @@ def test_tag_matches_explore_tag_on_a_tiny_model(classroom):
     model = lab.BertForTokenClassification(tiny_config(vocab_size=classroom.vocab_size, id2label=dict(enumerate(TAGS))))
     model.eval()
     text = "Mr. Darcy's house in the U.S. is big; Émile 🥰 lives in Paris with Ms. Bennet. " * 3
-    cases = [
-        {"input": text, "task": {"max_seq_length": 16, "doc_stride": 5}, "decoding": "viterbi"},
-        {"input": text, "task": {"max_seq_length": 24}, "decoding": "argmax"},
-        {"input": ["Émile", " lives ", "in", "paris", "\u200b"], "task": {"max_seq_length": 8}, "decoding": "viterbi"},
+    words = ["Émile", " lives ", "in", "paris", "\u200b"]
+    cases = [  # the manifest's task: explore.tag_window_settings (a stride of half the window when none is named)
+        {"input": text, "task": explore.tag_window_settings(model, 16, 5, "viterbi")},
+        {"input": text, "task": explore.tag_window_settings(model, 24, None, "argmax")},
+        {"input": words, "task": explore.tag_window_settings(model, 8, None, "viterbi")},
     ]
     for case in cases:
-        msl = case["task"]["max_seq_length"]
-        stride = case["task"].get("doc_stride") or max(1, msl // 2)
+        case["decoding"] = case["task"]["decoding"]
+        msl, stride = case["task"]["max_seq_length"], case["task"]["doc_stride"]
         features = make_tag_features([python_words(case)], classroom, None, msl, stride)
         case["logits"] = [x.tolist() for x in tag_logits(model, features, classroom.pad_token_id)]
         case["labels"] = TAGS
@@ -525,12 +528,13 @@ def test_tag_matches_explore_tag_on_a_tiny_model(classroom):
 def test_tag_errors_match_explore(classroom):
     torch.manual_seed(1)
     model = lab.BertForTokenClassification(tiny_config(vocab_size=classroom.vocab_size, id2label=dict(enumerate(TAGS))))
+    task = explore.tag_window_settings(model)  # the manifest's task of a tagger without task settings
     cases = [
-        {"input": "", "task": {}},
-        {"input": "   ", "task": {}},
-        {"input": [], "task": {}},
-        {"input": ["a", "  ", "b"], "task": {}},
-        {"input": "a b", "task": {"max_seq_length": 2}},
+        {"input": "", "task": task},
+        {"input": "   ", "task": task},
+        {"input": [], "task": task},
+        {"input": ["a", "  ", "b"], "task": task},
+        {"input": "a b", "task": explore.tag_window_settings(model, 2)},
     ]
     js = run_js("tag", cases, classroom, max_length=64)
     for case, got in zip(cases, js):

@@ -111,7 +111,12 @@ __all__ = [  # the views, their results, and which views a model can serve
     "TASKS",
     "MAX_MASKS",
     "TAG_MAX_SEQ_LENGTH",
+    "TAG_DECODING",
     "QA_WINDOWS",
+    "N_BEST",
+    "MAX_ANSWER_LENGTH",
+    "answer_settings",
+    "tag_window_settings",
     "AblationResult",
     "AnswerResult",
     "AttentionResult",
@@ -489,6 +494,41 @@ def classify(model, tokenizer, text: str, text_pair: str | None = None) -> dict[
     return dict(sorted(((names[i], p) for i, p in enumerate(probs)), key=lambda kv: -kv[1]))
 
 
+# ----------------------------------------------------------------------------------------
+# The settings answer and tag read text with when their caller names none: the one copy, which
+# lab.web.export writes into the browser edition's manifest (the page keeps no defaults of its own)
+# ----------------------------------------------------------------------------------------
+TAG_MAX_SEQ_LENGTH = 128  # finetune-tag's default window (TaggingConfig.max_seq_length)
+TAG_DECODING = "argmax"  # each word's most probable tag
+QA_WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}  # BERT's SQuAD settings
+N_BEST, MAX_ANSWER_LENGTH = 20, 30  # answer's candidates per window and longest span (tokens): run_squad.py's
+
+
+def answer_settings(model, max_seq_length=None, doc_stride=None, max_query_length=None) -> dict:
+    """answer's windows for this model: those named, else those it was fine-tuned with
+    (model.task_settings), else QA_WINDOWS; max_seq_length at most the model's positions. With
+    n_best (N_BEST) and max_answer_length (MAX_ANSWER_LENGTH): the manifest's task of a QA model."""
+    trained = {**QA_WINDOWS, **qa_lengths(getattr(model, "task_settings", {}) or {})}
+    told = {"max_seq_length": max_seq_length, "doc_stride": doc_stride, "max_query_length": max_query_length}
+    windows = {k: told[k] or trained[k] for k in QA_WINDOWS}
+    windows["max_seq_length"] = min(windows["max_seq_length"], model.config.max_position_embeddings)
+    return {**windows, "n_best": N_BEST, "max_answer_length": MAX_ANSWER_LENGTH}
+
+
+def tag_window_settings(model, max_seq_length=None, doc_stride=None, decoding=None) -> dict:
+    """tag's windows and decoding for this model: those named, else those it was fine-tuned and
+    evaluated with (model.task_settings), else TAG_MAX_SEQ_LENGTH tokens (at most the model's
+    positions), a stride of half the window, and TAG_DECODING: the manifest's task of a tagger."""
+    trained = tag_settings(getattr(model, "task_settings", {}) or {})
+    length = max_seq_length or trained.get("max_seq_length") or TAG_MAX_SEQ_LENGTH
+    length = min(length, model.config.max_position_embeddings)
+    return {
+        "max_seq_length": length,
+        "doc_stride": doc_stride or trained.get("doc_stride") or max(1, length // 2),
+        "decoding": decoding or trained.get("decoding", TAG_DECODING),
+    }
+
+
 def answer(
     model,
     tokenizer,
@@ -498,7 +538,7 @@ def answer(
     max_seq_length: int | None = None,
     doc_stride: int | None = None,
     max_query_length: int | None = None,
-    max_answer_length: int = 30,
+    max_answer_length: int = MAX_ANSWER_LENGTH,
 ) -> AnswerResult:
     """The top_k answer spans of `context` for `question`, as SQuAD evaluation finds them.
 
@@ -507,19 +547,18 @@ def answer(
     200; each span is scored in the window where its start token has the most context.
     The per-token probabilities returned are those of the window holding the best span.
     The windows default to those the model was fine-tuned with (model.task_settings, read by
-    lab.load from its task_config.json), else 384 tokens, a stride of 128 and questions of 64.
+    lab.load from its task_config.json), else QA_WINDOWS (384 tokens, a stride of 128 and
+    questions of 64): answer_settings, which lab.web.export writes into the page's manifest.
     """
     require(model, "answer")
-    trained = {**QA_WINDOWS, **qa_lengths(getattr(model, "task_settings", {}))}
-    max_seq_length = max_seq_length or trained["max_seq_length"]
-    doc_stride = doc_stride or trained["doc_stride"]
-    max_query_length = max_query_length or trained["max_query_length"]
+    windows = answer_settings(model, max_seq_length, doc_stride, max_query_length)
+    max_seq_length, doc_stride = windows["max_seq_length"], windows["doc_stride"]
+    max_query_length = windows["max_query_length"]
     question, context = clean_text(question, "question"), clean_text(context, "context")
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
     if max_query_length < 1 or doc_stride < 1 or max_answer_length < 1:
         raise ValueError("max_query_length, doc_stride and max_answer_length must be positive")
-    max_seq_length = min(max_seq_length, model.config.max_position_embeddings)
     question_tokens = tokenizer.tokenize(question)
     if not question_tokens:
         raise ValueError("question has no tokens the model knows: type a question in words")
@@ -539,7 +578,9 @@ def answer(
         starts, ends = out.start_logits.float().cpu(), out.end_logits.float().cpu()  # (windows, T)
     # n_best start x end candidates per window; if none of them is a valid span (possible with
     # an untrained model whose best starts all fall on the question), look at every token
-    spans = decode_spans(features, starts, ends, example, n_best=max(20, top_k), max_answer_length=max_answer_length)
+    spans = decode_spans(
+        features, starts, ends, example, n_best=max(N_BEST, top_k), max_answer_length=max_answer_length
+    )
     if not spans:
         longest = max(len(f.input_ids) for f in features)
         spans = decode_spans(
@@ -566,8 +607,6 @@ def answer(
 # a clitic, a run of letters/digits (with combining accents), or any other non-space character alone.
 _TITLES = "Mr|Mrs|Ms|Dr|Prof|Rev|St|Mt|Jr|Sr|Capt|Col|Gen|Lt|Sgt|Gov|Sen|Rep|Inc|Ltd|Co|Corp|vs"
 _WORD = re.compile(rf"(?:{_TITLES})\.(?!\w)|(?:[A-Z]\.){{2,}}|'(?:s|S|re|ve|ll|d|m)(?!\w)|\w[\w\u0300-\u036f]*|[^\w\s]")
-TAG_MAX_SEQ_LENGTH = 128  # finetune-tag's default window (TaggingConfig.max_seq_length)
-QA_WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}  # BERT's SQuAD settings
 
 
 def split_words(text: str) -> list[tuple[str, int, int]]:
@@ -604,13 +643,9 @@ def tag(
     "viterbi" (the best sequence IOB2 allows: lab.data.tag_decoding.decode_tags). The windows and the
     decoding default to those the model was fine-tuned and evaluated with (model.task_settings,
     read by lab.load from its task_config.json), else 128 tokens (at most the model's positions),
-    a stride of half that, and argmax.
+    a stride of half that, and argmax (tag_window_settings).
     """
     require(model, "tag")
-    trained = tag_settings(getattr(model, "task_settings", {}))
-    max_seq_length = max_seq_length or trained.get("max_seq_length")
-    doc_stride = doc_stride or trained.get("doc_stride")
-    decoding = decoding or trained.get("decoding", "argmax")
     if isinstance(words_or_text, (str, bytes)) or words_or_text is None:
         text = clean_text(words_or_text)
         found = split_words(text)
@@ -627,11 +662,10 @@ def tag(
             raise ValueError("the list of words is empty: give at least one word")
         words = [clean_text(w, f"word {i}").strip() for i, w in enumerate(given)]
         spans = [(None, None)] * len(words)
-    limit = model.config.max_position_embeddings
-    max_seq_length = min(max_seq_length or TAG_MAX_SEQ_LENGTH, limit)
+    settings = tag_window_settings(model, max_seq_length, doc_stride, decoding)
+    max_seq_length, doc_stride, decoding = settings["max_seq_length"], settings["doc_stride"], settings["decoding"]
     if max_seq_length < 3:
         raise ValueError(f"max_seq_length must be at least 3 ([CLS], one piece, [SEP]), got {max_seq_length}")
-    doc_stride = doc_stride or max(1, max_seq_length // 2)
     if doc_stride < 1:
         raise ValueError(f"doc_stride must be positive, got {doc_stride}")
     device = next(model.parameters()).device

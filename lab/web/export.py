@@ -58,7 +58,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from lab.checkpoint import load, qa_lengths, tag_settings
+from lab.checkpoint import load
 from lab.data.tagged_files import is_iob2_tag
 from lab.files import (
     MANIFEST_NAME,
@@ -72,7 +72,7 @@ from lab.files import (
     has_model_files,
 )
 from lab.inspect.encoding import MAX_MASKS
-from lab.inspect.explore import QA_WINDOWS, TAG_MAX_SEQ_LENGTH
+from lab.inspect.explore import answer_settings, tag_window_settings
 from lab.model import ModelOutput
 from lab.web.page import copy_page
 from lab.web.results import OPENINGS, run_view
@@ -102,7 +102,6 @@ VIEWS_BY_CLASS = {
     "BertForQuestionAnswering": ("answer",),
 }
 PRECISIONS = ("auto", "fp32", "fp16-weights", "int8-weights", "int8-dynamic")
-N_BEST, MAX_ANSWER_LENGTH = 20, 30  # explore.answer's candidates per window and longest span (tokens)
 FP16_MIN_ELEMENTS = 16  # smaller initializers (scalars of the graph's arithmetic) stay fp32
 INT8_MIN_ELEMENTS = 4096  # smaller weights (biases, LayerNorm, a classifier's few rows) stay fp32
 NEEDS = "pip install -e '.[web]' (onnx, onnxruntime, onnxscript)"
@@ -382,7 +381,9 @@ def model_card(model_dir) -> tuple[str, list[str]]:
 
 
 def browser_task(model, model_dir) -> dict:
-    """The settings a view reads text with, as explore does for this model (from its task_config.json):
+    """The settings a view reads text with, as explore does for this model (from its task_config.json,
+    else explore's defaults: explore.answer_settings, explore.tag_window_settings, MAX_MASKS). The
+    page keeps no default of its own: a setting missing here is an error there.
     answer    max_seq_length, doc_stride, max_query_length (the windows), n_best, max_answer_length
     tag       max_seq_length, doc_stride, decoding ("argmax" | "viterbi"), scheme ("iob2" | "tags")
     classify  max_seq_length (the length it was fine-tuned with), pair (sentence pairs?)
@@ -391,20 +392,11 @@ def browser_task(model, model_dir) -> dict:
     settings = getattr(model, "task_settings", {}) or {}
     positions = cfg.max_position_embeddings
     if kind == "BertForQuestionAnswering":
-        windows = {**QA_WINDOWS, **qa_lengths(settings)}
-        windows["max_seq_length"] = min(windows["max_seq_length"], positions)
-        return {**windows, "n_best": N_BEST, "max_answer_length": MAX_ANSWER_LENGTH}
+        return answer_settings(model)
     if kind == "BertForTokenClassification":
-        trained = tag_settings(settings)
-        length = min(trained.get("max_seq_length") or TAG_MAX_SEQ_LENGTH, positions)
         labels = [cfg.id2label[i] for i in range(cfg.num_labels)]
         scheme = settings.get("scheme") or ("iob2" if all(is_iob2_tag(t) for t in labels) else "tags")
-        return {
-            "max_seq_length": length,
-            "doc_stride": trained.get("doc_stride") or max(1, length // 2),
-            "decoding": trained.get("decoding", "argmax"),
-            "scheme": scheme,
-        }
+        return {**tag_window_settings(model), "scheme": scheme}
     if kind == "BertForSequenceClassification":
         return {"max_seq_length": int(settings.get("max_seq_length") or positions), "pair": bool(settings.get("pair"))}
     task = {"max_masks": MAX_MASKS}

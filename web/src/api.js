@@ -6,9 +6,10 @@
 // The graphs, tokenizers and settings come from the site's manifest.json (python -m lab
 // export-web); docs/web.md documents the calls for people who build on them.
 import * as ort from "onnxruntime-web/wasm";
-import { MAX_MASKS, TextEncoder, cleanText, maskPositions } from "./text.js";
+import { TextEncoder, cleanText, maskPositions } from "./text.js";
 import { answerSpans, qaFeatures, softmax } from "./qa.js";
 import { decodeTags, tagFeatures } from "./tag.js";
+import { taskSettings } from "./task.js";
 import { readSafetensors } from "./safetensors.js";
 import { Weights, forwardSteps, linearCalls, scriptProduct, usesRuntime } from "./trace.js";
 
@@ -252,7 +253,7 @@ export async function fillMask(text, options = {}) {
   }
   text = cleanText(text);
   const enc = encoder.encode(text, null);
-  const positions = maskPositions(encoder, enc, text);
+  const positions = maskPositions(encoder, enc, entry.task, text);
   const out = await run(session, [enc], entry.special.pad);
   const logits = out.mlm_logits.data;
   const predictions = positions.map((p) => {
@@ -373,7 +374,7 @@ export async function trace(a, b = null, options = {}) {
   const enc = encoder.encode(textA, textB);
   const masks = [];
   enc.ids.forEach((id, i) => id === entry.special.mask && masks.push(i));
-  const limit = entry.trace.max_masks ?? MAX_MASKS;
+  const { max_masks: limit } = taskSettings(entry.trace, ["max_masks"], name, "trace");
   if (masks.length > limit) throw new Error(`${masks.length} [MASK] tokens: at most ${limit} per text`);
   const positions = masks.length ? masks : Array.from(enc.ids.keys()); // else every token
   const input = { ids: enc.ids, typeIds: enc.typeIds, positions };

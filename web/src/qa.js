@@ -7,6 +7,7 @@
 // context on both sides. Offsets are JavaScript string indices into the cleaned context.
 
 import { cleanText } from "./text.js";
+import { taskSettings } from "./task.js";
 
 /** (start, length) of each window over nTokens tokens: doc_windows(10, 6, 3) -> [[0,6],[3,6],[6,4]]. */
 export function docWindows(nTokens, window, stride) {
@@ -55,14 +56,14 @@ export function softmax(values) {
  * The model inputs for a question about a context, with explore.answer's checks:
  * {features, question, context (both cleaned), questionTruncated, maxSeqLength}. Each feature is
  * {windowIndex, windowStart, ids, typeIds, tokens, offsets ([start, end] in the context, null off it),
- * tokenIsMaxContext}. task: the manifest entry's task (max_seq_length, doc_stride, max_query_length).
+ * tokenIsMaxContext}. task: the manifest entry's task (max_seq_length, doc_stride, max_query_length,
+ * max_answer_length: explore.answer_settings for the model), each required: the page has no defaults.
  */
-export function qaFeatures(encoder, question, context, task = {}) {
-  // 0 or missing: the lab's defaults (explore.answer's `or`)
-  let maxSeqLength = task.max_seq_length || 384;
-  const docStride = task.doc_stride || 128;
-  const maxQueryLength = task.max_query_length || 64;
-  const maxAnswerLength = task.max_answer_length ?? 30;
+export function qaFeatures(encoder, question, context, task) {
+  const keys = ["max_seq_length", "doc_stride", "max_query_length", "max_answer_length"];
+  const settings = taskSettings(task, keys, encoder.model);
+  let maxSeqLength = settings.max_seq_length;
+  const { doc_stride: docStride, max_query_length: maxQueryLength, max_answer_length: maxAnswerLength } = settings;
   question = cleanText(question, "question");
   context = cleanText(context, "context");
   if (maxQueryLength < 1 || docStride < 1 || maxAnswerLength < 1) {
@@ -101,7 +102,8 @@ export function qaFeatures(encoder, question, context, task = {}) {
       tokenIsMaxContext: [...notHere, ...inside.map((_, k) => bestWindow(windows, wStart + k) === w), false],
     };
   });
-  return { features, question, context, questionTruncated: questionPieces.length > maxQueryLength, maxSeqLength };
+  const questionTruncated = questionPieces.length > maxQueryLength;
+  return { features, question, context, questionTruncated, maxSeqLength, model: encoder.model };
 }
 
 /** Indexes of the n largest values, largest first (ties: the lower index first). */
@@ -124,17 +126,10 @@ function rowOf(logits, feature, what) {
  * The best answer spans, best first, from every window's logits (lab.data.squad.decode_spans):
  * [{text, start, end, score, probability, window_index}], start/end string indices into context.
  * startLogits[w] / endLogits[w]: window w's logits (an array or Float32Array, at least its length).
+ * nBest and maxAnswerLength: given by the caller (answerSpans: the manifest's n_best, max_answer_length).
  * nullThreshold (SQuAD v2.0): null = never answer "" (the lab's default for v1.1).
  */
-export function decodeSpans(
-  features,
-  startLogits,
-  endLogits,
-  context,
-  nBest = 20,
-  maxAnswerLength = 30,
-  nullThreshold = null,
-) {
+export function decodeSpans(features, startLogits, endLogits, context, nBest, maxAnswerLength, nullThreshold = null) {
   if (!features.length) return [];
   if (startLogits.length !== features.length || endLogits.length !== features.length) {
     throw new Error(`decode_spans: got logits for ${startLogits.length} windows but ${features.length} features`);
@@ -183,12 +178,14 @@ export function decodeSpans(
  * explore.answer after the model ran: the top_k spans (retrying over every token when the n_best
  * candidates hold no valid span) and the window of the best one:
  * {spans, windowIndex, numWindows, tokens, offsets, startProbs, endProbs, questionTruncated}.
- * qa: what qaFeatures returned; startLogits[w] / endLogits[w]: window w's logits.
+ * qa: what qaFeatures returned; startLogits[w] / endLogits[w]: window w's logits; task: the manifest
+ * entry's task (n_best, max_answer_length), each required.
  */
-export function answerSpans(qa, startLogits, endLogits, task = {}, topK = 3) {
+export function answerSpans(qa, startLogits, endLogits, task, topK = 3) {
+  const settings = taskSettings(task, ["n_best", "max_answer_length"], qa.model);
   if (topK < 1) throw new Error(`top_k must be at least 1, got ${topK}`);
-  const maxAnswerLength = task.max_answer_length ?? 30;
-  const nBest = Math.max(task.n_best ?? 20, topK);
+  const maxAnswerLength = settings.max_answer_length;
+  const nBest = Math.max(settings.n_best, topK);
   const { features, context } = qa;
   let spans = decodeSpans(features, startLogits, endLogits, context, nBest, maxAnswerLength);
   if (!spans.length) {

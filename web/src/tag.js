@@ -7,8 +7,7 @@
 
 import { cleanText, PY_SPACE, pyStrip } from "./text.js";
 import { bestWindow, docWindows, softmax } from "./qa.js";
-
-export const TAG_MAX_SEQ_LENGTH = 128; // explore.TAG_MAX_SEQ_LENGTH
+import { taskSettings } from "./task.js";
 
 // Python's \w on text: letters, digits and other numbers, and "_" (combining marks are not in it).
 const W = "\\p{L}\\p{N}_";
@@ -31,8 +30,11 @@ export function splitWords(text) {
  * null when words were given), pieces (each word's tokens), features, numPieces, maxSeqLength,
  * docStride, decoding}. wordsOrText: a text (split by splitWords) or a list of words.
  * Each feature: {windowIndex, windowStart, ids, typeIds, wordIndex, tokenIsMaxContext}.
+ * task: the manifest entry's task (max_seq_length, doc_stride, decoding: explore.tag_window_settings
+ * for the model), each required: the page has no defaults.
  */
-export function tagFeatures(encoder, wordsOrText, task = {}) {
+export function tagFeatures(encoder, wordsOrText, task) {
+  const settings = taskSettings(task, ["max_seq_length", "doc_stride", "decoding"], encoder.model);
   let words;
   let spans;
   if (typeof wordsOrText === "string" || wordsOrText === null || wordsOrText === undefined) {
@@ -46,11 +48,12 @@ export function tagFeatures(encoder, wordsOrText, task = {}) {
     words = wordsOrText.map((w, i) => pyStrip(cleanText(w, `word ${i}`)));
     spans = words.map(() => null);
   }
-  const maxSeqLength = Math.min(task.max_seq_length || TAG_MAX_SEQ_LENGTH, encoder.maxLength);
+  const maxSeqLength = Math.min(settings.max_seq_length, encoder.maxLength);
   if (maxSeqLength < 3) {
     throw new Error(`max_seq_length must be at least 3 ([CLS], one piece, [SEP]), got ${maxSeqLength}`);
   }
-  const docStride = task.doc_stride || Math.max(1, Math.floor(maxSeqLength / 2));
+  const { doc_stride: docStride, decoding } = settings;
+  if (docStride < 1) throw new Error(`doc_stride must be positive, got ${docStride}`);
   // Each word's pieces (a word with none, only characters the normalizer drops, is one [UNK]).
   const ids = [];
   const wordIds = [];
@@ -78,7 +81,6 @@ export function tagFeatures(encoder, wordsOrText, task = {}) {
       tokenIsMaxContext: [false, ...span.map((t) => bestWindow(windows, t) === k), false],
     };
   });
-  const decoding = task.decoding || "argmax";
   return { words, spans, pieces, features, numPieces: ids.length, maxSeqLength, docStride, decoding };
 }
 

@@ -12,8 +12,7 @@
 // character outside the Basic Multilingual Plane.
 
 import { Tokenizer } from "@huggingface/tokenizers";
-
-export const MAX_MASKS = 20; // lab.inspect.encoding.MAX_MASKS: at most this many [MASK]s per text
+import { taskSettings } from "./task.js";
 
 // ------------------------------------------------------------------------------------------
 // cleanText: lab.tokenizer.clean_text
@@ -221,6 +220,7 @@ export class TextEncoder {
   constructor(tokenizerJson, entry) {
     this.tokenizer = new Tokenizer(tokenizerJson, {});
     this.wordpiece = this.tokenizer.model; // the library's WordPiece: word -> pieces
+    this.model = entry.name; // named in the errors about its manifest entry
     this.special = { ...entry.special };
     this.maxLength = entry.config?.max_length ?? 512;
     const norm = tokenizerJson.normalizer ?? {};
@@ -424,13 +424,17 @@ export async function loadEncoder(entry, base = "") {
 // Fill-mask: lab.inspect.encoding.mask_positions and target_ids
 // ------------------------------------------------------------------------------------------
 
-/** The [MASK] positions of enc = encoder.encode(text, textPair, maxLength); throws Python's messages. */
-export function maskPositions(encoder, enc, text = null, textPair = null) {
+/**
+ * The [MASK] positions of enc = encoder.encode(text, textPair, maxLength); throws Python's messages.
+ * task: the manifest entry's task (max_masks: at most this many [MASK]s per text, explore's MAX_MASKS).
+ */
+export function maskPositions(encoder, enc, task, text = null, textPair = null) {
+  const { max_masks: maxMasks } = taskSettings(task, ["max_masks"], encoder.model);
   const positions = [];
   enc.ids.forEach((id, i) => id === encoder.special.mask && positions.push(i));
   if (!positions.length) throw new Error(noMaskMessage(encoder, enc, text, textPair));
-  if (positions.length > MAX_MASKS) {
-    throw new Error(`${positions.length} [MASK] tokens: at most ${MAX_MASKS} per text`);
+  if (positions.length > maxMasks) {
+    throw new Error(`${positions.length} [MASK] tokens: at most ${maxMasks} per text`);
   }
   return positions;
 }

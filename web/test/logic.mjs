@@ -76,7 +76,7 @@ const ops = {
     const enc = encoderOf(r);
     return r.cases.map(([text, pair, maxLength]) =>
       attempt(() => ({
-        positions: maskPositions(enc, enc.encode(text, pair, maxLength ?? enc.maxLength), text, pair),
+        positions: maskPositions(enc, enc.encode(text, pair, maxLength ?? enc.maxLength), r.entry.task, text, pair),
       })),
     );
   },
