@@ -1,5 +1,5 @@
 // Question answering in the browser, exactly as the lab's Python reads a paragraph
-// (lab/data/squad.py: make_features, doc_windows, best_window, decode_spans; lab/inspect/explore.py: answer).
+// (lab.data.squad: make_features, doc_windows, best_window, decode_spans; lab.inspect.explore: answer).
 //
 // A context longer than one window is read through overlapping doc-stride windows,
 //     [CLS] question [SEP] context tokens w_start .. w_start + room - 1 [SEP]

@@ -1,6 +1,6 @@
 // Tagging in the browser (NER, POS), exactly as the lab's Python does it
-// (lab/inspect/explore.py: split_words, tag; lab/data/tagging.py: word_pieces, make_tag_features;
-// lab/data/tag_decoding.py: decode_tags, iob2_viterbi).
+// (lab.inspect.explore: split_words, tag; lab.data.tagging: word_pieces, make_tag_features;
+// lab.data.tag_decoding: decode_tags, iob2_viterbi).
 //
 // Each word is cut into WordPiece pieces and read from its FIRST piece, in the window where that
 // piece has the most context. Offsets are JavaScript string indices into the cleaned text.

@@ -1,4 +1,4 @@
-// Text -> tokens for the browser edition, exactly as the lab's Python does it (lab/tokenizer.py).
+// Text -> tokens for the browser edition, exactly as the lab's Python does it (lab.tokenizer).
 //
 // The lab's tokenizer is BERT's: BertNormalizer (drop control characters, space out CJK
 // characters, lower-case, strip accents), BertPreTokenizer (split at whitespace, every
@@ -222,7 +222,7 @@ export class TextEncoder {
     this.wordpiece = this.tokenizer.model; // the library's WordPiece: word -> pieces
     this.model = entry.name; // named in the errors about its manifest entry
     this.special = { ...entry.special };
-    this.maxLength = entry.config?.max_length ?? 512;
+    this.maxLength = taskSettings(entry.config, ["max_length"], entry.name, "config").max_length;
     const norm = tokenizerJson.normalizer ?? {};
     this.cleanControl = norm.clean_text ?? true;
     this.spaceChinese = norm.handle_chinese_chars ?? true;
