@@ -134,5 +134,5 @@ def test_a_manifest_entry_without_a_setting_is_an_error_naming_the_model_and_the
     (got,) = run_js("masks", [["the [MASK] sat", None, None]], classroom, name="tiny-mlm", task={})
     assert got["error"].startswith('the manifest entry of "tiny-mlm" has no task.max_masks:')
     assert "export the site again with python -m lab export-web" in got["error"]
-    with pytest.raises(AssertionError, match='has no config.max_length'):  # the page's longest text: the manifest's
+    with pytest.raises(AssertionError, match="has no config.max_length"):  # the page's longest text: the manifest's
         run_js("masks", [["the [MASK] sat", None, None]], classroom, name="tiny-mlm", task={"max_masks": 20}, config={})
