@@ -19,7 +19,17 @@ import torch
 from tqdm.auto import tqdm
 
 from lab.data.qnli import SentencePair
-from lab.data.squad import Example, Feature, collate_features, decode_spans, make_features, windows_by_example
+from lab.data.squad import (
+    MAX_ANSWER_LENGTH,
+    N_BEST,
+    QA_WINDOWS,
+    Example,
+    Feature,
+    collate_features,
+    decode_spans,
+    make_features,
+    windows_by_example,
+)
 from lab.data.tag_decoding import WordTag, decode_tags
 from lab.data.tagging import TagFeature, collate_tag_features, make_tag_features
 from lab.device import autocast, autocast_dtype
@@ -80,11 +90,11 @@ def predict_answers(
     tokenizer,
     examples: Sequence[Example],
     batch_size: int = 32,
-    max_seq_length: int = 384,
-    doc_stride: int = 128,
-    max_query_length: int = 64,
-    n_best: int = 20,
-    max_answer_length: int = 30,
+    max_seq_length: int = QA_WINDOWS["max_seq_length"],
+    doc_stride: int = QA_WINDOWS["doc_stride"],
+    max_query_length: int = QA_WINDOWS["max_query_length"],
+    n_best: int = N_BEST,
+    max_answer_length: int = MAX_ANSWER_LENGTH,
     null_threshold: float | None | str = "auto",
     device: torch.device | str | None = None,
 ) -> dict[str, str]:
@@ -122,9 +132,9 @@ def answer_scores(
     tokenizer,
     pairs: Sequence[SentencePair],
     batch_size: int = 32,
-    max_seq_length: int = 384,
-    doc_stride: int = 128,
-    max_query_length: int = 64,
+    max_seq_length: int = QA_WINDOWS["max_seq_length"],
+    doc_stride: int = QA_WINDOWS["doc_stride"],
+    max_query_length: int = QA_WINDOWS["max_query_length"],
     precision: str = "auto",
     progress: bool = False,
 ) -> list[float]:

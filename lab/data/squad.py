@@ -30,6 +30,8 @@ from lab.data.batch import Batch, pad_rows
 logger = logging.getLogger(__name__)
 
 MAX_REPORTED_IDS = 5  # LoadReport keeps the first few question ids of each kind of problem
+QA_WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}  # BERT's SQuAD settings
+N_BEST, MAX_ANSWER_LENGTH = 20, 30  # candidates per window and longest span (tokens): run_squad.py's
 
 
 # ----------------------------------------------------------------------------------------------
@@ -354,9 +356,9 @@ def _answer_token_span(offsets: Sequence[tuple[int, int]], start_char: int, end_
 def make_features(
     examples: Sequence[Example],
     tokenizer,
-    max_seq_length: int = 384,
-    doc_stride: int = 128,
-    max_query_length: int = 64,
+    max_seq_length: int = QA_WINDOWS["max_seq_length"],
+    doc_stride: int = QA_WINDOWS["doc_stride"],
+    max_query_length: int = QA_WINDOWS["max_query_length"],
     training: bool = True,
 ) -> list[Feature]:
     """Examples -> model inputs, one Feature per doc-stride window (Google's run_squad.py layout).
@@ -499,8 +501,8 @@ def decode_spans(
     start_logits: Any,
     end_logits: Any,
     example: Example,
-    n_best: int = 20,
-    max_answer_length: int = 30,
+    n_best: int = N_BEST,
+    max_answer_length: int = MAX_ANSWER_LENGTH,
     null_threshold: float | None = None,
 ) -> list[Span]:
     """The best answer spans of one example, best first, from the logits of all its windows.

@@ -4,17 +4,10 @@
     page = bertviz_offline.head_view_html(r.attentions, r.tokens, r.sentence_b_start)  # an HTML document
     bertviz_offline.show_neuron_view(model, tokenizer, "the cat sat on the mat .", layer=1, head=0)  # notebook
 
-bertviz's own pages load require.js, d3 and jQuery from a CDN, so offline they draw nothing. Here
-the page is the lab's template, bertviz_page.html, with placeholders that fill_template() fills,
-each escaped for where it stands: the view's data (built here in bertviz's format) as JSON that
-cannot end its script, d3 (pip mpld3) and jQuery (pip xstatic-jquery) from the installed packages,
-and bertviz's {head,model,neuron}_view.js read from the installed bertviz and inserted unchanged.
-The template's own script defines what bertviz's scripts expect (its data under the global name
-they read, a `require` stand-in that hands them jQuery and d3), and lays out the model view for
-the frame it is in: no line of bertviz's is rewritten. A Content-Security-Policy lets the page
-fetch nothing; it is shown in an <iframe srcdoc> (iframe()). The neuron view's queries and keys
-come from the lab's model (explore.queries_and_keys), not from bertviz's patched Hugging Face
-classes. Each view has a size cap.
+bertviz's own pages load their libraries from a CDN, so offline they draw nothing. Here the page is
+the lab's template (bertviz_page.html) filled by fill_template(): the data as JSON that cannot end
+its script, d3 and jQuery from installed packages, bertviz's view scripts unchanged; a
+Content-Security-Policy lets it fetch nothing (docs/dashboard.md has the details).
 """
 
 from __future__ import annotations

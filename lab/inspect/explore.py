@@ -46,7 +46,16 @@ import torch
 
 from lab.checkpoint import load, qa_lengths, tag_settings
 from lab.data.instances import SpecialIds, mask_tokens
-from lab.data.squad import Example, collate_features, decode_spans, doc_windows, make_features
+from lab.data.squad import (
+    MAX_ANSWER_LENGTH,
+    N_BEST,
+    QA_WINDOWS,
+    Example,
+    collate_features,
+    decode_spans,
+    doc_windows,
+    make_features,
+)
 from lab.data.tagging import word_pieces
 from lab.files import has_tokenizer_files
 from lab.inference import predict_tags
@@ -500,8 +509,6 @@ def classify(model, tokenizer, text: str, text_pair: str | None = None) -> dict[
 # ----------------------------------------------------------------------------------------
 TAG_MAX_SEQ_LENGTH = 128  # finetune-tag's default window (TaggingConfig.max_seq_length)
 TAG_DECODING = "argmax"  # each word's most probable tag
-QA_WINDOWS = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64}  # BERT's SQuAD settings
-N_BEST, MAX_ANSWER_LENGTH = 20, 30  # answer's candidates per window and longest span (tokens): run_squad.py's
 
 
 def answer_settings(model, max_seq_length=None, doc_stride=None, max_query_length=None) -> dict:
