@@ -325,10 +325,12 @@ class Rounds:
             try:
                 line = action(*args)
             except FAILS as e:
-                return status_html(f"⚠️ {e}"), *[gr.skip()] * 7
-            return status_html(line), self.teacher_question(), self.reveal(), self.say(), *self.buttons()
+                return status_html(f"⚠️ {e}"), *[gr.skip()] * 8
+            # the version drawn goes to `seen`: the next tick does not draw it again over a round the
+            # teacher picks in the menu meanwhile
+            return status_html(line), self.teacher_question(), self.reveal(), self.say(), *self.buttons(), room.version
 
-        shown = [status, question, result, say, *controls]
+        shown = [status, question, result, say, *controls, seen]
         private = dict(queue=False, api_visibility="private")
         start.click(lambda k, n: act(room.start, k, n), [key, pick], shown, **private)
         reveal.click(lambda k: act(room.reveal, k), key, shown, **private)
