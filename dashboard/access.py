@@ -160,7 +160,9 @@ window.blAccess = (() => {
       if (!span.isConnected) body.appendChild(span);
     });
   };
-  document.addEventListener("bl-computed", (e) => setTimeout(() => say(e.detail, 20), 100));
+  // said again a little later: a status line or a figure Gradio draws after the event is said too
+  document.addEventListener("bl-computed", (e) =>
+    [100, 700, 2000].forEach((ms) => setTimeout(() => say(e.detail, 20), ms)));
   return {scan, say};
 })();
 </script>"""
